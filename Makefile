@@ -1,0 +1,157 @@
+# ttaudit - see README.md. `make` builds, `make demo` and `make check` first
+# install the Debian packages that are missing (tools/deps.sh), then run.
+#
+# Layout of the build:
+#   build/libttaudit.a     analyzer/ + replay/  (the analysis library)
+#   build/libttbench.a     bench/               (HTTP, readiness, arm, preflight, load)
+#   build/ttaudit          cli/                 (thin front end, command table)
+#   build/libttaudit-shim.so, build/ttsim       from their own fragments (*/module.mk)
+#   build/tests/test_*     one cmocka binary per tests/test_<module>.c
+#
+# SANITIZE=address,undefined and BUILD=dir give a sanitizer tree (make asan).
+
+BUILD     ?= build
+CC        ?= cc
+CFLAGS    ?= -O2 -g
+PKG_CONFIG ?= pkg-config
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+LIBDIR    ?= $(PREFIX)/lib
+DOCDIR    ?= $(PREFIX)/share/doc/ttaudit
+PYTHON    ?= /usr/bin/python3
+VERSION   := 0.1.0
+
+WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wstrict-prototypes \
+	-Wformat-security -Wvla -Wwrite-strings
+ifneq ($(WERROR)$(CI),)
+WARN += -Werror
+endif
+ifneq ($(SANITIZE),)
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+
+# Everything but the shim links these. The shim links only what its write path
+# needs (see shim/module.mk).
+PKGS      := libcjson libcurl libpcre2-8 hwloc zlib
+DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm -lpthread
+CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
+
+INCLUDES  := -Ianalyzer -Ireplay -Ibench -Icli
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(INCLUDES) $(DEP_CFLAGS) \
+	-DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+
+OBJ := $(BUILD)/obj
+
+LIB_SRC   := $(wildcard analyzer/*.c replay/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+CLI_SRC   := $(wildcard cli/*.c)
+TEST_SRC  := $(wildcard tests/test_*.c)
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(OBJ)/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(OBJ)/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(OBJ)/%.o)
+
+LIBTTAUDIT := $(BUILD)/libttaudit.a
+LIBTTBENCH := $(BUILD)/libttbench.a
+TTAUDIT    := $(BUILD)/ttaudit
+
+# Libraries the CLI and the tests link, most dependent first. Fragments append.
+LINK_LIBS := $(if $(BENCH_SRC),$(LIBTTBENCH)) $(LIBTTAUDIT)
+# Extra link objects for unit tests only (e.g. ttsim's model); fragments append.
+TEST_EXTRA :=
+TEST_EXTRA_LIBS :=
+# Targets `make all` builds besides the CLI; fragments append.
+ALL_TARGETS := $(TTAUDIT)
+# Shell end-to-end tests, run in name order by tests/run-e2e.sh.
+E2E := $(sort $(wildcard tests/e2e/*.sh))
+
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all demo check check-run deps deps-check test unit e2e asan fuzz bench \
+	install uninstall clean _demo
+all: _all
+
+# Fragments of parts that build something other than a library member.
+-include $(sort $(wildcard */module.mk tools/*/module.mk))
+
+_all: $(ALL_TARGETS)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBTTAUDIT): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBTTBENCH): $(BENCH_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(TTAUDIT): $(CLI_OBJ) $(LINK_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LINK_LIBS) $(DEP_LIBS)
+
+$(BUILD)/tests/%: $(OBJ)/tests/%.o $(LINK_LIBS) $(TEST_EXTRA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(TEST_EXTRA) $(LINK_LIBS) $(TEST_EXTRA_LIBS) \
+		$(DEP_LIBS) $(CMOCKA_LIBS)
+
+# --- the two commands README gives ---------------------------------------
+
+deps:
+	@sh tools/deps.sh build
+deps-check:
+	@sh tools/deps.sh check
+
+demo: deps
+	@$(MAKE) --no-print-directory _demo
+_demo: _all
+	@echo "== ttaudit replay fixtures/audit/*.jsonl"
+	@$(TTAUDIT) replay $(sort $(wildcard fixtures/audit/*.jsonl)) || test $$? -eq 1
+
+check: deps-check
+	@$(MAKE) --no-print-directory check-run
+
+# unit + e2e on the normal build, then the sanitizer build, then the fuzzer.
+check-run: _all unit e2e asan fuzz
+	@echo "make check: all stages passed"
+
+unit: $(TEST_BIN)
+	@sh tests/run-unit.sh $(TEST_BIN)
+
+e2e: _all $(TEST_BIN)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run-e2e.sh $(E2E)
+
+test: unit e2e
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
+		SANITIZE=address,undefined CFLAGS="-O1 -g" unit e2e
+
+FUZZ_SECONDS ?= 45
+fuzz:
+	@sh tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+bench: _all
+	@sh tools/bench.sh
+
+# --- install ---------------------------------------------------------------
+
+install: _all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(TTAUDIT) $(DESTDIR)$(BINDIR)/ttaudit
+	$(if $(wildcard $(BUILD)/libttaudit-shim.so),install -m 0755 $(BUILD)/libttaudit-shim.so $(DESTDIR)$(LIBDIR)/libttaudit-shim.so)
+	$(if $(wildcard $(BUILD)/ttsim),install -m 0755 $(BUILD)/ttsim $(DESTDIR)$(BINDIR)/ttsim)
+	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/ttaudit $(DESTDIR)$(BINDIR)/ttsim \
+		$(DESTDIR)$(LIBDIR)/libttaudit-shim.so
+	rm -rf $(DESTDIR)$(DOCDIR)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

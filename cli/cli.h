@@ -1,0 +1,34 @@
+/*
+ * cli.h - the command front end. How to add a command:
+ *
+ *   1. write cli/cmd_<name>.c with `int cmd_<name>(int argc, char **argv)`;
+ *      argv[0] is the command name. Keep it thin: parse options, call the
+ *      library, print. Every report has a --json twin.
+ *   2. declare it below and add one line to the table in cli/main.c.
+ *
+ * A command returns one of the CLI_* exit codes; it never calls exit().
+ */
+#ifndef TTAUDIT_CLI_H
+#define TTAUDIT_CLI_H
+
+#include <stdio.h>
+
+#include "status.h"
+
+enum {
+	CLI_OK = 0,      /* ok, every verdict passed */
+	CLI_FAIL = 1,    /* a verdict failed (substitution let through, arm not confirmed ...) */
+	CLI_USAGE = 2,   /* bad usage or bad input */
+};
+
+/* "ttaudit <cmd>: <msg>" on stderr, returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints a status with its detail ("file:line: msg") on stderr. */
+void cli_report_status(const char *cmd, enum status st, const struct status_info *si);
+/* Parses a non-negative decimal integer option value; -1 when invalid. */
+long long cli_parse_count(const char *s);
+
+int cmd_replay(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+
+#endif

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs the Debian packages ttaudit needs to build and test, and nothing
+# else. Idempotent and quiet when everything is present, so `make demo` and
+# `make check` can call it on every run.
+#
+# usage: tools/deps.sh [build|check]
+#   build  what `make` and `make demo` need
+#   check  also what `make check` needs (cmocka, clang for libFuzzer, strace, python3)
+set -eu
+
+want="pkg-config make gcc libc6-dev zlib1g-dev libcurl4-openssl-dev libcjson-dev \
+libpcre2-dev libhwloc-dev libmicrohttpd-dev"
+if [ "${1:-build}" = check ]; then
+	want="$want libcmocka-dev clang libclang-rt-dev python3 strace jq"
+fi
+
+missing=""
+for p in $want; do
+	# dpkg-query prints "install ok installed" only for a fully installed package.
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	"install ok installed") ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "ttaudit: missing Debian packages:$missing" >&2
+	echo "ttaudit: run as root, or: sudo apt-get install$missing" >&2
+	exit 2
+fi
+echo "ttaudit: installing missing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
