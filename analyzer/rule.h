@@ -1,0 +1,87 @@
+/*
+ * rule.h - the guard rules a merge can run under, and their combinations.
+ *
+ * A rule allows a set G of active slots; it takes the slots that both the
+ * bare position match and G admit. Base rules live in one table in rule.c
+ * (name, fields needed, allowed-set function, why-function): a new guard is
+ * one function and one line there. `a+b` intersects the allowed sets.
+ */
+#ifndef TTAUDIT_RULE_H
+#define TTAUDIT_RULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "status.h"
+
+#define RULE_MAX_PARTS 8      /* base rules in one combination */
+#define RULE_MAX_LIST 32      /* rules in one --rules list */
+#define RULE_NAME_MAX 96
+
+/* Fields a rule needs; an event lacking one is skipped for that rule. */
+enum {
+	RULE_NEEDS_PREFILLED = 1u << 0,
+	RULE_NEEDS_BUF_STEP = 1u << 1,
+	RULE_NEEDS_STAMP = 1u << 2,     /* slot_gen/buf_slot_gen or gen/buf_gen */
+	RULE_NEEDS_MAX_POS = 1u << 3,   /* --max-pos or config.max_model_len */
+};
+
+struct rule {
+	char name[RULE_NAME_MAX];       /* canonical "a+b", parts in table order */
+	unsigned n_parts;
+	unsigned parts[RULE_MAX_PARTS]; /* indexes into the base table */
+	unsigned needs;
+};
+
+/* What a rule may know beyond the event. */
+struct rule_ctx {
+	int64_t max_pos;                /* 0: unknown */
+};
+
+enum rule_outcome {
+	RULE_EVALUATED,
+	RULE_SKIPPED,          /* a needed field is missing on this event */
+	RULE_SHAPE_FALLBACK,   /* D < H: nothing is taken, by any rule */
+};
+
+/* Number of base rules and the name of base rule i ("bare", "prefilled" ...). */
+size_t rule_base_count(void);
+const char *rule_base_name(size_t i);
+const char *rule_base_doc(size_t i);
+
+/* Parses "batch" or "batch+lifetime" (order and repeats do not matter). */
+enum status rule_parse(const char *name, struct rule *out, struct status_info *si);
+/*
+ * Parses a comma-separated list into out[0..*n). Duplicates are dropped.
+ * Fails on an unknown name or more than `max` rules.
+ */
+enum status rule_list_parse(const char *list, struct rule *out, size_t max, size_t *n,
+			    struct status_info *si);
+/* The six base rules, in table order. Returns the count. */
+size_t rule_list_default(struct rule *out, size_t max);
+
+/* 1 when bare would take slot s of m (s active and position matches). */
+int rule_bare_take(const struct merge_event *m, uint32_t s);
+/* 1 when slot s is active (s < H and host_pos[s] != -1). */
+int rule_active(const struct merge_event *m, uint32_t s);
+
+/*
+ * Evaluates r on m. With RULE_EVALUATED, take[s] (and allowed[s], if not
+ * NULL) are set for s in [0, H); both arrays hold at least H bytes.
+ */
+enum rule_outcome rule_eval(const struct rule *r, const struct merge_event *m,
+			    const struct rule_ctx *ctx, uint8_t *take, uint8_t *allowed);
+
+/*
+ * Why rule r allows or refuses slot s on m, in words, into buf (always
+ * terminated). Only meaningful after rule_eval() returned RULE_EVALUATED.
+ */
+void rule_why(const struct rule *r, const struct merge_event *m, const struct rule_ctx *ctx,
+	      uint32_t s, char *buf, size_t n);
+
+/* The names of the fields rule r needs that m lacks, as "buf_step, prefilled". */
+void rule_missing(const struct rule *r, const struct merge_event *m, const struct rule_ctx *ctx,
+		  char *buf, size_t n);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * tally.h - counts per rule over a stream of merge events: what each rule
+ * takes, substitutes, prevents and forgoes, garbage positions, and the arm
+ * fingerprint (which rules the recorded `taken` decisions are consistent with).
+ */
+#ifndef TTAUDIT_TALLY_H
+#define TTAUDIT_TALLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "evidence.h"
+#include "rule.h"
+
+/* Positions at or above this are garbage when max_pos is unknown (2^24). */
+#define TALLY_DEFAULT_GARBAGE_POS (INT64_C(1) << 24)
+/* Distinct garbage values remembered for the report; more are counted. */
+#define TALLY_GARBAGE_VALUES 64
+
+struct tally_counts {
+	uint64_t merges;          /* merge events seen */
+	uint64_t taken;           /* slots the rule takes */
+	uint64_t substitutions;   /* taken and stale */
+	uint64_t unverified;      /* taken, staleness unknown */
+	uint64_t prevented;       /* bare takes, this rule does not, stale */
+	uint64_t forgone;         /* bare takes, this rule does not, not stale */
+	uint64_t rejected_unverified; /* bare takes, this rule does not, staleness unknown */
+	uint64_t fired;           /* events where G != A and A is not empty */
+	uint64_t skipped;         /* events lacking a field the rule needs */
+	uint64_t shape_fallback;  /* events with D < H */
+	uint64_t bare_taken;      /* bare takes on the events this rule evaluated */
+	uint64_t taken_by[EVIDENCE__COUNT];  /* taken slots, by evidence class */
+	uint64_t subst_by[EVIDENCE__COUNT];  /* substitutions, by evidence class */
+	/* fingerprint: events carrying `taken` that the rule evaluated, and
+	 * how many of those its take set contradicts */
+	uint64_t fp_evaluated, fp_mismatch;
+	int64_t fp_first_mismatch_step;
+};
+
+struct tally_garbage {
+	uint64_t count;          /* garbage dev_pos values seen, slot by slot */
+	uint64_t float32_like;
+	size_t n_values;         /* distinct values kept in values[] */
+	uint64_t values_dropped; /* distinct values beyond TALLY_GARBAGE_VALUES */
+	struct { int64_t value; uint64_t n; } values[TALLY_GARBAGE_VALUES];
+};
+
+enum tally_verdict {
+	TALLY_NO_TAKEN,      /* no merge event carries `taken` */
+	TALLY_CONSISTENT,    /* exactly one candidate rule is consistent */
+	TALLY_WITHHELD,      /* several candidates are consistent: no event separates them */
+	TALLY_INCONSISTENT,  /* no candidate is consistent with the decisions */
+};
+
+struct tally_fingerprint {
+	enum tally_verdict verdict;
+	uint64_t events_with_taken;
+	size_t n_consistent;
+	size_t consistent[RULE_MAX_LIST];   /* rule indexes */
+};
+
+/* One substitution: rule `rule` took slot `slot` of `m` and it was stale. */
+struct tally_subst {
+	size_t rule;
+	const struct merge_event *m;
+	uint32_t slot;
+	enum evidence evidence;
+	const char *file;
+	long line;
+};
+typedef void (*tally_subst_fn)(void *ctx, const struct tally_subst *s);
+
+struct tally;
+
+/*
+ * rules[0..n) are copied. max_pos_override > 0 is --max-pos, which wins over
+ * config.max_model_len. NULL on allocation failure; free with tally_free().
+ */
+struct tally *tally_new(const struct rule *rules, size_t n, int64_t max_pos_override);
+void tally_free(struct tally *t);
+
+/* A new file starts: a config event applies only to events after it in its file. */
+void tally_begin_file(struct tally *t);
+void tally_config(struct tally *t, const struct config_event *c);
+void tally_merge(struct tally *t, const struct merge_event *m, const char *file, long line);
+/* Called for every substitution of every rule; fn may be NULL. */
+void tally_set_observer(struct tally *t, tally_subst_fn fn, void *ctx);
+
+/* Adds src's counts, garbage and fingerprint into dst (same rule list). */
+void tally_absorb(struct tally *dst, const struct tally *src);
+
+size_t tally_n_rules(const struct tally *t);
+const struct rule *tally_rule(const struct tally *t, size_t i);
+const struct tally_counts *tally_counts(const struct tally *t, size_t i);
+const struct tally_garbage *tally_garbage(const struct tally *t);
+/* The position bound now in force (0 unknown), as rules see it. */
+int64_t tally_max_pos(const struct tally *t);
+void tally_fingerprint(const struct tally *t, struct tally_fingerprint *out);
+const char *tally_verdict_name(enum tally_verdict v);
+
+/* 1 when rule i was skipped on every merge event (or saw none). */
+int tally_not_evaluable(const struct tally *t, size_t i);
+
+/*
+ * The float32 reading of a position: 1 when v fits int32 and its bits read
+ * as IEEE-754 float32 are finite, with the value in *out.
+ */
+int tally_float32(int64_t v, double *out);
+/* 1 when v is float32-like garbage: a finite float32 reading of magnitude in [1, 2^24]. */
+int tally_float32_like(int64_t v);
+
+#endif
