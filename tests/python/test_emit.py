@@ -1,0 +1,950 @@
+"""Tests of tools/instrument/ttaudit_emit.py, run by tests/e2e/60-instrument.sh.
+
+A pure-Python model of the generator's async-ahead merge block (prefills,
+trace and eager decodes, finishes, width changes, mode switches, garbage in
+the device buffer, prompt lengths chosen to land on a stale buffer's
+positions) drives the emitter for a few hundred steps. The model keeps its
+own expected counts per rule, computed here from the replay semantics of the
+merge audit contract, and they must equal what `ttaudit replay --json` counts
+on the emitted file. The same run written through `logging` under
+`ttaudit capture` must read back as the same event objects.
+
+Run: BUILD=build python3 tests/python/test_emit.py [-v]
+Exit 0 all passed, 1 a failure, 77 when a ttaudit command the test needs is
+not built (the reason is the last line printed).
+
+Also a helper program for the capture test:
+  test_emit.py --emit log SEED ARM EVIDENCE    the model's audit through logging to stderr
+"""
+
+import io
+import json
+import logging
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "instrument"))
+
+import ttaudit_emit  # noqa: E402
+from ttaudit_emit import MergeAudit, Stamp  # noqa: E402
+
+BUILD = os.environ.get("BUILD", "build")
+TTAUDIT = os.path.join(ROOT, BUILD, "ttaudit") if not os.path.isabs(BUILD) \
+    else os.path.join(BUILD, "ttaudit")
+PYTHON = os.environ.get("PYTHON", sys.executable)
+MISSING = "prerequisite missing: "
+SLOTS = 8
+MAX_LEN = 4096
+
+
+# --- the replay semantics, written for this test from the contract -----------
+
+BASE_RULES = ("bare", "prefilled", "batch", "lifetime", "stamp", "bound")
+COUNT_KEYS = ("merges", "taken", "substitutions", "unverified", "prevented",
+              "forgone", "fired", "skipped", "shape_fallback")
+
+
+def allowed_set(rule, ev, active, max_pos):
+    """The set G a rule allows on a merge event, or None when the event lacks
+    a field the rule needs (skipped)."""
+    if "+" in rule:
+        g = set(active)
+        for part in rule.split("+"):
+            gp = allowed_set(part, ev, active, max_pos)
+            if gp is None:
+                return None
+            g &= gp
+        return g
+    host, dev = ev["host_pos"], ev["dev_pos"]
+    if rule == "bare":
+        return set(active)
+    if rule == "prefilled":
+        if ev.get("prefilled") is None:
+            return None
+        return set(active) - set(ev["prefilled"])
+    if rule == "batch":
+        same = all((dev[s] != -1) == (host[s] != -1) for s in range(len(host)))
+        return set(active) if same else set()
+    if rule == "lifetime":
+        if ev.get("buf_step") is None:
+            return None
+        ok = ev["buf_step"] == ev["step"] - 1 and not ev.get("mode_switched", False)
+        return set(active) if ok else set()
+    if rule == "stamp":
+        if ev.get("slot_gen") is not None and ev.get("buf_slot_gen") is not None:
+            return {s for s in active if ev["slot_gen"][s] == ev["buf_slot_gen"][s]}
+        if ev.get("gen") is not None and ev.get("buf_gen") is not None:
+            return set(active) if ev["gen"] == ev["buf_gen"] else set()
+        return None
+    if rule == "bound":
+        if max_pos is None:
+            return None
+        return {s for s in active if -1 <= dev[s] < max_pos}
+    raise AssertionError("the test does not know rule %r" % rule)
+
+
+def stale_truth(ev, s):
+    """True (stale), False (current) or None (unknown), strongest evidence first."""
+    sr, br = ev.get("slot_req"), ev.get("buf_req")
+    if sr is not None and br is not None and sr[s] is not None and br[s] is not None:
+        return sr[s] != br[s]
+    if ev.get("slot_gen") is not None and ev.get("buf_slot_gen") is not None:
+        return ev["slot_gen"][s] != ev["buf_slot_gen"][s]
+    if ev.get("gen") is not None and ev.get("buf_gen") is not None:
+        return ev["gen"] != ev["buf_gen"]
+    if ev.get("buf_step") is not None:
+        return ev["buf_step"] != ev["step"] - 1 or s in set(ev.get("prefilled") or ())
+    return None
+
+
+def float32_like(v):
+    if not -(1 << 31) <= v < (1 << 31):
+        return False
+    f = struct.unpack("<f", struct.pack("<i", v))[0]
+    return f == f and abs(f) != float("inf") and 1.0 <= abs(f) <= float(1 << 24)
+
+
+class Expected:
+    """Counts per rule, garbage and the arm fingerprint, from merge events
+    given as the dicts the model passed to the emitter."""
+
+    def __init__(self, rules):
+        self.rules = list(rules)
+        self.counts = {r: dict.fromkeys(COUNT_KEYS, 0) for r in self.rules}
+        self.garbage = 0
+        self.float32_like = 0
+        self.fp_evaluated = dict.fromkeys(self.rules, 0)
+        self.fp_mismatch = dict.fromkeys(self.rules, 0)
+        self.by_truth = {"request": 0, "stamp_agrees": 0}
+
+    def add(self, ev, max_pos):
+        host, dev = ev["host_pos"], ev["dev_pos"]
+        h = len(host)
+        if len(dev) < h:
+            for r in self.rules:
+                self.counts[r]["merges"] += 1
+                self.counts[r]["shape_fallback"] += 1
+            return
+        gpos = max_pos if max_pos is not None else 1 << 24
+        for s in range(h):
+            if dev[s] < -1 or dev[s] >= gpos:
+                self.garbage += 1
+                self.float32_like += float32_like(dev[s])
+        active = [s for s in range(h) if host[s] != -1]
+        bare = {s for s in active if dev[s] == host[s] or dev[s] == host[s] + 1}
+        truth = {s: stale_truth(ev, s) for s in active}
+        for r in self.rules:
+            c = self.counts[r]
+            c["merges"] += 1
+            g = allowed_set(r, ev, active, max_pos)
+            if g is None:
+                c["skipped"] += 1
+                continue
+            if active and g != set(active):
+                c["fired"] += 1
+            take = bare & g
+            for s in active:
+                if s in take:
+                    c["taken"] += 1
+                    if truth[s] is None:
+                        c["unverified"] += 1
+                    elif truth[s]:
+                        c["substitutions"] += 1
+                elif s in bare:
+                    if truth[s] is True:
+                        c["prevented"] += 1
+                    elif truth[s] is False:
+                        c["forgone"] += 1
+            if ev.get("taken") is not None:
+                self.fp_evaluated[r] += 1
+                if any((s in take) != ev["taken"][s] for s in active):
+                    self.fp_mismatch[r] += 1
+
+    def consistent(self):
+        return sorted(r for r in self.rules
+                      if self.fp_evaluated[r] and not self.fp_mismatch[r])
+
+
+# --- the model of the generator ------------------------------------------------
+
+GARBAGE = (lambda r: 1206993122 + r.randrange(0, 200),     # float32 CCL index read as int32
+           lambda r: 0x3F800000,                           # 1.0f
+           lambda r: (1 << 40) + r.randrange(0, 1000),     # does not fit int32
+           lambda r: -2 - r.randrange(0, 5),
+           lambda r: MAX_LEN + r.randrange(0, 1000))        # past max_model_len, tiny as a float
+
+
+class Model:
+    """A generator with SLOTS slots: prefill steps put a request into the
+    lowest free slot; trace decodes run the merge block when the batch was
+    reset or the mode switched and then refresh the device buffer (stamping
+    it); eager decodes advance the batch without refreshing the buffer, so
+    it ages across whole request generations, and clear the prefilled set
+    all the same. The running code applies `arm` ("bare", "batch" or
+    "stamp", the last driven by the Stamp object itself).
+
+    `evidence`: "mixed" cycles the merge events through five field sets
+    (request ids and stamps, per-slot stamps, batch stamp, buf_step only,
+    nothing); "none" gives no evidence at all. `config`: write the config
+    event (max_model_len, so the garbage bound is known)."""
+
+    def __init__(self, audit, seed, arm, evidence="mixed", config=True, steps=400):
+        self.audit = audit
+        self.r = random.Random(seed)
+        self.arm = arm
+        self.evidence = evidence
+        self.config = config
+        self.steps = steps
+        self.stamp = Stamp(SLOTS)
+        self.req = [None] * SLOTS
+        self.pos = [0] * SLOTS
+        self.left = [0] * SLOTS
+        self.tok = [0] * SLOTS
+        self.buf_pos = [-1] * SLOTS
+        self.buf_tok = [0] * SLOTS
+        self.buf_writer = [None] * SLOTS
+        self.buf_step = None
+        self.prefilled = set()
+        self.trace = True
+        self.mode_switched = False
+        self.reset = False
+        self.width = 4
+        self.n_req = 0
+        self.merges = []        # the merge events as passed to the emitter
+        self.truth_subst = 0    # slots the running code took from a buffer written for another request
+        self.coincidences = 0   # prompt lengths chosen to land on a stale buffer's position
+
+    def run(self):
+        if self.config:
+            self.audit.config(slots=SLOTS, max_model_len=MAX_LEN, arm=self.arm)
+        for step in range(self.steps):
+            free = [s for s in range(SLOTS) if self.req[s] is None]
+            busy = [s for s in range(SLOTS) if self.req[s] is not None]
+            if free and (not busy or self.r.random() < 0.3):
+                self.prefill_step(step, free[0])
+            else:
+                self.decode_step(step, busy)
+        return self
+
+    def prefill_step(self, step, s):
+        self.n_req += 1
+        rid = "cmpl-%08x" % (self.n_req * 2654435761 % (1 << 32))
+        old = self.buf_pos[s] if s < len(self.buf_pos) else -1
+        if old > 1 and self.buf_writer[s] is not None and self.r.random() < 0.6:
+            plen = old - self.r.randrange(0, 2)       # lands on dev == host or host + 1
+            self.coincidences += 1
+        else:
+            plen = self.r.randrange(5, 900)
+        self.req[s] = rid
+        self.pos[s] = plen
+        self.left[s] = self.r.randrange(2, 30)
+        self.tok[s] = self.r.randrange(0, 150000)
+        self.stamp.start(s, rid)
+        self.prefilled.add(s)
+        self.reset = True
+        self.audit.request("start", rid, s, step)
+        self.audit.prefill(step, [s])
+
+    def decode_step(self, step, busy):
+        if self.r.random() < 0.06:
+            self.trace = not self.trace
+            if self.trace:
+                self.mode_switched = True
+        width = 4 if all(s < 4 for s in busy) else SLOTS
+        if width != self.width:
+            self.audit.width_change(step, self.width, width)
+            self.stamp.changed()
+            self.width = width
+            self.reset = True
+        if self.trace and (self.reset or self.mode_switched):
+            self.merge_block(step)
+        for s in busy:
+            self.pos[s] += 1
+            self.tok[s] = self.r.randrange(0, 150000)
+            self.left[s] -= 1
+        if self.trace:
+            self.refresh_buffer(step)
+            self.reset = False
+            self.mode_switched = False
+        self.audit.decode(step, busy)
+        self.prefilled.clear()     # cleared on every decode, trace or eager
+        for s in busy:
+            if self.left[s] <= 0:
+                self.audit.request("finish", self.req[s], s, step)
+                self.stamp.finish(s)
+                self.req[s] = None
+                self.reset = True
+
+    def refresh_buffer(self, step):
+        w = self.width
+        self.buf_pos = [-1] * w
+        self.buf_tok = [0] * w
+        self.buf_writer = [None] * w
+        for s in range(w):
+            if self.req[s] is not None:
+                # async-ahead: the device is one position ahead, or level
+                # with a host that has already taken its token
+                self.buf_pos[s] = self.pos[s] + (1 if self.r.random() < 0.7 else 0)
+                self.buf_tok[s] = self.r.randrange(0, 150000)
+                self.buf_writer[s] = self.req[s]
+                if self.r.random() < 0.03:
+                    self.buf_pos[s] = self.r.choice(GARBAGE)(self.r)
+            elif self.r.random() < 0.15:
+                self.buf_pos[s] = self.r.choice(GARBAGE)(self.r)
+        self.buf_step = step
+        self.stamp.capture(step)
+
+    def merge_block(self, step):
+        h = self.width
+        host = [self.pos[s] if self.req[s] is not None else -1 for s in range(h)]
+        dev = list(self.buf_pos)
+        active = [s for s in range(h) if host[s] != -1]
+        if len(dev) < h:
+            taken = [False] * h          # the shape-mismatch branch keeps host tokens
+        else:
+            bare = [s in active and (dev[s] == host[s] or dev[s] == host[s] + 1)
+                    for s in range(h)]
+            if self.arm == "bare":
+                g = [True] * h
+            elif self.arm == "batch":
+                same = all((dev[s] != -1) == (host[s] != -1) for s in range(h))
+                g = [same] * h
+            elif self.arm == "stamp":
+                g = self.stamp.allowed(h)
+            else:
+                raise AssertionError(self.arm)
+            taken = [bare[s] and g[s] for s in range(h)]
+            for s in active:
+                if taken[s] and self.buf_writer[s] != self.req[s]:
+                    self.truth_subst += 1
+        kw = {"reset_batch": self.reset, "mode_switched": self.mode_switched,
+              "taken": taken, "arm": self.arm}
+        tier = len(self.merges) % 5 if self.evidence == "mixed" else 4
+        f = self.stamp.fields(h)
+        if tier == 0:
+            kw.update(f)
+            kw["prefilled"] = set(self.prefilled)
+            kw["host_tok"] = [self.tok[s] if self.req[s] is not None else 0 for s in range(h)]
+            kw["dev_tok"] = list(self.buf_tok)
+        elif tier == 1:
+            kw.update({k: f[k] for k in ("gen", "buf_gen", "slot_gen", "buf_slot_gen")})
+            kw["buf_step"] = self.buf_step
+            kw["prefilled"] = sorted(self.prefilled)
+        elif tier == 2:
+            kw.update(gen=f["gen"], buf_gen=f["buf_gen"], prefilled=set(self.prefilled))
+        elif tier == 3:
+            kw.update(buf_step=self.buf_step, prefilled=set(self.prefilled))
+        self.audit.merge(step, host, dev, **kw)
+        ev = dict(kw, ev="merge", step=step, host_pos=host, dev_pos=dev)
+        self.merges.append({k: v for k, v in ev.items() if v is not None})
+
+
+def expected_for(model, rules):
+    e = Expected(rules)
+    max_pos = MAX_LEN if model.config else None
+    for ev in model.merges:
+        e.add(ev, max_pos)
+    return e
+
+
+# --- helpers -------------------------------------------------------------------
+
+def have_command(name):
+    if not os.access(TTAUDIT, os.X_OK):
+        return "%s%s is not built" % (MISSING, TTAUDIT)
+    p = subprocess.run([TTAUDIT, name, "--help"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if "is not a command" in p.stderr:
+        return "%sttaudit %s does not exist yet" % (MISSING, name)
+    return None
+
+
+def replay_json(path):
+    p = subprocess.run([TTAUDIT, "replay", "--json", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if p.returncode not in (0, 1):
+        raise AssertionError("ttaudit replay --json %s exited %d: %s"
+                             % (path, p.returncode, p.stderr.strip()))
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        raise AssertionError("ttaudit replay --json printed no JSON (%s): %s"
+                             % (e, p.stdout[:300])) from None
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def with_env(value):
+    """Context: TTAUDIT_EMIT set to value (None: unset)."""
+    class _Env:
+        def __enter__(self):
+            self.old = os.environ.get("TTAUDIT_EMIT")
+            if value is None:
+                os.environ.pop("TTAUDIT_EMIT", None)
+            else:
+                os.environ["TTAUDIT_EMIT"] = value
+
+        def __exit__(self, *exc):
+            if self.old is None:
+                os.environ.pop("TTAUDIT_EMIT", None)
+            else:
+                os.environ["TTAUDIT_EMIT"] = self.old
+    return _Env()
+
+
+class Poison:
+    """An argument that fails the test if the emitter looks at it."""
+    def _touched(self, *a, **k):
+        raise AssertionError("a disabled emitter touched its argument")
+    __iter__ = __len__ = __index__ = __int__ = __bool__ = __eq__ = _touched
+    __getattr__ = _touched
+    __hash__ = object.__hash__
+
+
+class Broken(io.StringIO):
+    def write(self, s):
+        raise OSError(28, "No space left on device")
+
+
+# --- tests ---------------------------------------------------------------------
+
+class TestFormat(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+
+    def test_known_incident_exact_line(self):
+        out = io.StringIO()
+        with with_env("1"):
+            a = MergeAudit(out)
+        a.merge(41, [22, 25, 27, 25, 22, 25, 27, 27], [29, -1, -1, -1, -1, -1, -1, 28],
+                reset_batch=True, mode_switched=False, taken=[False] * 7 + [True], arm="bare")
+        self.assertEqual(out.getvalue(),
+                         'MERGE_AUDIT {"ev":"merge","step":41,'
+                         '"host_pos":[22,25,27,25,22,25,27,27],'
+                         '"dev_pos":[29,-1,-1,-1,-1,-1,-1,28],'
+                         '"reset_batch":true,"mode_switched":false,'
+                         '"taken":[false,false,false,false,false,false,false,true],'
+                         '"arm":"bare"}\n')
+
+    def test_file_is_plain_jsonl_in_contract_key_order(self):
+        path = os.path.join(self.d, "a.jsonl")
+        with with_env("1"):
+            a = MergeAudit(path)
+        st = Stamp(4)
+        st.start(0, "cmpl-a")
+        st.capture(5)
+        st.finish(0)
+        st.start(0, "cmpl-b")
+        a.config(slots=4, max_model_len=131072, arm="stamp")
+        a.merge(7, (10, -1, -1, -1), range(11, 15), reset_batch=True, mode_switched=True,
+                host_tok=[1, 0, 0, 0], dev_tok=[2, 3, 4, 5], prefilled={0},
+                taken=[False] * 4, arm="stamp", **st.fields(4))
+        a.close()
+        with open(path) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], '{"ev":"config","slots":4,"max_model_len":131072,"arm":"stamp"}')
+        ev = json.loads(lines[1])
+        self.assertEqual(list(ev), ["ev", "step", "host_pos", "dev_pos", "reset_batch",
+                                    "mode_switched", "host_tok", "dev_tok", "prefilled",
+                                    "buf_step", "gen", "buf_gen", "slot_gen", "buf_slot_gen",
+                                    "slot_req", "buf_req", "taken", "arm"])
+        self.assertEqual(ev["slot_req"], ["cmpl-b", None, None, None])
+        self.assertEqual(ev["buf_req"], ["cmpl-a", None, None, None])
+        self.assertEqual((ev["gen"], ev["buf_gen"]), (3, 1))
+        self.assertEqual((ev["slot_gen"][0], ev["buf_slot_gen"][0]), (2, 1))
+        self.assertEqual(ev["buf_step"], 5)
+        self.assertNotIn(" ", lines[1])
+
+    def test_context_events(self):
+        out = io.StringIO()
+        with with_env("1"):
+            a = MergeAudit(out, prefix="")
+        a.decode(3, {2, 0})
+        a.prefill(4, [5])
+        a.width_change(5, 4, 8)
+        a.request("start", "chatcmpl-1f", 5, 4)
+        a.request("finish", "chatcmpl-1f", 5)
+        self.assertEqual(out.getvalue().splitlines(), [
+            '{"ev":"decode","step":3,"slots":[0,2]}',
+            '{"ev":"prefill","step":4,"slots":[5]}',
+            '{"ev":"width_change","step":5,"from":4,"to":8}',
+            '{"ev":"request","phase":"start","req":"chatcmpl-1f","slot":5,"step":4}',
+            '{"ev":"request","phase":"finish","req":"chatcmpl-1f","slot":5}'])
+
+    def test_logger_line_carries_prefix_after_log_prefix(self):
+        out = io.StringIO()
+        lg = logging.getLogger("ttaudit-test-fmt")
+        lg.propagate = False
+        h = logging.StreamHandler(out)
+        h.setFormatter(logging.Formatter("%(levelname)s [generator.py:1930] %(message)s"))
+        lg.addHandler(h)
+        lg.setLevel(logging.INFO)
+        with with_env("1"):
+            a = MergeAudit(lg)
+        a.merge(1, [1], [2], reset_batch=False, mode_switched=True)
+        self.assertEqual(out.getvalue(), 'INFO [generator.py:1930] MERGE_AUDIT {"ev":"merge",'
+                         '"step":1,"host_pos":[1],"dev_pos":[2],"reset_batch":false,'
+                         '"mode_switched":true}\n')
+
+    def test_array_likes_are_converted(self):
+        class Arr:                      # what torch and numpy offer
+            def __init__(self, v):
+                self.v = v
+
+            def tolist(self):
+                return self.v
+        out = io.StringIO()
+        with with_env("1"):
+            a = MergeAudit(out, prefix="")
+        a.merge(2, Arr([5, -1]), Arr([6, -1, 9]), reset_batch=Arr(True), mode_switched=False,
+                taken=Arr([True, False]))
+        ev = json.loads(out.getvalue())
+        self.assertEqual((ev["host_pos"], ev["dev_pos"], ev["reset_batch"], ev["taken"]),
+                         ([5, -1], [6, -1, 9], True, [True, False]))
+
+
+class TestWrongCalls(unittest.TestCase):
+    def setUp(self):
+        self.out = io.StringIO()
+        with with_env("1"):
+            self.a = MergeAudit(self.out)
+
+    def good(self, **over):
+        kw = dict(step=3, host_pos=[1, 2, -1], dev_pos=[2, 3, -1], reset_batch=True,
+                  mode_switched=False)
+        kw.update(over)
+        return kw
+
+    def bad(self, exc, words, **over):
+        with self.assertRaises(exc) as cm:
+            self.a.merge(**self.good(**over))
+        for w in words:
+            self.assertIn(w, str(cm.exception))
+        self.assertEqual(self.out.getvalue(), "", "a wrong call wrote a line")
+
+    def test_good_call_writes(self):
+        self.a.merge(**self.good())
+        self.assertTrue(self.out.getvalue().startswith("MERGE_AUDIT {"))
+
+    def test_float_position(self):
+        self.bad(TypeError, ["dev_pos[1]", "float"], dev_pos=[2, 3.0, -1])
+
+    def test_bool_position(self):
+        self.bad(TypeError, ["host_pos[0]", "bool"], host_pos=[True, 2, -1])
+
+    def test_int64_range(self):
+        self.bad(ValueError, ["dev_pos[0]", "int64"], dev_pos=[1 << 63, 3, -1])
+        self.bad(ValueError, ["host_pos[2]", "int64"], host_pos=[1, 2, -(1 << 63) - 1])
+
+    def test_lengths_differ(self):
+        self.bad(ValueError, ["taken", "2 entries", "host_pos has 3"], taken=[True, False])
+        self.bad(ValueError, ["slot_gen"], slot_gen=[1, 2], buf_slot_gen=[1, 2])
+        self.bad(ValueError, ["buf_req"], slot_req=["a", "b", None], buf_req=["a", None])
+        self.bad(ValueError, ["dev_tok"], dev_tok=[1, 2])
+
+    def test_pairs_go_together(self):
+        self.bad(ValueError, ["gen and buf_gen"], gen=3)
+        self.bad(ValueError, ["slot_gen and buf_slot_gen"], buf_slot_gen=[1, 1, 1])
+        self.bad(ValueError, ["slot_req and buf_req"], slot_req=["a", "b", None])
+
+    def test_other_types(self):
+        self.bad(TypeError, ["host_pos", "str"], host_pos="1,2,-1")
+        self.bad(TypeError, ["reset_batch", "bool"], reset_batch=1)
+        self.bad(TypeError, ["taken[0]", "bool"], taken=[1, 0, 0])
+        self.bad(TypeError, ["slot_req[1]"], slot_req=["a", 7, None], buf_req=["a", "b", None])
+        self.bad(TypeError, ["step"], step=2.0)
+        self.bad(ValueError, ["step", ">= 0"], step=-1)
+        self.bad(ValueError, ["prefilled", "slot 3"], prefilled={3})
+        self.bad(TypeError, ["arm"], arm="")
+        with self.assertRaises(TypeError):
+            self.a.merge(3, [1], [1])           # reset_batch, mode_switched are required
+
+    def test_context_events_validate(self):
+        with self.assertRaises(ValueError):
+            self.a.request("done", "cmpl-1", 0)
+        with self.assertRaises(TypeError):
+            self.a.prefill(1, [0.5])
+        with self.assertRaises(ValueError):
+            self.a.config(max_model_len=0)
+        with self.assertRaises(ValueError):
+            self.a.width_change(1, 4, 0)
+        self.assertEqual(self.out.getvalue(), "")
+
+    def test_prefix_that_would_break_the_line(self):
+        with with_env("1"):
+            with self.assertRaises(ValueError):
+                MergeAudit(io.StringIO(), prefix="X {")
+            with self.assertRaises(ValueError):
+                MergeAudit(os.path.join(tempfile.mkdtemp(), "a.jsonl"), prefix="MERGE_AUDIT ")
+
+
+class TestOff(unittest.TestCase):
+    def test_off_writes_nothing_and_touches_nothing(self):
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "off.jsonl")
+        for value in (None, "", "0", "yes"):
+            with with_env(value):
+                a, s = MergeAudit(path), MergeAudit(io.StringIO())
+            self.assertFalse(a.on)
+            p = Poison()
+            for x in (a, s):
+                x.merge(p, p, p, reset_batch=p, mode_switched=p, host_tok=p, dev_tok=p,
+                        prefilled=p, buf_step=p, gen=p, buf_gen=p, slot_gen=p,
+                        buf_slot_gen=p, slot_req=p, buf_req=p, taken=p, arm=p)
+                x.config(slots=p, max_model_len=p, arm=p)
+                x.decode(p, p)
+                x.prefill(p, p)
+                x.request(p, p, p, p)
+                x.width_change(p, p, p)
+            self.assertEqual(s._stream.getvalue(), "")
+            a.close()
+            self.assertFalse(os.path.exists(path), "TTAUDIT_EMIT=%r created the file" % value)
+
+    def test_model_run_off_writes_nothing(self):
+        path = os.path.join(tempfile.mkdtemp(), "off.jsonl")
+        with with_env(None):
+            a = MergeAudit(path)
+        m = Model(a, seed=5, arm="batch").run()
+        a.close()
+        self.assertGreater(len(m.merges), 20)
+        self.assertFalse(os.path.exists(path))
+        self.assertEqual(a.lines, 0)
+
+
+class TestFailures(unittest.TestCase):
+    def capture_stderr(self, fn):
+        old, sys.stderr = sys.stderr, io.StringIO()
+        try:
+            fn()
+            return sys.stderr.getvalue()
+        finally:
+            sys.stderr = old
+
+    def test_stream_error_counted_and_reported_once(self):
+        with with_env("1"):
+            a = MergeAudit(Broken())
+
+        def go():
+            for i in range(5):
+                a.merge(i, [1], [2], reset_batch=True, mode_switched=False)
+        err = self.capture_stderr(go)
+        self.assertEqual(a.errors, 5)
+        self.assertEqual(a.lines, 0)
+        self.assertEqual(err.count("ttaudit_emit:"), 1, err)
+        self.assertIn("No space left on device", err)
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full on this system")
+    def test_disk_full_file(self):
+        with with_env("1"):
+            a = MergeAudit("/dev/full")
+
+        def go():
+            a.merge(1, [1], [2], reset_batch=True, mode_switched=False)
+            a.merge(2, [1], [2], reset_batch=True, mode_switched=False)
+            a.close()
+        err = self.capture_stderr(go)
+        self.assertEqual(a.errors, 2)
+        self.assertIn("/dev/full: audit write failed", err)
+        self.assertIn("2 audit line(s) lost", err)
+
+    def test_unopenable_path(self):
+        def go():
+            with with_env("1"):
+                a = MergeAudit(os.path.join(tempfile.mkdtemp(), "no", "such", "a.jsonl"))
+            a.merge(1, [1], [2], reset_batch=True, mode_switched=False)
+            return a
+        err = self.capture_stderr(go)
+        self.assertIn("audit write failed", err)
+
+    def test_logger_that_drops_info_is_reported(self):
+        lg = logging.getLogger("ttaudit-test-quiet")
+        lg.setLevel(logging.WARNING)
+        with with_env("1"):
+            a = MergeAudit(lg)
+        err = self.capture_stderr(
+            lambda: a.merge(1, [1], [2], reset_batch=True, mode_switched=False))
+        self.assertEqual(a.errors, 1)
+        self.assertIn("drops level INFO", err)
+
+
+class TestStamp(unittest.TestCase):
+    def test_generations(self):
+        st = Stamp(3)
+        self.assertEqual(st.allowed(), [False, False, False])     # never captured
+        st.start(0, "r1")
+        st.start(1, "r2")
+        st.capture(10)
+        self.assertTrue(st.current())
+        self.assertEqual(st.allowed(2), [True, True])
+        st.finish(1)
+        self.assertFalse(st.current())
+        self.assertEqual(st.allowed(2), [True, True])      # slot 1 free, its entry still r2's
+        st.start(1, "r3")                                   # slot reuse
+        self.assertEqual(st.allowed(2), [True, False])
+        f = st.fields(2)
+        self.assertEqual(f["slot_req"], ["r1", "r3"])
+        self.assertEqual(f["buf_req"], ["r1", "r2"])
+        self.assertEqual(f["buf_step"], 10)
+        self.assertEqual(f["gen"] - f["buf_gen"], 2)
+        gens = [st.gen]
+        st.changed()
+        gens.append(st.gen)
+        self.assertLess(gens[0], gens[1])
+        with self.assertRaises(ValueError):
+            st.start(3)
+        with self.assertRaises(ValueError):
+            st.fields(4)
+
+    def test_fields_without_request_ids(self):
+        st = Stamp(2)
+        st.start(0)
+        st.capture()
+        self.assertEqual(sorted(st.fields()), ["buf_gen", "buf_slot_gen", "gen", "slot_gen"])
+
+
+class TestModel(unittest.TestCase):
+    """The model's own sanity, without ttaudit: it must produce what the
+    replay test needs to mean anything."""
+
+    def test_model_produces_the_cases(self):
+        m = Model(MergeAudit(io.StringIO(), enable=False), seed=1, arm="stamp").run()
+        e = expected_for(m, BASE_RULES + ("batch+lifetime",))
+        c = e.counts
+        self.assertGreater(len(m.merges), 60)
+        self.assertGreater(m.coincidences, 5)
+        self.assertGreater(c["bare"]["substitutions"], 3, "no stale buffer ever matched")
+        self.assertGreater(c["batch"]["substitutions"], 0, "no residual case batch lets through")
+        self.assertGreater(c["prefilled"]["substitutions"], 0,
+                           "no stale buffer outlived the prefilled set")
+        self.assertEqual(c["stamp"]["substitutions"], 0)
+        self.assertGreater(c["stamp"]["prevented"], 0)
+        for r in ("prefilled", "lifetime", "stamp"):
+            self.assertGreater(c[r]["skipped"], 0, r)
+        for k in ("forgone", "fired", "shape_fallback"):
+            self.assertGreater(c["batch"][k], 0, k)
+        self.assertGreater(c["bare"]["unverified"], 0)
+        self.assertGreater(e.garbage, 0)
+        self.assertGreater(e.float32_like, 0)
+        self.assertLess(e.float32_like, e.garbage)
+        self.assertEqual(m.truth_subst, 0, "the stamp guard let a stale slot through")
+        # events that carry only the batch stamp (gen) judge a per-slot
+        # guard by the whole batch, so the fingerprint cannot name it here
+        self.assertNotIn("stamp", e.consistent())
+        self.assertNotIn("bare", e.consistent())
+
+    def test_stamp_evidence_agrees_with_request_ids(self):
+        m = Model(MergeAudit(io.StringIO(), enable=False), seed=2, arm="bare").run()
+        n = 0
+        for ev in m.merges:
+            if ev.get("slot_req") is None or len(ev["dev_pos"]) < len(ev["host_pos"]):
+                continue
+            for s, hp in enumerate(ev["host_pos"]):
+                if hp != -1 and ev["buf_req"][s] is not None:
+                    n += 1
+                    self.assertEqual(ev["slot_req"][s] != ev["buf_req"][s],
+                                     ev["slot_gen"][s] != ev["buf_slot_gen"][s], ev)
+        self.assertGreater(n, 20)
+        self.assertGreater(m.truth_subst, 0)
+
+    def test_expected_counts_follow_the_known_cases(self):
+        e = Expected(BASE_RULES)
+        e.add({"step": 9, "host_pos": [22, 25, 27, 25, 22, 25, 27, 27],
+               "dev_pos": [29, -1, -1, -1, -1, -1, -1, 28], "buf_step": 3}, 131072)
+        self.assertEqual(e.counts["bare"]["substitutions"], 1)
+        self.assertEqual(e.counts["batch"]["prevented"], 1)
+        self.assertEqual(e.counts["batch"]["fired"], 1)
+        e = Expected(BASE_RULES)
+        e.add({"step": 202, "host_pos": [128738, 128738, 128751, 128855, -1, -1, -1, -1],
+               "dev_pos": [128852, 128852, 1206993122, 128842, -1, -1, -1, -1]}, None)
+        self.assertEqual((e.garbage, e.float32_like), (1, 1))
+        self.assertEqual(e.counts["batch"]["fired"], 0)
+        e = Expected(BASE_RULES)
+        e.add({"step": 5, "host_pos": [10, 10, 12, 50], "dev_pos": [10, 11, 12, 13],
+               "prefilled": [2], "slot_req": ["a", "b", "c", "d"],
+               "buf_req": ["a", "b", "x", "d"]}, 4096)
+        self.assertEqual(e.counts["bare"]["taken"], 3)
+        self.assertEqual(e.counts["prefilled"]["taken"], 2)
+        self.assertEqual(e.counts["prefilled"]["prevented"], 1)
+
+
+class TestReplay(unittest.TestCase):
+    """The emitted audit, replayed by ttaudit, counts what the model counts."""
+
+    def setUp(self):
+        why = have_command("replay")
+        if why:
+            self.skipTest(why)
+        self.d = tempfile.mkdtemp()
+
+    def check(self, model, got):
+        rules = sorted(got.get("rules", {}))
+        for r in BASE_RULES:
+            self.assertIn(r, rules, "replay --json lacks rule %s" % r)
+        e = expected_for(model, rules)
+        for r in rules:
+            want = e.counts[r]
+            have = {k: got["rules"][r].get(k) for k in COUNT_KEYS}
+            self.assertEqual(have, want, "rule %s: replay counted %s, the model %s"
+                             % (r, have, want))
+        self.assertEqual(got["garbage"]["count"], e.garbage)
+        self.assertEqual(got["garbage"]["float32_like"], e.float32_like)
+        self.assertEqual(got["malformed"], 0)
+        fp = got.get("fingerprint", {})
+        self.assertEqual(sorted(fp.get("consistent", [])), e.consistent())
+        self.assertTrue(fp.get("verdict"))
+        return e
+
+    def run_model(self, name, **kw):
+        path = os.path.join(self.d, name)
+        with with_env("1"):
+            a = MergeAudit(path)
+        m = Model(a, **kw).run()
+        a.close()
+        self.assertEqual(a.errors, 0)
+        objs = read_jsonl(path)
+        merges = [o for o in objs if o["ev"] == "merge"]
+        self.assertEqual(len(merges), len(m.merges))
+        for got, want in zip(merges, m.merges):
+            want = dict(want)
+            if "prefilled" in want:
+                want["prefilled"] = sorted(want["prefilled"])
+            self.assertEqual(got, want)
+        return m, path
+
+    def test_mixed_evidence_stamp_arm(self):
+        m, path = self.run_model("stamp.jsonl", seed=1, arm="stamp")
+        e = self.check(m, replay_json(path))
+        self.assertGreater(e.counts["bare"]["substitutions"], 0)
+        self.assertEqual(e.counts["stamp"]["substitutions"], 0)
+
+    def test_mixed_evidence_batch_arm(self):
+        m, path = self.run_model("batch.jsonl", seed=7, arm="batch", steps=300)
+        e = self.check(m, replay_json(path))
+        self.assertIn("batch", e.consistent())
+
+    def test_no_evidence_no_config(self):
+        m, path = self.run_model("none.jsonl", seed=3, arm="bare", evidence="none",
+                                 config=False, steps=250)
+        got = replay_json(path)
+        e = self.check(m, got)
+        for r in ("prefilled", "lifetime", "stamp", "bound"):
+            self.assertEqual(got["rules"][r]["skipped"] + got["rules"][r]["shape_fallback"],
+                             got["rules"][r]["merges"], r)
+        self.assertGreater(e.counts["bare"]["unverified"], 0)
+
+    def test_counts_move_when_one_event_changes(self):
+        # the comparison is not blind: one flipped position changes the replay
+        m, path = self.run_model("flip.jsonl", seed=1, arm="stamp")
+        before = replay_json(path)
+        objs = read_jsonl(path)
+        for o in objs:
+            if o["ev"] == "merge" and len(o["dev_pos"]) >= len(o["host_pos"]) \
+                    and o["host_pos"][0] != -1 and o["dev_pos"][0] not in \
+                    (o["host_pos"][0], o["host_pos"][0] + 1):
+                o["dev_pos"][0] = o["host_pos"][0]
+                break
+        with open(path, "w") as f:
+            f.writelines(json.dumps(o, separators=(",", ":")) + "\n" for o in objs)
+        after = replay_json(path)
+        self.assertEqual(after["rules"]["bare"]["taken"], before["rules"]["bare"]["taken"] + 1)
+
+
+def emit_main(argv):
+    """--emit log SEED ARM EVIDENCE: the model's audit through logging on stderr."""
+    _, mode, seed, arm, evidence = argv
+    assert mode == "log"
+    lg = logging.getLogger("vllm.generator")
+    h = logging.StreamHandler(sys.stderr)
+    h.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [generator.py:%(lineno)d] "
+                                     "%(message)s", "%m-%d %H:%M:%S"))
+    lg.addHandler(h)
+    lg.setLevel(logging.INFO)
+    lg.info("async merge: unguarded position match (no merge guard engaged)")
+    a = MergeAudit(lg)
+    Model(a, seed=int(seed), arm=arm, evidence=evidence).run()
+    return 0 if a.errors == 0 else 1
+
+
+class TestCapture(unittest.TestCase):
+    """Lines emitted through logging under `ttaudit capture` read back as the
+    same objects as the plain file of the same run."""
+
+    def setUp(self):
+        if "asan" in BUILD:
+            self.skipTest("the capture shim is not preloaded into python under sanitizers")
+        why = have_command("capture")
+        if why:
+            self.skipTest(why)
+        self.d = tempfile.mkdtemp()
+
+    def test_logging_under_capture_matches_file(self):
+        seed, arm, evidence = "11", "batch", "mixed"
+        plain = os.path.join(self.d, "plain.jsonl")
+        with with_env("1"):
+            a = MergeAudit(plain)
+        Model(a, seed=int(seed), arm=arm, evidence=evidence).run()
+        a.close()
+        want = read_jsonl(plain)
+
+        cap = os.path.join(self.d, "run.cap.jsonl")
+        env = dict(os.environ, TTAUDIT_EMIT="1", BUILD=BUILD)
+        p = subprocess.run([TTAUDIT, "capture", "-o", cap, "--", PYTHON, os.path.abspath(__file__),
+                            "--emit", "log", seed, arm, evidence],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        self.assertEqual(p.returncode, 0, "ttaudit capture exited %d: %s"
+                         % (p.returncode, p.stderr[-2000:]))
+        recs = read_jsonl(cap)
+        got = [r["event"] for r in recs if r.get("src") == "audit"]
+        lost = sum(r.get("count", 0) for r in recs if r.get("src") == "lost")
+        self.assertEqual(lost, 0, "capture lost lines")
+        self.assertEqual(len(got), len(want))
+        self.assertEqual(got, want)
+        self.assertTrue(any(r.get("src") == "banner" for r in recs), "the banner was not seen")
+
+        # and the capture replays to the same counts as the plain file
+        if have_command("replay") is None:
+            a, b = replay_json(plain), replay_json(cap)
+            self.assertEqual(a["rules"], b["rules"])
+            self.assertEqual(a["garbage"], b["garbage"])
+
+    def test_off_under_capture_writes_nothing(self):
+        cap = os.path.join(self.d, "off.cap.jsonl")
+        env = dict(os.environ, BUILD=BUILD)
+        env.pop("TTAUDIT_EMIT", None)
+        p = subprocess.run([TTAUDIT, "capture", "-o", cap, "--", PYTHON, os.path.abspath(__file__),
+                            "--emit", "log", "11", "batch", "mixed"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        recs = read_jsonl(cap)
+        self.assertEqual([r for r in recs if r.get("src") == "audit"], [])
+        self.assertNotIn("MERGE_AUDIT", p.stderr)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--emit":
+        return emit_main(sys.argv[1:])
+    verbosity = 2 if "-v" in sys.argv[1:] else 1
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    res = unittest.TextTestRunner(verbosity=verbosity, stream=sys.stdout).run(suite)
+    if res.failures or res.errors:
+        return 1
+    missing = sorted({why for _, why in res.skipped if why.startswith(MISSING)})
+    if missing:
+        print("passed what could run; skipped: " + "; ".join(missing))
+        return 77
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
