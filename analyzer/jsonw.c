@@ -1,0 +1,142 @@
+#include "jsonw.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+void jsonw_init(struct jsonw *w, FILE *f)
+{
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+	w->first[0] = 1;
+}
+
+/* Writes the separator a new value needs at the current depth. */
+static void jsonw_sep(struct jsonw *w)
+{
+	if (w->after_key) {
+		w->after_key = 0;
+		return;
+	}
+	if (!w->first[w->depth])
+		fputc(',', w->f);
+	w->first[w->depth] = 0;
+}
+
+static void jsonw_open(struct jsonw *w, char c)
+{
+	jsonw_sep(w);
+	fputc(c, w->f);
+	if (w->depth + 1 < JSONW_MAX_DEPTH)
+		w->depth++;
+	w->first[w->depth] = 1;
+}
+
+static void jsonw_close(struct jsonw *w, char c)
+{
+	fputc(c, w->f);
+	if (w->depth > 0)
+		w->depth--;
+	if (w->depth == 0)
+		fputc('\n', w->f);
+}
+
+void jsonw_obj(struct jsonw *w) { jsonw_open(w, '{'); }
+void jsonw_obj_end(struct jsonw *w) { jsonw_close(w, '}'); }
+void jsonw_arr(struct jsonw *w) { jsonw_open(w, '['); }
+void jsonw_arr_end(struct jsonw *w) { jsonw_close(w, ']'); }
+
+void jsonw_escape(FILE *f, const char *s, size_t n)
+{
+	size_t i;
+
+	fputc('"', f);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (c < 0x20)
+				fprintf(f, "\\u%04x", c);
+			else
+				fputc(c, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void jsonw_key(struct jsonw *w, const char *key)
+{
+	jsonw_sep(w);
+	jsonw_escape(w->f, key, strlen(key));
+	fputc(':', w->f);
+	w->after_key = 1;
+}
+
+void jsonw_strn(struct jsonw *w, const char *s, size_t n)
+{
+	jsonw_sep(w);
+	jsonw_escape(w->f, s, n);
+}
+
+void jsonw_str(struct jsonw *w, const char *s)
+{
+	if (!s) {
+		jsonw_null(w);
+		return;
+	}
+	jsonw_strn(w, s, strlen(s));
+}
+
+void jsonw_int(struct jsonw *w, int64_t v)
+{
+	jsonw_sep(w);
+	fprintf(w->f, "%" PRId64, v);
+}
+
+void jsonw_uint(struct jsonw *w, uint64_t v)
+{
+	jsonw_sep(w);
+	fprintf(w->f, "%" PRIu64, v);
+}
+
+void jsonw_double(struct jsonw *w, double v)
+{
+	jsonw_sep(w);
+	if (isfinite(v))
+		fprintf(w->f, "%.17g", v);
+	else
+		fputs("null", w->f);
+}
+
+void jsonw_bool(struct jsonw *w, int v)
+{
+	jsonw_sep(w);
+	fputs(v ? "true" : "false", w->f);
+}
+
+void jsonw_null(struct jsonw *w)
+{
+	jsonw_sep(w);
+	fputs("null", w->f);
+}
+
+void jsonw_raw(struct jsonw *w, const char *json)
+{
+	size_t n = strlen(json);
+
+	while (n && json[n - 1] == '\n')
+		n--;
+	jsonw_sep(w);
+	fwrite(json, 1, n, w->f);
+}
+
+void jsonw_kstr(struct jsonw *w, const char *key, const char *s) { jsonw_key(w, key); jsonw_str(w, s); }
+void jsonw_kint(struct jsonw *w, const char *key, int64_t v) { jsonw_key(w, key); jsonw_int(w, v); }
+void jsonw_kuint(struct jsonw *w, const char *key, uint64_t v) { jsonw_key(w, key); jsonw_uint(w, v); }
+void jsonw_kdouble(struct jsonw *w, const char *key, double v) { jsonw_key(w, key); jsonw_double(w, v); }
+void jsonw_kbool(struct jsonw *w, const char *key, int v) { jsonw_key(w, key); jsonw_bool(w, v); }

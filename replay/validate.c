@@ -1,0 +1,149 @@
+#include "validate.h"
+
+#include <inttypes.h>
+
+#include "jsonw.h"
+
+const char *validate_verdict_name(enum validate_file_verdict v)
+{
+	switch (v) {
+	case VALIDATE_PASS: return "pass";
+	case VALIDATE_SUBSTITUTION: return "substitution";
+	case VALIDATE_NOT_EVALUABLE: return "not-evaluable";
+	case VALIDATE_UNREADABLE: return "unreadable";
+	case VALIDATE_MALFORMED: return "malformed";
+	case VALIDATE_TOO_COSTLY: return "too-costly";
+	}
+	return "?";
+}
+
+static double forgone_pct(const struct tally_counts *c)
+{
+	return c->bare_taken ? 100.0 * (double)c->forgone / (double)c->bare_taken : 0.0;
+}
+
+enum validate_file_verdict validate_file(const struct replay_file *f, size_t rule,
+					 const struct validate_opts *o)
+{
+	const struct tally_counts *c = tally_counts(f->tally, rule);
+
+	if (f->unreadable)
+		return VALIDATE_UNREADABLE;
+	if (c->substitutions)
+		return VALIDATE_SUBSTITUTION;
+	if (tally_not_evaluable(f->tally, rule))
+		return f->malformed && !c->merges ? VALIDATE_MALFORMED : VALIDATE_NOT_EVALUABLE;
+	if (o->max_forgone_pct >= 0 && forgone_pct(c) > o->max_forgone_pct)
+		return VALIDATE_TOO_COSTLY;
+	return VALIDATE_PASS;
+}
+
+int validate_report(const struct replay *r, size_t rule, const struct validate_opts *o,
+		    bool json, FILE *out)
+{
+	const struct tally *t = replay_tally(r);
+	const char *name = tally_rule(t, rule)->name;
+	const struct tally_counts *tc = tally_counts(t, rule);
+	size_t i, k, failed = 0;
+	struct jsonw w;
+
+	for (i = 0; i < replay_n_files(r); i++)
+		failed += validate_file(replay_file_at(r, i), rule, o) != VALIDATE_PASS;
+	if (!replay_n_files(r))
+		failed = 1;
+	if (json) {
+		jsonw_init(&w, out);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "rule", name);
+		jsonw_kstr(&w, "verdict", failed ? "FAIL" : "PASS");
+		jsonw_kuint(&w, "files", replay_n_files(r));
+		jsonw_kuint(&w, "files_failed", failed);
+		jsonw_kuint(&w, "merges", tc->merges);
+		jsonw_kuint(&w, "substitutions", tc->substitutions);
+		jsonw_kuint(&w, "prevented", tc->prevented);
+		jsonw_kuint(&w, "forgone", tc->forgone);
+		jsonw_kdouble(&w, "forgone_pct", forgone_pct(tc));
+		jsonw_kuint(&w, "fired", tc->fired);
+		jsonw_kuint(&w, "unverified", tc->unverified);
+		jsonw_kuint(&w, "malformed", replay_malformed(r));
+		jsonw_key(&w, "per_file");
+		jsonw_arr(&w);
+	} else {
+		fprintf(out, "rule %s over %zu file%s: %s\n", name, replay_n_files(r),
+			replay_n_files(r) == 1 ? "" : "s", failed ? "FAIL" : "PASS");
+	}
+	for (i = 0; i < replay_n_files(r); i++) {
+		const struct replay_file *f = replay_file_at(r, i);
+		const struct tally_counts *c = tally_counts(f->tally, rule);
+		enum validate_file_verdict v = validate_file(f, rule, o);
+		if (json) {
+			jsonw_obj(&w);
+			jsonw_kstr(&w, "file", f->path);
+			jsonw_kstr(&w, "verdict", validate_verdict_name(v));
+			jsonw_kuint(&w, "merges", c->merges);
+			jsonw_kuint(&w, "skipped", c->skipped);
+			jsonw_kuint(&w, "substitutions", c->substitutions);
+			jsonw_kuint(&w, "forgone", c->forgone);
+			jsonw_kdouble(&w, "forgone_pct", forgone_pct(c));
+			jsonw_kuint(&w, "fired", c->fired);
+			jsonw_kuint(&w, "malformed", f->malformed);
+			jsonw_key(&w, "substitution_sites");
+			jsonw_arr(&w);
+			for (k = 0; k < f->n_sites; k++) {
+				jsonw_obj(&w);
+				jsonw_kint(&w, "line", f->sites[k].line);
+				jsonw_kint(&w, "step", f->sites[k].step);
+				jsonw_kuint(&w, "slot", f->sites[k].slot);
+				jsonw_kstr(&w, "evidence", evidence_name(f->sites[k].evidence));
+				jsonw_obj_end(&w);
+			}
+			jsonw_arr_end(&w);
+			jsonw_kuint(&w, "sites_dropped", f->sites_dropped);
+			jsonw_obj_end(&w);
+			continue;
+		}
+		switch (v) {
+		case VALIDATE_PASS:
+			fprintf(out, "  %s: pass (%" PRIu64 " merges)\n", f->path, c->merges);
+			break;
+		case VALIDATE_SUBSTITUTION:
+			fprintf(out, "  %s: %" PRIu64 " substitution%s let through\n", f->path,
+				c->substitutions, c->substitutions == 1 ? "" : "s");
+			for (k = 0; k < f->n_sites; k++)
+				fprintf(out, "    %s:%ld: step %" PRId64 " slot %u (evidence %s)\n", f->path,
+					f->sites[k].line, f->sites[k].step, f->sites[k].slot,
+					evidence_name(f->sites[k].evidence));
+			if (f->sites_dropped)
+				fprintf(out, "    ... and %" PRIu64 " more\n", f->sites_dropped);
+			break;
+		case VALIDATE_NOT_EVALUABLE:
+			fprintf(out, "  %s: not evaluable: %s\n", f->path,
+				c->merges ? "the rule was skipped on every merge event (a field it needs is missing)"
+					  : "no merge events");
+			break;
+		case VALIDATE_MALFORMED:
+			fprintf(out, "  %s: no readable merge events (%" PRIu64 " malformed lines)\n",
+				f->path, f->malformed);
+			break;
+		case VALIDATE_UNREADABLE:
+			fprintf(out, "  %s: could not be read\n", f->path);
+			break;
+		case VALIDATE_TOO_COSTLY:
+			fprintf(out, "  %s: forgone %.2f%% of bare takes, above %.2f%%\n", f->path,
+				forgone_pct(c), o->max_forgone_pct);
+			break;
+		}
+	}
+	if (json) {
+		jsonw_arr_end(&w);
+		jsonw_obj_end(&w);
+	} else {
+		fprintf(out, "cost: forgone %" PRIu64 " (%.2f%% of %" PRIu64 " bare takes), fired on %"
+			PRIu64 " of %" PRIu64 " merges; prevented %" PRIu64 ", unverified takes %" PRIu64
+			"\n", tc->forgone, forgone_pct(tc), tc->bare_taken, tc->fired, tc->merges,
+			tc->prevented, tc->unverified);
+		if (replay_malformed(r))
+			fprintf(out, "malformed lines: %" PRIu64 "\n", replay_malformed(r));
+	}
+	return !failed;
+}
