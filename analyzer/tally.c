@@ -252,7 +252,7 @@ const struct tally_garbage *tally_garbage(const struct tally *t)
 int tally_not_evaluable(const struct tally *t, size_t i)
 {
 	const struct tally_counts *c = &t->counts[i];
-	return c->merges == 0 || c->skipped == c->merges;
+	return c->skipped + c->shape_fallback == c->merges;
 }
 
 void tally_fingerprint(const struct tally *t, struct tally_fingerprint *out)

@@ -99,7 +99,10 @@ int64_t tally_max_pos(const struct tally *t);
 void tally_fingerprint(const struct tally *t, struct tally_fingerprint *out);
 const char *tally_verdict_name(enum tally_verdict v);
 
-/* 1 when rule i was skipped on every merge event (or saw none). */
+/*
+ * 1 when rule i never decided anything itself: every merge event was skipped
+ * for it or was a shape fallback, or there were none.
+ */
 int tally_not_evaluable(const struct tally *t, size_t i);
 
 /*
