@@ -190,8 +190,9 @@ class Model:
     "stamp", the last driven by the Stamp object itself).
 
     `evidence`: "mixed" cycles the merge events through five field sets
-    (request ids and stamps, per-slot stamps, batch stamp, buf_step only,
-    nothing); "none" gives no evidence at all. `config`: write the config
+    (request ids and stamps, per-slot stamps, batch stamp only, buf_step
+    only, nothing); "per-slot" leaves out the batch-stamp-only set; "none"
+    gives no evidence at all. `config`: write the config
     event (max_model_len, so the garbage bound is known)."""
 
     def __init__(self, audit, seed, arm, evidence="mixed", config=True, steps=400):
@@ -212,6 +213,7 @@ class Model:
         self.buf_step = None
         self.prefilled = set()
         self.trace = True
+        self.eager_left = 0     # eager decodes before the next trace decode
         self.mode_switched = False
         self.reset = False
         self.width = 4
@@ -219,6 +221,7 @@ class Model:
         self.merges = []        # the merge events as passed to the emitter
         self.truth_subst = 0    # slots the running code took from a buffer written for another request
         self.coincidences = 0   # prompt lengths chosen to land on a stale buffer's position
+        self.past_prefilled = 0  # stale slots bare takes that the prefilled set does not hold
 
     def run(self):
         if self.config:
@@ -236,8 +239,10 @@ class Model:
         self.n_req += 1
         rid = "cmpl-%08x" % (self.n_req * 2654435761 % (1 << 32))
         old = self.buf_pos[s] if s < len(self.buf_pos) else -1
-        if old > 1 and self.buf_writer[s] is not None and self.r.random() < 0.6:
-            plen = old - self.r.randrange(0, 2)       # lands on dev == host or host + 1
+        if old > 8 and self.buf_writer[s] is not None and self.r.random() < 0.6:
+            # lands on dev == host or host + 1 at the next merge; in eager
+            # mode a few decodes (which clear the prefilled set) come first
+            plen = old - self.r.randrange(0, 2) - (0 if self.trace else self.eager_left)
             self.coincidences += 1
         else:
             plen = self.r.randrange(5, 900)
@@ -252,10 +257,15 @@ class Model:
         self.audit.prefill(step, [s])
 
     def decode_step(self, step, busy):
-        if self.r.random() < 0.06:
-            self.trace = not self.trace
-            if self.trace:
+        if self.trace and self.r.random() < 0.06:
+            self.trace = False
+            self.eager_left = self.r.randrange(1, 6)
+        if not self.trace:
+            if self.eager_left == 0:
+                self.trace = True
                 self.mode_switched = True
+            else:
+                self.eager_left -= 1
         width = 4 if all(s < 4 for s in busy) else SLOTS
         if width != self.width:
             self.audit.width_change(step, self.width, width)
@@ -321,11 +331,15 @@ class Model:
                 raise AssertionError(self.arm)
             taken = [bare[s] and g[s] for s in range(h)]
             for s in active:
-                if taken[s] and self.buf_writer[s] != self.req[s]:
+                stale = self.buf_writer[s] != self.req[s]
+                if taken[s] and stale:
                     self.truth_subst += 1
+                if bare[s] and stale and s not in self.prefilled:
+                    self.past_prefilled += 1
         kw = {"reset_batch": self.reset, "mode_switched": self.mode_switched,
               "taken": taken, "arm": self.arm}
-        tier = len(self.merges) % 5 if self.evidence == "mixed" else 4
+        tiers = {"mixed": (0, 1, 2, 3, 4), "per-slot": (0, 1, 3, 4), "none": (4,)}[self.evidence]
+        tier = tiers[len(self.merges) % len(tiers)]
         f = self.stamp.fields(h)
         if tier == 0:
             kw.update(f)
@@ -721,6 +735,7 @@ class TestModel(unittest.TestCase):
         c = e.counts
         self.assertGreater(len(m.merges), 60)
         self.assertGreater(m.coincidences, 5)
+        self.assertGreater(m.past_prefilled, 0, "no stale match outlived the prefilled set")
         self.assertGreater(c["bare"]["substitutions"], 3, "no stale buffer ever matched")
         self.assertGreater(c["batch"]["substitutions"], 0, "no residual case batch lets through")
         self.assertGreater(c["prefilled"]["substitutions"], 0,
@@ -825,6 +840,11 @@ class TestReplay(unittest.TestCase):
         e = self.check(m, replay_json(path))
         self.assertGreater(e.counts["bare"]["substitutions"], 0)
         self.assertEqual(e.counts["stamp"]["substitutions"], 0)
+
+    def test_per_slot_evidence_names_the_stamp_arm(self):
+        m, path = self.run_model("slot.jsonl", seed=4, arm="stamp", evidence="per-slot")
+        e = self.check(m, replay_json(path))
+        self.assertEqual(e.consistent(), ["stamp"])
 
     def test_mixed_evidence_batch_arm(self):
         m, path = self.run_model("batch.jsonl", seed=7, arm="batch", steps=300)
