@@ -6,6 +6,9 @@
 
 #include "jsonw.h"
 
+/* Distinct garbage values the text report lists. */
+#define REPLAY_GARBAGE_SHOWN 8
+
 struct replay_explained {
 	char *text;     /* human text, owned */
 	char *json;     /* one JSON object, owned */
@@ -475,7 +478,7 @@ void replay_print_text(const struct replay *r, FILE *f)
 	}
 	fprintf(f, "\ngarbage positions: %" PRIu64 " (%" PRIu64 " float32-like)\n", g->count,
 		g->float32_like);
-	for (i = 0; i < g->n_values; i++) {
+	for (i = 0; i < g->n_values && i < REPLAY_GARBAGE_SHOWN; i++) {
 		double d;
 		fprintf(f, "  %" PRId64 " x%" PRIu64, g->values[i].value, g->values[i].n);
 		if (tally_float32(g->values[i].value, &d))
@@ -483,8 +486,10 @@ void replay_print_text(const struct replay *r, FILE *f)
 				tally_float32_like(g->values[i].value) ? " (float32-like)" : "");
 		fputc('\n', f);
 	}
-	if (g->values_dropped)
-		fprintf(f, "  ... and %" PRIu64 " more distinct values\n", g->values_dropped);
+	if (g->values_dropped || g->n_values > REPLAY_GARBAGE_SHOWN)
+		fprintf(f, "  ... and %" PRIu64 " more distinct values (--json lists %d)\n",
+			g->values_dropped + g->n_values - (g->n_values > REPLAY_GARBAGE_SHOWN ?
+			REPLAY_GARBAGE_SHOWN : g->n_values), TALLY_GARBAGE_VALUES);
 
 	tally_fingerprint(t, &fp);
 	fprintf(f, "\narm fingerprint: ");
