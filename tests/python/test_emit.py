@@ -509,6 +509,16 @@ class TestFormat(unittest.TestCase):
                          '"step":1,"host_pos":[1],"dev_pos":[2],"reset_batch":false,'
                          '"mode_switched":true}\n')
 
+    def test_timestamps(self):
+        out = io.StringIO()
+        with with_env("1"):
+            a = MergeAudit(out, prefix="", timestamps=True)
+        a.merge(2, [5], [6], reset_batch=True, mode_switched=False)
+        ev = json.loads(out.getvalue())
+        self.assertEqual(list(ev)[-1], "t")
+        self.assertIsInstance(ev["t"], float)
+        self.assertGreater(ev["t"], 1.5e9)
+
     def test_array_likes_are_converted(self):
         class Arr:                      # what torch and numpy offer
             def __init__(self, v):
