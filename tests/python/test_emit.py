@@ -1102,6 +1102,15 @@ class TestDocExample(unittest.TestCase):
             apply_unified_diff(excerpt.replace("use_dev = (dev_pos", "use_dev = (dpos"), diff)
 
 
+BANNERS = {
+    "bare": "async merge: unguarded position match (no merge guard engaged)",
+    "batch": "QWEN36_MERGE_BATCH_GUARD engaged: merge requires the buffer's active-slot "
+             "pattern to match the batch",
+    "stamp": "QWEN36_MERGE_STAMP_GUARD engaged: merge requires the buffer's generation "
+             "stamp to match",
+}
+
+
 def emit_main(argv):
     """--emit log SEED ARM EVIDENCE: the model's audit through logging on stderr."""
     _, mode, seed, arm, evidence = argv
@@ -1112,7 +1121,7 @@ def emit_main(argv):
                                      "%(message)s", "%m-%d %H:%M:%S"))
     lg.addHandler(h)
     lg.setLevel(logging.INFO)
-    lg.info("async merge: unguarded position match (no merge guard engaged)")
+    lg.info(BANNERS[arm])
     a = MergeAudit(lg)
     Model(a, seed=int(seed), arm=arm, evidence=evidence).run()
     return 0 if a.errors == 0 else 1
@@ -1153,7 +1162,9 @@ class TestCapture(unittest.TestCase):
         self.assertEqual(lost, 0, "capture lost lines")
         self.assertEqual(len(got), len(want))
         self.assertEqual(got, want)
-        self.assertTrue(any(r.get("src") == "banner" for r in recs), "the banner was not seen")
+        banners = [r for r in recs if r.get("src") == "banner"]
+        self.assertEqual(len(banners), 1, "want the one arm banner, got %s" % banners)
+        self.assertIn(BANNERS[arm], banners[0].get("text", ""))
 
         # and the capture replays to the same counts as the plain file
         if have_command("replay") is None:
