@@ -273,18 +273,18 @@ static int jp_number(struct jp *p, int32_t idx)
 		return 0;
 	}
 	{
-		/* strtod needs a terminated copy; JSON number text is short in practice. */
-		char tmp[128];
+		/*
+		 * strtod needs a terminated copy. It goes to the free end of the
+		 * string arena, which is not advanced: what the arena holds never
+		 * exceeds the input consumed before this literal, so the literal and
+		 * its NUL fit whatever its length (a valid literal is never refused).
+		 */
 		size_t len = p->i - start;
-		if (len >= sizeof(tmp)) {
-			p->i = start;
-			return jp_fail(p, "number literal too long");
-		}
-		memcpy(tmp, p->s + start, len);
-		tmp[len] = '\0';
+		memcpy(p->sp, p->s + start, len);
+		p->sp[len] = '\0';
 		v->type = JT_REAL;
 		v->int_overflow = is_int;
-		v->u.d = strtod(tmp, NULL);
+		v->u.d = strtod(p->sp, NULL);
 	}
 	return 0;
 }
@@ -298,6 +298,35 @@ static int jp_lit(struct jp *p, const char *lit, size_t len)
 }
 
 static int jp_value(struct jp *p, int32_t *out);
+
+/*
+ * 1 when the member name raw[0..n) (between its quotes, already validated by
+ * jp_string) reads "ev" once escapes are undone, so that jdoc_check agrees
+ * with jdoc_get(..., "ev") on names such as "\u0065v".
+ */
+static int jp_key_is_ev(const char *raw, size_t n)
+{
+	static const char want[] = "ev";
+	size_t i = 0, k = 0;
+	int j;
+
+	while (i < n) {
+		unsigned c = (unsigned char)raw[i++];
+		if (c == '\\') {
+			c = (unsigned char)raw[i++];
+			if (c == 'u') {
+				for (c = 0, j = 0; j < 4; j++)
+					c = c * 16 + (unsigned)hexval(raw[i++]);
+			} else {
+				c = 0;   /* a one-letter escape is never 'e' or 'v' */
+			}
+		}
+		if (k == 2 || c != (unsigned char)want[k])
+			return 0;
+		k++;
+	}
+	return k == 2;
+}
 
 /* Parses '[' ... ']' or '{' ... '}' at p->i into node idx. */
 static int jp_container(struct jp *p, int32_t idx, int is_obj)
@@ -330,10 +359,12 @@ static int jp_container(struct jp *p, int32_t idx, int is_obj)
 				return jp_fail(p, "expected ':' after member name");
 			p->i++;
 			jp_ws(p);
-			/* jdoc_check: the top-level member "ev" with a string value */
-			if (top && key_end - key_off == 4 && !memcmp(p->s + key_off, "\"ev\"", 4) &&
-			    p->i < p->n && p->s[p->i] == '"')
-				p->has_ev = 1;
+			/*
+			 * jdoc_check: the top-level member "ev" with a string value. The
+			 * last "ev" decides, as it does for jdoc_get().
+			 */
+			if (top && jp_key_is_ev(p->s + key_off + 1, key_end - key_off - 2))
+				p->has_ev = p->i < p->n && p->s[p->i] == '"';
 		}
 		if (jp_value(p, &kid))
 			return -1;
