@@ -30,5 +30,7 @@ long long cli_parse_count(const char *s);
 
 int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
+int cmd_follow(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ struct cli_cmd {
 static const struct cli_cmd cli_commands[] = {
 	{ "replay", cmd_replay, "replay merge audits against every guard rule and count" },
 	{ "validate", cmd_validate, "gate a guard rule on an incident corpus before deployment" },
+	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)" },
+	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F" },
 };
 
 #define N_COMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))

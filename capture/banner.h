@@ -1,0 +1,66 @@
+/*
+ * banner.h - named banner patterns: the startup lines that say what a server
+ * runs (vLLM version and arguments, tt-metal device lines) and the guard
+ * "engaged" lines that say which merge guard is on.
+ *
+ * A rules file has one rule per line, `NAME PATTERN`: the name is the first
+ * whitespace-delimited word ([A-Za-z0-9_.:-], at most BANNER_NAME_MAX bytes),
+ * the pattern (PCRE2 syntax) is the rest of the line after the whitespace.
+ * Blank lines and lines starting with '#' are ignored. A line matches the
+ * first rule (in file order) whose pattern matches anywhere in it.
+ *
+ * All rules are compiled into one alternation and JIT-compiled, so a line
+ * costs one match whatever the number of rules.
+ *
+ * Building a set allocates (do it at start-up). Matching does not: it uses a
+ * struct banner_scratch the caller owns, one per thread (see below).
+ */
+#ifndef TTAUDIT_BANNER_H
+#define TTAUDIT_BANNER_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+#define BANNER_NAME_MAX 63
+#define BANNER_MAX_RULES 256
+#define BANNER_FILE_MAX (1024 * 1024)
+
+struct banner_set;
+
+/*
+ * Per-thread match state in caller memory: PCRE2's match data is carved out
+ * of `arena` on first use, so matching never calls malloc. Zero it (or call
+ * banner_scratch_init) before first use; never share one between threads or
+ * use it re-entrantly.
+ */
+struct banner_scratch {
+	void *md;                    /* pcre2_match_data, inside arena */
+	size_t used;
+	int failed;                  /* arena too small: matching reports no match */
+	_Alignas(16) char arena[4096];
+};
+
+void banner_scratch_init(struct banner_scratch *sc);
+
+/* The built-in rule set (docs/capture.md lists it). NULL on allocation failure. */
+struct banner_set *banner_set_default(void);
+/*
+ * Rules from a file. On error returns NULL-set with STATUS_PARSE (a bad line
+ * or pattern: si names file, line and the PCRE2 message), STATUS_IO,
+ * STATUS_LIMIT or STATUS_NOMEM. *out is owned by the caller: banner_set_free.
+ */
+enum status banner_set_load(const char *path, struct banner_set **out, struct status_info *si);
+/* The same from text in memory; `name` is used in messages. */
+enum status banner_set_parse(const char *text, size_t n, const char *name,
+			     struct banner_set **out, struct status_info *si);
+void banner_set_free(struct banner_set *set);
+
+size_t banner_set_count(const struct banner_set *set);
+/* Rule name, valid as long as the set. */
+const char *banner_set_name(const struct banner_set *set, size_t i);
+/* The rule index that matches s[0..n), or -1. */
+int banner_set_match(const struct banner_set *set, const char *s, size_t n,
+		     struct banner_scratch *sc);
+
+#endif

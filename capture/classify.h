@@ -1,0 +1,30 @@
+/*
+ * classify.h - what a complete log line is: an audit line, a banner, or
+ * neither.
+ *
+ * An audit line is one whose text from the first '{' to the end is exactly
+ * one JSON object with a top-level string member "ev" (a log prefix such as
+ * `INFO 11-29 20:41:02 [generator.py:1930] MERGE_AUDIT ` may come before it).
+ * Otherwise the banner rules are tried. No allocation (jdoc_check and
+ * banner_set_match), so the shim calls it on its write path.
+ */
+#ifndef TTAUDIT_CLASSIFY_H
+#define TTAUDIT_CLASSIFY_H
+
+#include <stddef.h>
+
+#include "banner.h"
+
+enum classify_kind { CLASSIFY_OTHER, CLASSIFY_AUDIT, CLASSIFY_BANNER };
+
+struct classify_result {
+	enum classify_kind kind;
+	size_t obj_off, obj_len;   /* CLASSIFY_AUDIT: where the object is in the line */
+	int rule;                  /* CLASSIFY_BANNER: index in the banner set */
+};
+
+/* `rules` may be NULL (no banners). `sc` is the caller's per-thread scratch. */
+enum classify_kind classify_line(const char *line, size_t n, const struct banner_set *rules,
+				 struct banner_scratch *sc, struct classify_result *res);
+
+#endif

@@ -1,0 +1,226 @@
+#include "jbuf.h"
+
+#include <string.h>
+
+void jbuf_init(struct jbuf *w, char *buf, size_t cap)
+{
+	w->buf = buf;
+	w->cap = cap;
+	w->len = 0;
+	w->overflow = 0;
+}
+
+void jbuf_raw(struct jbuf *w, const char *s, size_t n)
+{
+	if (w->overflow)
+		return;
+	if (n > w->cap - w->len) {
+		w->overflow = 1;
+		return;
+	}
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+void jbuf_rawz(struct jbuf *w, const char *s)
+{
+	jbuf_raw(w, s, strlen(s));
+}
+
+/*
+ * Length of the valid UTF-8 sequence at s[0..n), or 0 when the bytes there
+ * are not one (overlong forms, surrogates and values above U+10FFFF count
+ * as invalid, as RFC 3629 says).
+ */
+static size_t jbuf_utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len, i;
+	unsigned cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF) {
+		len = 2;
+		cp = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		cp = c & 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+/*
+ * Writes the escaped form of s[0..n) without quotes, stopping before the
+ * output would pass `limit` bytes. Returns the number of input bytes used.
+ */
+static size_t jbuf_escape(struct jbuf *w, const char *s, size_t n, size_t limit)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		char esc[8];
+		const char *out = esc;
+		size_t olen, ulen;
+		unsigned c = u[i];
+
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			/* Runs of plain ASCII are the common case: copy them whole. */
+			size_t j = i + 1;
+			while (j < n && u[j] >= 0x20 && u[j] < 0x80 && u[j] != '"' && u[j] != '\\')
+				j++;
+			size_t run = j - i;
+
+			olen = run;
+			if (w->len + olen > limit)
+				olen = limit > w->len ? limit - w->len : 0;
+			memcpy(w->buf + w->len, s + i, olen);
+			w->len += olen;
+			i += olen;
+			if (olen < run)
+				return i;
+			continue;
+		}
+		ulen = 1;
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			olen = 2;
+		} else if (c < 0x20) {
+			esc[0] = '\\';
+			switch (c) {
+			case '\n': esc[1] = 'n'; olen = 2; break;
+			case '\r': esc[1] = 'r'; olen = 2; break;
+			case '\t': esc[1] = 't'; olen = 2; break;
+			case '\b': esc[1] = 'b'; olen = 2; break;
+			case '\f': esc[1] = 'f'; olen = 2; break;
+			default:
+				memcpy(esc + 1, "u00", 3);
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 15];
+				olen = 6;
+			}
+		} else {
+			ulen = jbuf_utf8_len(u + i, n - i);
+			if (ulen) {
+				out = s + i;
+				olen = ulen;
+			} else {
+				out = "\\ufffd";
+				olen = 6;
+				ulen = 1;
+			}
+		}
+		if (w->len + olen > limit)
+			return i;
+		memcpy(w->buf + w->len, out, olen);
+		w->len += olen;
+		i += ulen;
+	}
+	return i;
+}
+
+void jbuf_str(struct jbuf *w, const char *s, size_t n)
+{
+	size_t used;
+
+	if (w->overflow)
+		return;
+	jbuf_raw(w, "\"", 1);
+	if (w->overflow)
+		return;
+	used = jbuf_escape(w, s, n, w->cap);
+	if (used < n) {
+		w->overflow = 1;
+		return;
+	}
+	jbuf_raw(w, "\"", 1);
+}
+
+void jbuf_strz(struct jbuf *w, const char *s)
+{
+	jbuf_str(w, s, strlen(s));
+}
+
+int jbuf_str_cut(struct jbuf *w, const char *s, size_t n, size_t reserve)
+{
+	size_t limit, used;
+
+	if (w->overflow)
+		return 0;
+	if (w->cap < reserve + 2 || w->len > w->cap - reserve - 2) {
+		w->overflow = 1;
+		return 0;
+	}
+	limit = w->cap - reserve - 1;
+	jbuf_raw(w, "\"", 1);
+	used = jbuf_escape(w, s, n, limit);
+	jbuf_raw(w, "\"", 1);
+	return used < n;
+}
+
+void jbuf_u64(struct jbuf *w, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	jbuf_raw(w, tmp + i, sizeof(tmp) - i);
+}
+
+void jbuf_i64(struct jbuf *w, int64_t v)
+{
+	if (v < 0) {
+		jbuf_raw(w, "-", 1);
+		jbuf_u64(w, (uint64_t)0 - (uint64_t)v);
+	} else {
+		jbuf_u64(w, (uint64_t)v);
+	}
+}
+
+void jbuf_time(struct jbuf *w, const struct timespec *ts)
+{
+	char frac[7];
+	long us = ts->tv_nsec / 1000;
+	int i;
+
+	jbuf_i64(w, (int64_t)ts->tv_sec);
+	frac[0] = '.';
+	for (i = 6; i >= 1; i--) {
+		frac[i] = (char)('0' + us % 10);
+		us /= 10;
+	}
+	jbuf_raw(w, frac, 7);
+}
+
+void jbuf_key(struct jbuf *w, const char *key)
+{
+	jbuf_raw(w, "\"", 1);
+	jbuf_rawz(w, key);
+	jbuf_raw(w, "\":", 2);
+}
+
+int jbuf_ok(const struct jbuf *w)
+{
+	return !w->overflow;
+}

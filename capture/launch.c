@@ -1,0 +1,150 @@
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "banner.h"
+#include "envlist.h"
+
+#ifndef TTAUDIT_LIBDIR
+#define TTAUDIT_LIBDIR "/usr/local/lib"
+#endif
+
+static int launch_is_file(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+enum status launch_find_shim(char *buf, size_t cap, struct status_info *si)
+{
+	const char *env = getenv("TTAUDIT_SHIM");
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (env && *env) {
+		if (!launch_is_file(env))
+			return status_set(si, STATUS_NOTFOUND, "TTAUDIT_SHIM '%s' is not a file", env);
+		if ((size_t)snprintf(buf, cap, "%s", env) >= cap)
+			return status_set(si, STATUS_LIMIT, "TTAUDIT_SHIM path too long");
+		return STATUS_OK;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			if ((size_t)snprintf(buf, cap, "%s/%s", exe, LAUNCH_SHIM_NAME) < cap &&
+			    launch_is_file(buf))
+				return STATUS_OK;
+		}
+	} else {
+		exe[0] = '\0';
+	}
+	if ((size_t)snprintf(buf, cap, "%s/%s", TTAUDIT_LIBDIR, LAUNCH_SHIM_NAME) < cap &&
+	    launch_is_file(buf))
+		return STATUS_OK;
+	return status_set(si, STATUS_NOTFOUND,
+			  "%s not found in '%s' nor in '%s' (set TTAUDIT_SHIM to its path)",
+			  LAUNCH_SHIM_NAME, exe, TTAUDIT_LIBDIR);
+}
+
+/* Absolute form of p (the command may change directory); NULL on failure. */
+static char *launch_absolute(const char *p)
+{
+	char cwd[PATH_MAX];
+	char *s;
+
+	if (p[0] == '/')
+		return strdup(p);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	s = malloc(strlen(cwd) + strlen(p) + 2);
+	if (s)
+		sprintf(s, "%s/%s", cwd, p);
+	return s;
+}
+
+static enum status launch_setenv(const char *name, const char *value, struct status_info *si)
+{
+	int r = value ? setenv(name, value, 1) : unsetenv(name);
+
+	return r ? status_set(si, STATUS_NOMEM, "cannot set %s: %s", name, strerror(errno)) : STATUS_OK;
+}
+
+enum status launch_setup(const struct launch_opts *o, const char *shim, struct status_info *si)
+{
+	struct banner_set *rules = NULL;
+	struct envlist el;
+	char *out = NULL, *rules_abs = NULL, *env = NULL, *preload = NULL;
+	const char *old;
+	enum status st;
+	int fd;
+
+	if (o->rules) {
+		st = banner_set_load(o->rules, &rules, si);
+		if (st != STATUS_OK)
+			goto out;
+	}
+	envlist_init(&el);
+	st = envlist_add(&el, ENVLIST_DEFAULT, si);
+	if (st == STATUS_OK && o->env)
+		st = envlist_add(&el, o->env, si);
+	if (st != STATUS_OK)
+		goto out;
+	st = STATUS_NOMEM;
+	out = launch_absolute(o->out);
+	rules_abs = o->rules ? launch_absolute(o->rules) : NULL;
+	if (!out || (o->rules && !rules_abs)) {
+		status_set(si, st, "cannot make an absolute path (current directory unreadable?)");
+		goto out;
+	}
+	if (o->env) {
+		env = malloc(strlen(ENVLIST_DEFAULT) + strlen(o->env) + 2);
+		if (!env) {
+			status_set(si, st, "out of memory");
+			goto out;
+		}
+		sprintf(env, "%s,%s", ENVLIST_DEFAULT, o->env);
+	}
+	old = getenv("LD_PRELOAD");
+	preload = malloc(strlen(shim) + (old ? strlen(old) : 0) + 2);
+	if (!preload) {
+		status_set(si, st, "out of memory");
+		goto out;
+	}
+	if (old && *old)
+		sprintf(preload, "%s:%s", shim, old);
+	else
+		strcpy(preload, shim);
+	if (!o->append) {
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
+	if ((st = launch_setenv("TTAUDIT_CAPTURE", out, si)) ||
+	    (st = launch_setenv("TTAUDIT_RULES", rules_abs, si)) ||
+	    (st = launch_setenv("TTAUDIT_ENV", env, si)) ||
+	    (st = launch_setenv("TTAUDIT_WATCH", o->watch, si)) ||
+	    (st = launch_setenv("TTAUDIT_ALL_LINES", o->all_lines ? "1" : NULL, si)) ||
+	    (st = launch_setenv("TTAUDIT_PER_PID", o->per_pid ? "1" : NULL, si)) ||
+	    (st = launch_setenv("LD_PRELOAD", preload, si)))
+		goto out;
+	st = STATUS_OK;
+out:
+	banner_set_free(rules);
+	free(out);
+	free(rules_abs);
+	free(env);
+	free(preload);
+	return st;
+}

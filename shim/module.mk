@@ -1,0 +1,33 @@
+# shim/ - build/libttaudit-shim.so, the LD_PRELOAD library of `ttaudit capture`.
+#
+# It links only what its write path needs: libc, libdl/pthread and pcre2-8
+# (banner patterns). It is never built with sanitizers (SANFLAGS are left
+# out): an ASan runtime cannot be preloaded into an uninstrumented host, so
+# the e2e tests that preload it skip under `make asan`.
+#
+# Also builds the small C programs the capture e2e tests run (tests/progs/).
+
+SHIM_SO   := $(BUILD)/libttaudit-shim.so
+SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c capture/linebuf.c capture/banner.c \
+	capture/envlist.c capture/record.c capture/classify.c analyzer/jdoc.c analyzer/status.c
+SHIM_OBJ  := $(SHIM_SRC:%.c=$(OBJ)/pic/%.o)
+SHIM_CFLAGS = $(WARN) $(CFLAGS) $(INCLUDES) -Icapture $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null) \
+	-fPIC -fvisibility=hidden -DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
+SHIM_LIBS := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null) -ldl -lpthread
+
+PROG_SRC  := $(wildcard tests/progs/*.c)
+PROG_BIN  := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+
+ALL_TARGETS += $(SHIM_SO) $(PROG_BIN)
+
+$(OBJ)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(SHIM_SO): $(SHIM_OBJ) shim/shim.map
+	$(CC) $(LDFLAGS) -shared -Wl,--version-script=shim/shim.map -Wl,-z,defs -Wl,-z,now \
+		-o $@ $(SHIM_OBJ) $(SHIM_LIBS)
+
+$(BUILD)/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -lpthread
