@@ -239,7 +239,7 @@ class Model:
         self.n_req += 1
         rid = "cmpl-%08x" % (self.n_req * 2654435761 % (1 << 32))
         old = self.buf_pos[s] if s < len(self.buf_pos) else -1
-        if old > 8 and self.buf_writer[s] is not None and self.r.random() < 0.6:
+        if 8 < old < MAX_LEN and self.buf_writer[s] is not None and self.r.random() < 0.6:
             # lands on dev == host or host + 1 at the next merge; in eager
             # mode a few decodes (which clear the prefilled set) come first
             plen = old - self.r.randrange(0, 2) - (0 if self.trace else self.eager_left)
@@ -744,6 +744,7 @@ class TestModel(unittest.TestCase):
         e = expected_for(m, BASE_RULES + ("batch+lifetime",))
         c = e.counts
         self.assertGreater(len(m.merges), 60)
+        self.assertLess(max(max(ev["host_pos"]) for ev in m.merges), MAX_LEN)
         self.assertGreater(m.coincidences, 5)
         self.assertGreater(m.past_prefilled, 0, "no stale match outlived the prefilled set")
         self.assertGreater(c["bare"]["substitutions"], 3, "no stale buffer ever matched")
