@@ -11,7 +11,7 @@
 #include "classify.h"
 #include "jbuf.h"
 #include "linebuf.h"
-#include "record.h"
+#include "caprec.h"
 
 #define FOLLOW_OUT_CAP (3 * FOLLOW_LINE_MAX + 4096)
 #define FOLLOW_READ 65536
@@ -46,35 +46,35 @@ static void follow_on_line(void *ctx, const char *line, size_t n, int overlong)
 {
 	struct follow *f = ctx;
 	struct classify_result res;
-	struct record_head h;
+	struct caprec_head h;
 
 	f->stats->lines++;
 	if (overlong) {
-		record_head_now(&h);
+		caprec_head_now(&h);
 		h.pid = h.tid = 0;
 		h.fd = -1;
 		f->stats->lost++;
-		follow_put(f, f->out, record_lost(f->out, FOLLOW_OUT_CAP, &h, 1,
+		follow_put(f, f->out, caprec_lost(f->out, FOLLOW_OUT_CAP, &h, 1,
 						  "line longer than 1048576 bytes"));
 		return;
 	}
 	classify_line(line, n, f->o->rules, &f->sc, &res);
 	if (res.kind == CLASSIFY_OTHER && !f->o->all_lines)
 		return;
-	record_head_now(&h);
+	caprec_head_now(&h);
 	h.pid = h.tid = 0;
 	h.fd = -1;
 	if (res.kind == CLASSIFY_AUDIT) {
 		f->stats->audit++;
-		follow_put(f, f->out, record_audit(f->out, FOLLOW_OUT_CAP, &h, line + res.obj_off,
+		follow_put(f, f->out, caprec_audit(f->out, FOLLOW_OUT_CAP, &h, line + res.obj_off,
 						   res.obj_len));
 	} else if (res.kind == CLASSIFY_BANNER) {
 		f->stats->banner++;
-		follow_put(f, f->out, record_banner(f->out, FOLLOW_OUT_CAP, &h,
+		follow_put(f, f->out, caprec_banner(f->out, FOLLOW_OUT_CAP, &h,
 						    banner_set_name(f->o->rules, (size_t)res.rule),
 						    line, n));
 	} else {
-		follow_put(f, f->out, record_line(f->out, FOLLOW_OUT_CAP, &h, line, n));
+		follow_put(f, f->out, caprec_line(f->out, FOLLOW_OUT_CAP, &h, line, n));
 	}
 }
 
@@ -209,7 +209,7 @@ static enum status follow_loop(struct follow *f, struct status_info *si)
 
 static size_t follow_start(struct follow *f)
 {
-	struct record_head h;
+	struct caprec_head h;
 	struct jbuf w;
 	char host[256];
 	char *tail = f->rd;   /* not in use yet */
@@ -225,17 +225,17 @@ static size_t follow_start(struct follow *f)
 	jbuf_rawz(&w, "}");
 	if (!jbuf_ok(&w))
 		return 0;
-	record_head_now(&h);
+	caprec_head_now(&h);
 	h.pid = h.tid = 0;
 	h.fd = -1;
-	return record_start(f->out, FOLLOW_OUT_CAP, &h, -1, tail, w.len);
+	return caprec_start(f->out, FOLLOW_OUT_CAP, &h, -1, tail, w.len);
 }
 
 enum status follow_run(const struct follow_opts *o, struct follow_stats *stats,
 		       struct status_info *si)
 {
 	struct follow f;
-	struct record_head h;
+	struct caprec_head h;
 	enum status st;
 
 	memset(&f, 0, sizeof(f));
@@ -255,10 +255,10 @@ enum status follow_run(const struct follow_opts *o, struct follow_stats *stats,
 	follow_put(&f, f.out, follow_start(&f));
 	st = follow_loop(&f, si);
 	linebuf_flush(&f.lb, follow_on_line, &f);
-	record_head_now(&h);
+	caprec_head_now(&h);
 	h.pid = h.tid = 0;
 	h.fd = -1;
-	follow_put(&f, f.out, record_end(f.out, FOLLOW_OUT_CAP, &h, stats->lines, stats->lost));
+	follow_put(&f, f.out, caprec_end(f.out, FOLLOW_OUT_CAP, &h, stats->lines, stats->lost));
 	if ((fflush(o->out) || f.write_failed) && st == STATUS_OK)
 		st = status_set(si, STATUS_IO, "cannot write the capture: %s", strerror(errno));
 out:

@@ -9,7 +9,7 @@
 
 SHIM_SO   := $(BUILD)/libttaudit-shim.so
 SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c capture/linebuf.c capture/banner.c \
-	capture/envlist.c capture/record.c capture/classify.c analyzer/jdoc.c analyzer/status.c
+	capture/envlist.c capture/caprec.c capture/classify.c analyzer/jdoc.c analyzer/status.c
 SHIM_OBJ  := $(SHIM_SRC:%.c=$(OBJ)/pic/%.o)
 SHIM_CFLAGS = $(WARN) $(CFLAGS) $(INCLUDES) -Icapture $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null) \
 	-fPIC -fvisibility=hidden -DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP

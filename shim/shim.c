@@ -28,7 +28,7 @@
 #include "classify.h"
 #include "envlist.h"
 #include "linebuf.h"
-#include "record.h"
+#include "caprec.h"
 
 #define SHIM_TLS __attribute__((tls_model("initial-exec")))
 
@@ -46,8 +46,23 @@ struct shim_slot {
 	char mem[SHIM_LINE_CAP];
 };
 
+/*
+ * Bytes a signal handler wrote while this thread was inside the shim: they
+ * already reached the kernel, so they are kept here and fed, in order, once
+ * the interrupted feed is done. Entries are reserved with a CAS on
+ * defer_len, which a nested handler cannot tear.
+ */
+#define SHIM_DEFER_CAP 16384
+struct shim_defer_hdr {
+	int fd;
+	int via_stdio;
+	size_t n;
+};
+
 struct shim_thread {
 	long tid;
+	atomic_size_t defer_len;
+	_Alignas(16) char defer[SHIM_DEFER_CAP];
 	struct shim_slot slot[SHIM_SLOTS];
 	struct banner_scratch sc;
 	char fmt[SHIM_FMT_CAP];
@@ -69,7 +84,7 @@ static const char *const shim_lost_reason[SHIM_LOST__COUNT] = {
 	"capture file cannot be opened",
 	"capture file write failed",
 	"line longer than 65536 bytes",
-	"written from a signal handler while the shim was busy",
+	"written from signal handlers faster than the shim could keep them",
 	"no thread buffer",
 	"too many fds with partial lines",
 };
@@ -291,18 +306,18 @@ static void shim_tell_lost(int fd)
 	for (i = 0; i < SHIM_LOST__COUNT; i++) {
 		uint64_t total = atomic_load_explicit(&n_lost[i], memory_order_relaxed);
 		uint64_t told = atomic_load_explicit(&n_lost_told[i], memory_order_relaxed);
-		struct record_head h;
+		struct caprec_head h;
 		char buf[256];
 		size_t len;
 
 		if (total == told ||
 		    !atomic_compare_exchange_strong(&n_lost_told[i], &told, total))
 			continue;
-		record_head_now(&h);
+		caprec_head_now(&h);
 		h.pid = cfg.pid;
 		h.tid = 0;
 		h.fd = -1;
-		len = record_lost(buf, sizeof(buf), &h, total - told, shim_lost_reason[i]);
+		len = caprec_lost(buf, sizeof(buf), &h, total - told, shim_lost_reason[i]);
 		if (!len || shim_write_all(fd, buf, len))
 			atomic_fetch_sub(&n_lost_told[i], total - told);
 	}
@@ -338,6 +353,7 @@ static void shim_thread_reset(struct shim_thread *th)
 		th->slot[i].fd = -1;
 		linebuf_init(&th->slot[i].lb, th->slot[i].mem, SHIM_LINE_CAP);
 	}
+	atomic_store(&th->defer_len, 0);
 	th->tid = (long)syscall(SYS_gettid);
 }
 
@@ -370,7 +386,7 @@ static void shim_on_line(void *ctx_, const char *line, size_t n, int overlong)
 	struct shim_line_ctx *ctx = ctx_;
 	struct shim_thread *th = ctx->th;
 	struct classify_result res;
-	struct record_head h;
+	struct caprec_head h;
 	size_t len;
 
 	atomic_fetch_add_explicit(&n_lines, 1, memory_order_relaxed);
@@ -381,17 +397,17 @@ static void shim_on_line(void *ctx_, const char *line, size_t n, int overlong)
 	classify_line(line, n, cfg.rules, &th->sc, &res);
 	if (res.kind == CLASSIFY_OTHER && !cfg.all_lines)
 		return;
-	record_head_now(&h);
+	caprec_head_now(&h);
 	h.pid = cfg.pid;
 	h.tid = th->tid;
 	h.fd = ctx->fd;
 	if (res.kind == CLASSIFY_AUDIT)
-		len = record_audit(th->out, sizeof(th->out), &h, line + res.obj_off, res.obj_len);
+		len = caprec_audit(th->out, sizeof(th->out), &h, line + res.obj_off, res.obj_len);
 	else if (res.kind == CLASSIFY_BANNER)
-		len = record_banner(th->out, sizeof(th->out), &h,
+		len = caprec_banner(th->out, sizeof(th->out), &h,
 				    banner_set_name(cfg.rules, (size_t)res.rule), line, n);
 	else
-		len = record_line(th->out, sizeof(th->out), &h, line, n);
+		len = caprec_line(th->out, sizeof(th->out), &h, line, n);
 	if (!len) {
 		shim_lost(SHIM_LOST_LONG, 1);
 		return;
@@ -434,21 +450,65 @@ static void shim_feed_locked(struct shim_thread *th, int fd, int via_stdio, cons
 		slot->fd = -1;
 }
 
+/* Called with shim_busy set: keeps bytes for the interrupted feed to process. */
+static void shim_defer(int fd, int via_stdio, const void *data, size_t n)
+{
+	struct shim_thread *th = shim_self;
+	struct shim_defer_hdr h = { fd, via_stdio, n };
+	size_t need = (sizeof(h) + n + 15) & ~(size_t)15, old;
+
+	if (!th) {
+		shim_lost_busy(data, n);
+		return;
+	}
+	old = atomic_load(&th->defer_len);
+	do {
+		if (need > SHIM_DEFER_CAP - old) {
+			shim_lost_busy(data, n);
+			return;
+		}
+	} while (!atomic_compare_exchange_weak(&th->defer_len, &old, old + need));
+	memcpy(th->defer + old, &h, sizeof(h));
+	memcpy(th->defer + old + sizeof(h), data, n);
+}
+
+/* Feeds what handlers deferred, including what they add meanwhile. */
+static void shim_drain(struct shim_thread *th)
+{
+	size_t i = 0;
+
+	for (;;) {
+		size_t end = atomic_load(&th->defer_len);
+
+		while (i < end) {
+			struct shim_defer_hdr h;
+			memcpy(&h, th->defer + i, sizeof(h));
+			shim_feed_locked(th, h.fd, h.via_stdio, th->defer + i + sizeof(h), h.n);
+			i += (sizeof(h) + h.n + 15) & ~(size_t)15;
+		}
+		if (!i || atomic_compare_exchange_strong(&th->defer_len, &i, 0))
+			return;
+	}
+}
+
 void shim_feed(int fd, int via_stdio, const void *data, size_t n)
 {
 	struct shim_thread *th;
 	int e = errno;
 
 	if (shim_busy) {
-		shim_lost_busy(data, n);
+		shim_defer(fd, via_stdio, data, n);
+		errno = e;
 		return;
 	}
 	shim_busy = 1;
 	th = shim_thread_get();
-	if (th)
+	if (th) {
 		shim_feed_locked(th, fd, via_stdio, data, n);
-	else
+		shim_drain(th);
+	} else {
 		shim_lost(SHIM_LOST_NOMEM, shim_count_lines(data, n));
+	}
 	shim_busy = 0;
 	errno = e;
 }
@@ -474,6 +534,7 @@ void shim_fmt_done(int fd, const char *buf, size_t n)
 	int e = errno;
 
 	shim_feed_locked(shim_self, fd, 1, buf, n);
+	shim_drain(shim_self);
 	shim_busy = 0;
 	errno = e;
 }
@@ -483,6 +544,7 @@ static void shim_thread_flush(struct shim_thread *th)
 {
 	int i;
 
+	shim_drain(th);
 	for (i = 0; i < SHIM_SLOTS; i++) {
 		struct shim_line_ctx ctx = { th, th->slot[i].fd };
 		if (th->slot[i].fd < 0)
@@ -572,16 +634,16 @@ static void shim_set_path(void)
 static void shim_write_start(void)
 {
 	struct shim_thread *th = shim_thread_get();
-	struct record_head h;
+	struct caprec_head h;
 	size_t len;
 
 	if (!th || !cfg.tail)
 		return;
-	record_head_now(&h);
+	caprec_head_now(&h);
 	h.pid = cfg.pid;
 	h.tid = 0;
 	h.fd = -1;
-	len = record_start(th->out, sizeof(th->out), &h, cfg.ppid, cfg.tail, cfg.tail_len);
+	len = caprec_start(th->out, sizeof(th->out), &h, cfg.ppid, cfg.tail, cfg.tail_len);
 	if (len)
 		shim_emit(th->out, len);
 }
@@ -648,7 +710,7 @@ static void shim_render_tail(int argc, char **argv, char **envp)
 	cfg.tail = malloc(SHIM_TAIL_CAP);
 	if (!cfg.tail)
 		return;
-	cfg.tail_len = record_start_tail(cfg.tail, SHIM_TAIL_CAP, argv, argc, exe, host, envp,
+	cfg.tail_len = caprec_start_tail(cfg.tail, SHIM_TAIL_CAP, argv, argc, exe, host, envp,
 					 &cfg.env);
 	if (!cfg.tail_len) {
 		free(cfg.tail);
@@ -713,7 +775,7 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 __attribute__((destructor)) static void shim_fini(void)
 {
 	struct shim_thread *th;
-	struct record_head h;
+	struct caprec_head h;
 	uint64_t lost = 0;
 	size_t len;
 	int i, e = errno;
@@ -724,13 +786,13 @@ __attribute__((destructor)) static void shim_fini(void)
 	th = shim_thread_get();
 	if (th) {
 		shim_thread_flush(th);
-		record_head_now(&h);
+		caprec_head_now(&h);
 		h.pid = cfg.pid;
 		h.tid = 0;
 		h.fd = -1;
 		for (i = 0; i < SHIM_LOST__COUNT; i++)
 			lost += atomic_load(&n_lost[i]);
-		len = record_end(th->out, sizeof(th->out), &h, atomic_load(&n_lines), lost);
+		len = caprec_end(th->out, sizeof(th->out), &h, atomic_load(&n_lines), lost);
 		if (len) {
 			int fd = shim_capture_fd();
 			if (fd >= 0) {

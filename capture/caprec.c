@@ -1,17 +1,17 @@
-#include "record.h"
+#include "caprec.h"
 
 #include <string.h>
 
 #include "jbuf.h"
 
-void record_head_now(struct record_head *h)
+void caprec_head_now(struct caprec_head *h)
 {
 	clock_gettime(CLOCK_REALTIME, &h->t);
 	clock_gettime(CLOCK_MONOTONIC, &h->mono);
 }
 
 /* `{"src":"<src>","t":..,"mono":..,"pid":..,"tid":..,"fd":..` */
-static void record_open(struct jbuf *w, const char *src, const struct record_head *h, int with_mono)
+static void caprec_open(struct jbuf *w, const char *src, const struct caprec_head *h, int with_mono)
 {
 	jbuf_raw(w, "{\"src\":\"", 8);
 	jbuf_rawz(w, src);
@@ -27,7 +27,7 @@ static void record_open(struct jbuf *w, const char *src, const struct record_hea
 	}
 }
 
-static void record_where(struct jbuf *w, const struct record_head *h)
+static void caprec_where(struct jbuf *w, const struct caprec_head *h)
 {
 	if (h->tid > 0) {
 		jbuf_raw(w, ",\"tid\":", 7);
@@ -39,19 +39,19 @@ static void record_where(struct jbuf *w, const struct record_head *h)
 	}
 }
 
-static size_t record_close(struct jbuf *w)
+static size_t caprec_close(struct jbuf *w)
 {
 	jbuf_raw(w, "}\n", 2);
 	return jbuf_ok(w) ? w->len : 0;
 }
 
-size_t record_audit(char *buf, size_t cap, const struct record_head *h, const char *obj, size_t n)
+size_t caprec_audit(char *buf, size_t cap, const struct caprec_head *h, const char *obj, size_t n)
 {
 	struct jbuf w;
 
 	jbuf_init(&w, buf, cap);
-	record_open(&w, "audit", h, 1);
-	record_where(&w, h);
+	caprec_open(&w, "audit", h, 1);
+	caprec_where(&w, h);
 	jbuf_raw(&w, ",\"event\":", 9);
 	/* Trailing whitespace (a '\r' before the newline) is not part of the object. */
 	while (n && (obj[n - 1] == ' ' || obj[n - 1] == '\t' || obj[n - 1] == '\r'))
@@ -59,11 +59,11 @@ size_t record_audit(char *buf, size_t cap, const struct record_head *h, const ch
 	while (n && (obj[0] == ' ' || obj[0] == '\t'))
 		obj++, n--;
 	jbuf_raw(&w, obj, n);
-	return record_close(&w);
+	return caprec_close(&w);
 }
 
 /* Text records: the text goes last so that it can be cut to what fits. */
-static size_t record_text(char *buf, size_t cap, const char *src, const struct record_head *h,
+static size_t caprec_text(char *buf, size_t cap, const char *src, const struct caprec_head *h,
 			  const char *rule, const char *text, size_t n)
 {
 	struct jbuf w;
@@ -72,8 +72,8 @@ static size_t record_text(char *buf, size_t cap, const char *src, const struct r
 	if (n && text[n - 1] == '\r')
 		n--;
 	jbuf_init(&w, buf, cap);
-	record_open(&w, src, h, 1);
-	record_where(&w, h);
+	caprec_open(&w, src, h, 1);
+	caprec_where(&w, h);
 	if (rule) {
 		jbuf_raw(&w, ",\"rule\":", 8);
 		jbuf_strz(&w, rule);
@@ -83,52 +83,52 @@ static size_t record_text(char *buf, size_t cap, const char *src, const struct r
 	cut = jbuf_str_cut(&w, text, n, 14);
 	if (cut)
 		jbuf_raw(&w, ",\"cut\":true", 11);
-	return record_close(&w);
+	return caprec_close(&w);
 }
 
-size_t record_banner(char *buf, size_t cap, const struct record_head *h, const char *rule,
+size_t caprec_banner(char *buf, size_t cap, const struct caprec_head *h, const char *rule,
 		     const char *text, size_t n)
 {
-	return record_text(buf, cap, "banner", h, rule, text, n);
+	return caprec_text(buf, cap, "banner", h, rule, text, n);
 }
 
-size_t record_line(char *buf, size_t cap, const struct record_head *h, const char *text, size_t n)
+size_t caprec_line(char *buf, size_t cap, const struct caprec_head *h, const char *text, size_t n)
 {
-	return record_text(buf, cap, "line", h, NULL, text, n);
+	return caprec_text(buf, cap, "line", h, NULL, text, n);
 }
 
-size_t record_lost(char *buf, size_t cap, const struct record_head *h, uint64_t count,
+size_t caprec_lost(char *buf, size_t cap, const struct caprec_head *h, uint64_t count,
 		   const char *reason)
 {
 	struct jbuf w;
 
 	jbuf_init(&w, buf, cap);
-	record_open(&w, "lost", h, 0);
+	caprec_open(&w, "lost", h, 0);
 	jbuf_raw(&w, ",\"count\":", 9);
 	jbuf_u64(&w, count);
 	jbuf_raw(&w, ",\"reason\":", 10);
 	jbuf_strz(&w, reason);
-	return record_close(&w);
+	return caprec_close(&w);
 }
 
-size_t record_end(char *buf, size_t cap, const struct record_head *h, uint64_t lines, uint64_t lost)
+size_t caprec_end(char *buf, size_t cap, const struct caprec_head *h, uint64_t lines, uint64_t lost)
 {
 	struct jbuf w;
 
 	jbuf_init(&w, buf, cap);
-	record_open(&w, "end", h, 0);
+	caprec_open(&w, "end", h, 0);
 	jbuf_raw(&w, ",\"lines\":", 9);
 	jbuf_u64(&w, lines);
 	jbuf_raw(&w, ",\"lost\":", 8);
 	jbuf_u64(&w, lost);
-	return record_close(&w);
+	return caprec_close(&w);
 }
 
 /* Space kept free while adding env entries, for what closes the tail. */
 #define RECORD_TAIL_RESERVE 64
 
 /* Runs `add` and undoes it if it did not fit before the reserve. */
-static int record_fits(struct jbuf *w, size_t mark)
+static int caprec_fits(struct jbuf *w, size_t mark)
 {
 	if (!w->overflow && w->len + RECORD_TAIL_RESERVE <= w->cap)
 		return 1;
@@ -137,7 +137,7 @@ static int record_fits(struct jbuf *w, size_t mark)
 	return 0;
 }
 
-size_t record_start_tail(char *buf, size_t cap, char *const *argv, int argc, const char *exe,
+size_t caprec_start_tail(char *buf, size_t cap, char *const *argv, int argc, const char *exe,
 			 const char *host, char *const *envp, const struct envlist *allow)
 {
 	struct jbuf w;
@@ -150,7 +150,7 @@ size_t record_start_tail(char *buf, size_t cap, char *const *argv, int argc, con
 		if (i)
 			jbuf_raw(&w, ",", 1);
 		jbuf_strz(&w, argv[i]);
-		if (!record_fits(&w, mark)) {
+		if (!caprec_fits(&w, mark)) {
 			cut = 1;
 			break;
 		}
@@ -183,7 +183,7 @@ size_t record_start_tail(char *buf, size_t cap, char *const *argv, int argc, con
 				jbuf_raw(&w, ":", 1);
 				jbuf_strz(&w, eq ? eq + 1 : "");
 			}
-			if (!record_fits(&w, mark)) {
+			if (!caprec_fits(&w, mark)) {
 				cut = 1;
 				continue;
 			}
@@ -197,13 +197,13 @@ size_t record_start_tail(char *buf, size_t cap, char *const *argv, int argc, con
 	return jbuf_ok(&w) ? w.len : 0;
 }
 
-size_t record_start(char *buf, size_t cap, const struct record_head *h, long ppid,
+size_t caprec_start(char *buf, size_t cap, const struct caprec_head *h, long ppid,
 		    const char *tail, size_t tail_len)
 {
 	struct jbuf w;
 
 	jbuf_init(&w, buf, cap);
-	record_open(&w, "start", h, 1);
+	caprec_open(&w, "start", h, 1);
 	if (ppid >= 0) {
 		jbuf_raw(&w, ",\"ppid\":", 8);
 		jbuf_i64(&w, ppid);
