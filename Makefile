@@ -107,9 +107,18 @@ deps-check:
 
 demo: deps
 	@$(MAKE) --no-print-directory _demo
-_demo: _all
-	@echo "== ttaudit replay fixtures/audit/*.jsonl"
-	@$(TTAUDIT) replay $(sort $(wildcard fixtures/audit/*.jsonl)) || test $$? -eq 1
+# The main job on bundled data: replay every incident audit, then gate two
+# guards on the residual case (batch lets it through, exit 1 expected).
+DEMO_AUDITS := $(sort $(wildcard fixtures/audit/*.jsonl fixtures/audit/*.jsonl.gz))
+_demo: $(TTAUDIT)
+	@echo '$$ ttaudit replay fixtures/audit/*'
+	@$(TTAUDIT) replay $(DEMO_AUDITS)
+	@echo
+	@echo '$$ ttaudit validate --rule batch fixtures/audit/residual-coinciding.jsonl'
+	@$(TTAUDIT) validate --rule batch fixtures/audit/residual-coinciding.jsonl; test $$? -eq 1
+	@echo
+	@echo '$$ ttaudit validate --rule batch+lifetime fixtures/audit/residual-coinciding.jsonl fixtures/audit/incident-confirmed.jsonl'
+	@$(TTAUDIT) validate --rule batch+lifetime fixtures/audit/residual-coinciding.jsonl fixtures/audit/incident-confirmed.jsonl
 
 check: deps-check
 	@$(MAKE) --no-print-directory check-run

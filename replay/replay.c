@@ -245,6 +245,9 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 			jsonw_bool(&w, stale);
 		jsonw_kstr(&w, "evidence", evidence_name(ev));
 		jsonw_kstr(&w, "evidence_why", why);
+		if (!rule_bare_take(m, s))
+			fprintf(tf, "    positions do not match (dev_pos is neither host_pos nor "
+				"host_pos + 1): no rule takes it\n");
 		jsonw_key(&w, "rules");
 		jsonw_obj(&w);
 		for (i = 0; i < r->opts.n_rules; i++) {
@@ -255,7 +258,8 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 			jsonw_obj(&w);
 			if (o == RULE_SKIPPED) {
 				rule_missing(ru, m, &ctx, why, sizeof(why));
-				fprintf(tf, "    %-16s skipped: needs %s\n", ru->name, why);
+				if (rule_bare_take(m, s))
+					fprintf(tf, "    %-16s skipped: needs %s\n", ru->name, why);
 				jsonw_kstr(&w, "outcome", "skipped");
 				jsonw_kstr(&w, "missing", why);
 				jsonw_obj_end(&w);
@@ -270,7 +274,8 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 					: stale ? "refuses: prevented" : "refuses: forgone";
 			else
 				verdict = "does not take";
-			fprintf(tf, "    %-16s %s; %s\n", ru->name, verdict, why);
+			if (rule_bare_take(m, s))
+				fprintf(tf, "    %-16s %s; %s\n", ru->name, verdict, why);
 			jsonw_kstr(&w, "outcome", take[s] ? "take" : allowed[s] ? "no-match" : "refuse");
 			jsonw_kstr(&w, "verdict", verdict);
 			jsonw_kstr(&w, "why", why);
