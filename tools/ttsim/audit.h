@@ -1,0 +1,42 @@
+/*
+ * audit.h - ttsim's merge audit writer: the events of the audit spec
+ * (config, merge with every ground-truth field, prefill, decode, request),
+ * one JSON object per line, either plain (a file) or as log lines
+ * "INFO ... [generator.py:1930] MERGE_AUDIT {...}" (a server's stderr).
+ *
+ * Not thread-safe: one writer thread (the generator loop) per audit.
+ */
+#ifndef TTSIM_AUDIT_H
+#define TTSIM_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "guard.h"
+#include "status.h"
+
+struct ttsim_audit;
+
+/* Creates (truncates) `path`; "-" is stdout. *out is freed with ttsim_audit_free. */
+enum status ttsim_audit_open(const char *path, bool prefixed, struct ttsim_audit **out,
+			     struct status_info *si);
+/* Writes to fd, which stays the caller's. NULL on allocation failure. */
+struct ttsim_audit *ttsim_audit_new_fd(int fd, bool prefixed);
+/* Closes the file if ttsim_audit_open opened it. NULL is fine. */
+void ttsim_audit_free(struct ttsim_audit *a);
+
+void ttsim_audit_config(struct ttsim_audit *a, int slots, long long max_model_len,
+			const char *arm, unsigned long long seed, int refresh_every);
+void ttsim_audit_merge(struct ttsim_audit *a, const struct ttsim_merge *m);
+void ttsim_audit_prefill(struct ttsim_audit *a, long long step, int slot, const char *req,
+			 int prompt_tokens, int cached_tokens);
+void ttsim_audit_decode(struct ttsim_audit *a, long long step, const int *slots, size_t n);
+/* phase "start" or "finish" (finish carries the token count and substitutions). */
+void ttsim_audit_request(struct ttsim_audit *a, const char *phase, const char *req, int slot,
+			 long long step, int n_tokens, int n_subs, bool aborted);
+
+/* Events written, and lines lost to write errors or the line cap. */
+unsigned long long ttsim_audit_events(const struct ttsim_audit *a);
+unsigned long long ttsim_audit_lost(const struct ttsim_audit *a);
+
+#endif

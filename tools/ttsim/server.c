@@ -1,0 +1,1415 @@
+/*
+ * server.c - the HTTP surfaces over the generator model (see server.h).
+ *
+ * Locking: one mutex (srv->mu) guards the model, every struct sreq and the
+ * counters. The generator thread holds it while it steps the model, and
+ * releases it while it sleeps the step's duration. Connection threads hold
+ * it while they submit, read tokens, or format a chunk.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "log.h"
+#include "vocab.h"
+
+#define SRV_BODY_MAX (8u << 20)      /* request body cap */
+#define SRV_CHUNK_MAX 2048           /* one SSE chunk; token text is short */
+#define SRV_NAME_MAX 256
+
+/* vLLM's default histogram buckets (seconds). */
+static const double srv_ttft_buckets[] = { 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+	0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0 };
+static const double srv_itl_buckets[] = { 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
+	0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0 };
+#define SRV_NB_TTFT (sizeof(srv_ttft_buckets) / sizeof(srv_ttft_buckets[0]))
+#define SRV_NB_ITL (sizeof(srv_itl_buckets) / sizeof(srv_itl_buckets[0]))
+
+struct hist {
+	unsigned long long count, bucket[32];
+	double sum;
+};
+
+enum sphase { SP_ROLE = 0, SP_TOKENS, SP_USAGE, SP_DONE, SP_END };
+
+/* One completion request, shared by its connection thread and the model. */
+struct sreq {
+	struct ttsim_server *srv;
+	struct sreq *prev, *next;    /* srv->live */
+	struct MHD_Connection *conn; /* for the disconnect probe */
+	char id[TTSIM_ID_MAX];
+	bool chat, stream, include_usage;
+	int n_prompt, max_tokens;
+	int *toks, n_tok;            /* delivered by the model, cap max_tokens */
+	int n_sent;                  /* tokens written to the client */
+	bool submitted, finished, aborted;
+	struct ttsim_req_result res;
+	unsigned long long handle;
+	pthread_cond_t cv;
+	int refs;                    /* connection + model */
+	double t_arrival, t_last;    /* CLOCK_MONOTONIC */
+	int reset_at, truncate_at, stall_at;   /* token index of a fault, -1 = none */
+	enum sphase phase;
+	char chunk[SRV_CHUNK_MAX];
+	size_t chunk_len, chunk_off;
+	long created;
+};
+
+/* Per-connection state (MHD's con_cls). */
+struct sconn {
+	char *body;
+	size_t len, cap;
+	bool too_big;
+	struct sreq *rq;
+};
+
+struct ttsim_server {
+	struct ttsim_server_config c;
+	char model_name[SRV_NAME_MAX];
+	char model_json[2 * SRV_NAME_MAX + 3];  /* the name as a JSON string */
+	struct MHD_Daemon *d;
+	int port;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv;
+	pthread_t gen_thread;
+	bool gen_started, stopping;
+	struct ttsim_model *model;
+	struct sreq *live;
+	uint64_t rng;                /* fault decisions and ids */
+	uint64_t noise_rng;
+	double noise_factor;
+	unsigned long long noise_steps;
+	double t_start;
+	FILE *send_log;
+	/* metrics */
+	struct hist ttft, itl, e2e;
+	unsigned long long req_ok, req_aborted, req_errors;
+};
+
+static double srv_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t srv_rand64(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static double srv_rand(uint64_t *s)
+{
+	return (double)(srv_rand64(s) >> 11) / 9007199254740992.0;
+}
+
+static void hist_add(struct hist *h, const double *b, size_t nb, double v)
+{
+	size_t i;
+
+	h->count++;
+	h->sum += v;
+	for (i = 0; i < nb; i++)
+		if (v <= b[i])
+			h->bucket[i]++;
+}
+
+void ttsim_server_config_default(struct ttsim_server_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	ttsim_model_config_default(&c->model);
+	c->model_name = "ttsim/qwen36-sim";
+	c->port = 8000;
+	c->time_scale = 1.0;
+	c->default_max_tokens = 16;
+	c->max_connections = 4096;
+	c->stall_s = 2.0;
+}
+
+/* --- request lifetime ------------------------------------------------------ */
+
+/* Drops one reference; frees on the last. Called with mu held. */
+static void sreq_release(struct sreq *rq)
+{
+	struct ttsim_server *srv = rq->srv;
+
+	if (--rq->refs > 0)
+		return;
+	if (rq->prev)
+		rq->prev->next = rq->next;
+	else if (srv->live == rq)
+		srv->live = rq->next;
+	if (rq->next)
+		rq->next->prev = rq->prev;
+	pthread_cond_destroy(&rq->cv);
+	free(rq->toks);
+	free(rq);
+}
+
+static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, int max_tokens)
+{
+	struct sreq *rq = calloc(1, sizeof(*rq));
+	uint64_t a, b;
+
+	if (!rq)
+		return NULL;
+	rq->toks = malloc((size_t)max_tokens * sizeof(int));
+	if (!rq->toks || pthread_cond_init(&rq->cv, NULL)) {
+		free(rq->toks);
+		free(rq);
+		return NULL;
+	}
+	rq->srv = srv;
+	rq->chat = chat;
+	rq->n_prompt = n_prompt;
+	rq->max_tokens = max_tokens;
+	rq->reset_at = rq->truncate_at = rq->stall_at = -1;
+	rq->refs = 1;
+	rq->created = (long)time(NULL);
+	rq->t_arrival = srv_mono();
+	a = srv_rand64(&srv->rng);
+	b = srv_rand64(&srv->rng);
+	snprintf(rq->id, sizeof(rq->id), "%s-%016llx%016llx", chat ? "chatcmpl" : "cmpl",
+		 (unsigned long long)a, (unsigned long long)b);
+	rq->next = srv->live;
+	if (srv->live)
+		srv->live->prev = rq;
+	srv->live = rq;
+	return rq;
+}
+
+/* A fault at a token index in [0, n), or -1. */
+static int srv_fault_at(struct ttsim_server *srv, double rate, int n)
+{
+	if (rate <= 0 || srv_rand(&srv->rng) >= rate)
+		return -1;
+	return n > 1 ? 1 + (int)(srv_rand64(&srv->rng) % (uint64_t)(n - 1)) : 0;
+}
+
+/* --- model callbacks (generator thread, mu held) ----------------------------- */
+
+static void srv_on_token(void *ctx, void *user, int index, int tok)
+{
+	struct ttsim_server *srv = ctx;
+	struct sreq *rq = user;
+	double now = srv_mono();
+
+	if (index != rq->n_tok || rq->n_tok >= rq->max_tokens)
+		return;
+	rq->toks[rq->n_tok++] = tok;
+	if (index == 0)
+		hist_add(&srv->ttft, srv_ttft_buckets, SRV_NB_TTFT, now - rq->t_arrival);
+	else
+		hist_add(&srv->itl, srv_itl_buckets, SRV_NB_ITL, now - rq->t_last);
+	rq->t_last = now;
+	pthread_cond_signal(&rq->cv);
+}
+
+static void srv_on_finish(void *ctx, void *user, const struct ttsim_req_result *res)
+{
+	struct ttsim_server *srv = ctx;
+	struct sreq *rq = user;
+
+	rq->finished = true;
+	rq->aborted = res->aborted;
+	rq->res = *res;
+	if (res->aborted) {
+		srv->req_aborted++;
+	} else {
+		srv->req_ok++;
+		hist_add(&srv->e2e, srv_ttft_buckets, SRV_NB_TTFT, srv_mono() - rq->t_arrival);
+	}
+	pthread_cond_signal(&rq->cv);
+	sreq_release(rq);
+}
+
+/* --- the generator loop ------------------------------------------------------ */
+
+static void srv_sleep(double secs)
+{
+	struct timespec ts;
+
+	if (secs <= 0)
+		return;
+	ts.tv_sec = (time_t)secs;
+	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void *srv_gen_main(void *arg)
+{
+	struct ttsim_server *srv = arg;
+	struct ttsim_step st;
+	double dur;
+
+	pthread_mutex_lock(&srv->mu);
+	while (!srv->stopping) {
+		if (!ttsim_model_running(srv->model) && !ttsim_model_waiting(srv->model)) {
+			pthread_cond_wait(&srv->work_cv, &srv->mu);
+			continue;
+		}
+		ttsim_model_step(srv->model, &st);
+		if (srv->c.noise > 0 && srv->noise_steps++ % 256 == 0)
+			srv->noise_factor = 1.0 + srv->c.noise * srv_rand(&srv->noise_rng);
+		dur = st.seconds * srv->c.time_scale * srv->noise_factor;
+		pthread_mutex_unlock(&srv->mu);
+		if (dur > 0)
+			srv_sleep(dur);
+		else
+			sched_yield();
+		pthread_mutex_lock(&srv->mu);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return NULL;
+}
+
+/* --- responses -------------------------------------------------------------- */
+
+static enum MHD_Result srv_send(struct MHD_Connection *conn, unsigned code, const char *ctype,
+				const char *body, size_t len)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", ctype);
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result srv_send_json(struct MHD_Connection *conn, unsigned code, cJSON *j)
+{
+	char *s = cJSON_PrintUnformatted(j);
+	enum MHD_Result ret;
+
+	if (!s)
+		return MHD_NO;
+	ret = srv_send(conn, code, "application/json", s, strlen(s));
+	free(s);
+	return ret;
+}
+
+static const char *srv_err_type(unsigned code)
+{
+	switch (code) {
+	case 400: return "BadRequestError";
+	case 404: return "NotFoundError";
+	case 503: return "ServiceUnavailableError";
+	default: return "InternalServerError";
+	}
+}
+
+/* vLLM's error body: {"object":"error","message":...,"type":...,"param":...,"code":N}. */
+static enum MHD_Result srv_error(struct MHD_Connection *conn, unsigned code, const char *param,
+				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result srv_error(struct MHD_Connection *conn, unsigned code, const char *param,
+				 const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	cJSON *j;
+	enum MHD_Result ret;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	j = cJSON_CreateObject();
+	if (!j)
+		return MHD_NO;
+	cJSON_AddStringToObject(j, "object", "error");
+	cJSON_AddStringToObject(j, "message", msg);
+	cJSON_AddStringToObject(j, "type", srv_err_type(code));
+	if (param)
+		cJSON_AddStringToObject(j, "param", param);
+	else
+		cJSON_AddNullToObject(j, "param");
+	cJSON_AddNumberToObject(j, "code", code);
+	ret = srv_send_json(conn, code, j);
+	cJSON_Delete(j);
+	return ret;
+}
+
+static enum MHD_Result srv_detail(struct MHD_Connection *conn, unsigned code, const char *detail)
+{
+	char body[128];
+	int n = snprintf(body, sizeof(body), "{\"detail\":\"%s\"}", detail);
+
+	return srv_send(conn, code, "application/json", body, (size_t)n);
+}
+
+/* --- request parsing -------------------------------------------------------- */
+
+/* An integer-valued JSON number within [lo, hi]. */
+static bool srv_json_int(const cJSON *v, long long lo, long long hi, long long *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(v))
+		return false;
+	d = v->valuedouble;
+	if (!(d >= (double)lo && d <= (double)hi) || d != floor(d))
+		return false;
+	*out = (long long)d;
+	return true;
+}
+
+/* The text of a chat message's content: a string, or an array of
+ * {"type":"text","text":...} parts. NULL when malformed. Caller frees. */
+static char *srv_content_text(const cJSON *content)
+{
+	const cJSON *part, *text;
+	size_t len = 0, l;
+	char *out, *tmp;
+
+	if (cJSON_IsString(content))
+		return strdup(content->valuestring);
+	if (!cJSON_IsArray(content))
+		return NULL;
+	out = strdup("");
+	if (!out)
+		return NULL;
+	cJSON_ArrayForEach(part, content) {
+		text = cJSON_GetObjectItemCaseSensitive(part, "text");
+		if (!cJSON_IsObject(part) || !cJSON_IsString(text)) {
+			free(out);
+			return NULL;
+		}
+		l = strlen(text->valuestring);
+		tmp = realloc(out, len + l + 2);
+		if (!tmp) {
+			free(out);
+			return NULL;
+		}
+		out = tmp;
+		if (len)
+			out[len++] = ' ';
+		memcpy(out + len, text->valuestring, l + 1);
+		len += l;
+	}
+	return out;
+}
+
+/*
+ * The prompt of a request as tokens: "prompt" (string or token id array) or
+ * "messages" (chat template). On failure *err names the problem and *param
+ * the field. Caller frees *toks.
+ */
+static bool srv_prompt(const cJSON *req, bool chat, int **toks, int *n, const char **param,
+		       char *err, size_t errn)
+{
+	const cJSON *prompt, *msgs, *m, *role, *v;
+	char *text = NULL, *tmp, *content;
+	size_t len = 0, cap = 0, need, count, i;
+	long long id;
+	bool ok = false;
+
+	*toks = NULL;
+	*n = 0;
+	if (!chat) {
+		*param = "prompt";
+		prompt = cJSON_GetObjectItemCaseSensitive(req, "prompt");
+		if (!prompt) {
+			snprintf(err, errn, "prompt: Field required");
+			return false;
+		}
+		if (cJSON_IsArray(prompt)) {
+			count = (size_t)cJSON_GetArraySize(prompt);
+			if (!count || count > 1u << 22) {
+				snprintf(err, errn, "prompt: token list must have 1..%u entries", 1u << 22);
+				return false;
+			}
+			*toks = malloc(count * sizeof(int));
+			if (!*toks) {
+				snprintf(err, errn, "out of memory");
+				return false;
+			}
+			i = 0;
+			cJSON_ArrayForEach(v, prompt) {
+				if (!srv_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
+					snprintf(err, errn, "prompt[%zu]: Input should be a valid token id "
+						 "(0..%d); a list of strings is not supported", i,
+						 TTSIM_VOCAB_SIZE - 1);
+					free(*toks);
+					*toks = NULL;
+					return false;
+				}
+				(*toks)[i++] = (int)id;
+			}
+			*n = (int)count;
+			return true;
+		}
+		if (!cJSON_IsString(prompt)) {
+			snprintf(err, errn, "prompt: Input should be a valid string");
+			return false;
+		}
+		text = strdup(prompt->valuestring);
+		if (!text) {
+			snprintf(err, errn, "out of memory");
+			return false;
+		}
+		len = strlen(text);
+	} else {
+		*param = "messages";
+		msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
+		if (!msgs) {
+			snprintf(err, errn, "messages: Field required");
+			return false;
+		}
+		if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs)) {
+			snprintf(err, errn, "messages: Input should be a non-empty list");
+			return false;
+		}
+		i = 0;
+		cJSON_ArrayForEach(m, msgs) {
+			role = cJSON_GetObjectItemCaseSensitive(m, "role");
+			if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+				snprintf(err, errn, "messages[%zu].role: Field required", i);
+				goto out;
+			}
+			content = srv_content_text(cJSON_GetObjectItemCaseSensitive(m, "content"));
+			if (!content) {
+				snprintf(err, errn, "messages[%zu].content: Input should be a valid string",
+					 i);
+				goto out;
+			}
+			need = len + strlen(role->valuestring) + strlen(content) + 64;
+			if (need > cap) {
+				cap = need * 2;
+				tmp = realloc(text, cap);
+				if (!tmp) {
+					free(content);
+					snprintf(err, errn, "out of memory");
+					goto out;
+				}
+				text = tmp;
+			}
+			len += (size_t)sprintf(text + len, "<|im_start|> %s\n%s <|im_end|>\n",
+					       role->valuestring, content);
+			free(content);
+			i++;
+		}
+		tmp = realloc(text, len + 32);
+		if (!tmp) {
+			snprintf(err, errn, "out of memory");
+			goto out;
+		}
+		text = tmp;
+		len += (size_t)sprintf(text + len, "<|im_start|> assistant\n");
+	}
+	count = ttsim_vocab_tokenize(text, len, NULL, 0);
+	if (!count) {
+		snprintf(err, errn, "%s: the prompt is empty", *param);
+		goto out;
+	}
+	if (count > 1u << 22) {
+		snprintf(err, errn, "%s: prompt too long", *param);
+		goto out;
+	}
+	*toks = malloc(count * sizeof(int));
+	if (!*toks) {
+		snprintf(err, errn, "out of memory");
+		goto out;
+	}
+	ttsim_vocab_tokenize(text, len, *toks, count);
+	*n = (int)count;
+	ok = true;
+out:
+	free(text);
+	return ok;
+}
+
+/* --- streaming ---------------------------------------------------------------- */
+
+/* True when the client has closed its end (a readable socket with EOF). */
+static bool srv_peer_closed(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+	char b;
+	ssize_t r;
+
+	if (!conn)
+		return false;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return false;
+	r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Abortive close: the peer sees a reset, as when a proxy or server dies. */
+static void srv_set_linger0(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+		MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct linger lg = { 1, 0 };
+
+	if (ci)
+		(void)setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+static void srv_chunk(struct sreq *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void srv_chunk(struct sreq *rq, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(rq->chunk, sizeof(rq->chunk), fmt, ap);
+	va_end(ap);
+	rq->chunk_len = w < 0 ? 0 : ((size_t)w < sizeof(rq->chunk) ? (size_t)w : sizeof(rq->chunk) - 1);
+	rq->chunk_off = 0;
+}
+
+static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int i)
+{
+	char text[96];
+	size_t tl = 0;
+	const char *fin = rq->finished && !rq->aborted && i == rq->n_tok - 1 ? "\"length\"" : "null";
+
+	text[0] = 0;
+	ttsim_vocab_append(rq->toks[i], text, sizeof(text), &tl);
+	if (rq->chat)
+		srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
+			  "\"model\":%s,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},"
+			  "\"logprobs\":null,\"finish_reason\":%s}]}\n\n", rq->id, rq->created,
+			  srv->model_json, text, fin);
+	else
+		srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"text_completion\",\"created\":%ld,"
+			  "\"model\":%s,\"choices\":[{\"index\":0,\"text\":\"%s\",\"logprobs\":null,"
+			  "\"finish_reason\":%s,\"stop_reason\":null}]}\n\n", rq->id, rq->created,
+			  srv->model_json, text, fin);
+	if (srv->send_log)
+		fprintf(srv->send_log, "{\"req\":\"%s\",\"i\":%d,\"mono\":%.6f}\n", rq->id, i,
+			srv_mono());
+}
+
+/*
+ * Fills rq->chunk with the next piece of the stream, waiting for tokens.
+ * Returns 1 with a chunk, 0 at the clean end, -1 to drop the connection,
+ * -2 to end the stream early (truncation fault). mu held.
+ */
+static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq)
+{
+	struct timespec ts;
+	bool stalled = false;
+
+	for (;;) {
+		if (srv->stopping)
+			return -1;
+		switch (rq->phase) {
+		case SP_ROLE:
+			rq->phase = SP_TOKENS;
+			if (rq->chat) {
+				srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
+					  "\"created\":%ld,\"model\":%s,\"choices\":[{\"index\":0,"
+					  "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+					  "\"logprobs\":null,\"finish_reason\":null}]}\n\n", rq->id,
+					  rq->created, srv->model_json);
+				return 1;
+			}
+			continue;
+		case SP_TOKENS:
+			if (rq->n_sent < rq->n_tok) {
+				/* The last token's chunk carries finish_reason: wait for the
+				 * finish before sending it. */
+				if (rq->n_sent == rq->max_tokens - 1 && !rq->finished)
+					break;
+				if (rq->reset_at == rq->n_sent)
+					return -1;
+				if (rq->truncate_at == rq->n_sent)
+					return -2;
+				if (rq->stall_at == rq->n_sent && !stalled) {
+					stalled = true;
+					pthread_mutex_unlock(&srv->mu);
+					srv_sleep(srv->c.stall_s);
+					pthread_mutex_lock(&srv->mu);
+					continue;
+				}
+				srv_token_chunk(srv, rq, rq->n_sent++);
+				return 1;
+			}
+			if (rq->finished) {
+				if (rq->aborted)
+					return -1;
+				rq->phase = SP_USAGE;
+				continue;
+			}
+			break;
+		case SP_USAGE:
+			rq->phase = SP_DONE;
+			if (rq->include_usage) {
+				srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%ld,"
+					  "\"model\":%s,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,"
+					  "\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n", rq->id,
+					  rq->chat ? "chat.completion.chunk" : "text_completion",
+					  rq->created, srv->model_json, rq->n_prompt,
+					  rq->n_prompt + rq->n_tok, rq->n_tok);
+				return 1;
+			}
+			continue;
+		case SP_DONE:
+			rq->phase = SP_END;
+			srv_chunk(rq, "data: [DONE]\n\n");
+			return 1;
+		case SP_END:
+			return 0;
+		}
+		/* Nothing to send yet: wait, probing for a vanished client. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 500000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&rq->cv, &srv->mu, &ts) == ETIMEDOUT &&
+		    srv_peer_closed(rq->conn))
+			return -1;
+	}
+}
+
+static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sreq *rq = cls;
+	struct ttsim_server *srv = rq->srv;
+	size_t n;
+	int r;
+
+	(void)pos;
+	pthread_mutex_lock(&srv->mu);
+	if (rq->chunk_off >= rq->chunk_len) {
+		r = srv_next_chunk(srv, rq);
+		if (r <= 0) {
+			pthread_mutex_unlock(&srv->mu);
+			if (r == -1) {
+				srv_set_linger0(rq->conn);
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+	}
+	n = rq->chunk_len - rq->chunk_off;
+	if (n > max)
+		n = max;
+	memcpy(buf, rq->chunk + rq->chunk_off, n);
+	rq->chunk_off += n;
+	pthread_mutex_unlock(&srv->mu);
+	return (ssize_t)n;
+}
+
+/* --- non-streaming answers -------------------------------------------------- */
+
+static enum MHD_Result srv_answer_full(struct ttsim_server *srv, struct MHD_Connection *conn,
+				       struct sreq *rq)
+{
+	char *text = NULL;
+	size_t cap = (size_t)rq->n_tok * 64 + 1, len = 0;
+	cJSON *j = NULL, *choices, *ch, *msg, *usage;
+	enum MHD_Result ret = MHD_NO;
+	int i;
+
+	text = malloc(cap);
+	if (!text)
+		goto out;
+	text[0] = 0;
+	for (i = 0; i < rq->n_tok; i++)
+		if (ttsim_vocab_append(rq->toks[i], text, cap, &len) < 0)
+			break;
+	j = cJSON_CreateObject();
+	if (!j)
+		goto out;
+	cJSON_AddStringToObject(j, "id", rq->id);
+	cJSON_AddStringToObject(j, "object", rq->chat ? "chat.completion" : "text_completion");
+	cJSON_AddNumberToObject(j, "created", (double)rq->created);
+	cJSON_AddStringToObject(j, "model", srv->model_name);
+	choices = cJSON_AddArrayToObject(j, "choices");
+	ch = cJSON_CreateObject();
+	cJSON_AddItemToArray(choices, ch);
+	cJSON_AddNumberToObject(ch, "index", 0);
+	if (rq->chat) {
+		msg = cJSON_AddObjectToObject(ch, "message");
+		cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddStringToObject(msg, "content", text);
+		cJSON_AddArrayToObject(msg, "tool_calls");
+	} else {
+		cJSON_AddStringToObject(ch, "text", text);
+	}
+	cJSON_AddNullToObject(ch, "logprobs");
+	cJSON_AddStringToObject(ch, "finish_reason", "length");
+	cJSON_AddNullToObject(ch, "stop_reason");
+	usage = cJSON_AddObjectToObject(j, "usage");
+	cJSON_AddNumberToObject(usage, "prompt_tokens", rq->n_prompt);
+	cJSON_AddNumberToObject(usage, "total_tokens", rq->n_prompt + rq->n_tok);
+	cJSON_AddNumberToObject(usage, "completion_tokens", rq->n_tok);
+	cJSON_AddNullToObject(usage, "prompt_tokens_details");
+	ret = srv_send_json(conn, MHD_HTTP_OK, j);
+out:
+	cJSON_Delete(j);
+	free(text);
+	return ret;
+}
+
+/* --- routes ---------------------------------------------------------------- */
+
+static bool srv_loading(struct ttsim_server *srv)
+{
+	return srv->c.load_time_s > 0 && srv_mono() - srv->t_start < srv->c.load_time_s;
+}
+
+static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Connection *conn,
+				      struct sconn *sc, bool chat)
+{
+	cJSON *req = NULL, *v, *so;
+	const char *param = NULL, *perr;
+	char err[512];
+	int *toks = NULL, n_prompt = 0;
+	long long max_tokens = srv->c.default_max_tokens, n;
+	bool stream = false, include_usage = false;
+	struct sreq *rq;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	struct status_info si;
+	struct timespec ts;
+	int fault;
+
+	req = cJSON_ParseWithLength(sc->body ? sc->body : "", sc->len);
+	if (!req) {
+		perr = cJSON_GetErrorPtr();
+		ret = srv_error(conn, 400, NULL, "JSON decode error at byte %ld",
+				perr && sc->body && perr >= sc->body ? (long)(perr - sc->body) + 1 : 1L);
+		goto out;
+	}
+	if (!cJSON_IsObject(req)) {
+		ret = srv_error(conn, 400, NULL, "body: Input should be a valid dictionary");
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "model");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsString(v)) {
+			ret = srv_error(conn, 400, "model", "model: Input should be a valid string");
+			goto out;
+		}
+		if (strcmp(v->valuestring, srv->model_name)) {
+			ret = srv_error(conn, 404, "model", "The model `%s` does not exist.",
+					v->valuestring);
+			goto out;
+		}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "stream");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsBool(v)) {
+			ret = srv_error(conn, 400, "stream", "stream: Input should be a valid boolean");
+			goto out;
+		}
+		stream = cJSON_IsTrue(v);
+	}
+	so = cJSON_GetObjectItemCaseSensitive(req, "stream_options");
+	if (so && !cJSON_IsNull(so)) {
+		v = cJSON_GetObjectItemCaseSensitive(so, "include_usage");
+		if (!cJSON_IsObject(so) || (v && !cJSON_IsBool(v) && !cJSON_IsNull(v))) {
+			ret = srv_error(conn, 400, "stream_options",
+					"stream_options: Input should be a valid dictionary with a "
+					"boolean include_usage");
+			goto out;
+		}
+		if (!stream) {
+			ret = srv_error(conn, 400, "stream_options",
+					"Stream options can only be defined when `stream=True`.");
+			goto out;
+		}
+		include_usage = cJSON_IsTrue(v);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "n");
+	if (v && !cJSON_IsNull(v) && (!srv_json_int(v, 1, 1, &n))) {
+		ret = srv_error(conn, 400, "n", "n: only n=1 is supported");
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "max_tokens");
+	if (chat && (!v || cJSON_IsNull(v)))
+		v = cJSON_GetObjectItemCaseSensitive(req, "max_completion_tokens");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble)) {
+			ret = srv_error(conn, 400, "max_tokens",
+					"max_tokens: Input should be a valid integer");
+			goto out;
+		}
+		if (v->valuedouble < 1) {
+			ret = srv_error(conn, 400, "max_tokens",
+					"max_tokens must be at least 1, got %.0f.", v->valuedouble);
+			goto out;
+		}
+		max_tokens = v->valuedouble > 1e15 ? (long long)1e15 : (long long)v->valuedouble;
+	}
+	if (!srv_prompt(req, chat, &toks, &n_prompt, &param, err, sizeof(err))) {
+		ret = srv_error(conn, 400, param, "%s", err);
+		goto out;
+	}
+	if (n_prompt + max_tokens > srv->c.model.max_model_len) {
+		ret = srv_error(conn, 400, NULL,
+				"'max_tokens' or 'max_completion_tokens' is too large: %lld. This "
+				"model's maximum context length is %lld tokens and your request has %d "
+				"input tokens (%lld > %lld - %d).", max_tokens,
+				srv->c.model.max_model_len, n_prompt, max_tokens,
+				srv->c.model.max_model_len, n_prompt);
+		goto out;
+	}
+
+	pthread_mutex_lock(&srv->mu);
+	if (srv->c.error_rate > 0 && srv_rand(&srv->rng) < srv->c.error_rate) {
+		srv->req_errors++;
+		pthread_mutex_unlock(&srv->mu);
+		ret = srv_error(conn, 500, NULL, "EngineCore encountered an issue (injected fault)");
+		goto out;
+	}
+	rq = sreq_new(srv, chat, n_prompt, (int)max_tokens);
+	if (!rq) {
+		pthread_mutex_unlock(&srv->mu);
+		ret = srv_error(conn, 500, NULL, "out of memory");
+		goto out;
+	}
+	rq->conn = conn;
+	rq->stream = stream;
+	rq->include_usage = include_usage;
+	rq->reset_at = srv_fault_at(srv, srv->c.reset_rate, (int)max_tokens);
+	rq->stall_at = srv_fault_at(srv, srv->c.stall_rate, (int)max_tokens);
+	rq->truncate_at = srv_fault_at(srv, srv->c.truncate_rate, (int)max_tokens);
+	sc->rq = rq;
+	if (!srv->c.never_generate) {
+		if (ttsim_model_submit(srv->model, rq->id, toks, n_prompt, (int)max_tokens, rq,
+				       &rq->handle, &si)) {
+			pthread_mutex_unlock(&srv->mu);
+			ret = srv_error(conn, 400, NULL, "%s", si.msg);
+			goto out;
+		}
+		rq->submitted = true;
+		rq->refs++;  /* the model's reference, dropped in srv_on_finish */
+		pthread_cond_signal(&srv->work_cv);
+	}
+	if (stream) {
+		pthread_mutex_unlock(&srv->mu);
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SRV_CHUNK_MAX,
+							 srv_stream_read, rq, NULL);
+		if (!resp) {
+			ret = MHD_NO;
+			goto out;
+		}
+		MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+		MHD_add_response_header(resp, "Cache-Control", "no-cache");
+		ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+		MHD_destroy_response(resp);
+		goto out;
+	}
+	/* Non-streaming: this connection's own thread waits for the whole answer. */
+	fault = rq->reset_at >= 0 ? 1 : 0;
+	while (!rq->finished && !srv->stopping) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		if (pthread_cond_timedwait(&rq->cv, &srv->mu, &ts) == ETIMEDOUT &&
+		    srv_peer_closed(conn))
+			break;
+	}
+	if (!rq->finished || rq->aborted || fault) {
+		pthread_mutex_unlock(&srv->mu);
+		if (fault)
+			srv_set_linger0(conn);
+		ret = MHD_NO;  /* closes the connection without an answer */
+		goto out;
+	}
+	if (rq->stall_at >= 0) {
+		pthread_mutex_unlock(&srv->mu);
+		srv_sleep(srv->c.stall_s);
+		pthread_mutex_lock(&srv->mu);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	/* Finished requests are immutable: reading without the lock is safe. */
+	ret = srv_answer_full(srv, conn, rq);
+out:
+	free(toks);
+	cJSON_Delete(req);
+	return ret;
+}
+
+static enum MHD_Result srv_tokenize(struct ttsim_server *srv, struct MHD_Connection *conn,
+				    struct sconn *sc)
+{
+	cJSON *req = NULL, *out = NULL, *arr;
+	const char *param = NULL;
+	char err[512];
+	int *toks = NULL, n = 0, i;
+	enum MHD_Result ret;
+	bool chat;
+
+	req = cJSON_ParseWithLength(sc->body ? sc->body : "", sc->len);
+	if (!req || !cJSON_IsObject(req)) {
+		ret = srv_error(conn, 400, NULL, "JSON decode error or body not an object");
+		goto out;
+	}
+	chat = cJSON_GetObjectItemCaseSensitive(req, "messages") != NULL;
+	if (!srv_prompt(req, chat, &toks, &n, &param, err, sizeof(err))) {
+		ret = srv_error(conn, 400, param, "%s", err);
+		goto out;
+	}
+	out = cJSON_CreateObject();
+	if (!out) {
+		ret = MHD_NO;
+		goto out;
+	}
+	cJSON_AddNumberToObject(out, "count", n);
+	cJSON_AddNumberToObject(out, "max_model_len", (double)srv->c.model.max_model_len);
+	arr = cJSON_AddArrayToObject(out, "tokens");
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(toks[i]));
+	cJSON_AddNullToObject(out, "token_strs");
+	ret = srv_send_json(conn, MHD_HTTP_OK, out);
+out:
+	free(toks);
+	cJSON_Delete(out);
+	cJSON_Delete(req);
+	return ret;
+}
+
+static enum MHD_Result srv_detokenize(struct ttsim_server *srv, struct MHD_Connection *conn,
+				      struct sconn *sc)
+{
+	cJSON *req = NULL, *arr, *v, *out = NULL;
+	char *text = NULL;
+	size_t cap, len = 0, i = 0;
+	long long id;
+	enum MHD_Result ret;
+
+	(void)srv;
+	req = cJSON_ParseWithLength(sc->body ? sc->body : "", sc->len);
+	arr = req ? cJSON_GetObjectItemCaseSensitive(req, "tokens") : NULL;
+	if (!cJSON_IsArray(arr)) {
+		ret = srv_error(conn, 400, "tokens", "tokens: Input should be a valid list");
+		goto out;
+	}
+	cap = (size_t)cJSON_GetArraySize(arr) * 64 + 1;
+	text = malloc(cap);
+	if (!text) {
+		ret = MHD_NO;
+		goto out;
+	}
+	text[0] = 0;
+	cJSON_ArrayForEach(v, arr) {
+		if (!srv_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
+			ret = srv_error(conn, 400, "tokens", "tokens[%zu]: not a token id (0..%d)", i,
+					TTSIM_VOCAB_SIZE - 1);
+			goto out;
+		}
+		ttsim_vocab_append((int)id, text, cap, &len);
+		i++;
+	}
+	out = cJSON_CreateObject();
+	if (!out) {
+		ret = MHD_NO;
+		goto out;
+	}
+	cJSON_AddStringToObject(out, "prompt", len ? text + 1 : "");
+	ret = srv_send_json(conn, MHD_HTTP_OK, out);
+out:
+	free(text);
+	cJSON_Delete(out);
+	cJSON_Delete(req);
+	return ret;
+}
+
+static enum MHD_Result srv_models(struct ttsim_server *srv, struct MHD_Connection *conn)
+{
+	cJSON *j = cJSON_CreateObject(), *data, *m, *perm, *p;
+	enum MHD_Result ret;
+
+	if (!j)
+		return MHD_NO;
+	cJSON_AddStringToObject(j, "object", "list");
+	data = cJSON_AddArrayToObject(j, "data");
+	m = cJSON_CreateObject();
+	cJSON_AddItemToArray(data, m);
+	cJSON_AddStringToObject(m, "id", srv->model_name);
+	cJSON_AddStringToObject(m, "object", "model");
+	cJSON_AddNumberToObject(m, "created", (double)time(NULL));
+	cJSON_AddStringToObject(m, "owned_by", "vllm");
+	cJSON_AddStringToObject(m, "root", srv->model_name);
+	cJSON_AddNullToObject(m, "parent");
+	cJSON_AddNumberToObject(m, "max_model_len", (double)srv->c.model.max_model_len);
+	perm = cJSON_AddArrayToObject(m, "permission");
+	p = cJSON_CreateObject();
+	cJSON_AddItemToArray(perm, p);
+	cJSON_AddStringToObject(p, "id", "modelperm-0");
+	cJSON_AddStringToObject(p, "object", "model_permission");
+	cJSON_AddBoolToObject(p, "allow_sampling", 1);
+	cJSON_AddBoolToObject(p, "allow_logprobs", 1);
+	ret = srv_send_json(conn, MHD_HTTP_OK, j);
+	cJSON_Delete(j);
+	return ret;
+}
+
+/* A growing text buffer for /metrics, capped. */
+struct mbuf {
+	char *s;
+	size_t len, cap;
+	bool full;
+};
+
+static void mb_put(struct mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void mb_put(struct mbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (b->full)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= b->cap - b->len)
+		b->full = true;
+	else
+		b->len += (size_t)w;
+}
+
+static void mb_hist(struct mbuf *b, const char *name, const char *help, const char *lbl,
+		    const struct hist *h, const double *bk, size_t nb)
+{
+	size_t i;
+
+	mb_put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	mb_put(b, "%s_sum{%s} %.6f\n", name, lbl, h->sum);
+	for (i = 0; i < nb; i++)
+		mb_put(b, "%s_bucket{%s,le=\"%g\"} %llu.0\n", name, lbl, bk[i], h->bucket[i]);
+	mb_put(b, "%s_bucket{%s,le=\"+Inf\"} %llu.0\n", name, lbl, h->count);
+	mb_put(b, "%s_count{%s} %llu.0\n", name, lbl, h->count);
+}
+
+static enum MHD_Result srv_metrics(struct ttsim_server *srv, struct MHD_Connection *conn)
+{
+	struct mbuf b = { NULL, 0, 256 * 1024, false };
+	struct ttsim_model_stats st;
+	const struct ttsim_model_config *mc = &srv->c.model;
+	char lbl[2 * SRV_NAME_MAX + 64];
+	enum MHD_Result ret;
+	int running, waiting;
+
+	b.s = malloc(b.cap);
+	if (!b.s)
+		return MHD_NO;
+	snprintf(lbl, sizeof(lbl), "engine=\"0\",model_name=%s", srv->model_json);
+	pthread_mutex_lock(&srv->mu);
+	ttsim_model_stats(srv->model, &st);
+	running = ttsim_model_running(srv->model);
+	waiting = ttsim_model_waiting(srv->model);
+	mb_put(&b, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+		   "# TYPE vllm:cache_config_info gauge\n"
+		   "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"auto\",engine=\"0\","
+		   "enable_prefix_caching=\"%s\",gpu_memory_utilization=\"0.9\","
+		   "num_gpu_blocks=\"%lld\",prefix_caching_hash_algo=\"builtin\"} 1.0\n",
+	       mc->block_size, mc->cache_blocks > 0 ? "True" : "False",
+	       (long long)mc->slots * mc->max_model_len / mc->block_size);
+	mb_put(&b, "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+		   "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{%s} %d.0\n",
+	       lbl, running);
+	mb_put(&b, "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+		   "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{%s} %d.0\n",
+	       lbl, waiting);
+	mb_put(&b, "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n"
+		   "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{%s} %llu.0\n",
+	       lbl, st.prompt_tokens);
+	mb_put(&b, "# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
+		   "# TYPE vllm:generation_tokens_total counter\n"
+		   "vllm:generation_tokens_total{%s} %llu.0\n", lbl, st.generation_tokens);
+	mb_put(&b, "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number "
+		   "of queried tokens.\n# TYPE vllm:prefix_cache_queries_total counter\n"
+		   "vllm:prefix_cache_queries_total{%s} %llu.0\n", lbl, st.prompt_tokens);
+	mb_put(&b, "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of "
+		   "cached tokens.\n# TYPE vllm:prefix_cache_hits_total counter\n"
+		   "vllm:prefix_cache_hits_total{%s} %llu.0\n", lbl, st.cached_tokens);
+	mb_put(&b, "# HELP vllm:request_success_total Count of successfully processed requests.\n"
+		   "# TYPE vllm:request_success_total counter\n"
+		   "vllm:request_success_total{%s,finished_reason=\"length\"} %llu.0\n"
+		   "vllm:request_success_total{%s,finished_reason=\"abort\"} %llu.0\n",
+	       lbl, srv->req_ok, lbl, srv->req_aborted);
+	mb_hist(&b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in "
+		"seconds.", lbl, &srv->ttft, srv_ttft_buckets, SRV_NB_TTFT);
+	mb_hist(&b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in "
+		"seconds.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
+	mb_hist(&b, "vllm:time_per_output_token_seconds", "Histogram of time per output token in "
+		"seconds.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
+	mb_hist(&b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in "
+		"seconds.", lbl, &srv->e2e, srv_ttft_buckets, SRV_NB_TTFT);
+	pthread_mutex_unlock(&srv->mu);
+	ret = srv_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.s, b.len);
+	free(b.s);
+	return ret;
+}
+
+static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection *conn,
+				 const char *url, const char *method, struct sconn *sc)
+{
+	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+	char q[64];
+	size_t ul = strcspn(url, "?");
+
+	if (ul >= sizeof(q))
+		return srv_detail(conn, 404, "Not Found");
+	memcpy(q, url, ul);
+	q[ul] = 0;
+	if (!strcmp(q, "/health") || !strcmp(q, "/ping")) {
+		if (!get && !post)
+			return srv_detail(conn, 405, "Method Not Allowed");
+		if (srv_loading(srv))
+			return srv_send(conn, 503, "application/json", "", 0);
+		return srv_send(conn, MHD_HTTP_OK, "application/json", "", 0);
+	}
+	if (srv_loading(srv))
+		return srv_error(conn, 503, NULL, "the model is still loading");
+	if (!strcmp(q, "/metrics"))
+		return get ? srv_metrics(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
+	if (!strcmp(q, "/v1/models"))
+		return get ? srv_models(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
+	if (!strcmp(q, "/version"))
+		return get ? srv_send(conn, MHD_HTTP_OK, "application/json",
+				      "{\"version\":\"0.10.1+ttsim\"}", 26)
+			   : srv_detail(conn, 405, "Method Not Allowed");
+	if (!post) {
+		if (!strcmp(q, "/v1/completions") || !strcmp(q, "/v1/chat/completions") ||
+		    !strcmp(q, "/tokenize") || !strcmp(q, "/detokenize") ||
+		    !strcmp(q, "/reset_prefix_cache"))
+			return srv_detail(conn, 405, "Method Not Allowed");
+		return srv_detail(conn, 404, "Not Found");
+	}
+	if (sc->too_big)
+		return srv_error(conn, 400, NULL, "request body exceeds %u bytes", SRV_BODY_MAX);
+	if (!strcmp(q, "/v1/completions"))
+		return srv_completion(srv, conn, sc, false);
+	if (!strcmp(q, "/v1/chat/completions"))
+		return srv_completion(srv, conn, sc, true);
+	if (!strcmp(q, "/tokenize"))
+		return srv_tokenize(srv, conn, sc);
+	if (!strcmp(q, "/detokenize"))
+		return srv_detokenize(srv, conn, sc);
+	if (!strcmp(q, "/reset_prefix_cache")) {
+		pthread_mutex_lock(&srv->mu);
+		ttsim_model_reset_prefix_cache(srv->model);
+		pthread_mutex_unlock(&srv->mu);
+		return srv_send(conn, MHD_HTTP_OK, "application/json", "", 0);
+	}
+	return srv_detail(conn, 404, "Not Found");
+}
+
+static enum MHD_Result srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
+				   const char *method, const char *version,
+				   const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct ttsim_server *srv = cls;
+	struct sconn *sc = *con_cls;
+	char *nb;
+	size_t need;
+
+	(void)version;
+	if (!sc) {
+		sc = calloc(1, sizeof(*sc));
+		if (!sc)
+			return MHD_NO;
+		*con_cls = sc;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		need = sc->len + *upload_data_size;
+		if (need > SRV_BODY_MAX) {
+			sc->too_big = true;
+		} else if (!sc->too_big) {
+			if (need + 1 > sc->cap) {
+				sc->cap = need * 2 + 1 < SRV_BODY_MAX + 1 ? need * 2 + 1 : SRV_BODY_MAX + 1;
+				nb = realloc(sc->body, sc->cap);
+				if (!nb)
+					return MHD_NO;
+				sc->body = nb;
+			}
+			memcpy(sc->body + sc->len, upload_data, *upload_data_size);
+			sc->len += *upload_data_size;
+			sc->body[sc->len] = 0;
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return srv_route(srv, conn, url, method, sc);
+}
+
+/* The connection is done (answered, failed, or the client left). */
+static void srv_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			  enum MHD_RequestTerminationCode toe)
+{
+	struct ttsim_server *srv = cls;
+	struct sconn *sc = *con_cls;
+
+	(void)conn;
+	(void)toe;
+	if (!sc)
+		return;
+	if (sc->rq) {
+		pthread_mutex_lock(&srv->mu);
+		sc->rq->conn = NULL;
+		if (sc->rq->submitted && !sc->rq->finished)
+			ttsim_model_abort(srv->model, sc->rq->handle);  /* drops the model's ref */
+		sreq_release(sc->rq);
+		pthread_mutex_unlock(&srv->mu);
+	}
+	free(sc->body);
+	free(sc);
+	*con_cls = NULL;
+}
+
+/* --- lifecycle -------------------------------------------------------------- */
+
+enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim_server **out,
+			       struct status_info *si)
+{
+	struct ttsim_server *srv = NULL;
+	struct ttsim_model_sink sink;
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+	enum status st;
+	cJSON *jname;
+	char *js;
+
+	*out = NULL;
+	if (c->time_scale < 0 || c->default_max_tokens < 1 || c->port < 0 || c->port > 65535)
+		return status_set(si, STATUS_USAGE, "bad server configuration");
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return status_set(si, STATUS_NOMEM, "server: out of memory");
+	srv->c = *c;
+	snprintf(srv->model_name, sizeof(srv->model_name), "%s", c->model_name);
+	jname = cJSON_CreateString(srv->model_name);
+	js = jname ? cJSON_PrintUnformatted(jname) : NULL;
+	cJSON_Delete(jname);
+	if (!js) {
+		free(srv);
+		return status_set(si, STATUS_NOMEM, "server: out of memory");
+	}
+	snprintf(srv->model_json, sizeof(srv->model_json), "%s", js);
+	free(js);
+	pthread_mutex_init(&srv->mu, NULL);
+	pthread_cond_init(&srv->work_cv, NULL);
+	srv->rng = c->model.seed ^ 0x7365727665722121ull;
+	srv->noise_rng = c->model.seed ^ 0x6e6f697365212121ull;
+	srv->noise_factor = 1.0;
+	srv->t_start = srv_mono();
+	st = ttsim_model_new(&c->model, &srv->model, si);
+	if (st)
+		goto fail;
+	sink.token = srv_on_token;
+	sink.finish = srv_on_finish;
+	sink.ctx = srv;
+	ttsim_model_set_sink(srv->model, &sink);
+	ttsim_model_set_audit(srv->model, c->audit);
+	if (c->send_log) {
+		srv->send_log = fopen(c->send_log, "we");
+		if (!srv->send_log) {
+			st = status_set_at(si, STATUS_IO, c->send_log, 0, 0, "cannot create: %s",
+					   strerror(errno));
+			goto fail;
+		}
+		setvbuf(srv->send_log, NULL, _IOLBF, 0);
+	}
+	if (pthread_create(&srv->gen_thread, NULL, srv_gen_main, srv)) {
+		st = status_set(si, STATUS_NOMEM, "cannot start the generator thread");
+		goto fail;
+	}
+	srv->gen_started = true;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)c->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	srv->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+				  MHD_USE_POLL, (uint16_t)c->port, NULL, NULL, srv_handler, srv,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				  MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
+				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+				  MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u * 1024u),
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+				  MHD_OPTION_NOTIFY_COMPLETED, srv_completed, srv,
+				  MHD_OPTION_END);
+	if (!srv->d) {
+		st = status_set(si, STATUS_IO, "cannot listen on 127.0.0.1:%d", c->port);
+		goto fail;
+	}
+	di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+	srv->port = di ? di->port : c->port;
+	*out = srv;
+	return STATUS_OK;
+fail:
+	ttsim_server_stop(srv);
+	return st;
+}
+
+int ttsim_server_port(const struct ttsim_server *s)
+{
+	return s->port;
+}
+
+void ttsim_server_stop(struct ttsim_server *srv)
+{
+	struct sreq *rq, *next;
+
+	if (!srv)
+		return;
+	pthread_mutex_lock(&srv->mu);
+	srv->stopping = true;
+	for (rq = srv->live; rq; rq = rq->next)
+		pthread_cond_broadcast(&rq->cv);
+	pthread_cond_broadcast(&srv->work_cv);
+	pthread_mutex_unlock(&srv->mu);
+	if (srv->d)
+		MHD_stop_daemon(srv->d);
+	if (srv->gen_started)
+		pthread_join(srv->gen_thread, NULL);
+	/* Connections are gone; what the model still holds is aborted (which
+	 * drops the model's references and frees those requests). */
+	pthread_mutex_lock(&srv->mu);
+	for (rq = srv->live; rq; rq = next) {
+		next = rq->next;
+		if (rq->submitted && !rq->finished && srv->model)
+			ttsim_model_abort(srv->model, rq->handle);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	for (rq = srv->live; rq; rq = next) {
+		next = rq->next;
+		pthread_cond_destroy(&rq->cv);
+		free(rq->toks);
+		free(rq);
+	}
+	ttsim_model_free(srv->model);
+	if (srv->send_log)
+		fclose(srv->send_log);
+	pthread_cond_destroy(&srv->work_cv);
+	pthread_mutex_destroy(&srv->mu);
+	free(srv);
+}

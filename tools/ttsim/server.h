@@ -1,0 +1,52 @@
+/*
+ * server.h - ttsim's HTTP server: the surfaces a vLLM OpenAI-compatible
+ * server has (health, models, tokenize, detokenize, completions and chat with
+ * and without streaming, metrics, reset_prefix_cache), over one generator
+ * loop thread that batches every connection's requests into the model.
+ *
+ * Binds 127.0.0.1 only. One thread per connection (libmicrohttpd); a
+ * connection's thread waits on its request's condition variable for tokens,
+ * so ~1024 concurrent streams cost ~1024 mostly idle threads.
+ */
+#ifndef TTSIM_SERVER_H
+#define TTSIM_SERVER_H
+
+#include <stdbool.h>
+
+#include "audit.h"
+#include "model.h"
+#include "status.h"
+
+struct ttsim_server_config {
+	struct ttsim_model_config model;
+	const char *model_name;     /* served model id */
+	int port;                   /* 0 = let the OS pick */
+	double time_scale;          /* modeled seconds x this = wall seconds; 0 = no sleeping */
+	int default_max_tokens;     /* when a request gives none */
+	unsigned max_connections;
+	struct ttsim_audit *audit;  /* not owned; NULL = none */
+	const char *send_log;       /* JSONL per streamed token, NULL = none */
+	/* Fault switches; each decision comes from a generator seeded by model.seed. */
+	double load_time_s;         /* /health 503 (and every route) for this long */
+	bool never_generate;        /* requests are accepted and never scheduled */
+	double error_rate;          /* answer 500 */
+	double reset_rate;          /* close the connection mid-stream */
+	double stall_rate;          /* pause a stream for stall_s */
+	double stall_s;
+	double truncate_rate;       /* end a stream early without [DONE] */
+	double noise;               /* per-step time factor 1 + noise*u, redrawn every 256 steps */
+};
+
+void ttsim_server_config_default(struct ttsim_server_config *c);
+
+struct ttsim_server;
+
+/* Starts listening and the generator thread. */
+enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim_server **out,
+			       struct status_info *si);
+/* The bound port. */
+int ttsim_server_port(const struct ttsim_server *s);
+/* Stops everything, aborts what is in flight, frees s. NULL is fine. */
+void ttsim_server_stop(struct ttsim_server *s);
+
+#endif
