@@ -18,6 +18,8 @@ PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 LIBDIR    ?= $(PREFIX)/lib
 DOCDIR    ?= $(PREFIX)/share/doc/ttaudit
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR   ?= $(PREFIX)/share/ttaudit
 PYTHON    ?= /usr/bin/python3
 VERSION   := 0.1.0
 
@@ -154,11 +156,17 @@ install: _all
 	$(if $(wildcard $(BUILD)/libttaudit-shim.so),install -m 0755 $(BUILD)/libttaudit-shim.so $(DESTDIR)$(LIBDIR)/libttaudit-shim.so)
 	$(if $(wildcard $(BUILD)/ttsim),install -m 0755 $(BUILD)/ttsim $(DESTDIR)$(BINDIR)/ttsim)
 	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(INCLUDEDIR)/ttaudit $(DESTDIR)$(DATADIR)
+	install -m 0644 $(LIBTTAUDIT) $(DESTDIR)$(LIBDIR)/libttaudit.a
+	install -m 0644 $(wildcard analyzer/*.h replay/*.h) $(DESTDIR)$(INCLUDEDIR)/ttaudit/
+	$(if $(wildcard tools/instrument/ttaudit_emit.py),install -m 0644 tools/instrument/ttaudit_emit.py $(DESTDIR)$(DATADIR)/)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ttaudit $(DESTDIR)$(BINDIR)/ttsim \
 		$(DESTDIR)$(LIBDIR)/libttaudit-shim.so
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f $(DESTDIR)$(LIBDIR)/libttaudit.a $(DESTDIR)$(DATADIR)/ttaudit_emit.py
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/ttaudit
+	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
 
 clean:
 	rm -rf build
