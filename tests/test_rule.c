@@ -1,0 +1,575 @@
+/* test_rule.c - the guard rules: allowed sets, takes, names, skips and reasons. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rule.h"
+
+#define MAXS 16
+
+/* A merge event with its arrays; fields beyond the positions start absent. */
+struct fx {
+	struct merge_event m;
+	int64_t host[MAXS], dev[MAXS], slot_gen[MAXS], buf_slot_gen[MAXS];
+	uint8_t prefilled[MAXS];
+};
+
+static void fx_init(struct fx *f, int64_t step, const int64_t *host, uint32_t h,
+		    const int64_t *dev, uint32_t d)
+{
+	memset(f, 0, sizeof(*f));
+	memcpy(f->host, host, h * sizeof(*host));
+	memcpy(f->dev, dev, d * sizeof(*dev));
+	f->m.step = step;
+	f->m.n_host = h;
+	f->m.n_dev = d;
+	f->m.host_pos = f->host;
+	f->m.dev_pos = f->dev;
+	f->m.prefilled = f->prefilled;
+	f->m.slot_gen = f->slot_gen;
+	f->m.buf_slot_gen = f->buf_slot_gen;
+}
+
+#define FX(f, step, host, dev) \
+	fx_init(f, step, host, sizeof(host) / sizeof(host[0]), dev, sizeof(dev) / sizeof(dev[0]))
+
+static struct rule R(const char *name)
+{
+	struct rule r;
+	struct status_info si;
+
+	status_info_clear(&si);
+	if (rule_parse(name, &r, &si))
+		fail_msg("rule_parse('%s'): %s", name, si.msg);
+	return r;
+}
+
+/*
+ * Evaluates `name` and renders take and allowed as strings of 0/1 over
+ * [0, H), or "skipped" / "shape" for the other outcomes.
+ */
+static const char *eval(const char *name, const struct fx *f, int64_t max_pos, char *allowed_out)
+{
+	static char takes[MAXS + 1];
+	struct rule r = R(name);
+	struct rule_ctx ctx = { .max_pos = max_pos };
+	uint8_t take[MAXS], allowed[MAXS];
+	uint32_t s;
+
+	memset(take, 7, sizeof(take));
+	memset(allowed, 7, sizeof(allowed));
+	switch (rule_eval(&r, &f->m, &ctx, take, allowed)) {
+	case RULE_SKIPPED:
+		if (allowed_out)
+			strcpy(allowed_out, "-");
+		return "skipped";
+	case RULE_SHAPE_FALLBACK:
+		if (allowed_out)
+			strcpy(allowed_out, "-");
+		return "shape";
+	case RULE_EVALUATED:
+		break;
+	}
+	for (s = 0; s < f->m.n_host; s++) {
+		assert_true(take[s] <= 1 && allowed[s] <= 1);
+		takes[s] = (char)('0' + take[s]);
+		if (allowed_out)
+			allowed_out[s] = (char)('0' + allowed[s]);
+		if (take[s])
+			assert_int_equal(allowed[s], 1);   /* a take is always allowed */
+	}
+	takes[f->m.n_host] = '\0';
+	if (allowed_out)
+		allowed_out[f->m.n_host] = '\0';
+	/* the result is the same without the allowed array */
+	{
+		uint8_t take2[MAXS];
+		assert_int_equal(rule_eval(&r, &f->m, &ctx, take2, NULL), RULE_EVALUATED);
+		assert_memory_equal(take, take2, f->m.n_host);
+	}
+	return takes;
+}
+
+static void test_base_table(void **state)
+{
+	static const char *const names[] = { "bare", "prefilled", "batch", "lifetime", "stamp",
+					     "bound" };
+	struct rule def[RULE_MAX_LIST];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(rule_base_count(), 6);
+	for (i = 0; i < 6; i++) {
+		assert_string_equal(rule_base_name(i), names[i]);
+		assert_non_null(rule_base_doc(i));
+	}
+	assert_null(rule_base_name(6));
+	assert_null(rule_base_doc(6));
+	assert_int_equal(rule_list_default(def, RULE_MAX_LIST), 6);
+	for (i = 0; i < 6; i++) {
+		assert_string_equal(def[i].name, names[i]);
+		assert_int_equal(def[i].n_parts, 1);
+		assert_int_equal(def[i].parts[0], i);
+	}
+	assert_int_equal(def[0].needs, 0);
+	assert_int_equal(def[1].needs, RULE_NEEDS_PREFILLED);
+	assert_int_equal(def[2].needs, 0);
+	assert_int_equal(def[3].needs, RULE_NEEDS_BUF_STEP);
+	assert_int_equal(def[4].needs, RULE_NEEDS_STAMP);
+	assert_int_equal(def[5].needs, RULE_NEEDS_MAX_POS);
+	assert_int_equal(rule_list_default(def, 2), 2);
+}
+
+static void test_parse_names(void **state)
+{
+	struct rule r;
+	struct status_info si;
+
+	(void)state;
+	assert_string_equal(R("lifetime+batch").name, "batch+lifetime");
+	assert_string_equal(R("bare+stamp").name, "stamp");
+	assert_string_equal(R("stamp+bare").name, "stamp");
+	assert_string_equal(R("bare+bare").name, "bare");
+	assert_string_equal(R("batch+batch").name, "batch");
+	assert_string_equal(R("bound+stamp+lifetime+batch+prefilled+bare").name,
+			    "prefilled+batch+lifetime+stamp+bound");
+	r = R("stamp+prefilled");
+	assert_int_equal(r.n_parts, 2);
+	assert_int_equal(r.parts[0], 1);
+	assert_int_equal(r.parts[1], 4);
+	assert_int_equal(r.needs, RULE_NEEDS_PREFILLED | RULE_NEEDS_STAMP);
+	r = R("bare");
+	assert_int_equal(r.n_parts, 1);
+	assert_int_equal(r.needs, 0);
+
+	status_info_clear(&si);
+	assert_int_equal(rule_parse("batch+lifetme", &r, &si), STATUS_NOTFOUND);
+	assert_string_equal(si.msg,
+			    "'lifetme' is not a rule (bare, prefilled, batch, lifetime, stamp, bound)");
+	assert_int_equal(rule_parse("Batch", &r, &si), STATUS_NOTFOUND);
+	assert_int_equal(rule_parse("", &r, &si), STATUS_NOTFOUND);
+	assert_string_equal(si.msg,
+			    "'' is not a rule (bare, prefilled, batch, lifetime, stamp, bound)");
+	assert_int_equal(rule_parse("batch+", &r, &si), STATUS_NOTFOUND);
+	assert_int_equal(rule_parse("+batch", &r, &si), STATUS_NOTFOUND);
+	assert_int_equal(rule_parse("batchx", &r, &si), STATUS_NOTFOUND);
+	assert_int_equal(rule_parse("batch ", &r, &si), STATUS_NOTFOUND);
+	assert_int_equal(rule_parse("bat", &r, &si), STATUS_NOTFOUND);
+}
+
+static void test_parse_list(void **state)
+{
+	struct rule rs[RULE_MAX_LIST];
+	struct status_info si;
+	size_t n = 99;
+
+	(void)state;
+	status_info_clear(&si);
+	assert_int_equal(rule_list_parse("batch,lifetime+batch,batch+lifetime,batch,stamp+bare,stamp",
+					 rs, RULE_MAX_LIST, &n, &si), STATUS_OK);
+	assert_int_equal(n, 3);
+	assert_string_equal(rs[0].name, "batch");
+	assert_string_equal(rs[1].name, "batch+lifetime");
+	assert_string_equal(rs[2].name, "stamp");
+
+	/* the cap counts distinct rules: duplicates past it are fine */
+	assert_int_equal(rule_list_parse("bare,batch,bare,batch", rs, 2, &n, &si), STATUS_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(rule_list_parse("bare,batch,stamp", rs, 2, &n, &si), STATUS_LIMIT);
+	assert_string_equal(si.msg, "more than 2 rules");
+
+	assert_int_equal(rule_list_parse("bare,nope", rs, RULE_MAX_LIST, &n, &si), STATUS_NOTFOUND);
+	assert_string_equal(si.msg,
+			    "'nope' is not a rule (bare, prefilled, batch, lifetime, stamp, bound)");
+	assert_int_equal(rule_list_parse("bare,,batch", rs, RULE_MAX_LIST, &n, &si), STATUS_USAGE);
+	assert_string_equal(si.msg, "bad rule list 'bare,,batch'");
+	assert_int_equal(rule_list_parse("", rs, RULE_MAX_LIST, &n, &si), STATUS_USAGE);
+	assert_int_equal(rule_list_parse("batch,", rs, RULE_MAX_LIST, &n, &si), STATUS_USAGE);
+	{
+		char big[400];
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		assert_int_equal(rule_list_parse(big, rs, RULE_MAX_LIST, &n, &si), STATUS_USAGE);
+	}
+}
+
+static void test_bare_take(void **state)
+{
+	static const int64_t host[] = { 10, 10, 10, -1, -1, INT64_MAX, -3, 5 };
+	static const int64_t dev[] = { 10, 11, 12, -1, 0, INT64_MIN, -2, 5 };
+	struct fx f;
+
+	(void)state;
+	FX(&f, 5, host, dev);
+	assert_int_equal(rule_bare_take(&f.m, 0), 1);   /* == */
+	assert_int_equal(rule_bare_take(&f.m, 1), 1);   /* == + 1 */
+	assert_int_equal(rule_bare_take(&f.m, 2), 0);   /* + 2 */
+	assert_int_equal(rule_bare_take(&f.m, 3), 0);   /* inactive, even though equal */
+	assert_int_equal(rule_bare_take(&f.m, 4), 0);   /* inactive, dev == host + 1 */
+	assert_int_equal(rule_bare_take(&f.m, 5), 0);   /* INT64_MAX + 1 does not wrap */
+	assert_int_equal(rule_bare_take(&f.m, 6), 1);   /* host -3 is active */
+	assert_int_equal(rule_bare_take(&f.m, 8), 0);   /* outside H */
+	assert_int_equal(rule_active(&f.m, 0), 1);
+	assert_int_equal(rule_active(&f.m, 3), 0);
+	assert_int_equal(rule_active(&f.m, 6), 1);
+	assert_int_equal(rule_active(&f.m, 8), 0);
+	f.m.n_dev = 7;                                   /* slot 7 beyond the device */
+	assert_int_equal(rule_bare_take(&f.m, 7), 0);
+	f.host[5] = INT64_MAX - 1;
+	f.dev[5] = INT64_MAX;
+	assert_int_equal(rule_bare_take(&f.m, 5), 1);
+}
+
+/* Spec section 4: the confirmed incident. */
+static void test_known_incident(void **state)
+{
+	static const int64_t host[] = { 22, 25, 27, 25, 22, 25, 27, 27 };
+	static const int64_t dev[] = { 29, -1, -1, -1, -1, -1, -1, 28 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 141, host, dev);
+	f.m.reset_batch = true;
+	assert_string_equal(eval("bare", &f, 0, allowed), "00000001");
+	assert_string_equal(allowed, "11111111");
+	assert_string_equal(eval("batch", &f, 0, allowed), "00000000");
+	assert_string_equal(allowed, "00000000");
+	f.m.has_buf_step = true;
+	f.m.buf_step = 103;
+	assert_string_equal(eval("lifetime", &f, 0, allowed), "00000000");
+	assert_string_equal(eval("bound", &f, 131072, allowed), "00000001");
+	assert_string_equal(allowed, "11111111");
+}
+
+/* Spec section 4: the residual at step 202, and the variant that coincides. */
+static void test_known_residual(void **state)
+{
+	static const int64_t host[] = { 128738, 128738, 128751, 128855, -1, -1, -1, -1 };
+	static const int64_t dev[] = { 128852, 128852, 1206993122, 128842, -1, -1, -1, -1 };
+	static const int64_t sg[] = { 7, 7, 7, 7, 0, 0, 0, 0 };
+	static const int64_t bsg[] = { 4, 4, 4, 4, 0, 0, 0, 0 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 202, host, dev);
+	f.m.has_buf_step = true;
+	f.m.buf_step = 91;
+	f.m.has_slot_gen = true;
+	memcpy(f.slot_gen, sg, sizeof(sg));
+	memcpy(f.buf_slot_gen, bsg, sizeof(bsg));
+	/* identical active pattern: batch does not fire, nothing matches */
+	assert_string_equal(eval("bare", &f, 131072, allowed), "00000000");
+	assert_string_equal(eval("batch", &f, 131072, allowed), "00000000");
+	assert_string_equal(allowed, "11110000");
+	assert_string_equal(eval("bound", &f, 131072, allowed), "00000000");
+	assert_string_equal(allowed, "11010000");
+	/* the coinciding variant: batch lets it through, lifetime and stamp do not */
+	f.host[0] = 128851;
+	assert_string_equal(eval("bare", &f, 131072, NULL), "10000000");
+	assert_string_equal(eval("batch", &f, 131072, allowed), "10000000");
+	assert_string_equal(allowed, "11110000");
+	assert_string_equal(eval("lifetime", &f, 131072, allowed), "00000000");
+	assert_string_equal(allowed, "00000000");
+	assert_string_equal(eval("stamp", &f, 131072, allowed), "00000000");
+	assert_string_equal(allowed, "00000000");
+	assert_string_equal(eval("batch+lifetime", &f, 131072, NULL), "00000000");
+	assert_string_equal(eval("bound", &f, 131072, NULL), "10000000");
+}
+
+/* Spec section 4: slot reuse. */
+static void test_known_slot_reuse(void **state)
+{
+	static const int64_t host[] = { 10, 10, 12, 50 };
+	static const int64_t dev[] = { 10, 11, 12, 13 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 30, host, dev);
+	f.m.has_prefilled = true;
+	f.prefilled[2] = 1;
+	assert_string_equal(eval("bare", &f, 0, NULL), "1110");
+	assert_string_equal(eval("prefilled", &f, 0, allowed), "1100");
+	assert_string_equal(allowed, "1101");
+	assert_string_equal(eval("batch", &f, 0, NULL), "1110");
+}
+
+static void test_batch_edges(void **state)
+{
+	static const int64_t host[] = { 5, -1 };
+	static const int64_t dev[] = { 6, -1, 99, 7 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	/* compares [0, H) only: the padding beyond H does not count */
+	FX(&f, 51, host, dev);
+	assert_string_equal(eval("batch", &f, 0, allowed), "10");
+	assert_string_equal(allowed, "10");
+	/* an active device slot where the host is inactive breaks the pattern */
+	f.dev[1] = 3;
+	assert_string_equal(eval("batch", &f, 0, allowed), "00");
+	assert_string_equal(allowed, "00");
+	/* garbage is still "active" on the device side: pattern holds */
+	f.dev[1] = -1;
+	f.dev[0] = -7;
+	f.host[0] = -8;
+	assert_string_equal(eval("batch", &f, 0, allowed), "10");
+	/* a host slot active where the device is -1 */
+	f.host[1] = 4;
+	assert_string_equal(eval("batch", &f, 0, allowed), "00");
+	assert_string_equal(eval("bare", &f, 0, NULL), "10");
+}
+
+static void test_lifetime_edges(void **state)
+{
+	static const int64_t host[] = { 10, 20 };
+	static const int64_t dev[] = { 11, 20 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 100, host, dev);
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "skipped");
+	f.m.has_buf_step = true;
+	f.m.buf_step = 99;
+	assert_string_equal(eval("lifetime", &f, 0, allowed), "11");
+	assert_string_equal(allowed, "11");
+	f.m.mode_switched = true;
+	assert_string_equal(eval("lifetime", &f, 0, allowed), "00");
+	assert_string_equal(allowed, "00");
+	f.m.mode_switched = false;
+	f.m.reset_batch = true;           /* reset_batch alone does not refuse */
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "11");
+	f.m.buf_step = 98;
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "00");
+	f.m.buf_step = 100;               /* same step: not the preceding decode */
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "00");
+	f.m.buf_step = 101;
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "00");
+}
+
+static void test_stamp_edges(void **state)
+{
+	static const int64_t host[] = { 10, 20, 30, -1 };
+	static const int64_t dev[] = { 11, 20, 31, -1 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 100, host, dev);
+	assert_string_equal(eval("stamp", &f, 0, NULL), "skipped");
+	/* the batch stamp alone */
+	f.m.has_gen = true;
+	f.m.gen = 4;
+	f.m.buf_gen = 4;
+	assert_string_equal(eval("stamp", &f, 0, allowed), "1110");
+	assert_string_equal(allowed, "1110");
+	f.m.buf_gen = 3;
+	assert_string_equal(eval("stamp", &f, 0, allowed), "0000");
+	assert_string_equal(allowed, "0000");
+	/* per-slot stamps win over the batch stamp, both ways */
+	f.m.has_slot_gen = true;
+	f.slot_gen[0] = 1, f.buf_slot_gen[0] = 1;
+	f.slot_gen[1] = 2, f.buf_slot_gen[1] = 1;
+	f.slot_gen[2] = 3, f.buf_slot_gen[2] = 3;
+	assert_string_equal(eval("stamp", &f, 0, allowed), "1010");
+	assert_string_equal(allowed, "1010");
+	f.m.buf_gen = 4;
+	f.buf_slot_gen[0] = 0;
+	assert_string_equal(eval("stamp", &f, 0, allowed), "0010");
+	/* per-slot stamps alone */
+	f.m.has_gen = false;
+	assert_string_equal(eval("stamp", &f, 0, NULL), "0010");
+}
+
+static void test_bound_edges(void **state)
+{
+	static const int64_t host[] = { 99, 98, -3, 50, -1, 7 };
+	static const int64_t dev[] = { 100, 99, -2, 50, 1206993122, -1 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 10, host, dev);
+	assert_string_equal(eval("bound", &f, 0, NULL), "skipped");
+	assert_string_equal(eval("bare", &f, 0, NULL), "111100");
+	assert_string_equal(eval("bound", &f, 100, allowed), "010100");
+	assert_string_equal(allowed, "010101");   /* dev -1 is in bound; slot 4 inactive */
+	assert_string_equal(eval("bound", &f, 101, NULL), "110100");
+}
+
+static void test_combinations(void **state)
+{
+	static const int64_t host[] = { 10, 20, 30, 40, -1 };
+	static const int64_t dev[] = { 10, 21, 30, 41, -1 };
+	char allowed[MAXS + 1];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 100, host, dev);
+	f.m.has_prefilled = true;
+	f.prefilled[0] = 1;
+	f.m.has_slot_gen = true;
+	f.slot_gen[1] = 1;             /* slot 1 stale by its stamp */
+	f.m.has_buf_step = true;
+	f.m.buf_step = 99;
+	assert_string_equal(eval("prefilled", &f, 0, allowed), "01110");
+	assert_string_equal(eval("stamp", &f, 0, allowed), "10110");
+	assert_string_equal(eval("prefilled+stamp", &f, 0, allowed), "00110");
+	assert_string_equal(allowed, "00110");
+	assert_string_equal(eval("stamp+prefilled+lifetime+batch", &f, 0, NULL), "00110");
+	f.m.buf_step = 90;
+	assert_string_equal(eval("prefilled+stamp+lifetime", &f, 0, allowed), "00000");
+	assert_string_equal(allowed, "00000");
+	/* a combination is skipped when any part lacks its field */
+	f.m.has_buf_step = false;
+	assert_string_equal(eval("prefilled+lifetime", &f, 0, NULL), "skipped");
+	assert_string_equal(eval("batch+bound", &f, 0, NULL), "skipped");
+	assert_string_equal(eval("batch+bound", &f, 1000, NULL), "11110");
+	assert_string_equal(eval("bare+batch", &f, 0, NULL), "11110");
+}
+
+static void test_skipped_and_shape(void **state)
+{
+	static const int64_t host[] = { 10, 20, 30 };
+	static const int64_t dev[] = { 11, 20 };
+	static const char *const all[] = { "bare", "prefilled", "batch", "lifetime", "stamp",
+					   "bound", "batch+stamp" };
+	char buf[128];
+	struct fx f;
+	struct rule r;
+	struct rule_ctx ctx = { 0 };
+	size_t i;
+
+	(void)state;
+	FX(&f, 100, host, dev);
+	/* D < H: shape fallback for every rule, even when its fields are missing */
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		assert_string_equal(eval(all[i], &f, 0, NULL), "shape");
+	f.m.n_dev = 3;
+	f.dev[2] = 31;
+	assert_string_equal(eval("bare", &f, 0, NULL), "111");
+	assert_string_equal(eval("batch", &f, 0, NULL), "111");
+	assert_string_equal(eval("prefilled", &f, 0, NULL), "skipped");
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "skipped");
+	assert_string_equal(eval("stamp", &f, 0, NULL), "skipped");
+	assert_string_equal(eval("bound", &f, 0, NULL), "skipped");
+
+	r = R("prefilled+batch+lifetime+stamp+bound");
+	rule_missing(&r, &f.m, &ctx, buf, sizeof(buf));
+	assert_string_equal(buf, "prefilled, buf_step, stamp fields, max_pos");
+	f.m.has_buf_step = true;
+	f.m.has_gen = true;
+	rule_missing(&r, &f.m, &ctx, buf, sizeof(buf));
+	assert_string_equal(buf, "prefilled, max_pos");
+	ctx.max_pos = 10;
+	f.m.has_prefilled = true;
+	rule_missing(&r, &f.m, &ctx, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	r = R("bare");
+	f.m.has_prefilled = false;
+	rule_missing(&r, &f.m, &ctx, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+}
+
+static const char *why(const char *name, const struct fx *f, int64_t max_pos, uint32_t s)
+{
+	static char buf[512];
+	struct rule r = R(name);
+	struct rule_ctx ctx = { .max_pos = max_pos };
+	uint8_t take[MAXS];
+
+	assert_int_equal(rule_eval(&r, &f->m, &ctx, take, NULL), RULE_EVALUATED);
+	rule_why(&r, &f->m, &ctx, s, buf, sizeof(buf));
+	return buf;
+}
+
+static void test_why(void **state)
+{
+	static const int64_t host[] = { 22, 25, 27, 25, 22, 25, 27, 27 };
+	static const int64_t dev[] = { 29, -1, -1, -1, -1, -1, -1, 1206993122 };
+	char small[12];
+	struct fx f;
+
+	(void)state;
+	FX(&f, 141, host, dev);
+	f.m.has_buf_step = true;
+	f.m.buf_step = 103;
+	f.m.has_prefilled = true;
+	f.prefilled[7] = 1;
+	f.m.has_gen = true;
+	f.m.gen = 12;
+	f.m.buf_gen = 9;
+	assert_string_equal(why("bare", &f, 0, 7), "bare: positions do not match");
+	assert_string_equal(why("batch", &f, 0, 7),
+			    "batch: buffer's active pattern differs from the batch at slot 1 "
+			    "(dev -1, host 25)");
+	assert_string_equal(why("lifetime", &f, 0, 7), "lifetime: buffer from step 103, 38 steps old");
+	assert_string_equal(why("stamp", &f, 0, 7), "stamp: gen 12 != buf_gen 9");
+	assert_string_equal(why("bound", &f, 131072, 7),
+			    "bound: dev_pos 1206993122 outside [-1, 131072)");
+	assert_string_equal(why("bound", &f, 131072, 0), "bound: dev_pos within [-1, 131072)");
+	assert_string_equal(why("prefilled", &f, 0, 7),
+			    "prefilled: slot was prefilled since the last decode");
+	assert_string_equal(why("prefilled", &f, 0, 0),
+			    "prefilled: slot not prefilled since the last decode");
+	assert_string_equal(why("batch+lifetime", &f, 0, 7),
+			    "batch: buffer's active pattern differs from the batch at slot 1 "
+			    "(dev -1, host 25); lifetime: buffer from step 103, 38 steps old");
+	f.m.mode_switched = true;
+	f.m.buf_step = 140;
+	assert_string_equal(why("lifetime", &f, 0, 0),
+			    "lifetime: mode switched since the buffer was written");
+	f.m.mode_switched = false;
+	assert_string_equal(why("lifetime", &f, 0, 0),
+			    "lifetime: buffer written by the preceding step 140");
+	f.m.has_slot_gen = true;
+	f.slot_gen[3] = 7;
+	f.buf_slot_gen[3] = 4;
+	assert_string_equal(why("stamp", &f, 0, 3), "stamp: slot_gen 7 != buf_slot_gen 4");
+	assert_string_equal(why("stamp", &f, 0, 2), "stamp: slot_gen 0 == buf_slot_gen 0");
+	f.dev[7] = 28;
+	assert_string_equal(why("bare", &f, 0, 7), "bare: dev_pos == host_pos + 1");
+	f.dev[7] = 27;
+	assert_string_equal(why("bare", &f, 0, 7), "bare: dev_pos == host_pos");
+	f.dev[1] = 25, f.dev[2] = 27, f.dev[3] = 25, f.dev[4] = 22, f.dev[5] = 25, f.dev[6] = 27;
+	assert_string_equal(why("batch", &f, 0, 0), "batch: buffer's active pattern matches the batch");
+	/* a short buffer is always terminated */
+	{
+		struct rule r = R("batch+lifetime");
+		struct rule_ctx ctx = { 0 };
+		f.dev[1] = -1;
+		rule_why(&r, &f.m, &ctx, 7, small, sizeof(small));
+		assert_int_equal(strlen(small), sizeof(small) - 1);
+		assert_memory_equal(small, "batch: buff", sizeof(small));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_base_table),
+		cmocka_unit_test(test_parse_names),
+		cmocka_unit_test(test_parse_list),
+		cmocka_unit_test(test_bare_take),
+		cmocka_unit_test(test_known_incident),
+		cmocka_unit_test(test_known_residual),
+		cmocka_unit_test(test_known_slot_reuse),
+		cmocka_unit_test(test_batch_edges),
+		cmocka_unit_test(test_lifetime_edges),
+		cmocka_unit_test(test_stamp_edges),
+		cmocka_unit_test(test_bound_edges),
+		cmocka_unit_test(test_combinations),
+		cmocka_unit_test(test_skipped_and_shape),
+		cmocka_unit_test(test_why),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
