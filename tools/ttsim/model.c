@@ -611,11 +611,11 @@ static int model_merge(struct ttsim_model *m)
 	m->st.forgone += (unsigned long long)n_forgone;
 	m->st.merges++;
 	mg.taken = take;
-	if (m->audit) {
+	if (m->audit && m->c.audit_wall_time) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		mg.t = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-		ttsim_audit_merge(m->audit, &mg);
 	}
+	ttsim_audit_merge(m->audit, &mg);
 	return n_forgone;
 }
 

@@ -59,6 +59,8 @@ struct ttsim_model_config {
 	double prefill_base_s, prefill_token_s;  /* per prefill, per uncached token */
 	double decode_base_s, decode_slot_s;     /* per decode, per active slot */
 	double forgone_s;           /* per async-ahead token a guard gave up */
+	bool audit_wall_time;       /* merge events carry "t" (off: audits are
+				     * byte-identical across runs of one seed) */
 };
 
 /* The defaults: 8 slots, 131072 max_model_len, bare, refresh every 4th decode. */

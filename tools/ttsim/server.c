@@ -1306,6 +1306,7 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	if (!srv)
 		return status_set(si, STATUS_NOMEM, "server: out of memory");
 	srv->c = *c;
+	srv->c.model.audit_wall_time = true;
 	snprintf(srv->model_name, sizeof(srv->model_name), "%s", c->model_name);
 	jname = cJSON_CreateString(srv->model_name);
 	js = jname ? cJSON_PrintUnformatted(jname) : NULL;
@@ -1322,7 +1323,7 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	srv->noise_rng = c->model.seed ^ 0x6e6f697365212121ull;
 	srv->noise_factor = 1.0;
 	srv->t_start = srv_mono();
-	st = ttsim_model_new(&c->model, &srv->model, si);
+	st = ttsim_model_new(&srv->c.model, &srv->model, si);
 	if (st)
 		goto fail;
 	sink.token = srv_on_token;
