@@ -1,0 +1,222 @@
+/* test_evidence.c - staleness per slot, from the strongest evidence present. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "evidence.h"
+
+#define MAXS 8
+
+struct fx {
+	struct merge_event m;
+	int64_t host[MAXS], dev[MAXS], slot_gen[MAXS], buf_slot_gen[MAXS];
+	uint8_t prefilled[MAXS];
+	const char *slot_req[MAXS], *buf_req[MAXS];
+};
+
+/* Four active slots at step 100; every kind of evidence absent. */
+static void fx_init(struct fx *f)
+{
+	uint32_t s;
+
+	memset(f, 0, sizeof(*f));
+	for (s = 0; s < 4; s++)
+		f->host[s] = f->dev[s] = 10 * (int64_t)s + 10;
+	f->m.step = 100;
+	f->m.n_host = f->m.n_dev = 4;
+	f->m.host_pos = f->host;
+	f->m.dev_pos = f->dev;
+	f->m.prefilled = f->prefilled;
+	f->m.slot_gen = f->slot_gen;
+	f->m.buf_slot_gen = f->buf_slot_gen;
+	f->m.slot_req = f->slot_req;
+	f->m.buf_req = f->buf_req;
+}
+
+static enum evidence ev(const struct fx *f, uint32_t s, int *stale)
+{
+	*stale = 99;
+	return evidence_slot(&f->m, s, stale);
+}
+
+static const char *why(const struct fx *f, uint32_t s)
+{
+	static char buf[256];
+
+	evidence_why(&f->m, s, buf, sizeof(buf));
+	return buf;
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(evidence_name(EVIDENCE_UNKNOWN), "unknown");
+	assert_string_equal(evidence_name(EVIDENCE_REQUEST), "request");
+	assert_string_equal(evidence_name(EVIDENCE_STAMP), "stamp");
+	assert_string_equal(evidence_name(EVIDENCE_LIFETIME), "lifetime");
+	assert_string_equal(evidence_name(EVIDENCE__COUNT), "unknown");
+	assert_string_equal(evidence_name((enum evidence)-1), "unknown");
+}
+
+static void test_unknown(void **state)
+{
+	struct fx f;
+	int stale;
+
+	(void)state;
+	fx_init(&f);
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_UNKNOWN);
+	assert_int_equal(stale, 0);
+	assert_string_equal(why(&f, 0), "no request id, stamp or buf_step on this event");
+	/* arrays that are filled but not flagged present do not count */
+	f.slot_req[0] = "a";
+	f.buf_req[0] = "b";
+	f.slot_gen[0] = 1;
+	f.prefilled[0] = 1;
+	f.m.buf_step = 3;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_UNKNOWN);
+	assert_int_equal(stale, 0);
+	/* prefilled alone is no evidence */
+	f.m.has_prefilled = true;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_UNKNOWN);
+	assert_int_equal(stale, 0);
+}
+
+static void test_precedence(void **state)
+{
+	struct fx f;
+	int stale;
+
+	(void)state;
+	fx_init(&f);
+	/* everything present, each source saying something different per slot */
+	f.m.has_buf_step = true;
+	f.m.buf_step = 50;                       /* lifetime: stale everywhere */
+	f.m.has_gen = true;
+	f.m.gen = 2, f.m.buf_gen = 2;             /* batch stamp: fresh */
+	f.m.has_slot_gen = true;
+	f.slot_gen[0] = 1, f.buf_slot_gen[0] = 1; /* slot stamps: 0, 2 fresh; 1, 3 stale */
+	f.slot_gen[1] = 2, f.buf_slot_gen[1] = 1;
+	f.slot_gen[2] = 1, f.buf_slot_gen[2] = 1;
+	f.slot_gen[3] = 2, f.buf_slot_gen[3] = 1;
+	f.m.has_req = true;
+	f.slot_req[0] = "r1", f.buf_req[0] = "r0";   /* request: stale, beats stamp fresh */
+	f.slot_req[1] = "r1", f.buf_req[1] = "r1";   /* request: fresh, beats stamp stale */
+	f.slot_req[2] = "r2", f.buf_req[2] = NULL;   /* one side null: falls to the stamp */
+	f.slot_req[3] = NULL, f.buf_req[3] = "r3";
+
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_REQUEST);
+	assert_int_equal(stale, 1);
+	assert_string_equal(why(&f, 0), "slot_req 'r1' != buf_req 'r0'");
+	assert_int_equal(ev(&f, 1, &stale), EVIDENCE_REQUEST);
+	assert_int_equal(stale, 0);
+	assert_string_equal(why(&f, 1), "slot_req 'r1' == buf_req 'r1'");
+	assert_int_equal(ev(&f, 2, &stale), EVIDENCE_STAMP);
+	assert_int_equal(stale, 0);
+	assert_string_equal(why(&f, 2), "slot_gen 1 == buf_slot_gen 1");
+	assert_int_equal(ev(&f, 3, &stale), EVIDENCE_STAMP);
+	assert_int_equal(stale, 1);
+	assert_string_equal(why(&f, 3), "slot_gen 2 != buf_slot_gen 1");
+
+	/* without request ids: the slot stamp beats the batch stamp */
+	f.m.has_req = false;
+	f.m.buf_gen = 1;                          /* batch stamp now says stale */
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_STAMP);
+	assert_int_equal(stale, 0);
+	assert_int_equal(ev(&f, 1, &stale), EVIDENCE_STAMP);
+	assert_int_equal(stale, 1);
+
+	/* without slot stamps: the batch stamp beats buf_step */
+	f.m.has_slot_gen = false;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_STAMP);
+	assert_int_equal(stale, 1);
+	assert_string_equal(why(&f, 0), "gen 2 != buf_gen 1");
+	f.m.buf_gen = 2;
+	f.m.buf_step = 50;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_STAMP);
+	assert_int_equal(stale, 0);
+	assert_string_equal(why(&f, 0), "gen 2 == buf_gen 2");
+
+	/* without any stamp: buf_step */
+	f.m.has_gen = false;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 1);
+	assert_string_equal(why(&f, 0), "buf_step 50 is not step - 1 (99)");
+}
+
+static void test_request_needs_both(void **state)
+{
+	struct fx f;
+	int stale;
+
+	(void)state;
+	fx_init(&f);
+	f.m.has_req = true;
+	f.slot_req[0] = "a", f.buf_req[0] = NULL;
+	f.slot_req[1] = NULL, f.buf_req[1] = NULL;
+	f.slot_req[2] = "cmpl-1", f.buf_req[2] = "cmpl-10";   /* a prefix is not equal */
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_UNKNOWN);
+	assert_int_equal(stale, 0);
+	assert_int_equal(ev(&f, 1, &stale), EVIDENCE_UNKNOWN);
+	assert_int_equal(ev(&f, 2, &stale), EVIDENCE_REQUEST);
+	assert_int_equal(stale, 1);
+	/* null on one side with buf_step present: lifetime decides */
+	f.m.has_buf_step = true;
+	f.m.buf_step = 99;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 0);
+}
+
+static void test_lifetime(void **state)
+{
+	struct fx f;
+	int stale;
+
+	(void)state;
+	fx_init(&f);
+	f.m.has_buf_step = true;
+	f.m.buf_step = 99;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 0);
+	assert_string_equal(why(&f, 0), "buf_step 99 is step - 1");
+	/* a slot prefilled since the last decode is stale even for a fresh buffer */
+	f.m.has_prefilled = true;
+	f.prefilled[1] = 1;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 0);
+	assert_int_equal(ev(&f, 1, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 1);
+	assert_string_equal(why(&f, 1), "buffer from step - 1 but the slot was prefilled since");
+	/* the prefilled flags only count when the field was present */
+	f.m.has_prefilled = false;
+	assert_int_equal(ev(&f, 1, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 0);
+	/* mode_switched is the lifetime rule's business, not staleness */
+	f.m.mode_switched = true;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 0);
+	f.m.buf_step = 100;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 1);
+	assert_string_equal(why(&f, 0), "buf_step 100 is not step - 1 (99)");
+	f.m.buf_step = 98;
+	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);
+	assert_int_equal(stale, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_request_needs_both),
+		cmocka_unit_test(test_lifetime),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
