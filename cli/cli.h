@@ -32,5 +32,9 @@ int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
 int cmd_follow(int argc, char **argv);
+int cmd_preflight(int argc, char **argv);
+int cmd_lock(int argc, char **argv);
+int cmd_ready(int argc, char **argv);
+int cmd_arm(int argc, char **argv);
 
 #endif

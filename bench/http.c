@@ -1,0 +1,170 @@
+#include "http.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t http_once = PTHREAD_ONCE_INIT;
+static CURLcode http_init_rc;
+
+/* curl_global_init is not thread-safe on every libcurl build: once only. */
+static void http_global_init(void)
+{
+	http_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct http_sink {
+	struct http_response *res;
+	size_t max, cap;
+};
+
+static size_t http_write(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	struct http_sink *k = ctx;
+	struct http_response *res = k->res;
+	size_t n = size * nmemb, keep = n;
+
+	if (res->n_body + keep > k->max) {
+		keep = k->max - res->n_body;
+		res->truncated = true;
+	}
+	if (res->n_body + keep + 1 > k->cap) {
+		size_t ncap = k->cap ? k->cap : 4096;
+		char *nb;
+
+		while (ncap < res->n_body + keep + 1)
+			ncap *= 2;
+		nb = realloc(res->body, ncap);
+		if (!nb)
+			return 0;   /* curl reports a write error */
+		res->body = nb;
+		k->cap = ncap;
+	}
+	memcpy(res->body + res->n_body, data, keep);
+	res->n_body += keep;
+	res->body[res->n_body] = '\0';
+	/* Stop reading at the cap: returning less than n aborts the transfer. */
+	return res->truncated ? 0 : n;
+}
+
+static enum status http_do(const char *url, const char *json, double timeout_s,
+			   size_t max_body, struct http_response *res, struct status_info *si)
+{
+	struct curl_slist *hdr = NULL;
+	struct http_sink sink = { res, max_body ? max_body : HTTP_MAX_BODY, 0 };
+	enum status st = STATUS_OK;
+	CURL *h = NULL;
+	CURLcode rc;
+	double secs = 0;
+
+	memset(res, 0, sizeof(*res));
+	pthread_once(&http_once, http_global_init);
+	if (http_init_rc != CURLE_OK) {
+		snprintf(res->error, sizeof(res->error), "libcurl: %s", curl_easy_strerror(http_init_rc));
+		return status_set(si, STATUS_HTTP, "%s", res->error);
+	}
+	h = curl_easy_init();
+	if (!h) {
+		snprintf(res->error, sizeof(res->error), "libcurl handle allocation failed");
+		return status_set(si, STATUS_NOMEM, "%s", res->error);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s > 0 ? timeout_s * 1000 : 30000));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(timeout_s > 0 && timeout_s < 10 ? timeout_s * 1000 : 10000));
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+	if (json) {
+		hdr = curl_slist_append(NULL, "Content-Type: application/json");
+		if (!hdr) {
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+			goto out;
+		}
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
+	}
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
+	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &secs);
+	res->seconds = secs;
+	if (rc == CURLE_WRITE_ERROR && res->truncated) {
+		st = status_set(si, STATUS_LIMIT, "%s: response body over %zu bytes", url, sink.max);
+		snprintf(res->error, sizeof(res->error), "response body over %zu bytes", sink.max);
+	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
+		snprintf(res->error, sizeof(res->error), "%s", curl_easy_strerror(rc));
+		st = status_set(si, STATUS_TIMEOUT, "%s: no complete answer within %.1f s", url, timeout_s);
+	} else if (rc != CURLE_OK) {
+		snprintf(res->error, sizeof(res->error), "%s", curl_easy_strerror(rc));
+		st = status_set(si, rc == CURLE_WRITE_ERROR ? STATUS_NOMEM : STATUS_HTTP, "%s: %s",
+				url, res->error);
+	}
+	if (!res->body) {
+		res->body = calloc(1, 1);
+		if (!res->body && !st)
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+	}
+out:
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	return st;
+}
+
+enum status http_get(const char *url, double timeout_s, size_t max_body,
+		     struct http_response *res, struct status_info *si)
+{
+	return http_do(url, NULL, timeout_s, max_body, res, si);
+}
+
+enum status http_post_json(const char *url, const char *json, double timeout_s,
+			   size_t max_body, struct http_response *res, struct status_info *si)
+{
+	return http_do(url, json, timeout_s, max_body, res, si);
+}
+
+void http_response_release(struct http_response *res)
+{
+	if (!res)
+		return;
+	free(res->body);
+	res->body = NULL;
+	res->n_body = 0;
+}
+
+enum status http_join(const char *base, const char *path, char *out, size_t n)
+{
+	size_t lb = strlen(base);
+	int w;
+
+	while (lb && base[lb - 1] == '/')
+		lb--;
+	while (*path == '/')
+		path++;
+	w = snprintf(out, n, "%.*s/%s", (int)lb, base, path);
+	if (w < 0 || (size_t)w >= n)
+		return STATUS_LIMIT;
+	return STATUS_OK;
+}
+
+const char *http_excerpt(const char *body, size_t n_body, size_t max, char *buf, size_t n)
+{
+	size_t i, k = 0;
+
+	if (!n)
+		return buf;
+	for (i = 0; body && i < n_body && i < max && k + 4 < n; i++) {
+		unsigned char ch = (unsigned char)body[i];
+
+		buf[k++] = ch < 0x20 || ch == 0x7f ? '.' : (char)ch;
+	}
+	if (body && i < n_body && k + 4 < n) {
+		memcpy(buf + k, "...", 3);
+		k += 3;
+	}
+	buf[k] = '\0';
+	return buf;
+}

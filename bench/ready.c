@@ -1,0 +1,278 @@
+#include "ready.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "http.h"
+#include "prom.h"
+
+/* A rung's answer is small; a bigger one is not what the rung asks for. */
+#define READY_MAX_BODY (16u << 20)
+
+static const char *const ready_names[READY__COUNT] = { "health", "metrics", "models", "generate" };
+
+const char *ready_rung_name(enum ready_rung rung)
+{
+	return (unsigned)rung < READY__COUNT ? ready_names[rung] : "?";
+}
+
+static double ready_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void ready_sleep(double s)
+{
+	struct timespec ts;
+
+	if (s <= 0)
+		return;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) == -1)
+		;
+}
+
+static void ready_fail(struct ready_rung_result *rr, const char *fmt, const char *arg)
+{
+	snprintf(rr->last_error, sizeof(rr->last_error), fmt, arg);
+}
+
+/* GET /metrics: 200 and Prometheus text with at least one sample. */
+static bool ready_metrics(const struct http_response *res, struct ready_rung_result *rr)
+{
+	struct status_info si = { 0 };
+	struct prom *p = NULL;
+	bool ok = false;
+
+	if (prom_parse(res->body, res->n_body, &p, &si)) {
+		snprintf(rr->last_error, sizeof(rr->last_error), "metrics do not parse: line %ld: %.200s",
+			 si.line, si.msg);
+		return false;
+	}
+	if (prom_n_samples(p) == 0)
+		ready_fail(rr, "%s", "metrics page holds no sample");
+	else
+		ok = true;
+	prom_free(p);
+	return ok;
+}
+
+/* GET /v1/models: data[] lists the wanted model (or any, when none is named). */
+static bool ready_models(const struct http_response *res, const char *want, struct ready_report *r,
+			 struct ready_rung_result *rr)
+{
+	cJSON *root = cJSON_ParseWithLength(res->body, res->n_body);
+	const cJSON *data, *m;
+	bool ok = false;
+
+	data = cJSON_GetObjectItemCaseSensitive(root, "data");
+	if (!root || !cJSON_IsArray(data)) {
+		ready_fail(rr, "%s", "answer is not a model list (no data array)");
+		goto out;
+	}
+	cJSON_ArrayForEach(m, data) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+
+		if (!cJSON_IsString(id) || (want && strcmp(id->valuestring, want)))
+			continue;
+		snprintf(r->model, sizeof(r->model), "%s", id->valuestring);
+		ok = true;
+		break;
+	}
+	if (!ok)
+		ready_fail(rr, want ? "model '%s' is not listed" : "%s",
+			   want ? want : "the model list is empty");
+out:
+	cJSON_Delete(root);
+	return ok;
+}
+
+/* POST /v1/completions: 200 with a choice and at least one completion token. */
+static bool ready_generate(const struct http_response *res, struct ready_report *r,
+			   struct ready_rung_result *rr)
+{
+	cJSON *root = cJSON_ParseWithLength(res->body, res->n_body);
+	const cJSON *choices, *c0, *text, *usage, *ntok, *id;
+	bool ok = false;
+
+	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	c0 = cJSON_GetArrayItem(choices, 0);
+	if (!root || !cJSON_IsArray(choices) || !c0) {
+		ready_fail(rr, "%s", "completion has no choices");
+		goto out;
+	}
+	text = cJSON_GetObjectItemCaseSensitive(c0, "text");
+	if (!cJSON_IsString(text)) {
+		ready_fail(rr, "%s", "completion choice has no text");
+		goto out;
+	}
+	usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+	ntok = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+	if (ntok && (!cJSON_IsNumber(ntok) || ntok->valuedouble < 1)) {
+		ready_fail(rr, "%s", "completion reports no generated token (usage.completion_tokens)");
+		goto out;
+	}
+	if (!ntok && !text->valuestring[0]) {
+		ready_fail(rr, "%s", "completion text is empty and usage is absent");
+		goto out;
+	}
+	id = cJSON_GetObjectItemCaseSensitive(root, "id");
+	snprintf(r->completion_id, sizeof(r->completion_id), "%s",
+		 cJSON_IsString(id) ? id->valuestring : "");
+	snprintf(r->token_text, sizeof(r->token_text), "%s", text->valuestring);
+	ok = true;
+out:
+	cJSON_Delete(root);
+	return ok;
+}
+
+static bool ready_attempt(const struct ready_opts *o, enum ready_rung rung, double budget,
+			  struct ready_report *r)
+{
+	static const char *const paths[READY__COUNT] = { "/health", "/metrics", "/v1/models",
+							  "/v1/completions" };
+	struct ready_rung_result *rr = &r->rung[rung];
+	struct http_response res;
+	struct status_info si = { 0 };
+	char url[HTTP_MAX_URL], *body = NULL;
+	enum status st;
+	bool ok = false;
+
+	rr->attempts++;
+	rr->last_error[0] = rr->excerpt[0] = '\0';
+	http_join(o->url, paths[rung], url, sizeof(url));
+	if (budget > 60)
+		budget = 60;
+	if (rung == READY_GENERATE) {
+		cJSON *req = cJSON_CreateObject();
+
+		if (req && cJSON_AddStringToObject(req, "model", r->model) &&
+		    cJSON_AddStringToObject(req, "prompt", "Hello") &&
+		    cJSON_AddNumberToObject(req, "max_tokens", 1) &&
+		    cJSON_AddNumberToObject(req, "temperature", 0))
+			body = cJSON_PrintUnformatted(req);
+		cJSON_Delete(req);
+		if (!body) {
+			ready_fail(rr, "%s", "out of memory");
+			return false;
+		}
+		st = http_post_json(url, body, budget, READY_MAX_BODY, &res, &si);
+		cJSON_free(body);
+	} else {
+		st = http_get(url, budget, READY_MAX_BODY, &res, &si);
+	}
+	rr->last_status = res.status;
+	http_excerpt(res.body, res.n_body, 200, rr->excerpt, sizeof(rr->excerpt));
+	if (st) {
+		snprintf(rr->last_error, sizeof(rr->last_error), "%.250s", res.error[0] ? res.error : si.msg);
+		goto out;
+	}
+	if (res.status != 200) {
+		snprintf(rr->last_error, sizeof(rr->last_error), "answered %ld", res.status);
+		goto out;
+	}
+	switch (rung) {
+	case READY_HEALTH: ok = true; break;
+	case READY_METRICS: ok = ready_metrics(&res, rr); break;
+	case READY_MODELS: ok = ready_models(&res, o->model, r, rr); break;
+	default: ok = ready_generate(&res, r, rr); break;
+	}
+out:
+	http_response_release(&res);
+	return ok;
+}
+
+enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struct status_info *si)
+{
+	double t0 = ready_now(), timeout, interval, now;
+	enum ready_rung rung = READY_HEALTH;
+
+	memset(r, 0, sizeof(*r));
+	if (!o->url || (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)))
+		return status_set(si, STATUS_USAGE, "'%s' is not an http url", o->url ? o->url : "");
+	if (strlen(o->url) + 32 > HTTP_MAX_URL)
+		return status_set(si, STATUS_USAGE, "url is too long");
+	snprintf(r->url, sizeof(r->url), "%s", o->url);
+	timeout = o->timeout > 0 ? o->timeout : READY_DEFAULT_TIMEOUT;
+	interval = o->interval > 0 ? o->interval : 1.0;
+	for (;;) {
+		now = ready_now() - t0;
+		if (ready_attempt(o, rung, timeout - now, r)) {
+			now = ready_now() - t0;
+			r->rung[rung].passed = true;
+			r->rung[rung].seconds = now - r->rung[rung].started;
+			if (o->progress)
+				o->progress(o->ctx, r, rung, now);
+			if (++rung == READY__COUNT)
+				break;
+			r->rung[rung].started = now;
+			continue;
+		}
+		now = ready_now() - t0;
+		r->rung[rung].seconds = now - r->rung[rung].started;
+		if (o->progress)
+			o->progress(o->ctx, r, rung, now);
+		if (now + 0.001 >= timeout) {
+			r->failed = rung;
+			r->total = now;
+			return status_set(si, STATUS_TIMEOUT, "%s: not ready after %.1f s: rung '%s' did not pass: %s",
+					  o->url, now, ready_rung_name(rung), r->rung[rung].last_error);
+		}
+		ready_sleep(interval < timeout - now ? interval : timeout - now);
+	}
+	r->ready = true;
+	r->failed = READY__COUNT;
+	r->total = ready_now() - t0;
+	return STATUS_OK;
+}
+
+char *ready_report_json(const struct ready_report *r)
+{
+	cJSON *root = cJSON_CreateObject(), *rungs, *o;
+	char *out = NULL;
+	int i;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "url", r->url);
+	cJSON_AddBoolToObject(root, "ready", r->ready);
+	cJSON_AddNumberToObject(root, "seconds", r->total);
+	if (r->ready)
+		cJSON_AddNullToObject(root, "failed_rung");
+	else
+		cJSON_AddStringToObject(root, "failed_rung", ready_rung_name(r->failed));
+	cJSON_AddStringToObject(root, "model", r->model);
+	cJSON_AddStringToObject(root, "completion_id", r->completion_id);
+	cJSON_AddStringToObject(root, "token_text", r->token_text);
+	rungs = cJSON_AddArrayToObject(root, "rungs");
+	for (i = 0; rungs && i < READY__COUNT; i++) {
+		const struct ready_rung_result *rr = &r->rung[i];
+
+		o = cJSON_CreateObject();
+		if (!o || !cJSON_AddItemToArray(rungs, o)) {
+			cJSON_Delete(o);
+			break;
+		}
+		cJSON_AddStringToObject(o, "rung", ready_rung_name((enum ready_rung)i));
+		cJSON_AddBoolToObject(o, "passed", rr->passed);
+		cJSON_AddNumberToObject(o, "attempts", rr->attempts);
+		if (rr->attempts) {
+			cJSON_AddNumberToObject(o, "started", rr->started);
+			cJSON_AddNumberToObject(o, "seconds", rr->seconds);
+			cJSON_AddNumberToObject(o, "last_status", (double)rr->last_status);
+		}
+		if (!rr->passed && rr->attempts) {
+			cJSON_AddStringToObject(o, "last_error", rr->last_error);
+			cJSON_AddStringToObject(o, "excerpt", rr->excerpt);
+		}
+	}
+	out = cJSON_Print(root);
+	cJSON_Delete(root);
+	return out;
+}
