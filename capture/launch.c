@@ -126,7 +126,8 @@ enum status launch_setup(const struct launch_opts *o, const char *shim, struct s
 		sprintf(preload, "%s:%s", shim, old);
 	else
 		strcpy(preload, shim);
-	if (!o->append) {
+	/* With per_pid each process writes CAPTURE.<pid>; the base name stays unused. */
+	if (!o->append && !o->per_pid) {
 		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			close(fd);

@@ -61,33 +61,30 @@ static int shim_file_fd(FILE *fp)
 SHIM_API ssize_t write(int fd, const void *buf, size_t n)
 {
 	ssize_t r;
+	int owner;
 
 	if (!atomic_load_explicit(&shim_resolved, memory_order_acquire))
 		return syscall(SYS_write, fd, buf, n);
+	if (!shim_watching(fd))
+		return shim_real.write(fd, buf, n);
+	owner = shim_begin();
 	r = shim_real.write(fd, buf, n);
-	if (r > 0 && shim_watching(fd))
-		shim_feed(fd, 0, buf, (size_t)r);
+	shim_end(owner, fd, buf, r > 0 ? (size_t)r : 0);
 	return r;
 }
 
 SHIM_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	ssize_t r;
-	size_t left;
-	int i;
+	int owner;
 
 	if (!atomic_load_explicit(&shim_resolved, memory_order_acquire))
 		return syscall(SYS_writev, fd, iov, cnt);
+	if (!shim_watching(fd))
+		return shim_real.writev(fd, iov, cnt);
+	owner = shim_begin();
 	r = shim_real.writev(fd, iov, cnt);
-	if (r <= 0 || !shim_watching(fd))
-		return r;
-	left = (size_t)r;
-	for (i = 0; i < cnt && left; i++) {
-		size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
-		if (n)
-			shim_feed(fd, 0, iov[i].iov_base, n);
-		left -= n;
-	}
+	shim_end_iov(owner, fd, iov, cnt, r > 0 ? (size_t)r : 0);
 	return r;
 }
 

@@ -491,6 +491,62 @@ static void shim_drain(struct shim_thread *th)
 	}
 }
 
+int shim_begin(void)
+{
+	if (shim_busy)
+		return 0;
+	shim_busy = 1;
+	return 1;
+}
+
+void shim_end(int owner, int fd, const void *data, size_t n)
+{
+	struct shim_thread *th;
+	int e = errno;
+
+	if (!owner) {
+		if (n)
+			shim_defer(fd, 0, data, n);
+		errno = e;
+		return;
+	}
+	th = shim_thread_get();
+	if (th) {
+		if (n)
+			shim_feed_locked(th, fd, 0, data, n);
+		shim_drain(th);
+	} else if (n) {
+		shim_lost(SHIM_LOST_NOMEM, shim_count_lines(data, n));
+	}
+	shim_busy = 0;
+	errno = e;
+}
+
+void shim_end_iov(int owner, int fd, const struct iovec *iov, int cnt, size_t n)
+{
+	struct shim_thread *th = owner ? shim_thread_get() : NULL;
+	int e = errno, i;
+
+	for (i = 0; i < cnt && n; i++) {
+		size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+		n -= k;
+		if (!k)
+			continue;
+		if (!owner)
+			shim_defer(fd, 0, iov[i].iov_base, k);
+		else if (th)
+			shim_feed_locked(th, fd, 0, iov[i].iov_base, k);
+		else
+			shim_lost(SHIM_LOST_NOMEM, shim_count_lines(iov[i].iov_base, k));
+	}
+	if (owner) {
+		if (th)
+			shim_drain(th);
+		shim_busy = 0;
+	}
+	errno = e;
+}
+
 void shim_feed(int fd, int via_stdio, const void *data, size_t n)
 {
 	struct shim_thread *th;

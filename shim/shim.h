@@ -85,6 +85,18 @@ static inline int shim_watching(int fd)
 void shim_feed(int fd, int via_stdio, const void *data, size_t n);
 
 /*
+ * For raw writes, around the real call: shim_begin() marks the thread busy
+ * before the bytes reach the kernel, so a signal handler that writes in
+ * between is queued behind them and the capture keeps the kernel's order.
+ * shim_end() feeds the n bytes the real call accepted (n may be 0) and
+ * clears the mark; `owner` is what shim_begin returned (0 when nested).
+ */
+int shim_begin(void);
+void shim_end(int owner, int fd, const void *data, size_t n);
+/* The same for writev: the first n bytes of the iovecs. */
+void shim_end_iov(int owner, int fd, const struct iovec *iov, int cnt, size_t n);
+
+/*
  * For printf-family wrappers: a per-thread buffer to format a second copy of
  * what the real call printed. Returns NULL (count it lost) when the thread
  * has no buffer or is already inside the shim (a signal handler). A non-NULL
