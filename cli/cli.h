@@ -36,5 +36,6 @@ int cmd_preflight(int argc, char **argv);
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

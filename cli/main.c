@@ -24,6 +24,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "lock", cmd_lock, "hold the exclusive host lock while a command runs (never steals)" },
 	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed" },
 	{ "arm", cmd_arm, "confirm the engaged guard arm from the server's own output" },
+	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load" },
 };
 
 #define N_COMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))

@@ -1,0 +1,145 @@
+/*
+ * driver.h - a whole `ttaudit bench`: gate every server, build the prompts,
+ * run every cell (arm x level x repeat, repeats interleaved across arms),
+ * compare outputs in the correctness stage, write the records, summarise.
+ *
+ * Order of a run:
+ *   1. per arm: the readiness ladder (ready.h) must pass; a named arm must be
+ *      CONFIRMED from the server's own output (arms.h) unless no_arm_check,
+ *      in which case every record says "unconfirmed". A failed gate stops
+ *      the run before any record is written.
+ *   2. the suite is loaded, or generated and sized with the first server's
+ *      /tokenize (two generation probes when there is none).
+ *   3. correctness: every prompt alone (concurrency 1, temperature 0) per arm,
+ *      the reference.
+ *   4. for each repeat, for each level, for each arm: one run. Arms
+ *      alternate (A B A B ...) so a drifting host shows as spread, not as a
+ *      difference between arms.
+ *   5. per (arm, level): the median repeat by output tokens/s, its spread
+ *      and UNSTABLE over 15%.
+ *
+ * Cold runs put a fresh nonce before every prompt (a hash of the corpus
+ * seed, arm, level, repeat and request) and read the server's
+ * vllm:prefix_cache_hits counter before and after: any hit invalidates the
+ * cold claim, recorded in the run. --warm sends one shared session.
+ */
+#ifndef TTAUDIT_DRIVER_H
+#define TTAUDIT_DRIVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "load.h"
+#include "stats.h"
+#include "status.h"
+#include "suite.h"
+
+#define DRIVER_MAX_ARMS 16
+#define DRIVER_MAX_LEVELS 32
+#define DRIVER_MAX_REPEATS 100
+
+struct driver_arm {
+	const char *url;        /* server base URL */
+	const char *arm;        /* NULL: no arm named */
+	const char *log;        /* engine log for the arm check, or NULL */
+	const char *capture;    /* capture file for the arm check, or NULL */
+};
+
+struct driver_opts {
+	struct driver_arm arms[DRIVER_MAX_ARMS];
+	size_t n_arms;
+	const char *spec;           /* arm spec (JSON), needed when an arm is named */
+	bool no_arm_check;
+	const char *model;          /* NULL: the first model the server lists */
+	const char *suite;          /* suite file, or NULL to generate */
+	struct suite_gen_opts gen;  /* when generating */
+	enum load_arrival arrival;
+	double levels[DRIVER_MAX_LEVELS];  /* concurrency, batch size or rate */
+	size_t n_levels;
+	uint64_t arrival_seed;      /* poisson */
+	size_t n_requests;          /* per run; 0: suite size (at least the level) */
+	unsigned repeats;           /* >= 1 */
+	bool correctness;
+	bool warm;
+	uint64_t corpus_seed;
+	double temperature;         /* < 0: server default (correctness forces 0) */
+	bool ignore_eos;
+	double timeout_s, stall_s;
+	double ready_timeout;       /* <= 0: the ladder's default */
+	bool token_times;
+	const char *out;            /* run records (JSONL) */
+	FILE *progress;             /* a terminal for the progress bar, or NULL */
+	FILE *log_to;               /* gate messages (stderr), or NULL */
+};
+
+struct driver_cell {
+	size_t arm_index;
+	double level;
+	unsigned n_repeats;
+	size_t median_repeat;
+	double spread;              /* of output tokens/s over repeats */
+	bool unstable;
+	struct stats_run median;    /* figures of the median repeat (owned) */
+	double *tok_s;              /* output tokens/s of each repeat (owned) */
+	size_t n_requests, n_failed;
+	size_t n_fail[LOAD_FAIL__COUNT];
+	char first_failure[240];    /* "id: reason" of the first failed request */
+	size_t corr_requests, corr_failing, corr_diverged, corr_wrong, corr_failed;
+	char first_divergence[240];
+	size_t n_cold_invalid;      /* runs whose cold claim the prefix cache contradicted */
+	size_t n_cold_unchecked;    /* runs where the counter could not be read */
+	double prefix_hits;         /* summed over repeats */
+};
+
+struct driver_arm_info {
+	char url[2048];
+	char arm[128];              /* "" when none */
+	const char *arm_state;      /* static: "none", "confirmed", "unconfirmed", "failed" */
+	char model[256];
+	char config_hash[32];       /* "" when the server has no *_info samples */
+	size_t ref_requests, ref_wrong, ref_failed;
+};
+
+struct driver_report {
+	struct driver_arm_info arms[DRIVER_MAX_ARMS];
+	size_t n_arms;
+	struct driver_cell *cells;  /* n_arms * n_levels, arm-major */
+	size_t n_cells;
+	enum load_arrival arrival;
+	bool correctness, warm;
+	char suite_hash[32], suite_source[1024], sizing[16];
+	size_t suite_n;
+	uint64_t corpus_seed;
+	size_t total_requests, total_failed;
+	size_t n_fail[LOAD_FAIL__COUNT];
+	size_t corr_requests, corr_failing, ref_wrong, ref_failed;
+	bool any_unstable, any_cold_invalid;
+	bool gate_failed;           /* a readiness gate or an arm check failed: nothing ran */
+	char gate_message[1024];
+	char *arm_report;           /* the failed arm check, printed (owned), or NULL */
+};
+
+/*
+ * Runs everything. STATUS_OK when the run took place (failures, divergence
+ * and instability are in the report, not errors); when a gate fails the
+ * return is STATUS_OK with report->gate_failed. Other statuses: bad
+ * options, unreadable suite, unwritable records. Release with
+ * driver_report_release().
+ */
+enum status driver_run(const struct driver_opts *o, struct driver_report *rep, struct status_info *si);
+void driver_report_release(struct driver_report *rep);
+
+/* The report as one JSON object (malloc'd, caller frees); NULL on allocation failure. */
+char *driver_report_json(const struct driver_report *rep);
+/* The report as text. Failures are said first. */
+void driver_report_print(const struct driver_report *rep, FILE *f);
+
+/* Hash of every *_info sample (name and sorted labels) of a /metrics body
+ * into out ("fnv1a64:..."), "" when there is none. */
+enum status driver_config_hash(const char *metrics, size_t n, char *out, size_t n_out,
+			       struct status_info *si);
+/* Sum of the prefix-cache hit counter in a /metrics body; STATUS_NOTFOUND when absent. */
+enum status driver_prefix_hits(const char *metrics, size_t n, double *hits, struct status_info *si);
+
+#endif

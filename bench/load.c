@@ -1,0 +1,741 @@
+#include "load.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jdoc.h"
+#include "sse.h"
+
+/* A stream chunk is one small JSON object; anything larger is refused. */
+#define LOAD_MAX_CHUNK (1u << 20)
+
+static const char *const load_fail_names[LOAD_FAIL__COUNT] = {
+	[LOAD_OK] = "ok",
+	[LOAD_FAIL_HTTP] = "http",
+	[LOAD_FAIL_CONNECT] = "connect",
+	[LOAD_FAIL_RESET] = "reset",
+	[LOAD_FAIL_TRUNCATED] = "truncated",
+	[LOAD_FAIL_STALL] = "stall",
+	[LOAD_FAIL_TIMEOUT] = "timeout",
+	[LOAD_FAIL_SERVER] = "server",
+	[LOAD_FAIL_PROTOCOL] = "protocol",
+};
+
+const char *load_fail_name(enum load_fail f)
+{
+	if ((unsigned)f >= LOAD_FAIL__COUNT)
+		return "unknown";
+	return load_fail_names[f];
+}
+
+double load_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double load_wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* --- one chunk ------------------------------------------------------------ */
+
+struct load_chunk_parser {
+	struct jdoc *doc;   /* reused chunk after chunk: no allocation per token */
+};
+
+struct load_chunk_parser *load_chunk_parser_new(void)
+{
+	struct load_chunk_parser *cp = calloc(1, sizeof(*cp));
+
+	if (!cp)
+		return NULL;
+	cp->doc = jdoc_new(LOAD_MAX_CHUNK);
+	if (!cp->doc) {
+		free(cp);
+		return NULL;
+	}
+	return cp;
+}
+
+void load_chunk_parser_free(struct load_chunk_parser *cp)
+{
+	if (!cp)
+		return;
+	jdoc_free(cp->doc);
+	free(cp);
+}
+
+static void load_set_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void load_set_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->fail)
+		return;   /* the first cause stands */
+	r->fail = f;
+	va_start(ap, fmt);
+	vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Capacity of an array that grows by doubling: the next power of two >= n. */
+static size_t load_cap_of(size_t n)
+{
+	size_t c = 16;
+
+	while (c < n)
+		c *= 2;
+	return c;
+}
+
+/* Makes room for element n (0-based) in an array of n elements growing by doubling. */
+static int load_grow(void **arr, size_t n, size_t elem)
+{
+	void *na;
+
+	/* capacity is always load_cap_of(n) for n elements: grow at 16, 32 ... */
+	if (*arr && (n < 16 || (n & (n - 1))))
+		return 0;
+	na = realloc(*arr, load_cap_of(n + 1) * elem);
+	if (!na)
+		return -1;
+	*arr = na;
+	return 0;
+}
+
+static int load_keep_text(struct load_result *r, const char *s, size_t n)
+{
+	char *nt;
+	size_t cap;
+
+	if (r->text_len + n + 1 > LOAD_MAX_TEXT) {
+		load_set_fail(r, LOAD_FAIL_PROTOCOL, "content longer than %u bytes", LOAD_MAX_TEXT);
+		return -1;
+	}
+	cap = load_cap_of(r->text_len + 1);
+	if (!r->text || cap < r->text_len + n + 1) {
+		nt = realloc(r->text, load_cap_of(r->text_len + n + 1));
+		if (!nt) {
+			load_set_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping content");
+			return -1;
+		}
+		r->text = nt;
+	}
+	memcpy(r->text + r->text_len, s, n);
+	r->text_len += n;
+	r->text[r->text_len] = '\0';
+	return 0;
+}
+
+static const struct jval *load_get(struct jdoc *d, const struct jval *o, const char *k, enum jtype t)
+{
+	const struct jval *v;
+
+	if (!o || o->type != JT_OBJ)
+		return NULL;
+	v = jdoc_get(d, o, k);
+	return v && v->type == t ? v : NULL;
+}
+
+int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+	       bool keep_text, const char *data, size_t len, double now)
+{
+	struct status_info si;
+	const struct jval *root, *v, *choices, *c, *content = NULL, *role = NULL, *usage;
+	struct jdoc *d = cp->doc;
+
+	if (jdoc_parse(d, data, len, &si)) {
+		load_set_fail(r, LOAD_FAIL_PROTOCOL, "chunk is not json at byte %ld: %s", si.byte, si.msg);
+		return -1;
+	}
+	root = jdoc_root(d);
+	if (root->type != JT_OBJ) {
+		load_set_fail(r, LOAD_FAIL_PROTOCOL, "chunk is a json %s, not an object",
+			      jdoc_typename(root));
+		return -1;
+	}
+	v = jdoc_get(d, root, "error");
+	if (v && v->type != JT_NULL) {
+		const struct jval *m = load_get(d, v, "message", JT_STR);
+
+		load_set_fail(r, LOAD_FAIL_SERVER, "error in stream: %.160s",
+			      m ? m->u.s : v->type == JT_STR ? v->u.s : "(no message)");
+		return -1;
+	}
+	v = load_get(d, root, "id", JT_STR);
+	if (v && !r->id[0])
+		snprintf(r->id, sizeof(r->id), "%s", v->u.s);
+	choices = load_get(d, root, "choices", JT_ARR);
+	c = choices ? jdoc_kid(d, choices) : NULL;
+	if (c && c->type == JT_OBJ) {
+		if (api == LOAD_API_CHAT) {
+			const struct jval *delta = load_get(d, c, "delta", JT_OBJ);
+
+			content = load_get(d, delta, "content", JT_STR);
+			role = load_get(d, delta, "role", JT_STR);
+		} else {
+			content = load_get(d, c, "text", JT_STR);
+		}
+		v = load_get(d, c, "finish_reason", JT_STR);
+		if (v)
+			snprintf(r->finish_reason, sizeof(r->finish_reason), "%s", v->u.s);
+	}
+	if (content && content->n > 0) {
+		if (!r->n_chunks)
+			r->t_first = now;
+		r->t_last = now;
+		if (r->n_chunks < LOAD_MAX_TOKENS) {
+			if (load_grow((void **)&r->tok_t, r->n_chunks, sizeof(double))) {
+				load_set_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token times");
+				return -1;
+			}
+			r->tok_t[r->n_chunks] = now;
+			if (keep_text) {
+				if (load_grow((void **)&r->tok_off, r->n_chunks + 1, sizeof(size_t)))
+					return -1;
+				if (!r->n_chunks)
+					r->tok_off[0] = 0;
+				if (load_keep_text(r, content->u.s, content->n))
+					return -1;
+				r->tok_off[r->n_chunks + 1] = r->text_len;
+			}
+		} else {
+			r->chunks_capped = true;
+		}
+		r->n_chunks++;
+	} else if (role) {
+		r->n_role_chunks++;
+	}
+	usage = load_get(d, root, "usage", JT_OBJ);
+	if (usage) {
+		v = load_get(d, usage, "prompt_tokens", JT_INT);
+		if (v)
+			r->usage_prompt = (long)v->u.i;
+		v = load_get(d, usage, "completion_tokens", JT_INT);
+		if (v)
+			r->usage_completion = (long)v->u.i;
+	}
+	return 0;
+}
+
+/* --- the event loop ------------------------------------------------------- */
+
+/* One transfer slot; slots are reused, each keeps its easy handle. */
+struct load_xfer {
+	struct load_loop *lp;
+	CURL *easy;
+	struct sse *sse;
+	const struct load_request *rq;
+	struct load_result *r;        /* NULL when the slot is free */
+	long status;                  /* HTTP status, 0 until the first body byte */
+	double now;                   /* receive time of the bytes being parsed */
+	double last_byte;
+	char errbody[LOAD_MAX_ERROR_BODY + 1];
+	size_t n_errbody;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct load_loop {
+	const struct load_opts *o;
+	CURLM *multi;
+	int ep;
+	double timer_at;              /* libcurl's timeout; < 0: none */
+	struct load_chunk_parser *cp;
+	struct curl_slist *hdrs;
+	struct load_xfer *xf;
+	size_t n_xf;
+	size_t *free_xf;              /* stack of free slot indexes */
+	size_t n_free;
+	size_t n_inflight, n_done, n_failed;
+	uint64_t n_chunks;
+	enum status fatal;            /* an error that stops the run (memory) */
+};
+
+static int load_on_event(void *ctx, const char *data, size_t len)
+{
+	struct load_xfer *x = ctx;
+	struct load_result *r = x->r;
+	size_t before;
+
+	if (r->done)
+		return 0;   /* nothing is expected after [DONE]; ignored */
+	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+		r->done = true;
+		return 0;
+	}
+	before = r->n_chunks;
+	if (load_chunk(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, data, len, x->now))
+		return 1;
+	x->lp->n_chunks += r->n_chunks - before;
+	return 0;
+}
+
+static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct load_xfer *x = ud;
+	struct status_info si;
+	size_t n = size * nmemb, k;
+	double now = load_now();
+
+	x->last_byte = now;
+	if (!x->status)
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	if (x->status != 200) {
+		k = LOAD_MAX_ERROR_BODY - x->n_errbody;
+		if (k > n)
+			k = n;
+		memcpy(x->errbody + x->n_errbody, ptr, k);
+		x->n_errbody += k;
+		x->errbody[x->n_errbody] = '\0';
+		return n;
+	}
+	x->now = now;
+	if (sse_feed(x->sse, ptr, n, &si)) {
+		if (!x->r->fail)
+			load_set_fail(x->r, LOAD_FAIL_PROTOCOL, "%s", si.msg);
+		return 0;   /* aborts the transfer */
+	}
+	return n;
+}
+
+static int load_sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct load_loop *lp = userp;
+	struct epoll_event ev;
+
+	(void)e;
+	(void)socketp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(lp->ep, EPOLL_CTL_DEL, s, NULL);
+		return 0;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+	ev.data.fd = s;
+	if (epoll_ctl(lp->ep, EPOLL_CTL_MOD, s, &ev) && errno == ENOENT &&
+	    epoll_ctl(lp->ep, EPOLL_CTL_ADD, s, &ev))
+		return -1;
+	return 0;
+}
+
+static int load_timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+	struct load_loop *lp = userp;
+
+	(void)m;
+	lp->timer_at = timeout_ms < 0 ? -1.0 : load_now() + (double)timeout_ms / 1e3;
+	return 0;
+}
+
+/* Makes the text of a non-200 body printable on one line. */
+static void load_flatten(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
+			*s = ' ';
+}
+
+/* Decides the request's outcome from what the transfer did. */
+static void load_conclude(struct load_xfer *x, CURLcode rc)
+{
+	struct load_result *r = x->r;
+	long status = 0;
+
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	r->http_status = status;
+	r->t_end = x->last_byte > 0 ? x->last_byte : load_now();
+	if (r->fail)
+		return;
+	if (status && status != 200) {
+		load_flatten(x->errbody);
+		load_set_fail(r, LOAD_FAIL_HTTP, "http %ld: %.150s", status, x->errbody);
+		return;
+	}
+	switch (rc) {
+	case CURLE_OK:
+		if (!r->done)
+			load_set_fail(r, LOAD_FAIL_TRUNCATED, "stream ended before [DONE] after %zu content chunks%s",
+				      r->n_chunks, sse_pending(x->sse) ? " and inside an event" : "");
+		return;
+	case CURLE_PARTIAL_FILE:
+		load_set_fail(r, LOAD_FAIL_TRUNCATED, "connection closed inside the response after %zu content chunks",
+			      r->n_chunks);
+		return;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		load_set_fail(r, LOAD_FAIL_CONNECT, "could not connect: %s",
+			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
+		return;
+	case CURLE_OPERATION_TIMEDOUT:
+		load_set_fail(r, LOAD_FAIL_TIMEOUT, "request took longer than %.1f s after %zu content chunks",
+			      x->lp->o->timeout_s, r->n_chunks);
+		return;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	default:
+		load_set_fail(r, LOAD_FAIL_RESET, "%s after %zu content chunks",
+			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), r->n_chunks);
+		return;
+	}
+}
+
+static void load_retire(struct load_loop *lp, struct load_xfer *x, CURLcode rc)
+{
+	load_conclude(x, rc);
+	curl_multi_remove_handle(lp->multi, x->easy);
+	if (x->r->fail)
+		lp->n_failed++;
+	lp->n_done++;
+	lp->n_inflight--;
+	x->r = NULL;
+	x->rq = NULL;
+	lp->free_xf[lp->n_free++] = (size_t)(x - lp->xf);
+}
+
+static enum status load_launch(struct load_loop *lp, const struct load_request *rq,
+			       struct load_result *r, size_t seq, struct status_info *si)
+{
+	struct load_xfer *x;
+	const struct load_opts *o = lp->o;
+
+	x = &lp->xf[lp->free_xf[--lp->n_free]];
+	x->rq = rq;
+	x->r = r;
+	x->status = 0;
+	x->n_errbody = 0;
+	x->errbody[0] = '\0';
+	x->errbuf[0] = '\0';
+	sse_reset(x->sse);
+	r->launch_seq = seq;
+	r->t_launch = load_now();
+	if (!r->t_sched)
+		r->t_sched = r->t_launch;
+	x->last_byte = 0;
+	curl_easy_setopt(x->easy, CURLOPT_URL, rq->url);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, rq->body);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS,
+			 o->timeout_s > 0 ? (long)(o->timeout_s * 1e3) : 0L);
+	if (curl_multi_add_handle(lp->multi, x->easy) != CURLM_OK) {
+		x->r = NULL;
+		lp->n_free++;
+		return status_set(si, STATUS_NOMEM, "load: cannot add a transfer");
+	}
+	lp->n_inflight++;
+	return STATUS_OK;
+}
+
+static void load_reap(struct load_loop *lp)
+{
+	CURLMsg *m;
+	int left;
+	struct load_xfer *x;
+
+	while ((m = curl_multi_info_read(lp->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		x = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		if (x && x->r)
+			load_retire(lp, x, m->data.result);
+	}
+}
+
+/* Fails transfers silent for longer than stall_s. */
+static void load_stalls(struct load_loop *lp, double now)
+{
+	size_t i;
+	struct load_xfer *x;
+	double since;
+
+	for (i = 0; i < lp->n_xf; i++) {
+		x = &lp->xf[i];
+		if (!x->r)
+			continue;
+		since = x->last_byte > 0 ? x->last_byte : x->r->t_launch;
+		if (now - since < lp->o->stall_s)
+			continue;
+		load_set_fail(x->r, LOAD_FAIL_STALL, "no data for %.1f s after %zu content chunks",
+			      lp->o->stall_s, x->r->n_chunks);
+		load_retire(lp, x, CURLE_OK);
+	}
+}
+
+static void load_progress(struct load_loop *lp, size_t n_total, double t0)
+{
+	struct load_progress p;
+
+	if (!lp->o->progress)
+		return;
+	p.n_total = n_total;
+	p.n_done = lp->n_done;
+	p.n_failed = lp->n_failed;
+	p.n_inflight = lp->n_inflight;
+	p.n_chunks = lp->n_chunks;
+	p.elapsed = load_now() - t0;
+	lp->o->progress(lp->o->progress_ctx, &p);
+}
+
+static uint64_t load_splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void load_loop_release(struct load_loop *lp)
+{
+	size_t i;
+
+	for (i = 0; lp->xf && i < lp->n_xf; i++) {
+		if (lp->xf[i].r && lp->multi)
+			curl_multi_remove_handle(lp->multi, lp->xf[i].easy);
+		if (lp->xf[i].easy)
+			curl_easy_cleanup(lp->xf[i].easy);
+		sse_free(lp->xf[i].sse);
+	}
+	free(lp->xf);
+	free(lp->free_xf);
+	if (lp->multi)
+		curl_multi_cleanup(lp->multi);
+	if (lp->ep >= 0)
+		close(lp->ep);
+	curl_slist_free_all(lp->hdrs);
+	load_chunk_parser_free(lp->cp);
+}
+
+static enum status load_loop_init(struct load_loop *lp, const struct load_opts *o, size_t n_xf,
+				  struct status_info *si)
+{
+	size_t i;
+	struct load_xfer *x;
+	struct curl_slist *h;
+
+	memset(lp, 0, sizeof(*lp));
+	lp->o = o;
+	lp->ep = -1;
+	lp->timer_at = -1.0;
+	lp->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (lp->ep < 0)
+		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
+	lp->multi = curl_multi_init();
+	lp->cp = load_chunk_parser_new();
+	lp->xf = calloc(n_xf, sizeof(*lp->xf));
+	lp->free_xf = calloc(n_xf, sizeof(*lp->free_xf));
+	if (!lp->multi || !lp->cp || !lp->xf || !lp->free_xf)
+		return status_set(si, STATUS_NOMEM, "load: out of memory");
+	lp->n_xf = n_xf;
+	/* Expect: empty stops a 100-continue round trip on bodies over 1 KiB */
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	if (h)
+		lp->hdrs = h;
+	if (!h || !(h = curl_slist_append(lp->hdrs, "Accept: text/event-stream")) ||
+	    !(h = curl_slist_append(lp->hdrs, "Expect:")))
+		return status_set(si, STATUS_NOMEM, "load: out of memory");
+	curl_multi_setopt(lp->multi, CURLMOPT_SOCKETFUNCTION, load_sock_cb);
+	curl_multi_setopt(lp->multi, CURLMOPT_SOCKETDATA, lp);
+	curl_multi_setopt(lp->multi, CURLMOPT_TIMERFUNCTION, load_timer_cb);
+	curl_multi_setopt(lp->multi, CURLMOPT_TIMERDATA, lp);
+	curl_multi_setopt(lp->multi, CURLMOPT_MAXCONNECTS, (long)n_xf);
+	curl_multi_setopt(lp->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+	for (i = 0; i < n_xf; i++) {
+		x = &lp->xf[i];
+		x->lp = lp;
+		x->easy = curl_easy_init();
+		x->sse = sse_new(0, load_on_event, x);
+		if (!x->easy || !x->sse)
+			return status_set(si, STATUS_NOMEM, "load: out of memory");
+		curl_easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
+		curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, load_write_cb);
+		curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+		curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
+		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, lp->hdrs);
+		curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+		curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+		lp->free_xf[lp->n_free++] = n_xf - 1 - i;
+	}
+	return STATUS_OK;
+}
+
+enum status load_run_exec(const struct load_opts *o, const struct load_request *reqs,
+			  size_t n, struct load_run **out, struct status_info *si)
+{
+	struct load_loop lp;
+	struct load_run *run = NULL;
+	struct epoll_event evs[512];
+	enum status st = STATUS_OK;
+	size_t n_xf, next = 0, i;
+	double t0, now, wait, next_prog, next_stall = 0, prog_s, *sched = NULL;
+	int ne, running, k, flags, wait_ms;
+	uint64_t rng;
+
+	*out = NULL;
+	memset(&lp, 0, sizeof(lp));
+	lp.ep = -1;
+	if (!n || n > LOAD_MAX_REQUESTS)
+		return status_set(si, STATUS_USAGE, "load: %zu requests (want 1 to %u)", n, LOAD_MAX_REQUESTS);
+	if (o->arrival == LOAD_CLOSED && !o->concurrency)
+		return status_set(si, STATUS_USAGE, "load: concurrency must be at least 1");
+	if (o->arrival == LOAD_POISSON && !(o->rate > 0))
+		return status_set(si, STATUS_USAGE, "load: poisson rate must be above 0");
+	n_xf = o->arrival == LOAD_CLOSED ? o->concurrency : n;
+	if (n_xf > n)
+		n_xf = n;
+	if (n_xf > LOAD_MAX_INFLIGHT) {
+		if (o->arrival != LOAD_POISSON)
+			return status_set(si, STATUS_LIMIT, "load: %zu requests in flight (cap %u)",
+					  n_xf, LOAD_MAX_INFLIGHT);
+		n_xf = LOAD_MAX_INFLIGHT;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+		return status_set(si, STATUS_NOMEM, "load: libcurl init failed");
+	run = calloc(1, sizeof(*run));
+	if (run)
+		run->res = calloc(n, sizeof(*run->res));
+	if (!run || !run->res) {
+		st = status_set(si, STATUS_NOMEM, "load: out of memory");
+		goto out;
+	}
+	run->n = n;
+	run->arrival = o->arrival;
+	for (i = 0; i < n; i++) {
+		run->res[i].index = i;
+		run->res[i].prompt_index = reqs[i].prompt_index;
+		run->res[i].usage_prompt = -1;
+		run->res[i].usage_completion = -1;
+	}
+	st = load_loop_init(&lp, o, n_xf, si);
+	if (st)
+		goto out;
+	prog_s = o->progress_s > 0 ? o->progress_s : 0.1;
+	t0 = load_now();
+	run->t_start = t0;
+	run->wall_start = load_wall();
+	if (o->arrival == LOAD_POISSON) {
+		sched = calloc(n, sizeof(*sched));
+		if (!sched) {
+			st = status_set(si, STATUS_NOMEM, "load: out of memory");
+			goto out;
+		}
+		rng = o->seed;
+		now = t0;
+		for (i = 0; i < n; i++) {
+			/* u in (0, 1]: -ln(u) is finite */
+			double u = ((double)(load_splitmix(&rng) >> 11) + 1.0) / 9007199254740992.0;
+
+			if (i)
+				now += -log(u) / o->rate;
+			sched[i] = now;
+			run->res[i].t_sched = now;
+		}
+	}
+	next_prog = t0 + prog_s;
+	while (lp.n_done < n) {
+		now = load_now();
+		/* launch what is due */
+		while (next < n && lp.n_free) {
+			if (o->arrival == LOAD_CLOSED && lp.n_inflight >= o->concurrency)
+				break;
+			if (o->arrival == LOAD_POISSON && sched[next] > now)
+				break;
+			st = load_launch(&lp, &reqs[next], &run->res[next], next, si);
+			if (st)
+				goto out;
+			next++;
+		}
+		if (lp.n_inflight > run->max_inflight)
+			run->max_inflight = lp.n_inflight;
+		/* how long may we sleep */
+		wait = 1.0;
+		if (lp.timer_at >= 0)
+			wait = lp.timer_at - now;
+		if (o->arrival == LOAD_POISSON && next < n && lp.n_free && sched[next] - now < wait)
+			wait = sched[next] - now;
+		if (o->stall_s > 0 && wait > 0.05)
+			wait = 0.05;
+		if (o->progress && next_prog - now < wait)
+			wait = next_prog - now;
+		wait_ms = wait <= 0 ? 0 : (int)ceil(wait * 1e3);
+		ne = epoll_wait(lp.ep, evs, (int)(sizeof(evs) / sizeof(evs[0])), wait_ms);
+		if (ne < 0 && errno != EINTR) {
+			st = status_set(si, STATUS_IO, "load: epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+		for (k = 0; k < ne; k++) {
+			flags = 0;
+			if (evs[k].events & EPOLLIN)
+				flags |= CURL_CSELECT_IN;
+			if (evs[k].events & EPOLLOUT)
+				flags |= CURL_CSELECT_OUT;
+			if (evs[k].events & (EPOLLERR | EPOLLHUP))
+				flags |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(lp.multi, evs[k].data.fd, flags, &running);
+		}
+		now = load_now();
+		if (lp.timer_at >= 0 && now >= lp.timer_at) {
+			lp.timer_at = -1.0;
+			curl_multi_socket_action(lp.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		}
+		load_reap(&lp);
+		if (o->stall_s > 0 && now >= next_stall) {
+			load_stalls(&lp, now);
+			next_stall = now + 0.05;
+		}
+		if (o->progress && now >= next_prog) {
+			load_progress(&lp, n, t0);
+			next_prog = now + prog_s;
+		}
+	}
+	run->t_end = run->t_start;
+	for (i = 0; i < n; i++)
+		if (run->res[i].t_end > run->t_end)
+			run->t_end = run->res[i].t_end;
+	run->wall_end = run->wall_start + (run->t_end - run->t_start);
+	load_progress(&lp, n, t0);
+out:
+	free(sched);
+	load_loop_release(&lp);
+	curl_global_cleanup();
+	if (st) {
+		load_run_free(run);
+		return st;
+	}
+	*out = run;
+	return STATUS_OK;
+}
+
+void load_run_free(struct load_run *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; r->res && i < r->n; i++) {
+		free(r->res[i].tok_t);
+		free(r->res[i].text);
+		free(r->res[i].tok_off);
+	}
+	free(r->res);
+	free(r);
+}

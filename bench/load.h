@@ -1,0 +1,153 @@
+/*
+ * load.h - the load driver: one thread, one libcurl multi handle, one epoll
+ * event loop, every response streamed and parsed incrementally (sse.h).
+ *
+ * Each request is timed where its bytes are read, on CLOCK_MONOTONIC:
+ *   - TTFT at the first chunk that carries content (a chat stream's first,
+ *     role-only chunk is not a token and does not stop the clock);
+ *   - every content chunk's receive time (so every inter-token gap);
+ *   - time to last content token (TTLT) and end of stream (e2e).
+ * Token counts come from the response's `usage` block when it has one;
+ * counted content chunks are kept beside them so a caller can say which
+ * source a figure used.
+ *
+ * A request is a success only when the server answered 200 and the stream
+ * ended with `data: [DONE]`. Everything else is a failure with a reason:
+ * HTTP status, reset, truncated stream, stall, timeout, a server error
+ * object in the stream, an unparseable chunk.
+ *
+ * Arrival models:
+ *   LOAD_CLOSED   closed loop: `concurrency` requests in flight; a request
+ *                 starts when one ends;
+ *   LOAD_BATCH    every request launched at once;
+ *   LOAD_POISSON  open loop: launches at exponential inter-arrival times of
+ *                 mean 1/rate drawn from `seed`, whatever is in flight.
+ */
+#ifndef TTAUDIT_LOAD_H
+#define TTAUDIT_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+/* Hard caps. */
+#define LOAD_MAX_REQUESTS 1000000u
+#define LOAD_MAX_INFLIGHT 4096u
+#define LOAD_MAX_TOKENS 65536u        /* content chunks kept per request */
+#define LOAD_MAX_TEXT (4u << 20)      /* content bytes kept per request */
+#define LOAD_MAX_ERROR_BODY 2048u     /* bytes of a non-200 body kept for the reason */
+
+enum load_arrival { LOAD_CLOSED, LOAD_BATCH, LOAD_POISSON };
+
+/* Which stream shape a request speaks; chosen by the body's route. */
+enum load_api { LOAD_API_COMPLETIONS, LOAD_API_CHAT };
+
+enum load_fail {
+	LOAD_OK = 0,
+	LOAD_FAIL_HTTP,        /* a status other than 200 */
+	LOAD_FAIL_CONNECT,     /* could not connect */
+	LOAD_FAIL_RESET,       /* connection reset or closed with nothing */
+	LOAD_FAIL_TRUNCATED,   /* the stream ended before [DONE] */
+	LOAD_FAIL_STALL,       /* no byte for stall_s */
+	LOAD_FAIL_TIMEOUT,     /* the whole request took longer than timeout_s */
+	LOAD_FAIL_SERVER,      /* an error object inside the stream */
+	LOAD_FAIL_PROTOCOL,    /* an unparseable chunk or a cap reached */
+	LOAD_FAIL__COUNT
+};
+
+/* "ok", "http", "connect", "reset", "truncated", "stall", "timeout", "server", "protocol". */
+const char *load_fail_name(enum load_fail f);
+
+/* One request to send. Strings are the caller's and must outlive the run. */
+struct load_request {
+	const char *url;       /* full endpoint, e.g. http://127.0.0.1:8000/v1/completions */
+	enum load_api api;
+	const char *body;      /* the JSON body, streaming requested in it */
+	size_t body_len;
+	size_t prompt_index;   /* the caller's own index (suite entry), carried to the result */
+};
+
+/* What one request did. Times are CLOCK_MONOTONIC seconds; 0 = did not happen. */
+struct load_result {
+	size_t index;          /* position in the request array (launch order for CLOSED and BATCH) */
+	size_t prompt_index;
+	size_t launch_seq;     /* the order in which it was actually launched, 0-based */
+	char id[128];          /* the response's `id` (request id an audit carries); "" when none */
+	double t_sched;        /* when it was due (POISSON: its arrival time; else = t_launch) */
+	double t_launch;
+	double t_first;        /* first content chunk */
+	double t_last;         /* last content chunk */
+	double t_end;          /* end of the transfer */
+	double *tok_t;         /* n_chunks receive times; owned by the run */
+	size_t n_chunks;       /* counted content chunks */
+	bool chunks_capped;    /* more than LOAD_MAX_TOKENS: later ones counted, not timed */
+	size_t n_role_chunks;  /* chunks with a role and no content (chat) */
+	char *text;            /* concatenated content when keep_text; owned by the run */
+	size_t text_len;
+	size_t *tok_off;       /* keep_text: n_chunks+1 offsets of each chunk in text */
+	long usage_prompt;     /* from `usage`; -1 when the stream had none */
+	long usage_completion;
+	char finish_reason[24];
+	bool done;             /* saw data: [DONE] */
+	enum load_fail fail;
+	long http_status;
+	char reason[200];      /* lower case, for the record; "" when ok */
+};
+
+struct load_progress {
+	size_t n_total, n_done, n_failed, n_inflight;
+	uint64_t n_chunks;     /* content chunks received so far */
+	double elapsed;        /* seconds since the run started */
+};
+
+struct load_opts {
+	enum load_arrival arrival;
+	unsigned concurrency;  /* CLOSED: requests in flight (>= 1) */
+	double rate;           /* POISSON: requests per second (> 0) */
+	uint64_t seed;         /* POISSON: inter-arrival draws */
+	double timeout_s;      /* whole-request limit; 0: none */
+	double stall_s;        /* limit on silence within a request; 0: none */
+	bool keep_text;        /* keep each request's content and chunk offsets */
+	/* called from the loop at most every progress_s seconds, and once at the end */
+	void (*progress)(void *ctx, const struct load_progress *p);
+	void *progress_ctx;
+	double progress_s;     /* 0: 0.1 */
+};
+
+struct load_run {
+	struct load_result *res;   /* n entries, in request order */
+	size_t n;
+	enum load_arrival arrival;
+	double t_start, t_end;     /* monotonic: first launch, last completion */
+	double wall_start, wall_end;
+	size_t max_inflight;       /* the most requests in flight at once */
+};
+
+/*
+ * Sends reqs[0..n) under the arrival model and waits for every one. Per
+ * request failures are results, not errors: the return is STATUS_OK when the
+ * run took place. STATUS_USAGE for bad options, STATUS_NOMEM, STATUS_LIMIT.
+ * *out is owned by the caller: load_run_free().
+ */
+enum status load_run_exec(const struct load_opts *o, const struct load_request *reqs,
+			  size_t n, struct load_run **out, struct status_info *si);
+void load_run_free(struct load_run *r);
+
+/*
+ * Parses one stream chunk (the data of one event, not [DONE]) into r as the
+ * loop does, at receive time `now`. Exposed for tests. Returns 0, or -1 with
+ * r->fail and r->reason set.
+ */
+struct load_chunk_parser;
+struct load_chunk_parser *load_chunk_parser_new(void);
+void load_chunk_parser_free(struct load_chunk_parser *cp);
+int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+	       bool keep_text, const char *data, size_t len, double now);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in seconds. */
+double load_now(void);
+double load_wall(void);
+
+#endif

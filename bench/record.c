@@ -1,0 +1,378 @@
+#include "record.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct record {
+	FILE *f;
+	char path[1024];
+	bool failed;     /* a write failed: close reports it */
+	int err;
+};
+
+const char *record_arm_state_name(enum record_arm_state s)
+{
+	switch (s) {
+	case RECORD_ARM_NONE: return "none";
+	case RECORD_ARM_CONFIRMED: return "confirmed";
+	case RECORD_ARM_UNCONFIRMED: return "unconfirmed";
+	case RECORD_ARM_FAILED: return "failed";
+	}
+	return "unknown";
+}
+
+const char *record_arrival_name(enum load_arrival a)
+{
+	switch (a) {
+	case LOAD_CLOSED: return "closed";
+	case LOAD_BATCH: return "batch";
+	case LOAD_POISSON: return "poisson";
+	}
+	return "unknown";
+}
+
+enum status record_open(struct record **out, const char *path, struct status_info *si)
+{
+	struct record *w;
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return status_set(si, STATUS_NOMEM, "%s: out of memory", path);
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->f = fopen(path, "w");
+	if (!w->f) {
+		status_set_at(si, STATUS_IO, path, 0, 0, "cannot create: %s", strerror(errno));
+		free(w);
+		return STATUS_IO;
+	}
+	*out = w;
+	return STATUS_OK;
+}
+
+enum status record_close(struct record *w, struct status_info *si)
+{
+	enum status st = STATUS_OK;
+
+	if (!w)
+		return STATUS_OK;
+	if (fclose(w->f) && !w->failed) {
+		w->failed = true;
+		w->err = errno;
+	}
+	if (w->failed)
+		st = status_set_at(si, STATUS_IO, w->path, 0, 0, "write failed: %s", strerror(w->err));
+	free(w);
+	return st;
+}
+
+enum status record_gate(const struct record_identity *id, struct status_info *si)
+{
+	if (!id->ready)
+		return status_set(si, STATUS_USAGE, "%s: no record without a passed readiness gate",
+				  id->url ? id->url : "server");
+	if (id->arm && id->arm_state != RECORD_ARM_CONFIRMED && id->arm_state != RECORD_ARM_UNCONFIRMED)
+		return status_set(si, STATUS_USAGE, "arm '%s': no record without the arm confirmed "
+				  "(or --no-arm-check, labelled unconfirmed)", id->arm);
+	if (!id->arm && id->arm_state != RECORD_ARM_NONE)
+		return status_set(si, STATUS_USAGE, "arm state %s without an arm name",
+				  record_arm_state_name(id->arm_state));
+	return STATUS_OK;
+}
+
+static enum status record_put(struct record *w, cJSON *o, struct status_info *si)
+{
+	char *s = cJSON_PrintUnformatted(o);
+
+	if (!s)
+		return status_set(si, STATUS_NOMEM, "%s: out of memory", w->path);
+	if (fputs(s, w->f) == EOF || fputc('\n', w->f) == EOF) {
+		if (!w->failed) {
+			w->failed = true;
+			w->err = errno;
+		}
+		free(s);
+		return status_set_at(si, STATUS_IO, w->path, 0, 0, "write failed: %s", strerror(errno));
+	}
+	free(s);
+	return STATUS_OK;
+}
+
+enum status record_line(struct record *w, const char *json, struct status_info *si)
+{
+	if (fputs(json, w->f) == EOF || fputc('\n', w->f) == EOF) {
+		w->failed = true;
+		w->err = errno;
+		return status_set_at(si, STATUS_IO, w->path, 0, 0, "write failed: %s", strerror(errno));
+	}
+	return STATUS_OK;
+}
+
+/* Adds a string or null. */
+static void record_str(cJSON *o, const char *k, const char *v)
+{
+	if (v)
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+/* Adds the parsed JSON text, or the text as a string when it does not parse, or null. */
+static void record_raw(cJSON *o, const char *k, const char *json)
+{
+	cJSON *v = json ? cJSON_Parse(json) : NULL;
+
+	if (v)
+		cJSON_AddItemToObject(o, k, v);
+	else
+		record_str(o, k, json);
+}
+
+cJSON *record_identity_json(const struct record_identity *id)
+{
+	cJSON *o = cJSON_CreateObject();
+	char seed[24];
+
+	if (!o)
+		return NULL;
+	record_str(o, "tool", "ttaudit");
+	record_str(o, "tool_version", id->tool_version);
+	record_str(o, "url", id->url);
+	record_str(o, "model", id->model);
+	record_str(o, "arm", id->arm);
+	record_str(o, "arm_state", record_arm_state_name(id->arm_state));
+	record_raw(o, "arm_evidence", id->arm_evidence);
+	record_str(o, "host", id->host);
+	cJSON_AddBoolToObject(o, "ready", id->ready);
+	record_raw(o, "ready_report", id->ready_json);
+	record_str(o, "suite_hash", id->suite_hash);
+	record_str(o, "suite_source", id->suite_source);
+	record_str(o, "sizing", id->sizing);
+	record_str(o, "server_config_hash", id->config_hash);
+	/* a string: a 64-bit seed does not survive a double */
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)id->corpus_seed);
+	record_str(o, "corpus_seed", seed);
+	return o;
+}
+
+static cJSON *record_dist(const struct stats_dist *d)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "n", (double)d->n);
+	cJSON_AddNumberToObject(o, "min", d->min);
+	cJSON_AddNumberToObject(o, "p50", d->p50);
+	cJSON_AddNumberToObject(o, "p90", d->p90);
+	cJSON_AddNumberToObject(o, "p99", d->p99);
+	cJSON_AddNumberToObject(o, "max", d->max);
+	cJSON_AddNumberToObject(o, "mean", d->mean);
+	return o;
+}
+
+cJSON *record_stats_json(const struct stats_run *st)
+{
+	cJSON *o = cJSON_CreateObject(), *f, *sc;
+	size_t i;
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "requests", (double)st->n);
+	cJSON_AddNumberToObject(o, "ok", (double)st->n_ok);
+	cJSON_AddNumberToObject(o, "failed", (double)st->n_failed);
+	f = cJSON_AddObjectToObject(o, "failures");
+	for (i = 1; f && i < LOAD_FAIL__COUNT; i++)
+		if (st->n_fail[i])
+			cJSON_AddNumberToObject(f, load_fail_name((enum load_fail)i), (double)st->n_fail[i]);
+	cJSON_AddNumberToObject(o, "makespan_s", st->makespan);
+	cJSON_AddNumberToObject(o, "output_tokens", (double)st->out_tokens);
+	cJSON_AddNumberToObject(o, "output_chunks", (double)st->out_chunks);
+	cJSON_AddStringToObject(o, "tps_source", st->tps_source ? st->tps_source : "none");
+	cJSON_AddNumberToObject(o, "usage_chunk_mismatches", (double)st->n_usage_mismatch);
+	cJSON_AddNumberToObject(o, "output_tok_s", st->out_tok_s);
+	cJSON_AddNumberToObject(o, "requests_s", st->req_s);
+	if (st->prompt_tokens >= 0)
+		cJSON_AddNumberToObject(o, "prompt_tokens", (double)st->prompt_tokens);
+	else
+		cJSON_AddNullToObject(o, "prompt_tokens");
+	cJSON_AddNumberToObject(o, "max_ttft_s", st->max_ttft);
+	cJSON_AddNumberToObject(o, "batch_prefill_tok_s", st->prefill_tok_s);
+	cJSON_AddItemToObject(o, "ttft_s", record_dist(&st->ttft));
+	cJSON_AddItemToObject(o, "ttlt_s", record_dist(&st->ttlt));
+	cJSON_AddItemToObject(o, "e2e_s", record_dist(&st->e2e));
+	cJSON_AddItemToObject(o, "itl_s", record_dist(&st->itl));
+	sc = cJSON_AddArrayToObject(o, "ttft_staircase_s");
+	for (i = 0; sc && i < st->n_staircase; i++)
+		cJSON_AddItemToArray(sc, st->staircase[i] < 0 ? cJSON_CreateNull()
+							       : cJSON_CreateNumber(st->staircase[i]));
+	return o;
+}
+
+cJSON *record_correct_json(const struct correct_report *c)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "requests", (double)c->n);
+	cJSON_AddNumberToObject(o, "failing", (double)c->n_failing);
+	cJSON_AddNumberToObject(o, "identical", (double)c->n_identical);
+	cJSON_AddNumberToObject(o, "diverged", (double)c->n_diverged);
+	cJSON_AddNumberToObject(o, "wrong", (double)c->n_wrong);
+	cJSON_AddNumberToObject(o, "failed", (double)c->n_failed);
+	cJSON_AddNumberToObject(o, "no_reference", (double)c->n_no_reference);
+	cJSON_AddNumberToObject(o, "reference_requests", (double)c->n_ref);
+	cJSON_AddNumberToObject(o, "reference_wrong", (double)c->n_ref_wrong);
+	cJSON_AddNumberToObject(o, "reference_failed", (double)c->n_ref_failed);
+	return o;
+}
+
+static void record_cell_json(cJSON *o, const struct record_cell *c, const struct load_run *run)
+{
+	cJSON *a = cJSON_AddObjectToObject(o, "arrival");
+	char seed[24];
+
+	if (a) {
+		cJSON_AddStringToObject(a, "model", record_arrival_name(c->arrival));
+		if (c->arrival == LOAD_CLOSED)
+			cJSON_AddNumberToObject(a, "concurrency", c->concurrency);
+		if (c->arrival == LOAD_BATCH)
+			cJSON_AddNumberToObject(a, "batch", c->batch);
+		if (c->arrival == LOAD_POISSON) {
+			cJSON_AddNumberToObject(a, "rate", c->rate);
+			snprintf(seed, sizeof(seed), "%llu", (unsigned long long)c->arrival_seed);
+			cJSON_AddStringToObject(a, "seed", seed);
+		}
+		cJSON_AddNumberToObject(a, "max_inflight", (double)run->max_inflight);
+	}
+	cJSON_AddStringToObject(o, "cache_claim", c->cache_claim ? c->cache_claim : "cold");
+	if (c->prefix_known) {
+		cJSON_AddNumberToObject(o, "prefix_cache_hits_delta", c->prefix_hits_delta);
+		if (!c->cache_claim || !strcmp(c->cache_claim, "cold"))
+			cJSON_AddBoolToObject(o, "cold_claim_valid", c->cold_claim_valid);
+	} else {
+		cJSON_AddNullToObject(o, "prefix_cache_hits_delta");
+		if (!c->cache_claim || !strcmp(c->cache_claim, "cold"))
+			cJSON_AddNullToObject(o, "cold_claim_valid");
+	}
+	if (c->temperature >= 0)
+		cJSON_AddNumberToObject(o, "temperature", c->temperature);
+	else
+		cJSON_AddNullToObject(o, "temperature");
+}
+
+static void record_verdict(cJSON *o, const struct correct_item *it)
+{
+	cJSON_AddStringToObject(o, "verdict", correct_verdict_name(it->verdict));
+	if (it->verdict == CORRECT_DIVERGED) {
+		cJSON_AddNumberToObject(o, "diverged_at", (double)it->at);
+		cJSON_AddStringToObject(o, "reference_from", it->ref_excerpt);
+		cJSON_AddStringToObject(o, "output_from", it->got_excerpt);
+	}
+	if (it->verdict == CORRECT_WRONG)
+		cJSON_AddStringToObject(o, "missing", it->missing);
+}
+
+static cJSON *record_request_json(const struct record_identity *id, const struct record_cell *c,
+				  const struct load_result *r, bool token_times)
+{
+	cJSON *o = cJSON_CreateObject(), *tt;
+	size_t i, n;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "kind", "request");
+	cJSON_AddStringToObject(o, "run_id", c->run_id);
+	record_str(o, "arm", id->arm);
+	cJSON_AddStringToObject(o, "arm_state", record_arm_state_name(id->arm_state));
+	cJSON_AddStringToObject(o, "phase", c->phase);
+	cJSON_AddNumberToObject(o, "index", (double)r->index);
+	cJSON_AddNumberToObject(o, "launch_seq", (double)r->launch_seq);
+	cJSON_AddNumberToObject(o, "prompt_index", (double)r->prompt_index);
+	record_str(o, "id", r->id[0] ? r->id : NULL);
+	cJSON_AddBoolToObject(o, "ok", !r->fail);
+	cJSON_AddStringToObject(o, "outcome", load_fail_name(r->fail));
+	if (r->fail)
+		cJSON_AddStringToObject(o, "reason", r->reason);
+	cJSON_AddNumberToObject(o, "http_status", (double)r->http_status);
+	cJSON_AddNumberToObject(o, "t_sched", r->t_sched);
+	cJSON_AddNumberToObject(o, "t_launch", r->t_launch);
+	if (r->t_first > 0) {
+		cJSON_AddNumberToObject(o, "ttft_s", r->t_first - r->t_launch);
+		cJSON_AddNumberToObject(o, "ttlt_s", r->t_last - r->t_launch);
+	} else {
+		cJSON_AddNullToObject(o, "ttft_s");
+		cJSON_AddNullToObject(o, "ttlt_s");
+	}
+	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - r->t_launch);
+	cJSON_AddNumberToObject(o, "content_chunks", (double)r->n_chunks);
+	cJSON_AddNumberToObject(o, "role_chunks", (double)r->n_role_chunks);
+	if (r->usage_prompt >= 0)
+		cJSON_AddNumberToObject(o, "prompt_tokens", (double)r->usage_prompt);
+	else
+		cJSON_AddNullToObject(o, "prompt_tokens");
+	if (r->usage_completion >= 0) {
+		cJSON_AddNumberToObject(o, "output_tokens", (double)r->usage_completion);
+		cJSON_AddStringToObject(o, "tps_source", "usage");
+	} else {
+		cJSON_AddNumberToObject(o, "output_tokens", (double)r->n_chunks);
+		cJSON_AddStringToObject(o, "tps_source", "chunks");
+	}
+	record_str(o, "finish_reason", r->finish_reason[0] ? r->finish_reason : NULL);
+	if (c->correct && r->index < c->correct->n)
+		record_verdict(o, &c->correct->items[r->index]);
+	if (token_times) {
+		tt = cJSON_AddArrayToObject(o, "token_t");
+		n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
+		for (i = 0; tt && i < n; i++)
+			cJSON_AddItemToArray(tt, cJSON_CreateNumber(r->tok_t[i]));
+	}
+	return o;
+}
+
+enum status record_run(struct record *w, const struct record_identity *id,
+		       const struct record_cell *cell, const struct load_run *run,
+		       const struct stats_run *st, bool token_times, struct status_info *si)
+{
+	cJSON *o = NULL, *v;
+	enum status rst = record_gate(id, si);
+	size_t i;
+
+	if (rst)
+		return rst;
+	o = cJSON_CreateObject();
+	if (!o)
+		return status_set(si, STATUS_NOMEM, "%s: out of memory", w->path);
+	cJSON_AddStringToObject(o, "kind", "run");
+	cJSON_AddStringToObject(o, "run_id", cell->run_id);
+	cJSON_AddStringToObject(o, "phase", cell->phase);
+	cJSON_AddNumberToObject(o, "arm_index", (double)cell->arm_index);
+	cJSON_AddNumberToObject(o, "repeat", cell->repeat);
+	cJSON_AddBoolToObject(o, "has_failures", st->n_failed > 0);
+	v = record_identity_json(id);
+	if (v)
+		cJSON_AddItemToObject(o, "identity", v);
+	cJSON_AddNumberToObject(o, "wall_start", run->wall_start);
+	cJSON_AddNumberToObject(o, "wall_end", run->wall_end);
+	cJSON_AddNumberToObject(o, "mono_start", run->t_start);
+	cJSON_AddNumberToObject(o, "mono_end", run->t_end);
+	record_cell_json(o, cell, run);
+	v = record_stats_json(st);
+	if (v)
+		cJSON_AddItemToObject(o, "figures", v);
+	if (cell->correct && (v = record_correct_json(cell->correct)))
+		cJSON_AddItemToObject(o, "correctness", v);
+	rst = record_put(w, o, si);
+	cJSON_Delete(o);
+	for (i = 0; !rst && i < run->n; i++) {
+		o = record_request_json(id, cell, &run->res[i], token_times);
+		if (!o)
+			return status_set(si, STATUS_NOMEM, "%s: out of memory", w->path);
+		rst = record_put(w, o, si);
+		cJSON_Delete(o);
+	}
+	return rst;
+}
