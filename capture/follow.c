@@ -146,13 +146,15 @@ static void follow_sleep(const struct follow_opts *o)
 }
 
 /* At end of file: has the name moved on (rotation) or the file shrunk? */
-static void follow_check(struct follow *f)
+static void follow_check(struct follow *f, struct status_info *si)
 {
 	struct stat st;
 
 	if (stat(f->o->path, &st) != 0 || st.st_dev != f->dev || st.st_ino != f->ino) {
-		/* Rotated: the old file is read to its end already; the rest of
-		 * its last line, if any, is complete as far as it goes. */
+		/* Rotated: read what was appended to the old file since the last
+		 * read; the rest of its last line is complete as far as it goes. */
+		while (follow_read(f, si) > 0)
+			;
 		linebuf_flush(&f->lb, follow_on_line, f);
 		close(f->fd);
 		f->fd = -1;
@@ -200,7 +202,7 @@ static enum status follow_loop(struct follow *f, struct status_info *si)
 			return status_set(si, STATUS_IO, "cannot write the capture: %s", strerror(errno));
 		if (stdin_mode || o->once)
 			return STATUS_OK;
-		follow_check(f);
+		follow_check(f, si);
 		if (f->fd >= 0)
 			follow_sleep(o);
 	}
