@@ -32,6 +32,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
 int cmd_follow(int argc, char **argv);
+int cmd_pair(int argc, char **argv);
 int cmd_preflight(int argc, char **argv);
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);

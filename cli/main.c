@@ -20,6 +20,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "validate", cmd_validate, "gate a guard rule on an incident corpus before deployment" },
 	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)" },
 	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F" },
+	{ "pair", cmd_pair, "join bench runs with their audits, attribute wrong outputs to substitutions" },
 	{ "preflight", cmd_preflight, "check the host before a run: memory floor, lock, devices, holders" },
 	{ "lock", cmd_lock, "hold the exclusive host lock while a command runs (never steals)" },
 	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed" },

@@ -1,0 +1,1009 @@
+#include "pair.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonw.h"
+#include "reader.h"
+#include "rule.h"
+
+/* One request record. */
+struct preq {
+	char id[PAIR_ID_MAX];
+	size_t run;
+	size_t index, prompt_index;
+	long prompt_tokens;          /* -1 unknown */
+	char verdict[16];            /* "" when the run has no correctness */
+	long at;                     /* diverged_at, -1 */
+	bool ok;
+};
+
+struct pair {
+	struct pair_opts o;
+	struct pair_run *runs;
+	size_t n_runs;
+	struct preq *reqs;
+	size_t n_reqs, cap_reqs;
+	size_t *hash;                /* open addressing, index + 1, 0 empty */
+	size_t n_hash;
+	uint64_t outside, malformed, audit_lines;
+	FILE *diag;
+	size_t n_diag;
+};
+
+const char *pair_match_name(enum pair_match m)
+{
+	switch (m) {
+	case PAIR_EXPLAINED: return "explained";
+	case PAIR_POSSIBLE: return "possible";
+	default: return "unexplained";
+	}
+}
+
+/* --- request ids ---------------------------------------------------------- */
+
+static uint64_t pair_fnv(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static struct preq *pair_find(const struct pair *p, const char *id)
+{
+	size_t i, k;
+
+	if (!id || !*id || !p->n_hash)
+		return NULL;
+	i = (size_t)(pair_fnv(id) & (p->n_hash - 1));
+	for (; (k = p->hash[i]); i = (i + 1) & (p->n_hash - 1))
+		if (!strcmp(p->reqs[k - 1].id, id))
+			return &p->reqs[k - 1];
+	return NULL;
+}
+
+static enum status pair_index_ids(struct pair *p, struct status_info *si)
+{
+	size_t n = 1024, i, j;
+
+	while (n < 2 * p->n_reqs)
+		n <<= 1;
+	p->hash = calloc(n, sizeof(*p->hash));
+	if (!p->hash)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	p->n_hash = n;
+	for (i = 0; i < p->n_reqs; i++) {
+		if (!p->reqs[i].id[0] || pair_find(p, p->reqs[i].id))
+			continue;   /* a repeated id keeps its first record */
+		j = (size_t)(pair_fnv(p->reqs[i].id) & (n - 1));
+		while (p->hash[j])
+			j = (j + 1) & (n - 1);
+		p->hash[j] = i + 1;
+	}
+	return STATUS_OK;
+}
+
+/* --- bench records ---------------------------------------------------------- */
+
+static double pair_num(const cJSON *o, const char *k, double dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static const char *pair_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void pair_diag(struct pair *p, const char *file, long line, const char *msg)
+{
+	p->malformed++;
+	if (p->n_diag++ < 10)
+		fprintf(p->diag, "%s:%ld: %s\n", file, line, msg);
+}
+
+static enum status pair_add_run(struct pair *p, const cJSON *o, size_t file, long line,
+				struct status_info *si)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "identity");
+	const cJSON *fig = cJSON_GetObjectItemCaseSensitive(o, "figures");
+	const cJSON *cor = cJSON_GetObjectItemCaseSensitive(o, "correctness");
+	const cJSON *d;
+	struct pair_run *r;
+	const char *s;
+
+	if (p->n_runs >= PAIR_MAX_RUNS)
+		return status_set_at(si, STATUS_LIMIT, p->o.runs[file], line, 0,
+				     "more than %d runs", PAIR_MAX_RUNS);
+	r = &p->runs[p->n_runs];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->run_id, sizeof(r->run_id), "%s", pair_str(o, "run_id") ? pair_str(o, "run_id") : "");
+	snprintf(r->phase, sizeof(r->phase), "%s", pair_str(o, "phase") ? pair_str(o, "phase") : "");
+	s = id ? pair_str(id, "arm") : NULL;
+	snprintf(r->arm, sizeof(r->arm), "%s", s ? s : "");
+	s = id ? pair_str(id, "arm_state") : NULL;
+	snprintf(r->arm_state, sizeof(r->arm_state), "%s", s ? s : "none");
+	r->arm_index = (size_t)pair_num(o, "arm_index", 0);
+	r->repeat = (unsigned)pair_num(o, "repeat", 0);
+	r->file = file;
+	r->line = line;
+	r->wall_start = pair_num(o, "wall_start", 0);
+	r->wall_end = pair_num(o, "wall_end", 0);
+	r->mono_start = pair_num(o, "mono_start", 0);
+	r->mono_end = pair_num(o, "mono_end", 0);
+	r->makespan = fig ? pair_num(fig, "makespan_s", -1) : -1;
+	r->out_tok_s = fig ? pair_num(fig, "output_tok_s", -1) : -1;
+	d = fig ? cJSON_GetObjectItemCaseSensitive(fig, "ttft_s") : NULL;
+	r->ttft_p50 = d ? pair_num(d, "p50", -1) : -1;
+	r->has_correctness = cor != NULL;
+	r->arm_rule = SIZE_MAX;
+	if (!r->run_id[0])
+		return status_set_at(si, STATUS_PARSE, p->o.runs[file], line, 0, "run record without run_id");
+	p->n_runs++;
+	return STATUS_OK;
+}
+
+static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file, long line,
+				    struct status_info *si)
+{
+	const char *run_id = pair_str(o, "run_id"), *s;
+	struct preq *q;
+	size_t i;
+
+	for (i = p->n_runs; i > 0; i--)
+		if (p->runs[i - 1].file == file && run_id && !strcmp(p->runs[i - 1].run_id, run_id))
+			break;
+	if (!i) {
+		pair_diag(p, p->o.runs[file], line, "request record before its run record, or run_id unknown");
+		return STATUS_OK;
+	}
+	if (p->n_reqs >= PAIR_MAX_REQUESTS)
+		return status_set_at(si, STATUS_LIMIT, p->o.runs[file], line, 0,
+				     "more than %u request records", PAIR_MAX_REQUESTS);
+	if (p->n_reqs == p->cap_reqs) {
+		size_t n = p->cap_reqs ? 2 * p->cap_reqs : 256;
+		struct preq *nq = realloc(p->reqs, n * sizeof(*nq));
+
+		if (!nq)
+			return status_set(si, STATUS_NOMEM, "out of memory");
+		p->reqs = nq;
+		p->cap_reqs = n;
+	}
+	q = &p->reqs[p->n_reqs++];
+	memset(q, 0, sizeof(*q));
+	q->run = i - 1;
+	s = pair_str(o, "id");
+	snprintf(q->id, sizeof(q->id), "%s", s ? s : "");
+	q->index = (size_t)pair_num(o, "index", 0);
+	q->prompt_index = (size_t)pair_num(o, "prompt_index", 0);
+	q->prompt_tokens = (long)pair_num(o, "prompt_tokens", -1);
+	q->ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"));
+	s = pair_str(o, "verdict");
+	snprintf(q->verdict, sizeof(q->verdict), "%s", s ? s : "");
+	q->at = (long)pair_num(o, "diverged_at", -1);
+	p->runs[q->run].n_requests++;
+	p->runs[q->run].n_ok += q->ok;
+	if (q->verdict[0]) {
+		p->runs[q->run].n_correct++;
+		if (strcmp(q->verdict, "identical"))
+			p->runs[q->run].n_failing++;
+	}
+	return STATUS_OK;
+}
+
+static enum status pair_read_runs(struct pair *p, size_t file, struct status_info *si)
+{
+	const char *path = p->o.runs[file];
+	size_t n_before = p->n_runs, cap = 0;
+	char *buf = NULL;
+	ssize_t len;
+	long line = 0;
+	enum status st = STATUS_OK;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+	while ((len = getline(&buf, &cap, f)) >= 0) {
+		cJSON *o;
+		const char *kind;
+
+		line++;
+		if ((size_t)len > PAIR_MAX_LINE) {
+			pair_diag(p, path, line, "line longer than the cap");
+			continue;
+		}
+		while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+			buf[--len] = '\0';
+		if (!len)
+			continue;
+		o = cJSON_ParseWithLength(buf, (size_t)len);
+		if (!o || !cJSON_IsObject(o)) {
+			pair_diag(p, path, line, "not a JSON object");
+			cJSON_Delete(o);
+			continue;
+		}
+		kind = pair_str(o, "kind");
+		if (!kind)
+			pair_diag(p, path, line, "record without kind");
+		else if (!strcmp(kind, "run"))
+			st = pair_add_run(p, o, file, line, si);
+		else if (!strcmp(kind, "request"))
+			st = pair_add_request(p, o, file, line, si);
+		cJSON_Delete(o);
+		if (st)
+			goto out;
+	}
+	if (ferror(f)) {
+		st = status_set_at(si, STATUS_IO, path, line, 0, "read failed");
+		goto out;
+	}
+	if (p->n_runs == n_before)
+		st = status_set_at(si, STATUS_PARSE, path, 0, 0, "no run record (kind \"run\") in the file");
+out:
+	free(buf);
+	fclose(f);
+	return st;
+}
+
+/* --- audits ---------------------------------------------------------------- */
+
+struct pair_file_cfg {
+	bool has;
+	struct config_event c;
+	char arm[128];
+};
+
+static void pair_run_rules(struct pair_run *r, struct rule *rules, size_t *n)
+{
+	struct rule arm;
+	size_t i;
+
+	*n = rule_list_default(rules, RULE_MAX_LIST);
+	if (r->arm[0] && !rule_parse(r->arm, &arm, NULL)) {
+		for (i = 0; i < *n; i++)
+			if (!strcmp(rules[i].name, arm.name))
+				break;
+		if (i == *n && *n < RULE_MAX_LIST)
+			rules[(*n)++] = arm;
+		r->arm_rule = i;
+	}
+}
+
+/* The run a merge belongs to; SIZE_MAX none. */
+static size_t pair_run_of(struct pair *p, const struct merge_event *m, const struct audit_item *it,
+			  bool *by_id)
+{
+	size_t i, best = SIZE_MAX;
+	double t, lo, hi, dist, best_dist = INFINITY;
+	bool mono;
+	uint32_t s;
+
+	*by_id = false;
+	if (m->has_req) {
+		for (s = 0; s < m->n_host; s++) {
+			struct preq *q = m->slot_req[s] ? pair_find(p, m->slot_req[s]) : NULL;
+
+			if (q) {
+				*by_id = true;
+				return q->run;
+			}
+		}
+	}
+	mono = it->has_time && it->mono > 0;
+	if (!mono && !(it->has_time && it->t > 0) && !m->has_t)
+		return SIZE_MAX;
+	for (i = 0; i < p->n_runs; i++) {
+		const struct pair_run *r = &p->runs[i];
+
+		if (mono && r->mono_end > 0) {
+			t = it->mono;
+			lo = r->mono_start;
+			hi = r->mono_end;
+		} else {
+			t = it->has_time && it->t > 0 ? it->t : m->t;
+			lo = r->wall_start;
+			hi = r->wall_end;
+			if (hi <= 0)
+				continue;
+		}
+		dist = t < lo ? lo - t : t > hi ? t - hi : 0;
+		if (dist <= p->o.slack_s && dist < best_dist) {
+			best_dist = dist;
+			best = i;
+		}
+	}
+	return best;
+}
+
+static void pair_note_pid(struct pair_run *r, const struct audit_item *it)
+{
+	size_t i;
+
+	if (!it->has_pid)
+		return;
+	for (i = 0; i < r->n_pids && i < PAIR_MAX_PIDS; i++)
+		if (r->pids[i] == it->pid)
+			return;
+	if (r->n_pids < PAIR_MAX_PIDS)
+		r->pids[r->n_pids] = it->pid;
+	r->n_pids++;
+}
+
+static enum status pair_add_subst(struct pair_run *r, const struct merge_event *m, uint32_t s,
+				  enum evidence ev, size_t file, long line, const struct pair *p,
+				  struct status_info *si)
+{
+	struct pair_subst *x;
+	struct preq *q;
+
+	if (r->n_substs >= PAIR_MAX_SUBST)
+		return STATUS_OK;   /* counted in r->subst, not kept */
+	if (r->n_substs == r->cap_substs) {
+		size_t n = r->cap_substs ? 2 * r->cap_substs : 16;
+		struct pair_subst *nx = realloc(r->substs, n * sizeof(*nx));
+
+		if (!nx)
+			return status_set(si, STATUS_NOMEM, "out of memory");
+		r->substs = nx;
+		r->cap_substs = n;
+	}
+	x = &r->substs[r->n_substs++];
+	memset(x, 0, sizeof(*x));
+	if (m->has_req) {
+		snprintf(x->req, sizeof(x->req), "%s", m->slot_req[s] ? m->slot_req[s] : "");
+		snprintf(x->buf_req, sizeof(x->buf_req), "%s", m->buf_req[s] ? m->buf_req[s] : "");
+	}
+	x->step = m->step;
+	x->slot = s;
+	x->pos = m->dev_pos[s];
+	q = pair_find(p, x->req);
+	x->token = q && q->prompt_tokens >= 0 ? x->pos - q->prompt_tokens : -1;
+	x->evidence = ev;
+	x->file = file;
+	x->line = line;
+	x->outcome = "not-in-run";
+	return STATUS_OK;
+}
+
+static enum status pair_merge(struct pair *p, struct pair_run *r, struct pair_file_cfg *fc,
+			      size_t file, const struct merge_event *m, const struct audit_item *it,
+			      struct status_info *si)
+{
+	uint8_t take[EVENT_MAX_SLOTS];
+	struct rule_ctx ctx;
+	enum status st;
+	uint32_t s;
+	int stale;
+
+	if (!r->tally) {
+		struct rule rules[RULE_MAX_LIST];
+		size_t n;
+
+		pair_run_rules(r, rules, &n);
+		r->tally = tally_new(rules, n, p->o.max_pos);
+		if (!r->tally)
+			return status_set(si, STATUS_NOMEM, "out of memory");
+		r->actual_from_taken = true;
+	}
+	/* a config applies to the events after it in its own file */
+	tally_begin_file(r->tally);
+	if (fc->has)
+		tally_config(r->tally, &fc->c);
+	tally_merge(r->tally, m, p->o.audits[file], it->line);
+	r->merges++;
+	pair_note_pid(r, it);
+	if (m->n_dev < m->n_host)
+		return STATUS_OK;   /* shape fallback: nothing is taken */
+	if (m->has_taken) {
+		memcpy(take, m->taken, m->n_host);
+	} else if (r->arm_rule != SIZE_MAX) {
+		ctx.max_pos = tally_max_pos(r->tally);
+		r->actual_from_taken = false;
+		if (rule_eval(tally_rule(r->tally, r->arm_rule), m, &ctx, take, NULL) != RULE_EVALUATED)
+			return STATUS_OK;
+	} else {
+		r->actual_from_taken = false;
+		return STATUS_OK;
+	}
+	for (s = 0; s < m->n_host; s++) {
+		enum evidence ev;
+
+		if (!take[s] || !rule_active(m, s))
+			continue;
+		r->taken++;
+		ev = evidence_slot(m, s, &stale);
+		if (ev == EVIDENCE_UNKNOWN) {
+			r->unverified++;
+			continue;
+		}
+		if (!stale)
+			continue;
+		r->subst++;
+		r->subst_by[ev]++;
+		st = pair_add_subst(r, m, s, ev, file, it->line, p, si);
+		if (st)
+			return st;
+	}
+	return STATUS_OK;
+}
+
+/* A prefill event's prompt length for a request whose record lacks it. */
+static void pair_prefill(struct pair *p, const struct audit_item *it)
+{
+	const struct jval *obj = it->record, *v;
+	struct preq *q;
+
+	if (it->src)
+		obj = jdoc_get(it->doc, it->record, "event");
+	if (!obj || obj->type != JT_OBJ)
+		return;
+	v = jdoc_get(it->doc, obj, "req");
+	if (!v || v->type != JT_STR || !(q = pair_find(p, v->u.s)) || q->prompt_tokens >= 0)
+		return;
+	v = jdoc_get(it->doc, obj, "prompt_tokens");
+	if (v && v->type == JT_INT && v->u.i >= 0)
+		q->prompt_tokens = (long)v->u.i;
+}
+
+static enum status pair_read_audit(struct pair *p, size_t file, struct status_info *si)
+{
+	struct audit_reader *rd = NULL;
+	struct audit_item it;
+	struct pair_file_cfg fc;
+	struct status_info rsi;
+	enum status st;
+	size_t ri;
+	bool by_id;
+
+	memset(&fc, 0, sizeof(fc));
+	st = audit_reader_open(&rd, p->o.audits[file], NULL, si);
+	if (st)
+		return st;
+	for (;;) {
+		status_info_clear(&rsi);
+		st = audit_reader_next(rd, &it, &rsi);
+		if (st == STATUS_EOF) {
+			st = STATUS_OK;
+			break;
+		}
+		if (st == STATUS_PARSE || st == STATUS_LIMIT) {
+			char buf[1024];
+
+			p->malformed++;
+			if (p->n_diag++ < 10)
+				fprintf(p->diag, "%s\n", status_info_format(&rsi, buf, sizeof(buf)));
+			continue;
+		}
+		if (st) {
+			*si = rsi;
+			break;
+		}
+		if (!it.has_event)
+			continue;
+		if (it.event.kind == EVENT_CONFIG) {
+			fc.has = true;
+			fc.c = it.event.u.config;
+			snprintf(fc.arm, sizeof(fc.arm), "%s", fc.c.arm ? fc.c.arm : "");
+			fc.c.arm = fc.arm[0] ? fc.arm : NULL;
+		} else if (it.event.kind == EVENT_CONTEXT && it.event.u.ctx.ev &&
+			   !strcmp(it.event.u.ctx.ev, "prefill")) {
+			pair_prefill(p, &it);
+		} else if (it.event.kind == EVENT_MERGE) {
+			ri = pair_run_of(p, &it.event.u.merge, &it, &by_id);
+			if (ri == SIZE_MAX) {
+				p->outside++;
+				continue;
+			}
+			if (by_id)
+				p->runs[ri].by_id++;
+			else
+				p->runs[ri].by_time++;
+			st = pair_merge(p, &p->runs[ri], &fc, file, &it.event.u.merge, &it, si);
+			if (st)
+				break;
+		}
+	}
+	p->audit_lines += audit_reader_stats(rd)->lines;
+	audit_reader_free(rd);
+	return st;
+}
+
+/* --- attribution ---------------------------------------------------------- */
+
+static const char *pair_arm_verdict(struct pair_run *r)
+{
+	size_t i;
+
+	if (!r->tally || !r->merges)
+		return "no-audit";
+	tally_fingerprint(r->tally, &r->fp);
+	if (r->fp.verdict == TALLY_NO_TAKEN)
+		return "no-decisions";
+	if (r->arm_rule == SIZE_MAX)
+		return tally_verdict_name(r->fp.verdict);
+	for (i = 0; i < r->fp.n_consistent; i++)
+		if (r->fp.consistent[i] == r->arm_rule)
+			return r->fp.n_consistent == 1 ? "confirmed" : "not-separated";
+	return "contradicted";
+}
+
+static const struct pair_run *pair_reference_of(const struct pair *p, const struct pair_run *r)
+{
+	const struct pair_run *any = NULL;
+	size_t i;
+
+	for (i = 0; i < p->n_runs; i++) {
+		const struct pair_run *x = &p->runs[i];
+
+		if (x == r || x->file != r->file || strcmp(x->phase, "reference") ||
+		    x->arm_index != r->arm_index)
+			continue;
+		if (x->repeat == r->repeat)
+			return x;
+		if (!any)
+			any = x;
+	}
+	return any;
+}
+
+static const struct preq *pair_req_of(const struct pair *p, size_t run, size_t prompt_index)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_reqs; i++)
+		if (p->reqs[i].run == run && p->reqs[i].prompt_index == prompt_index)
+			return &p->reqs[i];
+	return NULL;
+}
+
+/* Looks through run x's substitutions of request id for the failure's token. */
+static void pair_scan(const struct pair_run *x, const char *id, struct pair_failure *f, bool ref)
+{
+	size_t i;
+
+	if (!id || !*id)
+		return;
+	for (i = 0; i < x->n_substs; i++) {
+		const struct pair_subst *s = &x->substs[i];
+
+		if (strcmp(s->req, id))
+			continue;
+		f->n_subst++;
+		if (f->match == PAIR_EXPLAINED)
+			continue;
+		if (f->at >= 0 && s->token >= 0 && s->token == f->at) {
+			f->match = PAIR_EXPLAINED;
+			f->in_reference = ref;
+			f->step = s->step;
+			f->slot = s->slot;
+			f->token = s->token;
+		} else if (f->step < 0) {
+			f->step = s->step;
+			f->slot = s->slot;
+			f->token = s->token;
+			f->in_reference = ref;
+		}
+	}
+}
+
+static enum status pair_attribute(struct pair *p, struct status_info *si)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->n_runs; i++) {
+		struct pair_run *r = &p->runs[i];
+
+		r->arm_verdict = pair_arm_verdict(r);
+		for (j = 0; j < r->n_substs; j++) {
+			const struct preq *q = pair_find(p, r->substs[j].req);
+
+			if (!q)
+				continue;
+			r->substs[j].outcome = !q->verdict[0] ? "no-verdict" :
+				!strcmp(q->verdict, "identical") ? "identical" :
+				!strcmp(q->verdict, "diverged") ? "diverged" :
+				!strcmp(q->verdict, "wrong") ? "wrong" :
+				!strcmp(q->verdict, "failed") ? "failed" : "no-reference";
+			if (!strcmp(r->substs[j].outcome, "identical"))
+				r->n_subst_correct++;
+		}
+	}
+	for (j = 0; j < p->n_reqs; j++) {
+		const struct preq *q = &p->reqs[j];
+		struct pair_run *r = &p->runs[q->run];
+		const struct pair_run *ref;
+		struct pair_failure *f;
+
+		if (!q->verdict[0] || !strcmp(q->verdict, "identical") ||
+		    !strcmp(q->verdict, "no-reference"))
+			continue;
+		if (r->n_failures == r->cap_failures) {
+			size_t n = r->cap_failures ? 2 * r->cap_failures : 8;
+			struct pair_failure *nf = realloc(r->failures, n * sizeof(*nf));
+
+			if (!nf)
+				return status_set(si, STATUS_NOMEM, "out of memory");
+			r->failures = nf;
+			r->cap_failures = n;
+		}
+		f = &r->failures[r->n_failures++];
+		memset(f, 0, sizeof(*f));
+		snprintf(f->req, sizeof(f->req), "%s", q->id);
+		snprintf(f->verdict, sizeof(f->verdict), "%s", q->verdict);
+		f->index = q->index;
+		f->prompt_index = q->prompt_index;
+		f->at = !strcmp(q->verdict, "diverged") ? q->at : -1;
+		f->step = -1;
+		f->token = -1;
+		f->match = PAIR_UNEXPLAINED;
+		if (!strcmp(q->verdict, "failed")) {
+			snprintf(f->why, sizeof(f->why), "the request failed: not a token failure");
+			r->n_unexplained++;
+			continue;
+		}
+		pair_scan(r, q->id, f, false);
+		ref = pair_reference_of(p, r);
+		if (ref) {
+			const struct preq *rq = pair_req_of(p, (size_t)(ref - p->runs), q->prompt_index);
+
+			if (rq)
+				pair_scan(ref, rq->id, f, true);
+		}
+		if (f->match == PAIR_EXPLAINED) {
+			snprintf(f->why, sizeof(f->why),
+				 "explained by a substitution at step %" PRId64 "%s (slot %u, token %" PRId64 ")",
+				 f->step, f->in_reference ? " in the reference request" : "", f->slot, f->token);
+		} else if (f->n_subst && f->at < 0) {
+			f->match = PAIR_POSSIBLE;
+			snprintf(f->why, sizeof(f->why),
+				 "possibly a substitution at step %" PRId64 "%s: no divergent token to compare",
+				 f->step, f->in_reference ? " in the reference request" : "");
+		} else if (f->n_subst && f->token < 0) {
+			f->match = PAIR_POSSIBLE;
+			snprintf(f->why, sizeof(f->why),
+				 "possibly a substitution at step %" PRId64 ": prompt length unknown, token not comparable",
+				 f->step);
+		} else if (f->n_subst) {
+			snprintf(f->why, sizeof(f->why),
+				 "unexplained: %zu substitution(s) in the request, first at token %" PRId64
+				 " (step %" PRId64 "), not at the first divergent token %ld",
+				 f->n_subst, f->token, f->step, f->at);
+		} else if (!r->merges) {
+			snprintf(f->why, sizeof(f->why), "unexplained: no audit for this run");
+		} else {
+			snprintf(f->why, sizeof(f->why), "unexplained: no substitution in this request");
+		}
+		if (f->match == PAIR_EXPLAINED)
+			r->n_explained++;
+		else if (f->match == PAIR_POSSIBLE)
+			r->n_possible++;
+		else
+			r->n_unexplained++;
+	}
+	return STATUS_OK;
+}
+
+/* --- lifecycle -------------------------------------------------------------- */
+
+enum status pair_build(const struct pair_opts *o, struct pair **out, struct status_info *si)
+{
+	struct pair *p;
+	enum status st = STATUS_OK;
+	size_t i;
+
+	*out = NULL;
+	if (!o->n_runs || o->n_runs > PAIR_MAX_FILES || o->n_audits > PAIR_MAX_FILES)
+		return status_set(si, STATUS_USAGE, "want 1 to %d run files and at most %d audits",
+				  PAIR_MAX_FILES, PAIR_MAX_FILES);
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->runs = calloc(PAIR_MAX_RUNS, sizeof(*p->runs)))) {
+		free(p);
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	}
+	p->o = *o;
+	if (p->o.slack_s < 0)
+		p->o.slack_s = PAIR_DEFAULT_SLACK;
+	p->diag = o->diag ? o->diag : stderr;
+	for (i = 0; !st && i < o->n_runs; i++)
+		st = pair_read_runs(p, i, si);
+	if (!st)
+		st = pair_index_ids(p, si);
+	for (i = 0; !st && i < o->n_audits; i++)
+		st = pair_read_audit(p, i, si);
+	if (!st)
+		st = pair_attribute(p, si);
+	if (st) {
+		pair_free(p);
+		return st;
+	}
+	*out = p;
+	return STATUS_OK;
+}
+
+void pair_free(struct pair *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n_runs; i++) {
+		tally_free(p->runs[i].tally);
+		free(p->runs[i].substs);
+		free(p->runs[i].failures);
+	}
+	free(p->runs);
+	free(p->reqs);
+	free(p->hash);
+	free(p);
+}
+
+size_t pair_n_runs(const struct pair *p) { return p->n_runs; }
+const struct pair_run *pair_run_at(const struct pair *p, size_t i) { return i < p->n_runs ? &p->runs[i] : NULL; }
+uint64_t pair_merges_outside(const struct pair *p) { return p->outside; }
+uint64_t pair_malformed(const struct pair *p) { return p->malformed; }
+uint64_t pair_audit_lines(const struct pair *p) { return p->audit_lines; }
+const char *pair_audit_file(const struct pair *p, size_t i) { return i < p->o.n_audits ? p->o.audits[i] : ""; }
+const char *pair_run_file(const struct pair *p, size_t i) { return i < p->o.n_runs ? p->o.runs[i] : ""; }
+
+/* --- reports ---------------------------------------------------------------- */
+
+#define PAIR_SHOWN 20   /* failures and substitutions listed per run in text */
+
+void pair_print_text(const struct pair *p, FILE *f)
+{
+	size_t i, j, k;
+
+	fprintf(f, "%zu run file(s), %zu audit file(s): %" PRIu64 " audit lines, %" PRIu64
+		" malformed lines; %" PRIu64 " merge events outside every run\n",
+		p->o.n_runs, p->o.n_audits, p->audit_lines, p->malformed, p->outside);
+	for (i = 0; i < p->n_runs; i++) {
+		const struct pair_run *r = &p->runs[i];
+
+		fprintf(f, "\nrun %s (phase %s, arm %s, %s)\n", r->run_id, r->phase[0] ? r->phase : "?",
+			r->arm[0] ? r->arm : "none", r->arm_state);
+		fprintf(f, "  requests %zu (%zu ok)", r->n_requests, r->n_ok);
+		if (r->makespan >= 0)
+			fprintf(f, "; makespan %.3f s, ttft p50 %.4f s, %.1f tok/s", r->makespan,
+				r->ttft_p50, r->out_tok_s);
+		fputc('\n', f);
+		if (!r->merges) {
+			fprintf(f, "  audit: no merge event paired with this run\n");
+		} else {
+			fprintf(f, "  audit: %" PRIu64 " merges (%" PRIu64 " by request id, %" PRIu64
+				" by time window)", r->merges, r->by_id, r->by_time);
+			if (r->n_pids) {
+				fprintf(f, ", pid");
+				for (k = 0; k < r->n_pids && k < PAIR_MAX_PIDS; k++)
+					fprintf(f, " %" PRId64, r->pids[k]);
+				if (r->n_pids > 1)
+					fprintf(f, " (%zu processes wrote audit lines in this window)", r->n_pids);
+			}
+			fputc('\n', f);
+			fprintf(f, "  arm verdict: %s", r->arm_verdict);
+			if (r->fp.n_consistent) {
+				fprintf(f, " (fingerprint %s, consistent with:", tally_verdict_name(r->fp.verdict));
+				for (k = 0; k < r->fp.n_consistent; k++)
+					fprintf(f, " %s", tally_rule(r->tally, r->fp.consistent[k])->name);
+				fputc(')', f);
+			}
+			fputc('\n', f);
+			fprintf(f, "  substitutions made: %" PRIu64 " of %" PRIu64 " taken (request %" PRIu64
+				" / stamp %" PRIu64 " / lifetime %" PRIu64 "), %" PRIu64 " unverified, from %s\n",
+				r->subst, r->taken, r->subst_by[EVIDENCE_REQUEST], r->subst_by[EVIDENCE_STAMP],
+				r->subst_by[EVIDENCE_LIFETIME], r->unverified,
+				r->actual_from_taken ? "the recorded decisions" :
+				r->arm_rule != SIZE_MAX ? "the declared arm's rule" : "nothing (no decisions, no arm)");
+			if (r->arm_rule != SIZE_MAX) {
+				const struct tally_counts *c = tally_counts(r->tally, r->arm_rule);
+
+				fprintf(f, "  guard %s: fired %" PRIu64 ", prevented %" PRIu64 ", forgone %"
+					PRIu64 ", skipped %" PRIu64 "\n", tally_rule(r->tally, r->arm_rule)->name,
+					c->fired, c->prevented, c->forgone, c->skipped);
+			}
+		}
+		if (r->has_correctness)
+			fprintf(f, "  correctness: %zu failing of %zu: %zu explained, %zu possible, %zu unexplained\n",
+				r->n_failing, r->n_correct, r->n_explained, r->n_possible, r->n_unexplained);
+		for (j = 0; j < r->n_failures && j < PAIR_SHOWN; j++) {
+			const struct pair_failure *x = &r->failures[j];
+
+			fprintf(f, "    %s (prompt %zu): %s", x->req[0] ? x->req : "?", x->prompt_index, x->verdict);
+			if (x->at >= 0)
+				fprintf(f, " at token %ld", x->at);
+			fprintf(f, ": %s\n", x->why);
+		}
+		if (r->n_failures > PAIR_SHOWN)
+			fprintf(f, "    ... %zu more\n", r->n_failures - PAIR_SHOWN);
+		if (r->n_substs) {
+			fprintf(f, "  substitutions (%zu with correct output):\n", r->n_subst_correct);
+			for (j = 0; j < r->n_substs && j < PAIR_SHOWN; j++) {
+				const struct pair_subst *s = &r->substs[j];
+
+				fprintf(f, "    step %" PRId64 " slot %u pos %" PRId64 " -> %s token %" PRId64
+					" (buffer of %s, %s evidence): %s\n", s->step, s->slot, s->pos,
+					s->req[0] ? s->req : "?", s->token, s->buf_req[0] ? s->buf_req : "?",
+					evidence_name(s->evidence), s->outcome);
+			}
+			if (r->n_substs > PAIR_SHOWN)
+				fprintf(f, "    ... %zu more\n", r->n_substs - PAIR_SHOWN);
+		}
+	}
+}
+
+void pair_run_json(const struct pair *p, const struct pair_run *r, struct jsonw *w)
+{
+	size_t i;
+
+	jsonw_obj(w);
+	jsonw_kstr(w, "run_id", r->run_id);
+	jsonw_kstr(w, "file", pair_run_file(p, r->file));
+	jsonw_kstr(w, "phase", r->phase);
+	jsonw_kstr(w, "arm", r->arm[0] ? r->arm : NULL);
+	jsonw_kstr(w, "arm_state", r->arm_state);
+	jsonw_kuint(w, "arm_index", r->arm_index);
+	jsonw_kuint(w, "repeat", r->repeat);
+	jsonw_kuint(w, "requests", r->n_requests);
+	jsonw_kuint(w, "ok", r->n_ok);
+	jsonw_kdouble(w, "makespan_s", r->makespan >= 0 ? r->makespan : NAN);
+	jsonw_kdouble(w, "ttft_p50_s", r->ttft_p50 >= 0 ? r->ttft_p50 : NAN);
+	jsonw_kdouble(w, "output_tok_s", r->out_tok_s >= 0 ? r->out_tok_s : NAN);
+	jsonw_kuint(w, "merges", r->merges);
+	jsonw_kuint(w, "merges_by_id", r->by_id);
+	jsonw_kuint(w, "merges_by_time", r->by_time);
+	jsonw_key(w, "pids");
+	jsonw_arr(w);
+	for (i = 0; i < r->n_pids && i < PAIR_MAX_PIDS; i++)
+		jsonw_int(w, r->pids[i]);
+	jsonw_arr_end(w);
+	jsonw_kstr(w, "arm_verdict", r->arm_verdict);
+	jsonw_key(w, "fingerprint");
+	jsonw_obj(w);
+	jsonw_kstr(w, "verdict", r->tally ? tally_verdict_name(r->fp.verdict) : NULL);
+	jsonw_key(w, "consistent");
+	jsonw_arr(w);
+	for (i = 0; r->tally && i < r->fp.n_consistent; i++)
+		jsonw_str(w, tally_rule(r->tally, r->fp.consistent[i])->name);
+	jsonw_arr_end(w);
+	jsonw_obj_end(w);
+	jsonw_kstr(w, "decisions_from", r->actual_from_taken ? "taken" :
+		   r->arm_rule != SIZE_MAX ? "arm-rule" : "none");
+	jsonw_kuint(w, "taken", r->taken);
+	jsonw_kuint(w, "substitutions", r->subst);
+	jsonw_key(w, "substitutions_by_evidence");
+	jsonw_obj(w);
+	for (i = 1; i < EVIDENCE__COUNT; i++)
+		jsonw_kuint(w, evidence_name((enum evidence)i), r->subst_by[i]);
+	jsonw_obj_end(w);
+	jsonw_kuint(w, "unverified", r->unverified);
+	if (r->tally && r->arm_rule != SIZE_MAX) {
+		const struct tally_counts *c = tally_counts(r->tally, r->arm_rule);
+
+		jsonw_key(w, "guard");
+		jsonw_obj(w);
+		jsonw_kstr(w, "rule", tally_rule(r->tally, r->arm_rule)->name);
+		jsonw_kuint(w, "fired", c->fired);
+		jsonw_kuint(w, "prevented", c->prevented);
+		jsonw_kuint(w, "forgone", c->forgone);
+		jsonw_kuint(w, "skipped", c->skipped);
+		jsonw_obj_end(w);
+	} else {
+		jsonw_key(w, "guard");
+		jsonw_null(w);
+	}
+	jsonw_key(w, "rules");
+	jsonw_obj(w);
+	for (i = 0; r->tally && i < tally_n_rules(r->tally); i++) {
+		const struct tally_counts *c = tally_counts(r->tally, i);
+
+		jsonw_key(w, tally_rule(r->tally, i)->name);
+		jsonw_obj(w);
+		jsonw_kuint(w, "taken", c->taken);
+		jsonw_kuint(w, "substitutions", c->substitutions);
+		jsonw_kuint(w, "prevented", c->prevented);
+		jsonw_kuint(w, "forgone", c->forgone);
+		jsonw_kuint(w, "fired", c->fired);
+		jsonw_kuint(w, "skipped", c->skipped);
+		jsonw_obj_end(w);
+	}
+	jsonw_obj_end(w);
+	jsonw_key(w, "correctness");
+	if (r->has_correctness) {
+		jsonw_obj(w);
+		jsonw_kuint(w, "requests", r->n_correct);
+		jsonw_kuint(w, "failing", r->n_failing);
+		jsonw_kuint(w, "explained", r->n_explained);
+		jsonw_kuint(w, "possible", r->n_possible);
+		jsonw_kuint(w, "unexplained", r->n_unexplained);
+		jsonw_obj_end(w);
+	} else {
+		jsonw_null(w);
+	}
+	jsonw_key(w, "failures");
+	jsonw_arr(w);
+	for (i = 0; i < r->n_failures; i++) {
+		const struct pair_failure *x = &r->failures[i];
+
+		jsonw_obj(w);
+		jsonw_kstr(w, "id", x->req[0] ? x->req : NULL);
+		jsonw_kuint(w, "index", x->index);
+		jsonw_kuint(w, "prompt_index", x->prompt_index);
+		jsonw_kstr(w, "verdict", x->verdict);
+		if (x->at >= 0)
+			jsonw_kint(w, "diverged_at", x->at);
+		else {
+			jsonw_key(w, "diverged_at");
+			jsonw_null(w);
+		}
+		jsonw_kstr(w, "match", pair_match_name(x->match));
+		if (x->step >= 0)
+			jsonw_kint(w, "step", x->step);
+		else {
+			jsonw_key(w, "step");
+			jsonw_null(w);
+		}
+		jsonw_kbool(w, "in_reference", x->in_reference);
+		jsonw_kuint(w, "substitutions", x->n_subst);
+		jsonw_kstr(w, "why", x->why);
+		jsonw_obj_end(w);
+	}
+	jsonw_arr_end(w);
+	jsonw_kuint(w, "substitutions_with_correct_output", r->n_subst_correct);
+	jsonw_kuint(w, "substitutions_dropped", r->subst - r->n_substs);
+	jsonw_key(w, "substitution_list");
+	jsonw_arr(w);
+	for (i = 0; i < r->n_substs; i++) {
+		const struct pair_subst *s = &r->substs[i];
+
+		jsonw_obj(w);
+		jsonw_kint(w, "step", s->step);
+		jsonw_kuint(w, "slot", s->slot);
+		jsonw_kint(w, "pos", s->pos);
+		if (s->token >= 0)
+			jsonw_kint(w, "token", s->token);
+		else {
+			jsonw_key(w, "token");
+			jsonw_null(w);
+		}
+		jsonw_kstr(w, "req", s->req[0] ? s->req : NULL);
+		jsonw_kstr(w, "buf_req", s->buf_req[0] ? s->buf_req : NULL);
+		jsonw_kstr(w, "evidence", evidence_name(s->evidence));
+		jsonw_kstr(w, "file", pair_audit_file(p, s->file));
+		jsonw_kint(w, "line", s->line);
+		jsonw_kstr(w, "outcome", s->outcome);
+		jsonw_obj_end(w);
+	}
+	jsonw_arr_end(w);
+	jsonw_obj_end(w);
+}
+
+void pair_print_json(const struct pair *p, FILE *f)
+{
+	struct jsonw w;
+	size_t i;
+
+	jsonw_init(&w, f);
+	jsonw_obj(&w);
+	jsonw_kuint(&w, "audit_lines", p->audit_lines);
+	jsonw_kuint(&w, "malformed", p->malformed);
+	jsonw_kuint(&w, "merges_outside", p->outside);
+	jsonw_key(&w, "runs");
+	jsonw_arr(&w);
+	for (i = 0; i < p->n_runs; i++)
+		pair_run_json(p, &p->runs[i], &w);
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	fputc('\n', f);
+}

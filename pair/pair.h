@@ -1,0 +1,166 @@
+/*
+ * pair.h - ties benchmark runs to the merge audits of the server that ran
+ * them, and attributes wrong outputs to the substitutions that caused them.
+ *
+ * Inputs: bench record files (bench/record.h: `run` and `request` records)
+ * and audits (capture files or plain audit JSONL, read with the analyzer's
+ * reader). A merge event belongs to a run
+ *   1. by request id: a request id in its `slot_req` is a request of that
+ *      run (the id the HTTP response carried, interfaces: request identity);
+ *   2. else by time: its capture record's CLOCK_MONOTONIC time (or, without
+ *      one, its wall time `t`) lies within the run's window widened by
+ *      `slack_s`; the capture's pid is kept, and a run whose window holds
+ *      audit lines from more than one pid says so.
+ * Events that fit no run are counted as outside every run.
+ *
+ * Per run: every rule's counts (tally.h) over the run's merges, the arm
+ * fingerprint and the arm the record declares, and the substitutions the
+ * server really made: slots the event's `taken` marks and the evidence
+ * calls stale (without `taken`: those of the declared arm's rule).
+ *
+ * Each correctness failure of a run is matched with the substitutions of
+ * the same request: a substitution's completion token index is its device
+ * position minus the request's prompt length (from the request record's
+ * usage, else the audit's prefill event). The first divergent token k of a
+ * `diverged` verdict is explained by a substitution at index k; the
+ * reference request of the same prompt (phase "reference", same arm index)
+ * is searched as well, since a wrong reference also shows as divergence.
+ * Substitutions of requests whose output was identical are listed too: a
+ * token that happened to be right, or a check that cannot see it.
+ */
+#ifndef TTAUDIT_PAIR_H
+#define TTAUDIT_PAIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "evidence.h"
+#include "status.h"
+#include "tally.h"
+
+#define PAIR_MAX_FILES 64
+#define PAIR_MAX_RUNS 4096
+#define PAIR_MAX_REQUESTS 1000000u
+#define PAIR_MAX_LINE (16u << 20)   /* a bench record line (token times make them long) */
+#define PAIR_MAX_SUBST 100000u      /* substitutions kept per run; more are counted */
+#define PAIR_MAX_PIDS 8
+#define PAIR_ID_MAX 128
+#define PAIR_DEFAULT_SLACK 2.0
+
+struct pair_opts {
+	const char *const *runs;     /* bench record files */
+	size_t n_runs;
+	const char *const *audits;   /* capture or audit files */
+	size_t n_audits;
+	int64_t max_pos;             /* --max-pos; 0: config.max_model_len */
+	double slack_s;              /* window slack; < 0: PAIR_DEFAULT_SLACK */
+	FILE *diag;                  /* malformed-line messages; NULL: stderr */
+};
+
+/* How a correctness failure relates to the substitutions. */
+enum pair_match {
+	PAIR_EXPLAINED,      /* a substitution at the first divergent token */
+	PAIR_POSSIBLE,       /* substitutions in the request, no divergent token to compare */
+	PAIR_UNEXPLAINED,    /* no substitution there */
+};
+
+/* "explained", "possible", "unexplained". */
+const char *pair_match_name(enum pair_match m);
+
+/* One substitution the server made. */
+struct pair_subst {
+	char req[PAIR_ID_MAX];       /* request that received the stale token ("" unknown) */
+	char buf_req[PAIR_ID_MAX];   /* request the buffer slot was written for ("" unknown) */
+	int64_t step;
+	uint32_t slot;
+	int64_t pos;                 /* device position taken */
+	int64_t token;               /* completion token index; -1 when the prompt length is unknown */
+	enum evidence evidence;
+	size_t file;                 /* index into the audit files */
+	long line;
+	const char *outcome;         /* static: the request's verdict, "no-verdict", "not-in-run" */
+};
+
+struct pair_failure {
+	char req[PAIR_ID_MAX];
+	size_t index;                /* request index in its run */
+	size_t prompt_index;
+	char verdict[16];            /* "diverged", "wrong", "failed" */
+	long at;                     /* first divergent token; -1 when the verdict has none */
+	enum pair_match match;
+	bool in_reference;           /* the matching substitution was in the reference request */
+	int64_t step;                /* of the matching substitution; -1 none */
+	uint32_t slot;
+	int64_t token;
+	size_t n_subst;              /* substitutions of this request (and its reference) */
+	char why[320];
+};
+
+struct pair_run {
+	char run_id[PAIR_ID_MAX];
+	char phase[24];
+	char arm[128];               /* declared; "" none */
+	char arm_state[24];
+	size_t arm_index;
+	unsigned repeat;
+	size_t file;                 /* index into the run files */
+	long line;
+	double wall_start, wall_end, mono_start, mono_end;
+	/* figures from the run record (-1 unknown) */
+	double makespan, ttft_p50, out_tok_s;
+	size_t n_requests, n_ok;
+	bool has_correctness;
+	size_t n_correct, n_failing; /* requests judged, failing ones */
+
+	/* the audit */
+	uint64_t merges, by_id, by_time;
+	int64_t pids[PAIR_MAX_PIDS];
+	size_t n_pids;               /* may exceed PAIR_MAX_PIDS */
+	struct tally *tally;         /* per rule counts over this run's merges (owned) */
+	size_t arm_rule;             /* index in tally of the declared arm; SIZE_MAX none */
+	struct tally_fingerprint fp;
+	const char *arm_verdict;     /* static: see pair_run_arm_verdict in pair.c */
+	bool actual_from_taken;      /* substitutions counted from `taken` (else the arm rule) */
+	uint64_t taken;              /* slots really taken */
+	uint64_t subst;              /* substitutions really made */
+	uint64_t subst_by[EVIDENCE__COUNT];
+	uint64_t unverified;         /* taken, staleness unknown */
+	struct pair_subst *substs;
+	size_t n_substs;             /* kept; subst - n_substs were dropped */
+	size_t n_subst_correct;      /* of a request whose output was identical */
+	struct pair_failure *failures;
+	size_t n_failures;
+	size_t n_explained, n_possible, n_unexplained;
+	size_t cap_substs, cap_failures;   /* allocated entries (internal) */
+};
+
+struct pair;
+
+/*
+ * Reads every run file and audit and pairs them. Bad input lines are
+ * reported on opts.diag with file and line and counted; a run file that
+ * cannot be read or holds no run record is an error (STATUS_IO / STATUS_PARSE
+ * naming it). Free with pair_free().
+ */
+enum status pair_build(const struct pair_opts *o, struct pair **out, struct status_info *si);
+void pair_free(struct pair *p);
+
+size_t pair_n_runs(const struct pair *p);
+const struct pair_run *pair_run_at(const struct pair *p, size_t i);
+/* Merge events outside every run, and malformed lines seen (runs and audits). */
+uint64_t pair_merges_outside(const struct pair *p);
+uint64_t pair_malformed(const struct pair *p);
+uint64_t pair_audit_lines(const struct pair *p);
+const char *pair_audit_file(const struct pair *p, size_t i);
+const char *pair_run_file(const struct pair *p, size_t i);
+
+/* The report: a text table and failures, or JSON. */
+void pair_print_text(const struct pair *p, FILE *f);
+void pair_print_json(const struct pair *p, FILE *f);
+struct jsonw;
+/* One run as a JSON object (for the A/B report). */
+void pair_run_json(const struct pair *p, const struct pair_run *r, struct jsonw *w);
+
+#endif
