@@ -1,0 +1,8 @@
+# tests/ - link options of single unit-test binaries.
+#
+# test_reader injects allocation failures into the reader: the linker sends
+# the library's (and the test's) malloc, calloc, realloc, strdup, free and
+# gzdopen through the __wrap_* functions the test defines. `private` keeps the
+# options off the prerequisites (the libraries).
+$(BUILD)/tests/test_reader: private ALL_LDFLAGS += \
+	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free,--wrap=gzdopen

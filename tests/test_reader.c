@@ -1,0 +1,639 @@
+/*
+ * test_reader.c - the streaming reader: plain, capture and mixed input, gzip,
+ * stdin, the line cap, malformed lines, and allocation failures.
+ *
+ * Linked with -Wl,--wrap for the allocation functions (tests/module.mk): the
+ * __wrap_* functions below count live allocations and fail the Nth one.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <cmocka.h>
+
+#include "reader.h"
+
+/* --- allocation failure injection ------------------------------------------ */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+void __real_free(void *p);
+gzFile __real_gzdopen(int fd, const char *mode);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t k, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+void __wrap_free(void *p);
+gzFile __wrap_gzdopen(int fd, const char *mode);
+
+static long fail_countdown;   /* > 0: the allocation this many calls from now fails */
+static long n_failed;         /* failures injected */
+static long live;             /* allocations made through the wrappers, not yet freed */
+
+static int fail_now(void)
+{
+	if (fail_countdown > 0 && --fail_countdown == 0) {
+		n_failed++;
+		return 1;
+	}
+	return 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+	void *p;
+
+	if (fail_now())
+		return NULL;
+	p = __real_malloc(n);
+	live += p != NULL;
+	return p;
+}
+
+void *__wrap_calloc(size_t k, size_t n)
+{
+	void *p;
+
+	if (fail_now())
+		return NULL;
+	p = __real_calloc(k, n);
+	live += p != NULL;
+	return p;
+}
+
+void *__wrap_realloc(void *old, size_t n)
+{
+	void *p;
+
+	if (fail_now())
+		return NULL;
+	p = __real_realloc(old, n);
+	live += p != NULL && old == NULL;
+	return p;
+}
+
+char *__wrap_strdup(const char *s)
+{
+	char *p;
+
+	if (fail_now())
+		return NULL;
+	p = __real_strdup(s);
+	live += p != NULL;
+	return p;
+}
+
+void __wrap_free(void *p)
+{
+	live -= p != NULL;
+	__real_free(p);
+}
+
+/* zlib allocates inside itself; its failure shows as gzdopen returning NULL. */
+gzFile __wrap_gzdopen(int fd, const char *mode)
+{
+	if (fail_now())
+		return NULL;
+	return __real_gzdopen(fd, mode);
+}
+
+/* --- helpers --------------------------------------------------------------- */
+
+static char dir[256];
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;   /* the directory's own descriptor */
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/test_reader.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *write_file(const char *name, const char *text, size_t n)
+{
+	static char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+#define WRITE(name, text) write_file(name, text, sizeof(text) - 1)
+
+static struct audit_reader *open_ok(const char *path, size_t max_line)
+{
+	struct audit_reader_opts o = { .max_line = max_line };
+	struct audit_reader *r = NULL;
+	struct status_info si;
+
+	status_info_clear(&si);
+	if (audit_reader_open(&r, path, &o, &si))
+		fail_msg("open %s: %s", path, si.msg);
+	return r;
+}
+
+/*
+ * Reads everything; a compact trace of what came out, one token per item:
+ * "E<line><kind>" for an event (kind: m, c, x context, o other), "R<line>:<src>"
+ * for other capture records, "!<line>" for a malformed line (message kept in
+ * msgs), "L<line>" for one over the cap.
+ */
+static char msgs[8][600];
+
+static const char *read_all(struct audit_reader *r)
+{
+	static char trace[2048];
+	struct audit_item it;
+	struct status_info si;
+	enum status st;
+	size_t n = 0, k = 0;
+
+	trace[0] = '\0';
+	memset(msgs, 0, sizeof(msgs));
+	for (;;) {
+		status_info_clear(&si);
+		st = audit_reader_next(r, &it, &si);
+		if (st == STATUS_EOF)
+			break;
+		if (st == STATUS_PARSE || st == STATUS_LIMIT) {
+			char buf[600];
+			n += (size_t)snprintf(trace + n, sizeof(trace) - n, "%s%c%ld", n ? " " : "",
+					      st == STATUS_LIMIT ? 'L' : '!', si.line);
+			if (k < 8)
+				snprintf(msgs[k++], sizeof(msgs[0]), "%s",
+					 status_info_format(&si, buf, sizeof(buf)));
+			continue;
+		}
+		if (st)
+			fail_msg("reader stopped: %s", si.msg);
+		if (it.has_event) {
+			static const char kinds[] = "mcxo";
+			n += (size_t)snprintf(trace + n, sizeof(trace) - n, "%sE%ld%c", n ? " " : "",
+					      it.line, kinds[it.event.kind]);
+		} else {
+			n += (size_t)snprintf(trace + n, sizeof(trace) - n, "%sR%ld:%s", n ? " " : "",
+					      it.line, it.src ? it.src : "?");
+		}
+	}
+	/* EOF is sticky */
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_EOF);
+	return trace;
+}
+
+static const char *stats_str(const struct audit_reader *r)
+{
+	static char buf[256];
+	const struct audit_reader_stats *s = audit_reader_stats(r);
+
+	snprintf(buf, sizeof(buf), "lines %llu blank %llu events %llu other %llu malformed %llu "
+		 "ignored %llu capture %llu lost %llu", (unsigned long long)s->lines,
+		 (unsigned long long)s->blank, (unsigned long long)s->events,
+		 (unsigned long long)s->other_events, (unsigned long long)s->malformed,
+		 (unsigned long long)s->ignored, (unsigned long long)s->capture_records,
+		 (unsigned long long)s->capture_lost);
+	return buf;
+}
+
+/* --- tests ----------------------------------------------------------------- */
+
+static const char plain[] =
+	"{\"ev\":\"config\",\"slots\":2,\"max_model_len\":4096}\n"
+	"\n"
+	"   \t\r\n"
+	"{\"ev\":\"merge\",\"step\":5,\"host_pos\":[1,2],\"dev_pos\":[2,9223372036854775808]}\n"
+	"{\"ev\":\"merge\",\"step\":6,\"host_pos\":[1,2],\"dev_pos\":[2,2]}\r\n"
+	"[1,2]\n"
+	"{\"ev\":\"decode\",\"step\":7}\n"
+	"{\"note\":\"neither an event nor a capture record\"}\n"
+	"{\"ev\":\"heartbeat\"}\n"
+	"{\"ev\":\"merge\",\"step\":8,\n"
+	"not json\n"
+	"{\"ev\":\"merge\",\"step\":9,\"host_pos\":[3],\"dev_pos\":[4]}";   /* no final newline */
+
+static void test_plain(void **state)
+{
+	const char *path = WRITE("plain.jsonl", plain);
+	struct audit_reader *r = open_ok(path, 0);
+	struct audit_item it;
+	struct status_info si;
+	char want[600];
+
+	(void)state;
+	assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+	assert_string_equal(stats_str(r),
+			    "lines 12 blank 2 events 5 other 1 malformed 4 ignored 1 capture 0 lost 0");
+	snprintf(want, sizeof(want), "%s:4: dev_pos[1] is outside int64", path);
+	assert_string_equal(msgs[0], want);
+	snprintf(want, sizeof(want), "%s:6: not a JSON object (array)", path);
+	assert_string_equal(msgs[1], want);
+	snprintf(want, sizeof(want), "%s:10: expected a member name at byte 24", path);
+	assert_string_equal(msgs[2], want);
+	snprintf(want, sizeof(want), "%s:11: unexpected character at byte 1", path);
+	assert_string_equal(msgs[3], want);
+	audit_reader_free(r);
+
+	/* the items themselves: line, doc, event fields */
+	r = open_ok(path, 0);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+	assert_string_equal(it.file, path);
+	assert_int_equal(it.line, 1);
+	assert_null(it.src);
+	assert_true(it.has_event);
+	assert_int_equal(it.event.kind, EVENT_CONFIG);
+	assert_int_equal(it.event.u.config.max_model_len, 4096);
+	assert_non_null(it.doc);
+	assert_ptr_equal(it.record, jdoc_root(it.doc));
+	assert_false(it.has_pid);
+	assert_false(it.has_time);
+	status_info_clear(&si);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_PARSE);
+	assert_int_equal(si.line, 4);
+	assert_int_equal(si.byte, 54);
+	assert_string_equal(si.file, path);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+	assert_int_equal(it.line, 5);
+	assert_int_equal(it.event.u.merge.step, 6);
+	assert_int_equal(it.event.u.merge.dev_pos[1], 2);
+	audit_reader_free(r);
+}
+
+static const char capture[] =
+	"{\"src\":\"start\",\"t\":1790000000.5,\"pid\":4242,\"ppid\":1,\"argv\":[\"vllm\"],"
+	"\"exe\":\"/usr/bin/python3\",\"env\":{},\"host\":\"h\"}\n"
+	"{\"src\":\"banner\",\"t\":1790000001.25,\"mono\":101.25,\"pid\":4242,\"tid\":4243,\"fd\":2,"
+	"\"rule\":\"guard_engaged\",\"text\":\"QWEN36_MERGE_BATCH_GUARD engaged\"}\n"
+	"{\"src\":\"audit\",\"t\":1790000010,\"mono\":110.5,\"pid\":4242,\"tid\":4250,\"fd\":2,"
+	"\"event\":{\"ev\":\"merge\",\"step\":3,\"host_pos\":[1],\"dev_pos\":[2]}}\n"
+	"{\"src\":\"lost\",\"count\":3,\"reason\":\"line over the shim's buffer\"}\n"
+	"{\"src\":\"audit\",\"pid\":1,\"event\":\"merge\"}\n"
+	"{\"src\":\"lost\",\"count\":4,\"reason\":\"pipe full\"}\n"
+	"{\"src\":\"lost\",\"reason\":\"no count\"}\n"
+	"{\"src\":7}\n"
+	"{\"src\":\"audit\",\"event\":{\"ev\":\"merge\",\"step\":3,\"host_pos\":[1]}}\n"
+	"{\"src\":\"audit\",\"event\":{\"ev\":\"later-kind\"}}\n"
+	"{\"src\":\"line\",\"t\":1.0,\"mono\":2.0,\"pid\":9,\"tid\":9,\"fd\":1,\"text\":\"hello\"}\n"
+	"{\"ev\":\"merge\",\"step\":4,\"host_pos\":[1],\"dev_pos\":[1]}\n"
+	"{\"src\":\"end\",\"t\":1790000020.0,\"pid\":4242,\"lines\":5,\"lost\":3}\n";
+
+static void test_capture_and_mixed(void **state)
+{
+	const char *path = WRITE("capture.jsonl", capture);
+	struct audit_reader *r = open_ok(path, 0);
+	struct audit_item it;
+	struct status_info si;
+	char want[600];
+
+	(void)state;
+	assert_string_equal(read_all(r), "R1:start R2:banner E3m R4:lost !5 R6:lost !7 !8 !9 E10o "
+					  "R11:line E12m R13:end");
+	/* the lost records' counts are summed; the end record's "lost" is not added again */
+	assert_string_equal(stats_str(r),
+			    "lines 13 blank 0 events 3 other 1 malformed 4 ignored 0 capture 12 lost 7");
+	snprintf(want, sizeof(want), "%s:5: audit record's event is not an object (string)", path);
+	assert_string_equal(msgs[0], want);
+	snprintf(want, sizeof(want), "%s:7: lost record has no count", path);
+	assert_string_equal(msgs[1], want);
+	snprintf(want, sizeof(want), "%s:8: src is not a string (integer)", path);
+	assert_string_equal(msgs[2], want);
+	snprintf(want, sizeof(want), "%s:9: dev_pos missing", path);
+	assert_string_equal(msgs[3], want);
+	audit_reader_free(r);
+
+	/* capture metadata on an audit record */
+	r = open_ok(path, 0);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+	assert_string_equal(it.src, "start");
+	assert_true(it.has_pid);
+	assert_int_equal(it.pid, 4242);
+	assert_true(it.has_time);
+	assert_true(it.t == 1790000000.5);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+	assert_string_equal(it.src, "banner");
+	assert_false(it.has_event);
+	assert_int_equal(it.tid, 4243);
+	assert_true(it.mono == 101.25);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+	assert_string_equal(it.src, "audit");
+	assert_true(it.has_event);
+	assert_int_equal(it.event.kind, EVENT_MERGE);
+	assert_int_equal(it.event.u.merge.step, 3);
+	assert_int_equal(it.event.u.merge.dev_pos[0], 2);
+	assert_int_equal(it.pid, 4242);
+	assert_int_equal(it.tid, 4250);
+	assert_true(it.t == 1790000010.0);
+	assert_true(it.mono == 110.5);
+	audit_reader_free(r);
+}
+
+static void test_line_cap(void **state)
+{
+	size_t big = 200000, n;
+	char *text = malloc(big + 400);
+	const char *path;
+	struct audit_reader *r;
+	char want[600];
+
+	(void)state;
+	assert_non_null(text);
+	/* line 1 exactly 64 bytes (accepted), line 2 65 bytes, line 3 far over, line 4 fine */
+	n = (size_t)sprintf(text, "{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],\"x\":\"%s\"}\n",
+			    "abcde");
+	assert_int_equal(n, 65);
+	n += (size_t)sprintf(text + n, "{\"ev\":\"merge\",\"step\":2,\"host_pos\":[1],\"dev_pos\":[1],\"x\":\"%s\"}\n",
+			     "abcdef");
+	text[n++] = '{';
+	memset(text + n, ' ', big);
+	n += big;
+	n += (size_t)sprintf(text + n, "}\n{\"ev\":\"decode\",\"step\":4}\n");
+	/* a last line over the cap with no newline */
+	memset(text + n, 'x', 100);
+	n += 100;
+	path = write_file("long.jsonl", text, n);
+	r = open_ok(path, 64);
+	assert_string_equal(read_all(r), "E1m L2 L3 E4x L5");
+	assert_string_equal(stats_str(r),
+			    "lines 5 blank 0 events 2 other 0 malformed 3 ignored 0 capture 0 lost 0");
+	snprintf(want, sizeof(want), "%s:2: line longer than 64 bytes", path);
+	assert_string_equal(msgs[0], want);
+	snprintf(want, sizeof(want), "%s:3: line longer than 64 bytes", path);
+	assert_string_equal(msgs[1], want);
+	audit_reader_free(r);
+
+	/* with the default cap the long line is one (blank-padded) object, ignored */
+	r = open_ok(path, 0);
+	assert_string_equal(read_all(r), "E1m E2m E4x !5");
+	assert_string_equal(stats_str(r),
+			    "lines 5 blank 0 events 3 other 0 malformed 1 ignored 1 capture 0 lost 0");
+	audit_reader_free(r);
+	free(text);
+}
+
+static void test_empty_and_blank(void **state)
+{
+	struct audit_reader *r;
+
+	(void)state;
+	r = open_ok(write_file("empty.jsonl", "", 0), 0);
+	assert_string_equal(read_all(r), "");
+	assert_string_equal(stats_str(r),
+			    "lines 0 blank 0 events 0 other 0 malformed 0 ignored 0 capture 0 lost 0");
+	audit_reader_free(r);
+	r = open_ok(WRITE("blank.jsonl", "\n\n \n"), 0);
+	assert_string_equal(read_all(r), "");
+	assert_string_equal(stats_str(r),
+			    "lines 3 blank 3 events 0 other 0 malformed 0 ignored 0 capture 0 lost 0");
+	audit_reader_free(r);
+	/* a NUL byte inside a line is malformed, not an end of line */
+	r = open_ok(write_file("nul.jsonl", "{\"ev\":\"x\"}\0\n{\"ev\":\"y\"}\n", 23), 0);
+	assert_string_equal(read_all(r), "!1 E2o");
+	audit_reader_free(r);
+}
+
+static void test_gzip(void **state)
+{
+	char path[512];
+	gzFile gz;
+	struct audit_reader *r;
+	int i;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/plain.jsonl.gz", dir);
+	gz = gzopen(path, "wb");
+	assert_non_null(gz);
+	assert_int_equal(gzwrite(gz, plain, sizeof(plain) - 1), (int)sizeof(plain) - 1);
+	assert_int_equal(gzclose(gz), Z_OK);
+	r = open_ok(path, 0);
+	assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+	assert_string_equal(stats_str(r),
+			    "lines 12 blank 2 events 5 other 1 malformed 4 ignored 1 capture 0 lost 0");
+	audit_reader_free(r);
+
+	/* a large compressed file: many buffer refills, every line read */
+	snprintf(path, sizeof(path), "%s/many.jsonl.gz", dir);
+	gz = gzopen(path, "wb");
+	assert_non_null(gz);
+	for (i = 0; i < 20000; i++)
+		gzprintf(gz, "{\"ev\":\"merge\",\"step\":%d,\"host_pos\":[%d,-1],\"dev_pos\":[%d,-1]}\n",
+			 i, i, i + 1);
+	assert_int_equal(gzclose(gz), Z_OK);
+	r = open_ok(path, 0);
+	{
+		struct audit_item it;
+		struct status_info si;
+		long n = 0;
+		while (audit_reader_next(r, &it, &si) == STATUS_OK) {
+			assert_int_equal(it.event.u.merge.step, n);
+			assert_int_equal(it.line, n + 1);
+			n++;
+		}
+		assert_int_equal(n, 20000);
+	}
+	audit_reader_free(r);
+
+	/* a truncated gzip stream: what was read counts, then an error or the end */
+	{
+		FILE *f = fopen(path, "rb");
+		char *buf = malloc(1 << 20);
+		size_t n;
+		struct audit_item it;
+		struct status_info si;
+		enum status st;
+		long got = 0;
+		assert_non_null(f);
+		assert_non_null(buf);
+		n = fread(buf, 1, 1 << 20, f);
+		fclose(f);
+		r = open_ok(write_file("cut.jsonl.gz", buf, n / 2), 0);
+		while ((st = audit_reader_next(r, &it, &si)) == STATUS_OK || st == STATUS_PARSE)
+			got++;
+		assert_true(got > 0 && got < 20000);
+		assert_true(st == STATUS_IO || st == STATUS_EOF);
+		audit_reader_free(r);
+		free(buf);
+	}
+}
+
+static void test_stdin(void **state)
+{
+	static const char text[] = "{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[2]}\n"
+				   "{\"src\":\"lost\",\"count\":2}\n";
+	int pfd[2], saved;
+	struct audit_reader *r;
+	struct audit_item it;
+	struct status_info si;
+
+	(void)state;
+	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(write(pfd[1], text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(pfd[1]);
+	saved = dup(0);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(pfd[0], 0), 0);
+	close(pfd[0]);
+	r = open_ok("-", 0);
+	assert_int_equal(dup2(saved, 0), 0);   /* the reader holds its own copy */
+	close(saved);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+	assert_string_equal(it.file, "-");
+	assert_int_equal(it.event.u.merge.step, 1);
+	assert_string_equal(read_all(r), "R2:lost");
+	assert_int_equal(audit_reader_stats(r)->capture_lost, 2);
+	audit_reader_free(r);
+}
+
+static void test_open_errors(void **state)
+{
+	struct audit_reader *r = (struct audit_reader *)&r;
+	struct audit_item it;
+	struct status_info si;
+	char path[512];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/does-not-exist.jsonl", dir);
+	status_info_clear(&si);
+	assert_int_equal(audit_reader_open(&r, path, NULL, &si), STATUS_IO);
+	assert_null(r);
+	assert_string_equal(si.file, path);
+	assert_string_equal(si.msg, "cannot open: No such file or directory");
+	/* a directory opens but cannot be read: an I/O error that stops the reader */
+	r = open_ok(dir, 0);
+	status_info_clear(&si);
+	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_IO);
+	assert_string_equal(si.file, dir);
+	assert_string_equal(si.msg, "read error: Is a directory");
+	audit_reader_free(r);
+	audit_reader_free(NULL);
+}
+
+/* Allocation N fails, for N = 1, 2, ... until open succeeds: clean errors, nothing kept. */
+static void test_open_alloc_failures(void **state)
+{
+	const char *path = WRITE("inject.jsonl", plain);
+	long base_live, n;
+	int base_fds = count_fds();
+
+	(void)state;
+	assert_true(base_fds > 0);
+	base_live = live;
+	for (n = 1;; n++) {
+		struct audit_reader *r = (struct audit_reader *)&r;
+		struct status_info si;
+		enum status st;
+
+		status_info_clear(&si);
+		n_failed = 0;
+		fail_countdown = n;
+		st = audit_reader_open(&r, path, NULL, &si);
+		fail_countdown = 0;
+		if (st == STATUS_OK) {
+			assert_int_equal(n_failed, 0);
+			assert_non_null(r);
+			assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+			audit_reader_free(r);
+			break;
+		}
+		assert_int_equal(n_failed, 1);
+		assert_int_equal(st, STATUS_NOMEM);
+		assert_null(r);
+		if (live != base_live)
+			fail_msg("allocation %ld failed: %ld allocations left behind", n,
+				 live - base_live);
+		assert_int_equal(count_fds(), base_fds);
+	}
+	/* reader struct, name, buffer, jdoc, decoder, decompressor */
+	assert_int_equal(n, 7);
+	assert_int_equal(live, base_live);
+	assert_int_equal(count_fds(), base_fds);
+}
+
+/* Allocation N while reading fails: the reader says so and frees cleanly. */
+static void test_read_alloc_failures(void **state)
+{
+	const char *path = WRITE("inject2.jsonl", plain);
+	long base_live = live, n, failures = 0;
+
+	(void)state;
+	for (n = 1; n < 100; n++) {
+		struct audit_reader *r = open_ok(path, 0);
+		struct audit_item it;
+		struct status_info si;
+		enum status st;
+		long items = 0;
+
+		n_failed = 0;
+		fail_countdown = n;
+		while ((st = audit_reader_next(r, &it, &si)) != STATUS_EOF) {
+			if (st == STATUS_NOMEM)
+				break;
+			assert_true(st == STATUS_OK || st == STATUS_PARSE);
+			items++;
+		}
+		fail_countdown = 0;
+		audit_reader_free(r);
+		assert_int_equal(live, base_live);
+		if (st == STATUS_EOF) {
+			assert_int_equal(n_failed, 0);
+			assert_int_equal(items, 9);
+			break;
+		}
+		assert_int_equal(n_failed, 1);
+		assert_string_equal(si.msg, "out of memory");
+		failures++;
+	}
+	/*
+	 * the string arena and the node array on the first line, the arena again
+	 * when a longer line comes (line 4)
+	 */
+	assert_int_equal(failures, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plain),
+		cmocka_unit_test(test_capture_and_mixed),
+		cmocka_unit_test(test_line_cap),
+		cmocka_unit_test(test_empty_and_blank),
+		cmocka_unit_test(test_gzip),
+		cmocka_unit_test(test_stdin),
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_open_alloc_failures),
+		cmocka_unit_test(test_read_alloc_failures),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
