@@ -1,0 +1,154 @@
+/* test_banner.c - banner rules: the built-in set, rules files, matching. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "banner.h"
+
+static const char *match(const struct banner_set *set, const char *line)
+{
+	static struct banner_scratch sc;
+	int r;
+
+	banner_scratch_init(&sc);
+	r = banner_set_match(set, line, strlen(line), &sc);
+	return r < 0 ? "-" : banner_set_name(set, (size_t)r);
+}
+
+/* The guard banners exactly as docs/capture.md and the simulator print them. */
+static void test_defaults(void **state)
+{
+	struct banner_set *set = banner_set_default();
+	static const char *const cases[][2] = {
+		{ "INFO 11-29 20:41:02 [generator.py:1930] async merge: unguarded position match (no merge guard engaged)", "arm:bare" },
+		{ "INFO 11-29 20:41:02 [generator.py:1930] QWEN36_PREFILLED_SLOTS_FIX engaged: merge masks slots prefilled since the last decode", "arm:prefilled" },
+		{ "QWEN36_MERGE_BATCH_GUARD engaged: merge requires the buffer's active-slot pattern to match the batch", "arm:batch" },
+		{ "QWEN36_MERGE_LIFETIME_GUARD engaged: merge requires a buffer written by the immediately preceding decode", "arm:lifetime" },
+		{ "QWEN36_MERGE_STAMP_GUARD engaged: merge requires the buffer's generation stamp to match", "arm:stamp" },
+		{ "QWEN36_MERGE_GARBAGE_BOUND engaged: merge ignores device positions outside [-1, max_model_len)", "arm:bound" },
+		{ "INFO 11-29 20:40:00 [api_server.py:1090] vLLM API server version 0.9.2", "vllm:version" },
+		{ "INFO 11-29 20:40:00 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen3'}", "vllm:args" },
+		{ "INFO:     Application startup complete.", "vllm:ready" },
+		{ "                 Device | INFO     | Opening user mode device driver", "tt:device" },
+		{ "INFO 11-29 20:40:00 plain log line", "-" },
+		{ "QWEN36_MERGE_BATCH_GUARD=1 set but not engaged", "-" },
+		{ "", "-" },
+	};
+	size_t i;
+
+	(void)state;
+	assert_non_null(set);
+	assert_true(banner_set_count(set) >= 6);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_string_equal(match(set, cases[i][0]), cases[i][1]);
+	banner_set_free(set);
+}
+
+static void test_parse(void **state)
+{
+	static const char text[] =
+		"# comment\n"
+		"\n"
+		"  first   ^alpha (\\d+)$\r\n"
+		"second\tbeta|gamma\n"
+		"third (*UTF)delta\n";   /* start-of-pattern item: set matched rule by rule */
+	struct banner_set *set = NULL;
+
+	(void)state;
+	assert_int_equal(banner_set_parse(text, strlen(text), "t", &set, NULL), STATUS_OK);
+	assert_int_equal(banner_set_count(set), 3);
+	assert_string_equal(match(set, "alpha 12"), "first");
+	assert_string_equal(match(set, "alpha x"), "-");
+	assert_string_equal(match(set, "x gamma y"), "second");
+	assert_string_equal(match(set, "delta"), "third");
+	assert_string_equal(match(set, "beta alpha 1"), "second");   /* beta matches; first is anchored */
+	banner_set_free(set);
+	/* first rule in file order wins */
+	assert_int_equal(banner_set_parse("a x\nb x\n", 8, "t", &set, NULL), STATUS_OK);
+	assert_string_equal(match(set, "x"), "a");
+	banner_set_free(set);
+}
+
+static void test_errors(void **state)
+{
+	struct banner_set *set = NULL;
+	struct status_info si;
+
+	(void)state;
+	status_info_clear(&si);
+	assert_int_equal(banner_set_parse("ok a\nbad (x\n", 12, "r.rules", &set, &si), STATUS_PARSE);
+	assert_null(set);
+	assert_string_equal(si.file, "r.rules");
+	assert_int_equal(si.line, 2);
+	assert_non_null(strstr(si.msg, "pattern error"));
+	status_info_clear(&si);
+	assert_int_equal(banner_set_parse("lonely\n", 7, "r", &set, &si), STATUS_PARSE);
+	assert_non_null(strstr(si.msg, "has no pattern"));
+	status_info_clear(&si);
+	assert_int_equal(banner_set_parse("na/me x\n", 8, "r", &set, &si), STATUS_PARSE);
+	assert_non_null(strstr(si.msg, "character '/'"));
+	status_info_clear(&si);
+	assert_int_equal(banner_set_load("/nonexistent/rules", &set, &si), STATUS_IO);
+	assert_non_null(strstr(si.msg, "cannot open rules file"));
+}
+
+static void test_load(void **state)
+{
+	char path[] = "/tmp/test_banner.XXXXXX";
+	int fd = mkstemp(path);
+	struct banner_set *set = NULL;
+	struct status_info si;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "# nothing\n", 10), 10);
+	close(fd);
+	status_info_clear(&si);
+	assert_int_equal(banner_set_load(path, &set, &si), STATUS_PARSE);
+	assert_non_null(strstr(si.msg, "no rules"));
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "mine hello\n", 11), 11);
+	close(fd);
+	assert_int_equal(banner_set_load(path, &set, NULL), STATUS_OK);
+	assert_string_equal(match(set, "say hello"), "mine");
+	banner_set_free(set);
+	unlink(path);
+}
+
+/* Matching allocates nothing: the scratch arena holds PCRE2's match data. */
+static void test_scratch(void **state)
+{
+	struct banner_set *set = banner_set_default();
+	struct banner_scratch sc;
+	size_t used;
+	int i;
+
+	(void)state;
+	banner_scratch_init(&sc);
+	assert_true(banner_set_match(set, "KMD version 1.2", 15, &sc) >= 0);
+	used = sc.used;
+	assert_true(used > 0 && used <= sizeof(sc.arena));
+	for (i = 0; i < 1000; i++)
+		banner_set_match(set, "INFO nothing to see", 19, &sc);
+	assert_int_equal(sc.used, used);
+	banner_set_free(set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_scratch),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,114 @@
+/* test_jbuf.c - the bounded JSON writer of capture records. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "jbuf.h"
+
+static const char *str(const char *s, size_t n, char *buf, size_t cap)
+{
+	struct jbuf w;
+
+	jbuf_init(&w, buf, cap - 1);   /* one byte kept for the NUL */
+	jbuf_str(&w, s, n);
+	if (!jbuf_ok(&w))
+		return NULL;
+	buf[w.len] = '\0';
+	return buf;
+}
+
+static void test_escapes(void **state)
+{
+	char buf[128];
+
+	(void)state;
+	assert_string_equal(str("a\"b\\c", 5, buf, sizeof(buf)), "\"a\\\"b\\\\c\"");
+	assert_string_equal(str("\n\r\t\b\f\x01\x1f", 7, buf, sizeof(buf)),
+			    "\"\\n\\r\\t\\b\\f\\u0001\\u001f\"");
+	assert_string_equal(str("x\0y", 3, buf, sizeof(buf)), "\"x\\u0000y\"");
+	/* valid UTF-8 passes, invalid bytes become U+FFFD */
+	assert_string_equal(str("\xc3\xa9", 2, buf, sizeof(buf)), "\"\xc3\xa9\"");
+	assert_string_equal(str("\xe2\x82\xac", 3, buf, sizeof(buf)), "\"\xe2\x82\xac\"");
+	assert_string_equal(str("\xf0\x9f\x98\x80", 4, buf, sizeof(buf)), "\"\xf0\x9f\x98\x80\"");
+	assert_string_equal(str("a\xff" "b", 3, buf, sizeof(buf)), "\"a\\ufffdb\"");
+	assert_string_equal(str("\xc3", 1, buf, sizeof(buf)), "\"\\ufffd\"");
+	assert_string_equal(str("\xc0\xaf", 2, buf, sizeof(buf)), "\"\\ufffd\\ufffd\"");       /* overlong */
+	assert_string_equal(str("\xed\xa0\x80", 3, buf, sizeof(buf)), "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+	assert_string_equal(str("\xf4\x90\x80\x80", 4, buf, sizeof(buf)),
+			    "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");                                 /* > U+10FFFF */
+}
+
+static void test_overflow(void **state)
+{
+	char buf[9];
+	struct jbuf w;
+
+	(void)state;
+	assert_null(str("abcdef", 6, buf, 8));        /* needs 8 with the quotes, 9 with the NUL */
+	assert_non_null(str("abcdef", 6, buf, 9));
+	jbuf_init(&w, buf, 4);
+	jbuf_raw(&w, "abc", 3);
+	assert_true(jbuf_ok(&w));
+	jbuf_raw(&w, "de", 2);
+	assert_false(jbuf_ok(&w));
+	jbuf_raw(&w, "", 0);
+	assert_int_equal(w.len, 3);                  /* stays where it stopped */
+}
+
+static void test_cut(void **state)
+{
+	char buf[32];
+	struct jbuf w;
+	int cut;
+
+	(void)state;
+	jbuf_init(&w, buf, sizeof(buf));
+	cut = jbuf_str_cut(&w, "0123456789012345678901234567890123456789", 40, 10);
+	assert_int_equal(cut, 1);
+	assert_true(jbuf_ok(&w));
+	assert_true(w.len <= sizeof(buf) - 10);
+	assert_int_equal(buf[0], '"');
+	assert_int_equal(buf[w.len - 1], '"');
+	/* a cut never splits an escape */
+	jbuf_init(&w, buf, 16);
+	cut = jbuf_str_cut(&w, "\n\n\n\n\n\n\n\n", 8, 4);
+	assert_int_equal(cut, 1);
+	assert_int_equal(w.len % 2, 0);
+	jbuf_init(&w, buf, sizeof(buf));
+	assert_int_equal(jbuf_str_cut(&w, "short", 5, 10), 0);
+}
+
+static void test_numbers(void **state)
+{
+	char buf[128];
+	struct jbuf w;
+	struct timespec ts = { 1764448862, 123456789 };
+
+	(void)state;
+	jbuf_init(&w, buf, sizeof(buf));
+	jbuf_i64(&w, -9223372036854775807LL - 1);
+	jbuf_raw(&w, " ", 1);
+	jbuf_u64(&w, 18446744073709551615ULL);
+	jbuf_raw(&w, " ", 1);
+	jbuf_time(&w, &ts);
+	jbuf_raw(&w, " ", 1);
+	ts.tv_sec = 0;
+	ts.tv_nsec = 5000;
+	jbuf_time(&w, &ts);
+	buf[w.len] = '\0';
+	assert_string_equal(buf, "-9223372036854775808 18446744073709551615 1764448862.123456 0.000005");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_cut),
+		cmocka_unit_test(test_numbers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
