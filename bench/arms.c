@@ -1056,9 +1056,9 @@ static void arm_eval_audit(struct arm_ctx *c, const struct arm_item *it, struct 
 	arm_rule_names(t, &fp, names, sizeof(names));
 	if (fp.verdict == TALLY_CONSISTENT && fp.consistent[0] == named) {
 		snprintf(res->quote, sizeof(res->quote), "CONSISTENT: of %zu candidate rules only '%s' "
-			 "matches the taken decisions of %llu merge events (%llu separate it: bare would "
-			 "have taken otherwise on some)", n, it->rule.name,
-			 (unsigned long long)fp.events_with_taken, (unsigned long long)tc->fp_evaluated);
+			 "matches the taken decisions (%llu merge events with taken, %llu evaluated by it)",
+			 n, it->rule.name, (unsigned long long)fp.events_with_taken,
+			 (unsigned long long)tc->fp_evaluated);
 		arm_conclude(it, res, true, false);
 		goto out;
 	}

@@ -1,0 +1,330 @@
+/* test_arms.c - arm specs (every parse error names file:line) and evidence evaluation on
+ * recorded fixtures (fixtures/arm): met, absent, forbidden-present, clear, unreachable. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "arms.h"
+
+static char fx[512], tmpdir[64];
+static struct arm_result *res;
+
+static const char *F(const char *rel)
+{
+	static char buf[8][700];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/arm/%s", fx, rel);
+	return buf[k];
+}
+
+static int setup(void **state)
+{
+	const char *e = getenv("TTAUDIT_FIXTURES");
+
+	(void)state;
+	snprintf(fx, sizeof(fx), "%s", e ? e : "fixtures");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ttaudit-test-arms.XXXXXX");
+	res = malloc(sizeof(*res));
+	return res && mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	free(res);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *write_spec(const char *text)
+{
+	static char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/spec.json", tmpdir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("'%s' lacks '%s'", hay, needle);
+}
+
+/* The spec must fail to load at `line` with a message holding `part`. */
+static void spec_bad(const char *text, long line, const char *part)
+{
+	struct status_info si = { 0 };
+	struct arm_spec *s = NULL;
+	const char *path = write_spec(text);
+
+	if (arm_spec_load(path, &s, &si) == STATUS_OK)
+		fail_msg("spec loaded, want an error at line %ld (%s)", line, part);
+	assert_null(s);
+	assert_string_equal(si.file, path);
+	if (si.line != line)
+		fail_msg("error at line %ld, want %ld: %s", si.line, line, si.msg);
+	contains(si.msg, part);
+}
+
+static void test_spec_errors(void **state)
+{
+	(void)state;
+	spec_bad("{\n \"arms\": {\n  \"a\": {\"requires\": [{\"log\": \"x\"}]}\n  \"b\": {}\n }\n}\n", 4, "not JSON");
+	spec_bad("", 1, "not JSON");
+	spec_bad("[]\n", 1, "want an object");
+	spec_bad("{\"arms\": {}}\n", 1, "declares no arm");
+	spec_bad("{\"version\": 2, \"arms\": {}}\n", 1, "version must be 1");
+	spec_bad("{\n\"arms\": {\"a\": {\"requires\": [{\"log\": \"x\"}]}},\n\"colour\": 1}\n", 3, "unknown key 'colour'");
+	spec_bad("{\"arms\": {\n\"a\": {\n\"requires\": [\n{\"log\": \"ok\"},\n{\"lg\": \"typo\"}\n]}}}\n", 5, "requires[1]: unknown key 'lg'");
+	spec_bad("{\"arms\": {\n\"a\": {\"requires\": [\n\n{\"log\": \"(unclosed\"}]}}}\n", 4, "bad pattern");
+	spec_bad("{\"arms\": {\n\"a\": {\"requires\": [{\"audit\": \"batchx\"}]}}}\n", 2, "batchx");
+	spec_bad("{\"arms\": {\n\"a\": {\"requires\": []}}}\n", 2, "requires no evidence");
+	spec_bad("{\"arms\": {\n\"a\": {\"forbids\": [{\"log\": \"x\"}]}}}\n", 2, "requires no evidence");
+	spec_bad("{\"arms\": {\n\"a\": {\"requires\": [{\"log\": \"x\", \"env\": \"Y\"}]}}}\n", 2, "two kinds");
+	spec_bad("{\"arms\": {\n\"a\": {\"requires\": [{\"why\": \"nothing\"}]}}}\n", 2, "names no evidence");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [\n{\"log\": \"x\",\n \"labels\": {\"k\": \"v\"}}]}}}\n", 3, "labels belongs to metrics");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [\n{\"metrics\": \"m\", \"labels\": {\"k\":\n 1}}]}}}\n", 3, "label 'k' is integer");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [{\"log\": \"x\"}],\n\"forbids\": [{\"audit\": \"bare\"}]}}}\n", 2, "can only be required");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [\n{\"env\": \"X\", \"equals\": 1}]}}}\n", 2, "env equals must be a string");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [\n{\"models\": \"x\", \"equals\": [1]}]}}}\n", 2, "must be a scalar");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [\n{\"log\": \"\"}]}}}\n", 2, "non-empty string");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [{\"log\": \"x\"}]},\n\"a\": {\"requires\": [{\"log\": \"y\"}]}}}\n", 2, "declared twice");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": [{\"log\": \"x\"}],\n\"env\": {\"X\": 1}}}}\n", 2, "env 'X' is integer");
+	spec_bad("{\"arms\": {\"a\": {\"requires\": {\"log\": \"x\"}}}}\n", 1, "want an array");
+}
+
+static void test_spec_missing_file(void **state)
+{
+	struct status_info si = { 0 };
+	struct arm_spec *s = NULL;
+
+	(void)state;
+	assert_int_equal(arm_spec_load("/nonexistent/arms.json", &s, &si), STATUS_IO);
+	assert_string_equal(si.file, "/nonexistent/arms.json");
+}
+
+static void test_example_spec(void **state)
+{
+	struct status_info si = { 0 };
+	struct arm_spec *s = NULL;
+	char buf[512] = "";
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(arm_spec_load(F("arms.json"), &s, &si), STATUS_OK);
+	assert_int_equal(arm_spec_n_arms(s), 7);
+	assert_string_equal(arm_spec_arm(s, 0), "bare");
+	assert_true(arm_spec_has(s, "batch+lifetime"));
+	assert_false(arm_spec_has(s, "turbo"));
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(arm_spec_print_env(s, "batch+lifetime", f, &si), STATUS_OK);
+	fclose(f);
+	assert_string_equal(buf, "QWEN36_MERGE_BATCH_GUARD=1\nQWEN36_MERGE_LIFETIME_GUARD=1\n");
+	assert_int_equal(arm_check(s, "turbo", &(struct arm_sources){ 0 }, res, &si), STATUS_NOTFOUND);
+	arm_spec_free(s);
+}
+
+/* Evaluates arm `arm` of the offline spec (log, audit, forbids) on the given sources. */
+static const char offline_spec[] =
+	"{\"arms\": {\n"
+	" \"batch\": {\"env\": {\"QWEN36_MERGE_BATCH_GUARD\": \"1\"},\n"
+	"  \"requires\": [{\"log\": \"QWEN36_MERGE_BATCH_GUARD engaged\"}, {\"audit\": \"batch\"}],\n"
+	"  \"forbids\": [{\"log\": \"unguarded position match\"}]},\n"
+	" \"bare\": {\"requires\": [{\"log\": \"unguarded position match\"}],\n"
+	"  \"forbids\": [{\"log\": \"QWEN36_[A-Z_]+ engaged\"}]},\n"
+	" \"env\": {\"requires\": [{\"env\": \"QWEN36_MERGE_BATCH_GUARD\", \"equals\": \"1\"}],\n"
+	"  \"forbids\": [{\"env\": \"QWEN36_MERGE_STAMP_GUARD\"}]},\n"
+	" \"http\": {\"requires\": [{\"metrics\": \"vllm:cache_config_info\"},\n"
+	"  {\"models\": \"max_model_len\", \"equals\": 131072}]}\n"
+	"}}\n";
+
+static void check(const char *arm, const char *log, const char *capture)
+{
+	struct status_info si = { 0 };
+	struct arm_spec *s = NULL;
+	struct arm_sources src = { 0 };
+
+	assert_int_equal(arm_spec_load(write_spec(offline_spec), &s, &si), STATUS_OK);
+	src.log = log;
+	src.capture = capture;
+	src.timeout = 2;
+	assert_int_equal(arm_check(s, arm, &src, res, &si), STATUS_OK);
+	arm_spec_free(s);
+}
+
+static void verdicts(enum arm_verdict a, enum arm_verdict b, enum arm_verdict c, int confirmed)
+{
+	const enum arm_verdict want[3] = { a, b, c };
+	size_t i;
+
+	for (i = 0; i < res->n_items; i++)
+		if (res->items[i].verdict != want[i])
+			fail_msg("item %zu (%s): %s, want %s; %s %s", i, res->items[i].what,
+				 arm_verdict_name(res->items[i].verdict), arm_verdict_name(want[i]),
+				 res->items[i].where, res->items[i].reason);
+	assert_int_equal(res->confirmed, confirmed);
+}
+
+static void test_confirmed(void **state)
+{
+	(void)state;
+	check("batch", F("batch.log"), NULL);
+	assert_int_equal(res->n_items, 3);
+	verdicts(ARM_MET, ARM_MET, ARM_CLEAR, 1);
+	contains(res->items[0].where, "batch.log:2");
+	contains(res->items[0].quote, "QWEN36_MERGE_BATCH_GUARD engaged: merge requires");
+	contains(res->items[1].quote, "CONSISTENT");
+	contains(res->items[2].reason, "not in");
+	check("bare", F("bare.log"), NULL);
+	verdicts(ARM_MET, ARM_CLEAR, 0, 1);
+}
+
+static void test_banner_without_guard(void **state)
+{
+	(void)state;
+	check("batch", F("banner-only.log"), NULL);
+	verdicts(ARM_MET, ARM_ABSENT, ARM_CLEAR, 0);
+	contains(res->items[1].reason, "contradict 'batch'");
+	contains(res->items[1].reason, "step 41");
+	contains(res->items[1].reason, "bare");
+}
+
+static void test_guard_without_banner(void **state)
+{
+	(void)state;
+	check("batch", F("no-banner.log"), NULL);
+	verdicts(ARM_ABSENT, ARM_MET, ARM_CLEAR, 0);
+	contains(res->items[0].reason, "not in");
+}
+
+static void test_control_banner_forbidden(void **state)
+{
+	(void)state;
+	check("batch", F("bare.log"), NULL);
+	verdicts(ARM_ABSENT, ARM_ABSENT, ARM_FORBIDDEN_PRESENT, 0);
+	contains(res->items[2].where, "bare.log:2");
+	contains(res->items[2].quote, "unguarded position match");
+	/* the reverse: a control that became the treatment */
+	check("bare", F("batch.log"), NULL);
+	verdicts(ARM_ABSENT, ARM_FORBIDDEN_PRESENT, 0, 0);
+}
+
+static void test_fingerprint_not_met(void **state)
+{
+	(void)state;
+	check("batch", F("withheld.log"), NULL);
+	verdicts(ARM_MET, ARM_ABSENT, ARM_CLEAR, 0);
+	contains(res->items[1].reason, "WITHHELD");
+	contains(res->items[1].reason, "no event separates");
+	check("batch", F("no-taken.log"), NULL);
+	verdicts(ARM_MET, ARM_ABSENT, ARM_CLEAR, 0);
+	contains(res->items[1].reason, "NO_TAKEN");
+}
+
+/* Empty and missing sources fail closed, for required and forbidden items alike. */
+static void test_unreachable(void **state)
+{
+	(void)state;
+	check("batch", F("empty.log"), NULL);
+	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, ARM_UNREACHABLE, 0);
+	contains(res->items[0].reason, "is empty");
+	check("batch", F("no-such.log"), NULL);
+	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, ARM_UNREACHABLE, 0);
+	contains(res->items[0].reason, "No such file");
+	check("batch", NULL, NULL);
+	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, ARM_UNREACHABLE, 0);
+	contains(res->items[0].reason, "no engine log or capture given");
+	/* a forbidden banner found in one source still counts when the other is unreachable */
+	check("batch", F("no-such.log"), F("batch.cap.jsonl"));
+	verdicts(ARM_MET, ARM_MET, ARM_UNREACHABLE, 0);
+	/* no server: metrics and models cannot be read */
+	check("http", NULL, NULL);
+	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, 0, 0);
+	contains(res->items[0].reason, "no server url");
+}
+
+static void test_capture(void **state)
+{
+	(void)state;
+	check("batch", NULL, F("batch.cap.jsonl"));
+	verdicts(ARM_MET, ARM_MET, ARM_CLEAR, 1);
+	contains(res->items[0].where, "batch.cap.jsonl:2");
+	check("env", NULL, F("batch.cap.jsonl"));
+	verdicts(ARM_MET, ARM_CLEAR, 0, 1);
+	assert_string_equal(res->items[0].quote, "QWEN36_MERGE_BATCH_GUARD=1");
+	contains(res->items[0].where, "batch.cap.jsonl:1");
+	check("env", NULL, F("no-start.cap.jsonl"));
+	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, 0, 0);
+	contains(res->items[0].reason, "no start record");
+	check("env", F("batch.log"), NULL);
+	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, 0, 0);
+	contains(res->items[0].reason, "no capture given");
+}
+
+static void test_env_mismatch(void **state)
+{
+	struct status_info si = { 0 };
+	struct arm_spec *s = NULL;
+	struct arm_sources src = { 0 };
+
+	(void)state;
+	assert_int_equal(arm_spec_load(write_spec(
+		"{\"arms\": {\"x\": {\"requires\": [{\"env\": \"QWEN36_MERGE_BATCH_GUARD\", \"equals\": \"0\"},\n"
+		"{\"env\": \"QWEN36_MERGE_STAMP_GUARD\"}],\n"
+		"\"forbids\": [{\"env\": \"TT_METAL_HOME\"}]}}}\n"), &s, &si), STATUS_OK);
+	src.capture = F("batch.cap.jsonl");
+	assert_int_equal(arm_check(s, "x", &src, res, &si), STATUS_OK);
+	verdicts(ARM_ABSENT, ARM_ABSENT, ARM_FORBIDDEN_PRESENT, 0);
+	contains(res->items[0].reason, "QWEN36_MERGE_BATCH_GUARD=1");
+	contains(res->items[1].reason, "not in the server's environment");
+	arm_spec_free(s);
+}
+
+static void test_json(void **state)
+{
+	char *js;
+
+	(void)state;
+	check("batch", F("banner-only.log"), NULL);
+	js = arm_result_json(res);
+	assert_non_null(js);
+	contains(js, "\"verdict\":\t\"FAIL\"");
+	contains(js, "\"verdict\":\t\"absent\"");
+	contains(js, "\"kind\":\t\"audit\"");
+	free(js);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spec_errors),
+		cmocka_unit_test(test_spec_missing_file),
+		cmocka_unit_test(test_example_spec),
+		cmocka_unit_test(test_confirmed),
+		cmocka_unit_test(test_banner_without_guard),
+		cmocka_unit_test(test_guard_without_banner),
+		cmocka_unit_test(test_control_banner_forbidden),
+		cmocka_unit_test(test_fingerprint_not_met),
+		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_capture),
+		cmocka_unit_test(test_env_mismatch),
+		cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
