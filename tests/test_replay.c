@@ -1,0 +1,520 @@
+/*
+ * test_replay.c - replaying the fixture audits (run from the repo root): the
+ * counts equal the hand-verified .expected.json beside each fixture, read
+ * with the library's own parser; --explain; several files; strict mode.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "jsonw.h"
+#include "replay.h"
+
+static const char *const fixtures[] = {
+	"capture-mixed", "garbage-drift", "incident-confirmed", "legacy-positions-only",
+	"residual-coinciding", "residual-step202", "shape-fallback", "slot-reuse",
+};
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/test_replay.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *tmpfile_with(const char *name, const char *text)
+{
+	static char path[2][512];
+	static int k;
+	char *p = path[k++ & 1];
+	FILE *f;
+
+	snprintf(p, 512, "%s/%s", dir, name);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	return p;
+}
+
+/* Whole file into a malloc'd buffer (caller frees); *n its length. */
+static char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long len;
+
+	if (!f)
+		fail_msg("cannot open %s (tests run from the repo root)", path);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	assert_true(len >= 0);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	*n = (size_t)len;
+	return buf;
+}
+
+static struct replay *replay_with(const char *rules, int64_t max_pos, bool explain, int64_t step,
+				  FILE *diag)
+{
+	static struct rule rs[RULE_MAX_LIST];
+	struct replay_opts o = { 0 };
+	struct status_info si;
+	struct replay *r;
+	size_t n = 0;
+
+	if (rules) {
+		assert_int_equal(rule_list_parse(rules, rs, RULE_MAX_LIST, &n, &si), STATUS_OK);
+	} else {
+		n = rule_list_default(rs, RULE_MAX_LIST);
+	}
+	o.rules = rs;
+	o.n_rules = n;
+	o.max_pos = max_pos;
+	o.explain = explain;
+	o.explain_step = step;
+	o.diag = diag;
+	o.keep_sites = true;
+	r = replay_new(&o);
+	assert_non_null(r);
+	return r;
+}
+
+static void add(struct replay *r, const char *path)
+{
+	struct status_info si;
+
+	status_info_clear(&si);
+	if (replay_add_file(r, path, &si))
+		fail_msg("%s: %s", path, si.msg);
+}
+
+static size_t rule_index(const struct tally *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < tally_n_rules(t); i++)
+		if (!strcmp(tally_rule(t, i)->name, name))
+			return i;
+	fail_msg("rule %s not replayed", name);
+	return 0;
+}
+
+static uint64_t count_of(const struct tally *t, size_t i, const char *key)
+{
+	const struct tally_counts *c = tally_counts(t, i);
+
+	if (!strcmp(key, "merges")) return c->merges;
+	if (!strcmp(key, "taken")) return c->taken;
+	if (!strcmp(key, "substitutions")) return c->substitutions;
+	if (!strcmp(key, "unverified")) return c->unverified;
+	if (!strcmp(key, "prevented")) return c->prevented;
+	if (!strcmp(key, "forgone")) return c->forgone;
+	if (!strcmp(key, "rejected_unverified")) return c->rejected_unverified;
+	if (!strcmp(key, "fired")) return c->fired;
+	if (!strcmp(key, "skipped")) return c->skipped;
+	if (!strcmp(key, "shape_fallback")) return c->shape_fallback;
+	if (!strcmp(key, "evaluable")) return !tally_not_evaluable(t, i);
+	fail_msg("unknown count '%s' in an expected file", key);
+	return 0;
+}
+
+/* Compares r's totals with one .expected.json; returns the number of values checked. */
+static size_t compare_expected(const struct replay *r, const char *name)
+{
+	const struct tally *t = replay_tally(r);
+	char path[256];
+	size_t n, checked = 0;
+	char *text;
+	struct jdoc *d;
+	struct status_info si;
+	const struct jval *root, *rules, *rv, *kv, *v;
+	struct tally_fingerprint fp;
+	uint64_t lost = 0;
+	size_t i;
+
+	snprintf(path, sizeof(path), "fixtures/audit/%s.expected.json", name);
+	text = slurp(path, &n);
+	d = jdoc_new(n);
+	assert_non_null(d);
+	status_info_clear(&si);
+	if (jdoc_parse(d, text, n, &si))
+		fail_msg("%s: %s", path, si.msg);
+	root = jdoc_root(d);
+	rules = jdoc_get(d, root, "rules");
+	assert_non_null(rules);
+	assert_int_equal(rules->n, 6);
+	for (rv = jdoc_kid(d, rules); rv; rv = jdoc_next(d, rv)) {
+		size_t ri = rule_index(t, rv->key);
+		for (kv = jdoc_kid(d, rv); kv; kv = jdoc_next(d, kv)) {
+			uint64_t want = kv->type == JT_TRUE ? 1 : kv->type == JT_FALSE ? 0
+				      : (uint64_t)kv->u.i;
+			uint64_t got = count_of(t, ri, kv->key);
+			if (got != want)
+				fail_msg("%s: rule %s %s = %llu, expected %llu", name, rv->key, kv->key,
+					 (unsigned long long)got, (unsigned long long)want);
+			checked++;
+		}
+	}
+	v = jdoc_get(d, jdoc_get(d, root, "garbage"), "count");
+	assert_int_equal(tally_garbage(t)->count, v->u.i);
+	v = jdoc_get(d, jdoc_get(d, root, "garbage"), "float32_like");
+	assert_int_equal(tally_garbage(t)->float32_like, v->u.i);
+	assert_int_equal(replay_malformed(r), jdoc_get(d, root, "malformed")->u.i);
+	for (i = 0; i < replay_n_files(r); i++)
+		lost += replay_file_at(r, i)->stats.capture_lost;
+	assert_int_equal(lost, jdoc_get(d, root, "capture_lost")->u.i);
+	tally_fingerprint(t, &fp);
+	v = jdoc_get(d, root, "fingerprint");
+	assert_string_equal(tally_verdict_name(fp.verdict), jdoc_get(d, v, "verdict")->u.s);
+	v = jdoc_get(d, v, "consistent");
+	assert_int_equal(fp.n_consistent, v->n);
+	for (i = 0, kv = jdoc_kid(d, v); kv; kv = jdoc_next(d, kv), i++)
+		assert_string_equal(tally_rule(t, fp.consistent[i])->name, kv->u.s);
+	checked += 6 + fp.n_consistent;
+	jdoc_free(d);
+	free(text);
+	return checked;
+}
+
+static void test_fixtures_match_expected(void **state)
+{
+	size_t i, checked = 0;
+
+	(void)state;
+	for (i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		char path[256];
+		struct replay *r = replay_with(NULL, 0, false, 0, NULL);
+		snprintf(path, sizeof(path), "fixtures/audit/%s.jsonl", fixtures[i]);
+		add(r, path);
+		assert_int_equal(replay_n_files(r), 1);
+		assert_false(replay_file_at(r, 0)->unreadable);
+		checked += compare_expected(r, fixtures[i]);
+		replay_free(r);
+	}
+	/* 8 fixtures x (6 rules x 11 values + garbage, malformed, lost, verdict) at least */
+	assert_true(checked >= 8 * (66 + 6));
+}
+
+/* The spec's known cases, stated here as well as in the expected files. */
+static void test_known_cases(void **state)
+{
+	struct replay *r;
+	const struct tally *t;
+
+	(void)state;
+	r = replay_with(NULL, 0, false, 0, NULL);
+	add(r, "fixtures/audit/incident-confirmed.jsonl");
+	t = replay_tally(r);
+	assert_int_equal(tally_counts(t, 0)->substitutions, 1);   /* bare */
+	assert_int_equal(tally_counts(t, 2)->prevented, 1);       /* batch */
+	assert_int_equal(tally_counts(t, 2)->fired, 1);
+	assert_int_equal(tally_counts(t, 2)->substitutions, 0);
+	assert_int_equal(tally_not_evaluable(t, 4), 1);           /* stamp */
+	replay_free(r);
+
+	r = replay_with(NULL, 0, false, 0, NULL);
+	add(r, "fixtures/audit/residual-coinciding.jsonl");
+	t = replay_tally(r);
+	assert_int_equal(tally_counts(t, 2)->substitutions, 1);   /* batch lets it through */
+	assert_int_equal(tally_counts(t, 2)->fired, 0);
+	assert_int_equal(tally_counts(t, 3)->prevented, 1);       /* lifetime stops it */
+	assert_int_equal(tally_counts(t, 4)->prevented, 1);       /* stamp stops it */
+	assert_int_equal(tally_garbage(t)->float32_like, 1);
+	assert_int_equal(tally_garbage(t)->values[0].value, 1206993122);
+	assert_int_equal(replay_file_at(r, 0)->n_sites, 4);       /* bare, prefilled, batch, bound */
+	replay_free(r);
+
+	r = replay_with(NULL, 0, false, 0, NULL);
+	add(r, "fixtures/audit/slot-reuse.jsonl");
+	t = replay_tally(r);
+	assert_int_equal(tally_counts(t, 0)->taken, 3);
+	assert_int_equal(tally_counts(t, 1)->taken, 2);
+	assert_int_equal(tally_counts(t, 1)->prevented, 1);
+	replay_free(r);
+}
+
+static char *capture_output(void (*fn)(const struct replay *, FILE *), const struct replay *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	fn(r, f);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+static void test_explain_drift(void **state)
+{
+	struct replay *r = replay_with(NULL, 0, true, 202, NULL);
+	char *text;
+
+	(void)state;
+	add(r, "fixtures/audit/garbage-drift.jsonl");
+	assert_int_equal(replay_n_explained(r), 1);
+	text = capture_output(replay_print_explain_text, r);
+	assert_non_null(strstr(text, "fixtures/audit/garbage-drift.jsonl:4: merge at step 202"));
+	assert_non_null(strstr(text, "grew by 111 over the 111 steps since step 91"));
+	assert_non_null(strstr(text, "reads 123522.63 (float32-like)"));
+	/* -7 is garbage but not float32-like, and has no drift (slot 3 was -1 before) */
+	assert_non_null(strstr(text, "dev_pos -7"));
+	assert_null(strstr(text, "since step 150"));
+	free(text);
+	replay_free(r);
+
+	/* without --explain nothing is described */
+	r = replay_with(NULL, 0, false, 202, NULL);
+	add(r, "fixtures/audit/garbage-drift.jsonl");
+	assert_int_equal(replay_n_explained(r), 0);
+	replay_free(r);
+	/* a step with no merge: nothing either */
+	r = replay_with(NULL, 0, true, 150, NULL);
+	add(r, "fixtures/audit/garbage-drift.jsonl");
+	assert_int_equal(replay_n_explained(r), 0);
+	replay_free(r);
+}
+
+static void test_explain_substitution(void **state)
+{
+	struct replay *r = replay_with(NULL, 0, true, 141, NULL);
+	char *text, *slot7, *slot6;
+
+	(void)state;
+	add(r, "fixtures/audit/incident-confirmed.jsonl");
+	assert_int_equal(replay_n_explained(r), 1);
+	text = capture_output(replay_print_explain_text, r);
+	slot6 = strstr(text, "  slot 6:");
+	slot7 = strstr(text, "  slot 7:");
+	assert_non_null(slot6);
+	assert_non_null(slot7);
+	*slot7 = '\0';
+	assert_null(strstr(text, "SUBSTITUTION"));     /* slots 0..6 take nothing */
+	*slot7 = ' ';
+	assert_non_null(strstr(slot7, "bare             takes: SUBSTITUTION"));
+	assert_non_null(strstr(slot7, "batch            refuses: prevented"));
+	assert_non_null(strstr(slot7, "evidence request: slot_req 'r48' != buf_req 'r40'"));
+	free(text);
+	replay_free(r);
+}
+
+static void test_json_report(void **state)
+{
+	struct replay *r = replay_with("batch,stamp,batch+lifetime", 0, true, 202, NULL);
+	char *text;
+	struct jdoc *d;
+	struct status_info si;
+	const struct jval *root, *v, *rules;
+
+	(void)state;
+	add(r, "fixtures/audit/residual-coinciding.jsonl");
+	add(r, "fixtures/audit/incident-confirmed.jsonl");
+	text = capture_output(replay_print_json, r);
+	d = jdoc_new(strlen(text));
+	status_info_clear(&si);
+	if (jdoc_parse(d, text, strlen(text), &si))
+		fail_msg("the JSON report does not parse: %s", si.msg);
+	root = jdoc_root(d);
+	rules = jdoc_get(d, root, "rules");
+	assert_int_equal(rules->n, 3);
+	v = jdoc_get(d, rules, "batch");
+	assert_int_equal(jdoc_get(d, v, "merges")->u.i, 3);
+	assert_int_equal(jdoc_get(d, v, "substitutions")->u.i, 1);
+	assert_int_equal(jdoc_get(d, v, "prevented")->u.i, 1);
+	assert_int_equal(jdoc_get(d, jdoc_get(d, jdoc_get(d, v, "evidence"), "substitutions"),
+				  "stamp")->u.i, 1);
+	v = jdoc_get(d, rules, "batch+lifetime");
+	assert_int_equal(jdoc_get(d, v, "substitutions")->u.i, 0);
+	assert_int_equal(jdoc_get(d, v, "prevented")->u.i, 2);
+	v = jdoc_get(d, rules, "stamp");
+	assert_int_equal(jdoc_get(d, v, "skipped")->u.i, 2);
+	assert_int_equal(jdoc_get(d, v, "evaluable")->type, JT_TRUE);
+	assert_int_equal(jdoc_get(d, root, "not_evaluable")->n, 0);
+	assert_int_equal(jdoc_get(d, jdoc_get(d, root, "input"), "files")->u.i, 2);
+	assert_int_equal(jdoc_get(d, jdoc_get(d, root, "garbage"), "count")->u.i, 1);
+	v = jdoc_get(d, root, "explain");
+	assert_int_equal(v->type, JT_ARR);
+	assert_int_equal(v->n, 1);
+	v = jdoc_kid(d, v);
+	assert_int_equal(jdoc_get(d, v, "step")->u.i, 202);
+	v = jdoc_kid(d, jdoc_get(d, v, "slots"));       /* slot 0 */
+	assert_int_equal(jdoc_get(d, v, "stale")->type, JT_TRUE);
+	assert_string_equal(jdoc_get(d, v, "evidence")->u.s, "stamp");
+	assert_string_equal(jdoc_get(d, jdoc_get(d, jdoc_get(d, v, "rules"), "batch"), "verdict")->u.s,
+			    "takes: SUBSTITUTION");
+	jdoc_free(d);
+	free(text);
+
+	text = capture_output(replay_print_text, r);
+	assert_non_null(strstr(text, "2 files, 5 lines, 3 merge events, 0 malformed lines"));
+	free(text);
+	replay_free(r);
+}
+
+/* Totals over several files; a config is scoped to its own file. */
+static void test_several_files(void **state)
+{
+	const char *a = tmpfile_with("a.jsonl",
+		"{\"ev\":\"config\",\"max_model_len\":4096}\n"
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[4095],\"dev_pos\":[4096]}\n");
+	const char *b = tmpfile_with("b.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[4095],\"dev_pos\":[4096]}\n");
+	struct replay *r = replay_with("bare,bound", 0, false, 0, NULL);
+	const struct tally *t;
+
+	(void)state;
+	add(r, a);
+	add(r, b);
+	t = replay_tally(r);
+	assert_int_equal(replay_n_files(r), 2);
+	assert_int_equal(tally_garbage(t)->count, 1);                       /* only in a */
+	assert_int_equal(tally_garbage(replay_file_at(r, 0)->tally)->count, 1);
+	assert_int_equal(tally_garbage(replay_file_at(r, 1)->tally)->count, 0);
+	assert_int_equal(tally_counts(t, 1)->skipped, 1);                   /* bound in b */
+	assert_int_equal(tally_counts(t, 1)->rejected_unverified, 1);       /* bound in a */
+	assert_int_equal(tally_counts(t, 0)->merges, 2);
+	assert_int_equal(tally_counts(t, 0)->unverified, 2);
+	replay_free(r);
+
+	/* --max-pos wins over the config, in both files */
+	r = replay_with("bare,bound", 5000, false, 0, NULL);
+	add(r, a);
+	add(r, b);
+	t = replay_tally(r);
+	assert_int_equal(tally_garbage(t)->count, 0);
+	assert_int_equal(tally_counts(t, 1)->taken, 2);
+	assert_int_equal(tally_counts(t, 1)->skipped, 0);
+	replay_free(r);
+}
+
+static void test_malformed_and_strict(void **state)
+{
+	char text[4096];
+	size_t n = 0;
+	int i;
+	const char *p;
+	struct replay *r;
+	struct status_info si;
+	char *diag = NULL;
+	size_t dlen = 0;
+	FILE *df;
+
+	(void)state;
+	for (i = 1; i <= 12; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "{\"ev\":\"merge\",\"step\":%d}\n", i);
+	n += (size_t)snprintf(text + n, sizeof(text) - n,
+			      "{\"ev\":\"merge\",\"step\":13,\"host_pos\":[1],\"dev_pos\":[1]}\n");
+	p = tmpfile_with("bad.jsonl", text);
+
+	df = open_memstream(&diag, &dlen);
+	r = replay_with(NULL, 0, false, 0, df);
+	add(r, p);
+	fclose(df);
+	assert_int_equal(replay_malformed(r), 12);
+	assert_int_equal(replay_file_at(r, 0)->malformed, 12);
+	assert_int_equal(tally_counts(replay_tally(r), 0)->merges, 1);
+	/* the first REPLAY_MALFORMED_SHOWN are shown, naming file and line */
+	{
+		char want[600];
+		int lines = 0;
+		const char *q;
+		for (q = diag; *q; q++)
+			lines += *q == '\n';
+		assert_int_equal(lines, REPLAY_MALFORMED_SHOWN);
+		snprintf(want, sizeof(want), "%s:1: host_pos missing\n", p);
+		assert_non_null(strstr(diag, want));
+		snprintf(want, sizeof(want), "%s:10: host_pos missing\n", p);
+		assert_non_null(strstr(diag, want));
+		snprintf(want, sizeof(want), "%s:11:", p);
+		assert_null(strstr(diag, want));
+	}
+	free(diag);
+	{
+		char *rep = capture_output(replay_print_text, r);
+		assert_non_null(strstr(rep, "12 malformed lines in total"));
+		free(rep);
+	}
+	replay_free(r);
+
+	/* strict: the first malformed line stops the file */
+	{
+		struct rule rs[1];
+		struct replay_opts o = { .rules = rs, .n_rules = 1, .strict = true };
+		rule_parse("bare", &rs[0], NULL);
+		r = replay_new(&o);
+		assert_non_null(r);
+		status_info_clear(&si);
+		assert_int_equal(replay_add_file(r, p, &si), STATUS_PARSE);
+		assert_int_equal(si.line, 1);
+		assert_string_equal(si.msg, "host_pos missing");
+		assert_int_equal(tally_counts(replay_tally(r), 0)->merges, 0);
+		replay_free(r);
+	}
+}
+
+static void test_unreadable_and_bad_opts(void **state)
+{
+	struct replay *r = replay_with(NULL, 0, false, 0, NULL);
+	struct status_info si;
+	struct replay_opts o = { 0 };
+	char path[512];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/none.jsonl", dir);
+	status_info_clear(&si);
+	assert_int_equal(replay_add_file(r, path, &si), STATUS_IO);
+	assert_string_equal(si.msg, "cannot open: No such file or directory");
+	assert_int_equal(replay_n_files(r), 1);
+	assert_true(replay_file_at(r, 0)->unreadable);
+	{
+		char *rep = capture_output(replay_print_text, r);
+		char want[600];
+		snprintf(want, sizeof(want), "%s: could not be read to the end", path);
+		assert_non_null(strstr(rep, want));
+		assert_non_null(strstr(rep, "not evaluable on this audit"));
+		free(rep);
+	}
+	replay_free(r);
+	assert_null(replay_new(&o));             /* no rules */
+	o.n_rules = RULE_MAX_LIST + 1;
+	assert_null(replay_new(&o));
+	replay_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixtures_match_expected),
+		cmocka_unit_test(test_known_cases),
+		cmocka_unit_test(test_explain_drift),
+		cmocka_unit_test(test_explain_substitution),
+		cmocka_unit_test(test_json_report),
+		cmocka_unit_test(test_several_files),
+		cmocka_unit_test(test_malformed_and_strict),
+		cmocka_unit_test(test_unreadable_and_bad_opts),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
