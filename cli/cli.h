@@ -33,6 +33,8 @@ int cmd_validate(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
 int cmd_follow(int argc, char **argv);
 int cmd_pair(int argc, char **argv);
+int cmd_ab(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_preflight(int argc, char **argv);
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);

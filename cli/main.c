@@ -21,6 +21,8 @@ static const struct cli_cmd cli_commands[] = {
 	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)" },
 	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F" },
 	{ "pair", cmd_pair, "join bench runs with their audits, attribute wrong outputs to substitutions" },
+	{ "ab", cmd_ab, "validate a guard: control vs treatment under capture, noise floor, verdict" },
+	{ "report", cmd_report, "SVG figures: slots x steps timeline of an audit, latency CDF, makespan" },
 	{ "preflight", cmd_preflight, "check the host before a run: memory floor, lock, devices, holders" },
 	{ "lock", cmd_lock, "hold the exclusive host lock while a command runs (never steals)" },
 	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed" },

@@ -293,14 +293,20 @@ static size_t pair_run_of(struct pair *p, const struct merge_event *m, const str
 
 	*by_id = false;
 	if (m->has_req) {
+		bool any = false;
+
 		for (s = 0; s < m->n_host; s++) {
 			struct preq *q = m->slot_req[s] ? pair_find(p, m->slot_req[s]) : NULL;
 
+			any |= m->slot_req[s] != NULL;
 			if (q) {
 				*by_id = true;
 				return q->run;
 			}
 		}
+		/* ids that name no request of these runs: another client's (a probe) */
+		if (any)
+			return SIZE_MAX;
 	}
 	mono = it->has_time && it->mono > 0;
 	if (!mono && !(it->has_time && it->t > 0) && !m->has_t)
@@ -1006,4 +1012,113 @@ void pair_print_json(const struct pair *p, FILE *f)
 	jsonw_arr_end(&w);
 	jsonw_obj_end(&w);
 	fputc('\n', f);
+}
+
+/* --- series for figures ------------------------------------------------------- */
+
+static struct pair_series *pair_series_of(struct pair_series *out, size_t max, size_t *n,
+					  const char *name, struct status_info *si)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp(out[i].name, name))
+			return &out[i];
+	if (*n >= max) {
+		status_set(si, STATUS_LIMIT, "more than %zu arms", max);
+		return NULL;
+	}
+	memset(&out[*n], 0, sizeof(out[*n]));
+	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name);
+	out[*n].ttft = calloc(PAIR_SERIES_MAX, sizeof(double));
+	out[*n].makespan = calloc(PAIR_SERIES_MAX, sizeof(double));
+	if (!out[*n].ttft || !out[*n].makespan) {
+		free(out[*n].ttft);
+		free(out[*n].makespan);
+		status_set(si, STATUS_NOMEM, "out of memory");
+		return NULL;
+	}
+	return &out[(*n)++];
+}
+
+enum status pair_series_read(const char *const *paths, size_t n_paths, struct pair_series *out,
+			     size_t max, size_t *n, struct status_info *si)
+{
+	enum status st = STATUS_OK;
+	char *buf = NULL;
+	size_t cap = 0, k;
+	ssize_t len;
+
+	*n = 0;
+	for (k = 0; !st && k < n_paths; k++) {
+		FILE *f = fopen(paths[k], "re");
+		long line = 0, n_runs = 0;
+
+		if (!f) {
+			st = status_set_at(si, STATUS_IO, paths[k], 0, 0, "cannot open: %s", strerror(errno));
+			break;
+		}
+		while (!st && (len = getline(&buf, &cap, f)) >= 0) {
+			cJSON *o;
+			const char *kind, *phase, *arm;
+			const cJSON *id;
+			struct pair_series *s;
+
+			line++;
+			o = (size_t)len <= PAIR_MAX_LINE ? cJSON_ParseWithLength(buf, (size_t)len) : NULL;
+			if (!o || !cJSON_IsObject(o)) {
+				cJSON_Delete(o);
+				if (len > 1)
+					st = status_set_at(si, STATUS_PARSE, paths[k], line, 0, "not a JSON object");
+				continue;
+			}
+			kind = pair_str(o, "kind");
+			phase = pair_str(o, "phase");
+			if (!kind || !phase || !strcmp(phase, "reference")) {
+				cJSON_Delete(o);
+				continue;
+			}
+			id = cJSON_GetObjectItemCaseSensitive(o, "identity");
+			arm = !strcmp(kind, "run") ? (id ? pair_str(id, "arm") : NULL) : pair_str(o, "arm");
+			if (!strcmp(kind, "run") || !strcmp(kind, "request")) {
+				s = pair_series_of(out, max, n, arm ? arm : "none", si);
+				if (!s) {
+					st = STATUS_LIMIT;
+				} else if (!strcmp(kind, "run")) {
+					const cJSON *fig = cJSON_GetObjectItemCaseSensitive(o, "figures");
+
+					n_runs++;
+					if (fig && s->n_makespan < PAIR_SERIES_MAX)
+						s->makespan[s->n_makespan++] = pair_num(fig, "makespan_s", NAN);
+				} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok")) &&
+					   s->n_ttft < PAIR_SERIES_MAX) {
+					double t = pair_num(o, "ttft_s", NAN);
+
+					if (isfinite(t))
+						s->ttft[s->n_ttft++] = t;
+				}
+			}
+			cJSON_Delete(o);
+		}
+		fclose(f);
+		if (!st && !n_runs)
+			st = status_set_at(si, STATUS_PARSE, paths[k], 0, 0, "no measured run record in the file");
+	}
+	free(buf);
+	if (st) {
+		pair_series_release(out, *n);
+		*n = 0;
+	}
+	return st;
+}
+
+void pair_series_release(struct pair_series *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(s[i].ttft);
+		free(s[i].makespan);
+		s[i].ttft = s[i].makespan = NULL;
+	}
 }

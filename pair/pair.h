@@ -7,7 +7,8 @@
  * reader). A merge event belongs to a run
  *   1. by request id: a request id in its `slot_req` is a request of that
  *      run (the id the HTTP response carried, interfaces: request identity);
- *   2. else by time: its capture record's CLOCK_MONOTONIC time (or, without
+ *   2. else, when it carries no request id at all, by time: its capture
+ *      record's CLOCK_MONOTONIC time (or, without
  *      one, its wall time `t`) lies within the run's window widened by
  *      `slack_s`; the capture's pid is kept, and a run whose window holds
  *      audit lines from more than one pid says so.
@@ -155,6 +156,23 @@ uint64_t pair_malformed(const struct pair *p);
 uint64_t pair_audit_lines(const struct pair *p);
 const char *pair_audit_file(const struct pair *p, size_t i);
 const char *pair_run_file(const struct pair *p, size_t i);
+
+/*
+ * Latency and makespan of the measured runs (every phase but "reference")
+ * of bench record files, one series per arm name ("none" without one), for
+ * the figures. Values are capped at PAIR_SERIES_MAX values per series.
+ */
+#define PAIR_SERIES_MAX 100000u
+struct pair_series {
+	char name[128];
+	double *ttft;          /* successful requests' TTFT, seconds */
+	size_t n_ttft;
+	double *makespan;      /* one per measured run, in file order */
+	size_t n_makespan;
+};
+enum status pair_series_read(const char *const *paths, size_t n_paths, struct pair_series *out,
+			     size_t max, size_t *n, struct status_info *si);
+void pair_series_release(struct pair_series *s, size_t n);
 
 /* The report: a text table and failures, or JSON. */
 void pair_print_text(const struct pair *p, FILE *f);

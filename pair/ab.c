@@ -1,0 +1,990 @@
+#include "ab.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arms.h"
+#include "driver.h"
+#include "http.h"
+#include "jsonw.h"
+#include "launch.h"
+#include "lock.h"
+#include "pair.h"
+#include "preflight.h"
+#include "rule.h"
+#include "stats.h"
+#include "svg.h"
+
+#define AB_MAX_ENV 64
+#define AB_PATH 1024
+#define AB_MAX_TTFT 100000u   /* TTFT values kept per role for the CDF */
+
+const char *ab_role_name(enum ab_role r)
+{
+	switch (r) {
+	case AB_CONTROL: return "control";
+	case AB_TREATMENT: return "treatment";
+	case AB_NEGATIVE: return "negative-control";
+	case AB_SENSITIVITY: return "sensitivity";
+	default: return "?";
+	}
+}
+
+struct ab_env {
+	char *name[AB_MAX_ENV], *value[AB_MAX_ENV];
+	size_t n;
+};
+
+struct ab_boot {
+	enum ab_role role;
+	unsigned round;
+	char capture[AB_PATH], records[AB_PATH], log[AB_PATH], port_file[AB_PATH];
+};
+
+struct ab_ctx {
+	const struct ab_opts *o;
+	struct ab_result *res;
+	FILE *log;
+	struct arm_spec *spec;
+	struct ab_env env[AB__ROLES];        /* each role's arm environment */
+	struct ab_env all;                   /* every variable any arm sets (names only) */
+	struct ab_boot boots[AB_MAX_BOOTS];
+	size_t n_boots;
+	double fig[AB__ROLES][3][AB_MAX_REPEATS];   /* makespan, ttft_p50, tok_s per round */
+	size_t n_fig[AB__ROLES];
+	double *ttft[AB__ROLES];
+	size_t n_ttft[AB__ROLES];
+	char shim[AB_PATH];
+};
+
+static void ab_say(struct ab_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ab_say(struct ab_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ab: ", c->log);
+	va_start(ap, fmt);
+	vfprintf(c->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', c->log);
+	fflush(c->log);
+}
+
+static void ab_fail(struct ab_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ab_fail(struct ab_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	c->res->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(c->res->fail_message, sizeof(c->res->fail_message), fmt, ap);
+	va_end(ap);
+	ab_say(c, "FAIL: %s", c->res->fail_message);
+}
+
+static const char *ab_role_arm(const struct ab_opts *o, enum ab_role r)
+{
+	return r == AB_TREATMENT ? o->treatment : r == AB_SENSITIVITY ? o->sensitivity : o->control;
+}
+
+/* --- the arm environment ------------------------------------------------- */
+
+static void ab_env_release(struct ab_env *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++) {
+		free(e->name[i]);
+		free(e->value[i]);
+	}
+	e->n = 0;
+}
+
+static enum status ab_env_load(struct ab_ctx *c, const char *arm, struct ab_env *e, struct status_info *si)
+{
+	char *buf = NULL, *line, *save = NULL, *eq;
+	size_t n = 0;
+	enum status st;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	st = arm_spec_print_env(c->spec, arm, f, si);
+	fclose(f);
+	if (st)
+		goto out;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t i;
+
+		eq = strchr(line, '=');
+		if (!eq || eq == line)
+			continue;
+		*eq = '\0';
+		if (e->n >= AB_MAX_ENV) {
+			st = status_set(si, STATUS_LIMIT, "arm '%s': more than %d variables", arm, AB_MAX_ENV);
+			goto out;
+		}
+		e->name[e->n] = strdup(line);
+		e->value[e->n] = strdup(eq + 1);
+		if (!e->name[e->n] || !e->value[e->n]) {
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+			goto out;
+		}
+		e->n++;
+		for (i = 0; i < c->all.n && strcmp(c->all.name[i], line); i++)
+			;
+		if (i == c->all.n && c->all.n < AB_MAX_ENV) {
+			c->all.name[c->all.n] = strdup(line);
+			c->all.value[c->all.n] = strdup("");
+			c->all.n++;
+		}
+	}
+out:
+	free(buf);
+	return st;
+}
+
+/* --- the server process ---------------------------------------------------- */
+
+/* In the child: environment, capture, exec. Never returns. */
+static void ab_child(struct ab_ctx *c, const struct ab_boot *b, const char *serve)
+{
+	const struct ab_env *e = &c->env[b->role];
+	struct launch_opts lo;
+	struct status_info si = { 0 };
+	char num[32];
+	size_t i;
+	int fd;
+
+	setsid();
+	fd = open(b->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	/* a control must not inherit a treatment's flag from our environment */
+	for (i = 0; i < c->all.n; i++)
+		unsetenv(c->all.name[i]);
+	for (i = 0; i < e->n; i++)
+		setenv(e->name[i], e->value[i], 1);
+	setenv("TTAUDIT_AB_ARM", ab_role_arm(c->o, b->role), 1);
+	setenv("TTAUDIT_AB_ROLE", ab_role_name(b->role), 1);
+	snprintf(num, sizeof(num), "%zu", (size_t)(b - c->boots));
+	setenv("TTAUDIT_AB_BOOT", num, 1);
+	setenv("TTAUDIT_AB_PORT_FILE", b->port_file, 1);
+	memset(&lo, 0, sizeof(lo));
+	lo.out = b->capture;
+	if (launch_setup(&lo, c->shim, &si)) {
+		fprintf(stderr, "ttaudit ab: capture setup failed: %s\n", si.msg);
+		_exit(127);
+	}
+	execl("/bin/sh", "sh", "-c", serve, (char *)NULL);
+	fprintf(stderr, "ttaudit ab: cannot run /bin/sh: %s\n", strerror(errno));
+	_exit(127);
+}
+
+static void ab_sleep(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* 1 while any process of the group is alive (the shell reaped or not). */
+static int ab_group_alive(pid_t pgid, pid_t pid, int *reaped, int *wstatus)
+{
+	if (!*reaped && waitpid(pid, wstatus, WNOHANG) == pid)
+		*reaped = 1;
+	return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+static int ab_wait_gone(pid_t pid, double secs, int *reaped, int *wstatus)
+{
+	double t;
+
+	for (t = 0; t < secs; t += 0.05) {
+		if (!ab_group_alive(pid, pid, reaped, wstatus))
+			return 1;
+		ab_sleep(0.05);
+	}
+	return !ab_group_alive(pid, pid, reaped, wstatus);
+}
+
+/*
+ * Stops the server's process group gracefully. Returns 1 when it is gone;
+ * 0 when it is left running (res->fail_command says what to run).
+ */
+static int ab_stop(struct ab_ctx *c, pid_t pid, int *reaped, int *wstatus)
+{
+	const struct ab_opts *o = c->o;
+	double wait = o->stop_timeout > 0 ? o->stop_timeout : AB_DEFAULT_STOP_TIMEOUT;
+	int sig = o->stop_signal ? o->stop_signal : SIGINT;
+
+	if (!ab_group_alive(pid, pid, reaped, wstatus))
+		return 1;
+	if (o->stop_cmd) {
+		char num[32];
+		int rc;
+
+		snprintf(num, sizeof(num), "%ld", (long)pid);
+		setenv("TTAUDIT_AB_PID", num, 1);
+		ab_say(c, "stopping the server: %s", o->stop_cmd);
+		rc = system(o->stop_cmd);
+		unsetenv("TTAUDIT_AB_PID");
+		if (rc != 0)
+			ab_say(c, "stop command exited %d", rc);
+	} else {
+		ab_say(c, "stopping the server (process group %ld) with %s", (long)pid, strsignal(sig));
+		kill(-pid, sig);
+	}
+	if (ab_wait_gone(pid, wait, reaped, wstatus))
+		return 1;
+	ab_say(c, "the server is still running after %.0f s: SIGTERM", wait);
+	kill(-pid, SIGTERM);
+	if (ab_wait_gone(pid, wait, reaped, wstatus))
+		return 1;
+	snprintf(c->res->fail_command, sizeof(c->res->fail_command),
+		 "ps -o pid,stat,cmd -g %ld  # then, once it is safe for the device: kill -TERM -%ld",
+		 (long)pid, (long)pid);
+	return 0;
+}
+
+/* Waits for the port file and makes the URL. */
+static int ab_url(struct ab_ctx *c, const struct ab_boot *b, pid_t pid, int *reaped, int *wstatus,
+		  char *url, size_t n)
+{
+	double t, limit = c->o->ready_timeout > 0 ? c->o->ready_timeout : 600;
+	long port;
+	FILE *f;
+
+	if (c->o->url) {
+		snprintf(url, n, "%s", c->o->url);
+		return 1;
+	}
+	for (t = 0; t < limit; t += 0.05) {
+		f = fopen(b->port_file, "re");
+		if (f) {
+			int ok = fscanf(f, "%ld", &port) == 1 && port > 0 && port < 65536;
+
+			fclose(f);
+			if (ok) {
+				snprintf(url, n, "http://127.0.0.1:%ld", port);
+				return 1;
+			}
+		}
+		if (!*reaped && waitpid(pid, wstatus, WNOHANG) == pid) {
+			*reaped = 1;
+			return 0;
+		}
+		ab_sleep(0.05);
+	}
+	return 0;
+}
+
+/* --- one boot --------------------------------------------------------------- */
+
+static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pair *p)
+{
+	struct ab_role_result *rr = &c->res->role[b->role];
+	size_t i, k = c->n_fig[b->role];
+	double mk = 0, tt = 0, ts = 0;
+	size_t n = 0;
+
+	rr->n_boots++;
+	for (i = 0; i < pair_n_runs(p); i++) {
+		const struct pair_run *r = pair_run_at(p, i);
+
+		rr->merges += r->merges;
+		rr->taken += r->taken;
+		rr->subst += r->subst;
+		rr->subst_request += r->subst_by[EVIDENCE_REQUEST];
+		rr->subst_stamp += r->subst_by[EVIDENCE_STAMP];
+		rr->subst_lifetime += r->subst_by[EVIDENCE_LIFETIME];
+		rr->subst_correct += r->n_subst_correct;
+		if (r->tally && r->arm_rule != SIZE_MAX) {
+			const struct tally_counts *tc = tally_counts(r->tally, r->arm_rule);
+
+			rr->guard_known = true;
+			rr->fired += tc->fired;
+			rr->prevented += tc->prevented;
+			rr->forgone += tc->forgone;
+		}
+		if (r->merges)
+			snprintf(rr->arm_verdict, sizeof(rr->arm_verdict), "%s", r->arm_verdict);
+		if (!strcmp(r->phase, "reference"))
+			continue;
+		rr->requests += r->n_correct;
+		rr->failing += r->n_failing;
+		rr->explained += r->n_explained;
+		rr->possible += r->n_possible;
+		rr->unexplained += r->n_unexplained;
+		if (r->makespan >= 0) {
+			mk += r->makespan;
+			tt += r->ttft_p50;
+			ts += r->out_tok_s;
+			n++;
+		}
+	}
+	if (k < AB_MAX_REPEATS) {
+		c->fig[b->role][0][k] = n ? mk / (double)n : NAN;
+		c->fig[b->role][1][k] = n ? tt / (double)n : NAN;
+		c->fig[b->role][2][k] = n ? ts / (double)n : NAN;
+		c->n_fig[b->role]++;
+	}
+}
+
+/* TTFT of the measured requests of a record file, for the CDF. */
+static void ab_take_ttft(struct ab_ctx *c, const struct ab_boot *b)
+{
+	FILE *f = fopen(b->records, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	double **v = &c->ttft[b->role];
+	size_t *n = &c->n_ttft[b->role];
+
+	if (!f)
+		return;
+	if (!*v)
+		*v = calloc(AB_MAX_TTFT, sizeof(double));
+	while (*v && (len = getline(&line, &cap, f)) >= 0) {
+		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "ttft_s");
+
+		if (cJSON_IsString(k) && !strcmp(k->valuestring, "request") && cJSON_IsString(ph) &&
+		    strcmp(ph->valuestring, "reference") && cJSON_IsNumber(t) && *n < AB_MAX_TTFT)
+			(*v)[(*n)++] = t->valuedouble;
+		cJSON_Delete(o);
+	}
+	free(line);
+	fclose(f);
+}
+
+static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct status_info *si)
+{
+	const struct ab_opts *o = c->o;
+	const char *arm = ab_role_arm(o, b->role);
+	const char *serve = b->role == AB_SENSITIVITY && o->sensitivity_serve ? o->sensitivity_serve : o->serve;
+	struct preflight_report *pr = NULL;
+	struct lock *lk = NULL;
+	struct driver_opts dopt;
+	struct driver_report drep;
+	struct pair *p = NULL;
+	struct pair_opts po;
+	const char *runs[1], *auds[1];
+	char url[HTTP_MAX_URL];
+	enum status st = STATUS_OK;
+	int reaped = 0, wstatus = 0, stopped;
+	bool leave_lock = false, drep_live = false;
+	pid_t pid = -1;
+	size_t i;
+
+	memset(&drep, 0, sizeof(drep));
+	ab_say(c, "boot %zu: %s, arm %s, round %u", (size_t)(b - c->boots), ab_role_name(b->role), arm,
+	       b->round + 1);
+	/* 1. preflight */
+	if (!o->no_preflight) {
+		struct preflight_opts pf;
+
+		pr = calloc(1, sizeof(*pr));
+		if (!pr) {
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+			goto out;
+		}
+		memset(&pf, 0, sizeof(pf));
+		pf.lock_dir = o->lock_dir ? o->lock_dir : LOCK_DEFAULT_DIR;
+		pf.skip_tenstorrent = o->vendor_neutral;
+		pf.docker = o->no_docker ? "" : NULL;
+		pf.mem_floor_gib = o->mem_floor_gib;
+		st = preflight_run(&pf, pr, si);
+		if (st)
+			goto out;
+		if (!pr->ok) {
+			for (i = 0; i < pr->n_checks; i++)
+				if (pr->checks[i].result == PREFLIGHT_FAIL)
+					break;
+			ab_fail(c, "%s: preflight failed: %s: %s", ab_role_name(b->role),
+				i < pr->n_checks ? pr->checks[i].name : "?",
+				i < pr->n_checks ? pr->checks[i].detail : "");
+			if (i < pr->n_checks)
+				snprintf(c->res->fail_command, sizeof(c->res->fail_command), "%s",
+					 pr->checks[i].remedy);
+			goto out;
+		}
+	}
+	/* 2. the host lock */
+	lk = lock_new(o->lock_dir);
+	if (!lk) {
+		st = status_set(si, STATUS_USAGE, "bad lock directory");
+		goto out;
+	}
+	{
+		struct lock_owner holder;
+		enum lock_state ls;
+		struct status_info lsi = { 0 };
+
+		if (lock_acquire(lk, serve, &holder, &ls, &lsi)) {
+			ab_fail(c, "host lock %s is %s (pid %ld, %s): %s", lock_dir(lk), lock_state_name(ls),
+				holder.pid, holder.command, lsi.msg);
+			if (ls == LOCK_STALE)
+				lock_remove_command(lk, c->res->fail_command, sizeof(c->res->fail_command));
+			goto out;
+		}
+	}
+	/* 3. the server, under capture */
+	unlink(b->port_file);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		st = status_set(si, STATUS_CHILD, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		ab_child(c, b, serve);
+	setpgid(pid, pid);   /* also done by the child's setsid; whichever runs first */
+	if (!ab_url(c, b, pid, &reaped, &wstatus, url, sizeof(url))) {
+		ab_fail(c, "%s: the server %s before it wrote its port to %s (log: %s)", ab_role_name(b->role),
+			reaped ? "exited" : "did not start", b->port_file, b->log);
+		goto stop;
+	}
+	/* 4. readiness, arm confirmation, reference, correctness under load */
+	memset(&dopt, 0, sizeof(dopt));
+	dopt.n_arms = 1;
+	dopt.arms[0].url = url;
+	dopt.arms[0].arm = arm;
+	dopt.arms[0].capture = b->capture;
+	dopt.spec = o->spec;
+	dopt.model = o->model;
+	dopt.suite = o->suite;
+	dopt.gen = o->gen;
+	dopt.arrival = LOAD_CLOSED;
+	dopt.levels[0] = o->concurrency;
+	dopt.n_levels = 1;
+	dopt.n_requests = o->n_requests;
+	dopt.repeats = 1;
+	dopt.correctness = true;
+	dopt.corpus_seed = o->corpus_seed;
+	dopt.temperature = 0;
+	dopt.timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
+	dopt.stall_s = 60;
+	dopt.ready_timeout = o->ready_timeout;
+	dopt.out = b->records;
+	dopt.log_to = c->log;
+	st = driver_run(&dopt, &drep, si);
+	drep_live = true;
+	if (st)
+		goto stop;
+	if (drep.gate_failed) {
+		ab_fail(c, "%s (arm %s): %s", ab_role_name(b->role), arm, drep.gate_message);
+		if (drep.arm_report)
+			fputs(drep.arm_report, c->log);
+		goto stop;
+	}
+stop:
+	/* 5. graceful stop; never SIGKILL */
+	stopped = ab_stop(c, pid, &reaped, &wstatus);
+	if (!stopped) {
+		leave_lock = true;   /* a device process is still running: the lock stays */
+		if (!c->res->failed)
+			ab_fail(c, "%s: the server (process group %ld) did not stop after the stop signal "
+				"and SIGTERM; it is left running and the host lock %s stays held",
+				ab_role_name(b->role), (long)pid, lock_dir(lk));
+		ab_say(c, "a person should check it and stop it: %s", c->res->fail_command);
+		goto out;
+	}
+	if (st || c->res->failed)
+		goto out;
+	/* 6. pair */
+	memset(&po, 0, sizeof(po));
+	runs[0] = b->records;
+	auds[0] = b->capture;
+	po.runs = runs;
+	po.n_runs = 1;
+	po.audits = auds;
+	po.n_audits = 1;
+	po.slack_s = -1;
+	po.diag = c->log;
+	st = pair_build(&po, &p, si);
+	if (st)
+		goto out;
+	ab_take_figures(c, b, p);
+	ab_take_ttft(c, b);
+	{
+		const struct ab_role_result *rr = &c->res->role[b->role];
+
+		ab_say(c, "%s: %llu merges, %llu substitutions, %zu failing of %zu, arm verdict %s",
+		       ab_role_name(b->role), rr->merges, rr->subst, rr->failing, rr->requests,
+		       rr->arm_verdict[0] ? rr->arm_verdict : "no-audit");
+		if (!strcmp(rr->arm_verdict, "contradicted")) {
+			char rejected[AB_PATH + 16];
+
+			/* its numbers are not the arm's: set aside, never published */
+			snprintf(rejected, sizeof(rejected), "%s.rejected", b->records);
+			rename(b->records, rejected);
+			ab_fail(c, "%s: arm '%s' not engaged: the recorded merge decisions contradict it "
+				"(its banner is no proof); its records are set aside as %s",
+				ab_role_name(b->role), arm, rejected);
+		}
+	}
+out:
+	/* lock_free releases a held lock; a lock over a server left running is kept */
+	if (lk && !leave_lock)
+		lock_free(lk);
+	if (drep_live)
+		driver_report_release(&drep);
+	pair_free(p);
+	free(pr);
+	return st;
+}
+
+/* --- verdict ---------------------------------------------------------------- */
+
+static double ab_median(const double *v, size_t n)
+{
+	double spread;
+
+	if (!n)
+		return NAN;
+	return v[stats_median_repeat(v, n, &spread)];
+}
+
+static void ab_verdict(struct ab_ctx *c)
+{
+	static const char *const figs[3] = { "makespan", "ttft_p50", "tok_s" };
+	struct ab_result *res = c->res;
+	const struct ab_opts *o = c->o;
+	double sep = o->separation > 0 ? o->separation : AB_DEFAULT_SEPARATION;
+	size_t f, r, k;
+
+	for (r = 0; r < AB__ROLES; r++) {
+		res->role[r].arm = ab_role_arm(o, (enum ab_role)r);
+		res->role[r].med.makespan = ab_median(c->fig[r][0], c->n_fig[r]);
+		res->role[r].med.ttft_p50 = ab_median(c->fig[r][1], c->n_fig[r]);
+		res->role[r].med.tok_s = ab_median(c->fig[r][2], c->n_fig[r]);
+		for (k = 0; k < c->n_fig[r]; k++)
+			res->role[r].makespan[k] = c->fig[r][0][k];
+	}
+	for (f = 0; f < 3; f++) {
+		struct ab_delta *d = &res->delta[f];
+		double a = ab_median(c->fig[AB_CONTROL][f], c->n_fig[AB_CONTROL]);
+		double b = ab_median(c->fig[AB_TREATMENT][f], c->n_fig[AB_TREATMENT]);
+		size_t n = c->n_fig[AB_CONTROL] < c->n_fig[AB_NEGATIVE] ? c->n_fig[AB_CONTROL] : c->n_fig[AB_NEGATIVE];
+
+		d->figure = figs[f];
+		d->control = a;
+		d->treatment = b;
+		d->delta = a > 0 ? (b - a) / a : NAN;
+		d->floor = n ? 0 : NAN;
+		for (k = 0; k < n; k++) {
+			double x = c->fig[AB_CONTROL][f][k], y = c->fig[AB_NEGATIVE][f][k];
+			double rel = x > 0 ? fabs(y - x) / x : NAN;
+
+			if (!(rel <= d->floor))
+				d->floor = rel;
+		}
+		if (!isfinite(d->delta) || !isfinite(d->floor))
+			d->verdict = "unknown";
+		else if (fabs(d->delta) <= d->floor)
+			d->verdict = "flat, not a win";
+		else if ((f == 2) == (d->delta > 0))
+			d->verdict = "better";
+		else
+			d->verdict = "worse";
+	}
+	res->negative_delta = res->delta[0].floor;
+	res->sensitivity_delta = NAN;
+	res->separation = NAN;
+	if (!o->sensitivity) {
+		res->cost_withheld = true;
+		snprintf(res->cost_reason, sizeof(res->cost_reason),
+			 "no sensitivity arm (--sensitivity): nothing shows this bench can see a %.0f%% effect",
+			 sep * 100);
+	} else {
+		double a = res->role[AB_CONTROL].med.makespan, s = res->role[AB_SENSITIVITY].med.makespan;
+
+		res->sensitivity_delta = a > 0 ? fabs(s - a) / a : NAN;
+		res->separation = res->sensitivity_delta - res->negative_delta;
+		if (!isfinite(res->separation) || res->separation < sep) {
+			res->cost_withheld = true;
+			snprintf(res->cost_reason, sizeof(res->cost_reason),
+				 "the sensitivity arm moves makespan by %.1f%%, the negative control (A vs A) by "
+				 "%.1f%%: separated by %.1f points, under the %.0f%% separation floor",
+				 100 * res->sensitivity_delta, 100 * res->negative_delta, 100 * res->separation,
+				 100 * sep);
+		}
+	}
+	res->guard_ok = res->role[AB_TREATMENT].subst == 0 && res->role[AB_TREATMENT].failing == 0 &&
+			res->role[AB_CONTROL].subst > 0;
+}
+
+/* --- reports ---------------------------------------------------------------- */
+
+static void ab_pct(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%+.2f%%", 100 * v);
+	else
+		fputs("n/a", f);
+}
+
+static void ab_write_md(struct ab_ctx *c, FILE *f)
+{
+	const struct ab_result *res = c->res;
+	const struct ab_opts *o = c->o;
+	size_t r, k;
+
+	fprintf(f, "# A/B: %s (control) vs %s (treatment)\n\n", o->control, o->treatment);
+	fprintf(f, "Guard effect: **%s**. Cost: **%s**.\n\n",
+		res->guard_ok ? "PASS" : res->role[AB_CONTROL].subst == 0 ? "NOT SHOWN" : "FAIL",
+		res->cost_withheld ? "WITHHELD" : "published");
+	fprintf(f, "## Guard effect\n\n");
+	fprintf(f, "| role | arm | boots | merges | taken | substitutions (request/stamp/lifetime) | fired | prevented | forgone | arm verdict |\n");
+	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+	for (r = 0; r < AB__ROLES; r++) {
+		const struct ab_role_result *x = &res->role[r];
+
+		if (!x->n_boots)
+			continue;
+		fprintf(f, "| %s | %s | %zu | %llu | %llu | %llu (%llu/%llu/%llu) | ", ab_role_name((enum ab_role)r),
+			x->arm, x->n_boots, x->merges, x->taken, x->subst, x->subst_request, x->subst_stamp,
+			x->subst_lifetime);
+		if (x->guard_known)
+			fprintf(f, "%llu | %llu | %llu | ", x->fired, x->prevented, x->forgone);
+		else
+			fprintf(f, "n/a | n/a | n/a | ");
+		fprintf(f, "%s |\n", x->arm_verdict[0] ? x->arm_verdict : "no-audit");
+	}
+	if (!res->guard_ok) {
+		if (res->role[AB_CONTROL].subst == 0)
+			fprintf(f, "\nThe control made no substitution on this workload: the A/B cannot show "
+				"what the guard prevents.\n");
+		if (res->role[AB_TREATMENT].subst || res->role[AB_TREATMENT].failing)
+			fprintf(f, "\nThe treatment made %llu substitution(s) and had %zu failing request(s).\n",
+				res->role[AB_TREATMENT].subst, res->role[AB_TREATMENT].failing);
+	}
+	fprintf(f, "\n## Correctness\n\n| role | failing of requests | explained | possible | unexplained | substitutions with correct output |\n|---|---|---|---|---|---|\n");
+	for (r = 0; r < AB__ROLES; r++) {
+		const struct ab_role_result *x = &res->role[r];
+
+		if (x->n_boots)
+			fprintf(f, "| %s | %zu of %zu | %zu | %zu | %zu | %zu |\n", ab_role_name((enum ab_role)r),
+				x->failing, x->requests, x->explained, x->possible, x->unexplained,
+				x->subst_correct);
+	}
+	fprintf(f, "\n## Cost\n\n");
+	fprintf(f, "Noise floor (negative control, %s vs %s between boots): makespan %.2f%%, TTFT p50 %.2f%%, "
+		"tokens/s %.2f%%.\n", o->control, o->control, 100 * res->delta[0].floor,
+		100 * res->delta[1].floor, 100 * res->delta[2].floor);
+	if (o->sensitivity)
+		fprintf(f, "Sensitivity arm %s: makespan moved %.2f%%, separation from the negative control "
+			"%.2f points (floor %.0f%%).\n", o->sensitivity, 100 * res->sensitivity_delta,
+			100 * res->separation, 100 * (o->separation > 0 ? o->separation : AB_DEFAULT_SEPARATION));
+	if (res->cost_withheld) {
+		fprintf(f, "\n**WITHHELD**: %s. The treatment's cost is not published.\n", res->cost_reason);
+	} else {
+		fprintf(f, "\n| figure | control | treatment | delta | noise floor | verdict |\n|---|---|---|---|---|---|\n");
+		for (k = 0; k < 3; k++) {
+			const struct ab_delta *d = &res->delta[k];
+
+			fprintf(f, "| %s | %.4f | %.4f | ", d->figure, d->control, d->treatment);
+			ab_pct(f, d->delta);
+			fprintf(f, " | %.2f%% | %s |\n", 100 * d->floor, d->verdict);
+		}
+	}
+	fprintf(f, "\n## Boots\n\n");
+	for (k = 0; k < c->n_boots; k++)
+		fprintf(f, "- %s r%u (%s): capture `%s`, records `%s`\n", ab_role_name(c->boots[k].role),
+			c->boots[k].round + 1, ab_role_arm(o, c->boots[k].role), c->boots[k].capture,
+			c->boots[k].records);
+	fprintf(f, "\nFigures: `%s`, `%s`, `%s`.\n", res->svg_timeline, res->svg_latency,
+		res->svg_makespan);
+}
+
+static void ab_write_json(struct ab_ctx *c, FILE *f)
+{
+	const struct ab_result *res = c->res;
+	const struct ab_opts *o = c->o;
+	struct jsonw w;
+	size_t r, k;
+
+	jsonw_init(&w, f);
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "control", o->control);
+	jsonw_kstr(&w, "treatment", o->treatment);
+	jsonw_kstr(&w, "sensitivity", o->sensitivity);
+	jsonw_kbool(&w, "failed", res->failed);
+	jsonw_kstr(&w, "fail_message", res->failed ? res->fail_message : NULL);
+	jsonw_kstr(&w, "guard_verdict", res->guard_ok ? "PASS" :
+		   res->role[AB_CONTROL].subst == 0 ? "NOT SHOWN" : "FAIL");
+	jsonw_key(&w, "roles");
+	jsonw_obj(&w);
+	for (r = 0; r < AB__ROLES; r++) {
+		const struct ab_role_result *x = &res->role[r];
+
+		if (!x->n_boots)
+			continue;
+		jsonw_key(&w, ab_role_name((enum ab_role)r));
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "arm", x->arm);
+		jsonw_kuint(&w, "boots", x->n_boots);
+		jsonw_kuint(&w, "merges", x->merges);
+		jsonw_kuint(&w, "taken", x->taken);
+		jsonw_kuint(&w, "substitutions", x->subst);
+		jsonw_key(&w, "substitutions_by_evidence");
+		jsonw_obj(&w);
+		jsonw_kuint(&w, "request", x->subst_request);
+		jsonw_kuint(&w, "stamp", x->subst_stamp);
+		jsonw_kuint(&w, "lifetime", x->subst_lifetime);
+		jsonw_obj_end(&w);
+		if (x->guard_known) {
+			jsonw_kuint(&w, "fired", x->fired);
+			jsonw_kuint(&w, "prevented", x->prevented);
+			jsonw_kuint(&w, "forgone", x->forgone);
+		}
+		jsonw_kstr(&w, "arm_verdict", x->arm_verdict[0] ? x->arm_verdict : "no-audit");
+		jsonw_kuint(&w, "requests", x->requests);
+		jsonw_kuint(&w, "failing", x->failing);
+		jsonw_kuint(&w, "explained", x->explained);
+		jsonw_kuint(&w, "possible", x->possible);
+		jsonw_kuint(&w, "unexplained", x->unexplained);
+		jsonw_kuint(&w, "substitutions_with_correct_output", x->subst_correct);
+		jsonw_kdouble(&w, "makespan_s", x->med.makespan);
+		jsonw_kdouble(&w, "ttft_p50_s", x->med.ttft_p50);
+		jsonw_kdouble(&w, "output_tok_s", x->med.tok_s);
+		jsonw_key(&w, "makespan_per_repeat");
+		jsonw_arr(&w);
+		for (k = 0; k < c->n_fig[r]; k++)
+			jsonw_double(&w, x->makespan[k]);
+		jsonw_arr_end(&w);
+		jsonw_obj_end(&w);
+	}
+	jsonw_obj_end(&w);
+	jsonw_key(&w, "noise_floor");
+	jsonw_obj(&w);
+	for (k = 0; k < 3; k++)
+		jsonw_kdouble(&w, res->delta[k].figure, res->delta[k].floor);
+	jsonw_obj_end(&w);
+	jsonw_kdouble(&w, "sensitivity_delta", res->sensitivity_delta);
+	jsonw_kdouble(&w, "separation", res->separation);
+	jsonw_kdouble(&w, "separation_floor", o->separation > 0 ? o->separation : AB_DEFAULT_SEPARATION);
+	jsonw_kstr(&w, "cost_verdict", res->cost_withheld ? "WITHHELD" : "published");
+	jsonw_kstr(&w, "cost_reason", res->cost_withheld ? res->cost_reason : NULL);
+	jsonw_key(&w, "cost");
+	if (res->cost_withheld) {
+		jsonw_null(&w);
+	} else {
+		jsonw_arr(&w);
+		for (k = 0; k < 3; k++) {
+			const struct ab_delta *d = &res->delta[k];
+
+			jsonw_obj(&w);
+			jsonw_kstr(&w, "figure", d->figure);
+			jsonw_kdouble(&w, "control", d->control);
+			jsonw_kdouble(&w, "treatment", d->treatment);
+			jsonw_kdouble(&w, "delta", d->delta);
+			jsonw_kdouble(&w, "noise_floor", d->floor);
+			jsonw_kstr(&w, "verdict", d->verdict);
+			jsonw_obj_end(&w);
+		}
+		jsonw_arr_end(&w);
+	}
+	jsonw_key(&w, "boots");
+	jsonw_arr(&w);
+	for (k = 0; k < c->n_boots; k++) {
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "role", ab_role_name(c->boots[k].role));
+		jsonw_kuint(&w, "round", c->boots[k].round);
+		jsonw_kstr(&w, "arm", ab_role_arm(o, c->boots[k].role));
+		jsonw_kstr(&w, "capture", c->boots[k].capture);
+		jsonw_kstr(&w, "records", c->boots[k].records);
+		jsonw_obj_end(&w);
+	}
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "figures");
+	jsonw_arr(&w);
+	jsonw_str(&w, res->svg_timeline);
+	jsonw_str(&w, res->svg_latency);
+	jsonw_str(&w, res->svg_makespan);
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	fputc('\n', f);
+}
+
+static enum status ab_write(struct ab_ctx *c, struct status_info *si)
+{
+	struct ab_result *res = c->res;
+	const char *dir = c->o->dir;
+	struct svg_series s[AB__ROLES];
+	struct svg_timeline_stats ts;
+	struct svg_timeline_opts to;
+	char title[256];
+	size_t n = 0, r;
+	enum status st;
+	FILE *f;
+
+	/* timeline: the control's first boot, where substitutions show */
+	snprintf(res->svg_timeline, sizeof(res->svg_timeline), "%s/ab-timeline.svg", dir);
+	f = fopen(res->svg_timeline, "we");
+	if (!f)
+		return status_set_at(si, STATUS_IO, res->svg_timeline, 0, 0, "cannot create: %s", strerror(errno));
+	memset(&to, 0, sizeof(to));
+	to.to_step = -1;
+	to.rule = c->o->control;
+	snprintf(title, sizeof(title), "control (%s), first boot", c->o->control);
+	to.title = title;
+	{
+		struct rule rl;
+
+		if (rule_parse(c->o->control, &rl, NULL))
+			to.rule = NULL;   /* not a rule name: decisions without `taken` read as bare */
+	}
+	st = svg_timeline(f, c->boots[0].capture, &to, &ts, si);
+	if (fclose(f) && !st)
+		st = status_set_at(si, STATUS_IO, res->svg_timeline, 0, 0, "write failed");
+	if (st)
+		return st;
+	for (r = 0; r < AB__ROLES; r++)
+		if (c->n_ttft[r]) {
+			s[n].name = ab_role_name((enum ab_role)r);
+			s[n].v = c->ttft[r];
+			s[n].n = c->n_ttft[r];
+			n++;
+		}
+	snprintf(res->svg_latency, sizeof(res->svg_latency), "%s/ab-latency.svg", dir);
+	f = fopen(res->svg_latency, "we");
+	if (!f)
+		return status_set_at(si, STATUS_IO, res->svg_latency, 0, 0, "cannot create: %s", strerror(errno));
+	svg_cdf(f, "TTFT, measured requests, per role", "TTFT (s)", s, n);
+	fclose(f);
+	n = 0;
+	for (r = 0; r < AB__ROLES; r++)
+		if (c->n_fig[r]) {
+			s[n].name = ab_role_name((enum ab_role)r);
+			s[n].v = c->fig[r][0];
+			s[n].n = c->n_fig[r];
+			n++;
+		}
+	snprintf(res->svg_makespan, sizeof(res->svg_makespan), "%s/ab-makespan.svg", dir);
+	f = fopen(res->svg_makespan, "we");
+	if (!f)
+		return status_set_at(si, STATUS_IO, res->svg_makespan, 0, 0, "cannot create: %s",
+				     strerror(errno));
+	svg_repeats(f, "makespan per repeat, per role", "makespan (s)", s, n);
+	fclose(f);
+	snprintf(res->report_md, sizeof(res->report_md), "%s/ab-report.md", dir);
+	f = fopen(res->report_md, "we");
+	if (!f)
+		return status_set_at(si, STATUS_IO, res->report_md, 0, 0, "cannot create: %s", strerror(errno));
+	ab_write_md(c, f);
+	if (fclose(f))
+		return status_set_at(si, STATUS_IO, res->report_md, 0, 0, "write failed");
+	snprintf(res->report_json, sizeof(res->report_json), "%s/ab-report.json", dir);
+	f = fopen(res->report_json, "we");
+	if (!f)
+		return status_set_at(si, STATUS_IO, res->report_json, 0, 0, "cannot create: %s", strerror(errno));
+	ab_write_json(c, f);
+	if (fclose(f))
+		return status_set_at(si, STATUS_IO, res->report_json, 0, 0, "write failed");
+	return STATUS_OK;
+}
+
+/* --- the whole A/B ------------------------------------------------------------ */
+
+enum status ab_run(const struct ab_opts *o, struct ab_result *res, struct status_info *si)
+{
+	struct ab_ctx *c = NULL;
+	enum status st = STATUS_OK;
+	unsigned r;
+	size_t k;
+	int role;
+
+	memset(res, 0, sizeof(*res));
+	if (!o->control || !o->treatment || !o->spec || !o->serve || !o->dir)
+		return status_set(si, STATUS_USAGE, "control, treatment, spec, serve and dir are needed");
+	if (o->repeats < 1 || o->repeats > AB_MAX_REPEATS)
+		return status_set(si, STATUS_USAGE, "repeats must be 1 to %d", AB_MAX_REPEATS);
+	if (o->concurrency < 1)
+		return status_set(si, STATUS_USAGE, "concurrency must be at least 1");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	c->o = o;
+	c->res = res;
+	c->log = o->log ? o->log : stderr;
+	if (mkdir(o->dir, 0755) && errno != EEXIST) {
+		st = status_set_at(si, STATUS_IO, o->dir, 0, 0, "cannot create: %s", strerror(errno));
+		goto out;
+	}
+	st = launch_find_shim(c->shim, sizeof(c->shim), si);
+	if (st)
+		goto out;
+	st = arm_spec_load(o->spec, &c->spec, si);
+	if (st)
+		goto out;
+	for (role = 0; role < AB__ROLES; role++) {
+		const char *arm = ab_role_arm(o, (enum ab_role)role);
+
+		if (!arm)
+			continue;
+		if (!arm_spec_has(c->spec, arm)) {
+			st = status_set_at(si, STATUS_NOTFOUND, o->spec, 0, 0, "arm '%s' (%s) is not in the spec",
+					   arm, ab_role_name((enum ab_role)role));
+			goto out;
+		}
+		st = ab_env_load(c, arm, &c->env[role], si);
+		if (st)
+			goto out;
+	}
+	for (r = 0; r < o->repeats; r++)
+		for (role = 0; role < AB__ROLES; role++) {
+			struct ab_boot *b;
+
+			if (role == AB_SENSITIVITY && !o->sensitivity)
+				continue;
+			b = &c->boots[c->n_boots];
+			b->role = (enum ab_role)role;
+			b->round = r;
+			snprintf(b->capture, sizeof(b->capture), "%s/boot-%02zu-%s.cap.jsonl", o->dir, c->n_boots,
+				 ab_role_name(b->role));
+			snprintf(b->records, sizeof(b->records), "%s/boot-%02zu-%s.run.jsonl", o->dir, c->n_boots,
+				 ab_role_name(b->role));
+			snprintf(b->log, sizeof(b->log), "%s/boot-%02zu-%s.log", o->dir, c->n_boots,
+				 ab_role_name(b->role));
+			snprintf(b->port_file, sizeof(b->port_file), "%s/boot-%02zu.port", o->dir, c->n_boots);
+			c->n_boots++;
+		}
+	for (k = 0; k < c->n_boots; k++) {
+		snprintf(res->boots[k], sizeof(res->boots[k]), "%s r%u", ab_role_name(c->boots[k].role),
+			 c->boots[k].round + 1);
+		res->n_boots = k + 1;
+		st = ab_boot_run(c, &c->boots[k], si);
+		if (st || res->failed)
+			goto out;
+	}
+	ab_verdict(c);
+	st = ab_write(c, si);
+out:
+	if (c) {
+		for (role = 0; role < AB__ROLES; role++) {
+			ab_env_release(&c->env[role]);
+			free(c->ttft[role]);
+		}
+		ab_env_release(&c->all);
+		arm_spec_free(c->spec);
+		free(c);
+	}
+	return st;
+}
