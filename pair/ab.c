@@ -250,7 +250,7 @@ static int ab_stop(struct ab_ctx *c, pid_t pid, int *reaped, int *wstatus)
 	}
 	if (ab_wait_gone(pid, wait, reaped, wstatus))
 		return 1;
-	ab_say(c, "the server is still running after %.0f s: SIGTERM", wait);
+	ab_say(c, "the server is still running after %g s: SIGTERM", wait);
 	kill(-pid, SIGTERM);
 	if (ab_wait_gone(pid, wait, reaped, wstatus))
 		return 1;
@@ -456,8 +456,8 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 		ab_child(c, b, serve);
 	setpgid(pid, pid);   /* also done by the child's setsid; whichever runs first */
 	if (!ab_url(c, b, pid, &reaped, &wstatus, url, sizeof(url))) {
-		ab_fail(c, "%s: the server %s before it wrote its port to %s (log: %s)", ab_role_name(b->role),
-			reaped ? "exited" : "did not start", b->port_file, b->log);
+		ab_fail(c, "%s: the server did not write its port to %s (%s; log: %s)", ab_role_name(b->role),
+			b->port_file, reaped ? "it exited" : "deadline passed", b->log);
 		goto stop;
 	}
 	/* 4. readiness, arm confirmation, reference, correctness under load */

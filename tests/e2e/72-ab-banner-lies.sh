@@ -1,0 +1,60 @@
+#!/bin/sh
+# ttaudit ab with a treatment whose banner lies (ttsim --fault banner-only:
+# the stamp banner, bare merges): the arm check on the banner passes, the
+# recorded merge decisions contradict it, and the A/B stops with FAIL; no
+# report is written, the boot's records are set aside. A server that never
+# writes its port, and one that ignores the stop signals, stop it too.
+. tests/e2e/lib.sh
+[ -x "$BUILD/ttsim" ] || skip "no $BUILD/ttsim"
+[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
+case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+
+jq '.arms.stamp.env.TTSIM_FAULT = "banner-only"' "$FIX/ab/arms.json" >"$T/arms.json"
+SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16 \${TTSIM_FAULT:+--fault \$TTSIM_FAULT}"
+expect_rc 1 "$TTAUDIT" ab --control bare --treatment stamp --spec "$T/arms.json" \
+	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral --no-docker \
+	--serve "$SERVE" -o "$T/ab"
+contains "$T/err" "arm 'stamp' at http://127.0.0.1:"
+contains "$T/err" "CONFIRMED"
+contains "$T/err" "FAIL: treatment: arm 'stamp' not engaged: the recorded merge decisions contradict it"
+contains "$T/err" "nothing published"
+[ ! -s "$T/out" ] || fail "a report on stdout"
+for f in ab-report.md ab-report.json ab-timeline.svg ab-latency.svg ab-makespan.svg; do
+	[ ! -e "$T/ab/$f" ] || fail "$f written after a failed arm"
+done
+[ -e "$T/ab/boot-01-treatment.run.jsonl.rejected" ] || fail "the lying boot's records were not set aside"
+[ ! -e "$T/ab/boot-02-negative-control.cap.jsonl" ] || fail "the A/B went on after the failure"
+# the same spec without the fault passes: the check can pass
+SERVE_OK="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+expect_rc 0 "$TTAUDIT" ab --control bare --treatment stamp --spec "$T/arms.json" \
+	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral --no-docker \
+	--serve "$SERVE_OK" -o "$T/ok"
+
+# a banner missing altogether fails at the gate, before any run record
+expect_rc 1 "$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" \
+	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral --no-docker \
+	--serve "$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --fault no-banner" \
+	-o "$T/nob"
+contains "$T/err" "FAIL: control (arm bare)"
+[ ! -e "$T/nob/boot-00-control.run.jsonl" ] || fail "run records written past a failed gate"
+[ ! -e "$T/nob/ab-report.md" ] || fail "report written past a failed gate"
+
+# the host lock is held by someone else: FAIL before the server starts
+mkdir "$T/held"
+printf 'user x\nhost x\npid 1\nstarted 0\ncommand other job\n' >"$T/held/owner"
+expect_rc 1 "$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" \
+	--lock "$T/held" --vendor-neutral --no-docker --no-preflight --serve "touch $T/started" -o "$T/lk"
+contains "$T/err" "host lock"
+[ ! -e "$T/started" ] || fail "the server started without the lock"
+
+# a server that ignores SIGINT and SIGTERM is left running and said so (never SIGKILL)
+expect_rc 1 "$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" \
+	--lock "$T/lock2" --vendor-neutral --no-docker --ready-timeout 1 --stop-timeout 0.5 \
+	--serve "trap '' INT TERM; echo \$\$ >$T/stubborn.pid; exec sleep 30" -o "$T/stub"
+contains "$T/err" "did not write its port"
+contains "$T/err" "kill -TERM"
+pid=$(cat "$T/stubborn.pid")
+E2E_PIDS="$pid"
+kill -0 "$pid" 2>/dev/null || fail "the stubborn server was killed"
+kill -KILL "$pid"
+[ -d "$T/lock2" ] || fail "the lock over a server left running was released"

@@ -1,0 +1,42 @@
+#!/bin/sh
+# ttaudit ab cost verdicts against ttsim. With --noise and a negative control
+# booted on another noise seed, the floor (A vs A) is wider than the effect
+# of a sensitivity arm 10% slower: the cost comparison is WITHHELD. Without
+# noise and with a sensitivity arm three times slower it is published, and
+# every delta inside the floor reads "flat, not a win".
+. tests/e2e/lib.sh
+[ -x "$BUILD/ttsim" ] || skip "no $BUILD/ttsim"
+[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
+case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+
+TTSIM="$PWD/$BUILD/ttsim"
+# every step scaled by the arm's TTSIM_SCALE_X (the sensitivity arms set it)
+SCALE='$(awk "BEGIN{print 0.04*${TTSIM_SCALE_X:-1}}")'
+ab() {
+	"$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" \
+		--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral \
+		--no-docker "$@"
+}
+
+NOISY="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --refresh-every 16 --noise 2 --seed \$([ \"\$TTAUDIT_AB_ROLE\" = negative-control ] && echo 3 || echo 1)"
+expect_rc 0 ab --sensitivity slightly-slow --serve "$NOISY" -o "$T/noisy" --json
+J="$T/out"
+eq "$(jget "$J" .cost_verdict)" WITHHELD "cost verdict under noise"
+eq "$(jget "$J" .cost)" null "cost figures published under noise"
+jq -e '.separation < 0.05' "$J" >/dev/null || fail "separation not under the floor: $(jget "$J" .separation)"
+contains "$T/noisy/ab-report.md" "**WITHHELD**: the sensitivity arm moves makespan by"
+lacks "$T/noisy/ab-report.md" "| makespan |"
+# the guard effect is still reported
+eq "$(jget "$J" .guard_verdict)" PASS "guard verdict under noise"
+
+QUIET="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --refresh-every 16 --seed 1"
+expect_rc 0 ab --sensitivity slow --serve "$QUIET" -o "$T/quiet" --json
+J="$T/out"
+eq "$(jget "$J" .cost_verdict)" published "cost verdict without noise"
+jq -e '.separation >= 0.05' "$J" >/dev/null || fail "separation under the floor: $(jget "$J" .separation)"
+eq "$(jget "$J" '.cost | length')" 3 "cost figures"
+# inside the floor is flat, never a win; outside it says which way
+jq -e '[.cost[] | select(((.delta | fabs) <= .noise_floor) != (.verdict == "flat, not a win"))] | length == 0' \
+	"$J" >/dev/null || fail "a delta inside the floor not called flat (or outside called flat)"
+eq "$(jget "$J" '.roles.sensitivity.boots')" 1 "sensitivity boots"
+contains "$T/quiet/ab-report.md" "| makespan |"
