@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,134 @@ struct banner_rule {
 	int jit;
 };
 
+/*
+ * Prefilter: most lines are not banners, and one regex search per line is
+ * the shim's largest cost on a busy log. Each rule's pattern is read for
+ * literal text every match must contain (one run per top-level branch); the
+ * first four bytes of each such run are hashed into `gram`. A line none of
+ * whose 4-byte windows hits the table cannot match, and skips the regex.
+ * A rule without a usable literal sets `always` and disables the filter.
+ */
+#define BANNER_GRAM_BITS 16
+#define BANNER_LIT_MIN 4
+
 struct banner_set {
 	struct banner_rule *rules;
 	size_t n_rules;
 	pcre2_code *all;         /* every rule in one alternation, or NULL */
 	int all_jit;
+	int always;              /* some rule has no literal: no prefilter */
+	uint64_t gram[(1u << BANNER_GRAM_BITS) / 64];
 };
+
+static unsigned banner_gram_hash(const unsigned char *p)
+{
+	uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+
+	return (unsigned)((v * 2654435761u) >> (32 - BANNER_GRAM_BITS));
+}
+
+static int banner_meta(char c)
+{
+	return c && strchr("\\^$.|?*+()[]{}", c) != NULL;
+}
+
+/*
+ * Adds to the prefilter the first BANNER_LIT_MIN bytes of a literal run from
+ * each top-level branch of pat. Returns 0 when some branch has none (or the
+ * pattern uses something this reading does not follow: options, \Q).
+ */
+static int banner_literals(struct banner_set *set, const char *pat, size_t n)
+{
+	unsigned char run[BANNER_LIT_MIN];
+	size_t i = 0, len = 0;
+	int depth = 0, found = 0, cls = 0;
+
+	for (;; i++) {
+		char c = i < n ? pat[i] : '\0';
+		char lit = 0;       /* a literal byte at depth 0, or 0 */
+		int breaks = 1;     /* ends the current run */
+		int last = 0;       /* a literal that ends the run after itself ("a+") */
+
+		if (i == n || (c == '|' && depth == 0 && !cls)) {
+			if (!found)
+				return 0;
+			if (i == n)
+				return 1;
+			found = 0;
+			len = 0;
+			continue;
+		}
+		if (cls) {                      /* inside [...] */
+			if (c == '\\')
+				i++;
+			else if (c == ']')
+				cls = 0;
+			continue;
+		}
+		if (c == '\\') {
+			char e = i + 1 < n ? pat[i + 1] : '\0';
+			if (e == 'Q' || e == 'E')
+				return 0;
+			i++;
+			if (depth == 0 && banner_meta(e)) {
+				lit = e;
+				breaks = 0;
+			}
+		} else if (c == '[') {
+			cls = 1;
+			if (i + 1 < n && pat[i + 1] == ']')
+				i++;
+		} else if (c == '(') {
+			if (i + 1 < n && (pat[i + 1] == '?' || pat[i + 1] == '*') &&
+			    !(i + 2 < n && pat[i + 1] == '?' && pat[i + 2] == ':'))
+				return 0;      /* options, lookaround, verbs: not followed */
+			depth++;
+		} else if (c == ')') {
+			depth--;
+		} else if (!banner_meta(c) && depth == 0) {
+			lit = c;
+			breaks = 0;
+		}
+		if (!breaks) {
+			/* a quantifier after this byte makes it optional */
+			char q = i + 1 < n ? pat[i + 1] : '\0';
+			if (q == '?' || q == '*' || q == '{')
+				breaks = 1;
+			else if (q == '+')
+				last = 1;
+		}
+		if (breaks) {
+			len = 0;
+			continue;
+		}
+		if (len < BANNER_LIT_MIN)
+			run[len++] = (unsigned char)lit;
+		if (len == BANNER_LIT_MIN && !found) {
+			unsigned h = banner_gram_hash(run);
+			set->gram[h / 64] |= (uint64_t)1 << (h % 64);
+			found = 1;
+		}
+		if (last)
+			len = 0;
+	}
+}
+
+/* 1 when some 4-byte window of s is in the prefilter. */
+static int banner_maybe(const struct banner_set *set, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i;
+
+	if (set->always)
+		return 1;
+	for (i = 0; i + BANNER_LIT_MIN <= n; i++) {
+		unsigned h = banner_gram_hash(u + i);
+		if (set->gram[h / 64] >> (h % 64) & 1)
+			return 1;
+	}
+	return 0;
+}
 
 /*
  * The default set: the guard "engaged" banners (docs/interfaces in
@@ -98,6 +221,11 @@ void banner_set_free(struct banner_set *set)
 	pcre2_code_free(set->all);
 	free(set->rules);
 	free(set);
+}
+
+int banner_set_filtered(const struct banner_set *set)
+{
+	return !set->always;
 }
 
 size_t banner_set_count(const struct banner_set *set)
@@ -243,6 +371,8 @@ enum status banner_set_parse(const char *text, size_t n, const char *name,
 				goto out;
 			}
 			r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;
+			if (!banner_literals(set, l + j, ll - j))
+				set->always = 1;
 			pats[set->n_rules] = (char *)(l + j);
 			lens[set->n_rules] = ll - j;
 			set->n_rules++;
@@ -329,7 +459,7 @@ int banner_set_match(const struct banner_set *set, const char *s, size_t n,
 {
 	size_t i;
 
-	if (!set || !set->n_rules || !banner_scratch_ready(sc))
+	if (!set || !set->n_rules || !banner_maybe(set, s, n) || !banner_scratch_ready(sc))
 		return -1;
 	if (set->all) {
 		PCRE2_SPTR mark;

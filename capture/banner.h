@@ -59,6 +59,11 @@ void banner_set_free(struct banner_set *set);
 size_t banner_set_count(const struct banner_set *set);
 /* Rule name, valid as long as the set. */
 const char *banner_set_name(const struct banner_set *set, size_t i);
+/*
+ * 1 when every rule has literal text the prefilter can use, so most lines
+ * are rejected without a regex search (docs/capture.md, "Cost").
+ */
+int banner_set_filtered(const struct banner_set *set);
 /* The rule index that matches s[0..n), or -1. */
 int banner_set_match(const struct banner_set *set, const char *s, size_t n,
 		     struct banner_scratch *sc);

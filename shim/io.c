@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -440,14 +441,74 @@ SHIM_API FILE *fopen64(const char *path, const char *mode)
 	return shim_fopened(shim_real.fopen64(path, mode), path, mode);
 }
 
-/* A watched file's fd number may be reused for anything once it is closed. */
+/* --- the host closing or replacing fds ----------------------------------- */
+
+/*
+ * A watched file's fd number may be reused for anything once it is closed,
+ * and the capture fd itself may be what the host closes or replaces: the
+ * core then checks it before its next record.
+ */
 SHIM_API int close(int fd)
 {
 	if (!shim_real.close)
 		return (int)syscall(SYS_close, fd);
-	if (shim_globbing)
-		shim_unwatch(fd);
+	if (shim_on) {
+		shim_fd_touched(fd, fd);
+		if (shim_globbing)
+			shim_unwatch(fd);
+	}
 	return shim_real.close(fd);
+}
+
+SHIM_API int close_range(unsigned lo, unsigned hi, int flags)
+{
+	if (!shim_real.close_range)
+		return (int)syscall(SYS_close_range, lo, hi, flags);
+	if (shim_on) {
+		unsigned fd, top = hi < SHIM_FD_MAX ? hi : SHIM_FD_MAX - 1;
+		shim_fd_touched(lo > INT32_MAX ? INT32_MAX : (int)lo, hi > INT32_MAX ? INT32_MAX : (int)hi);
+		if (shim_globbing)
+			for (fd = lo; fd <= top; fd++)
+				shim_unwatch((int)fd);
+	}
+	return shim_real.close_range(lo, hi, flags);
+}
+
+SHIM_API void closefrom(int lo)
+{
+	SHIM_NEED(closefrom);
+	if (shim_on) {
+		int fd;
+		shim_fd_touched(lo, INT32_MAX);
+		if (shim_globbing)
+			for (fd = lo < 0 ? 0 : lo; fd < SHIM_FD_MAX; fd++)
+				shim_unwatch(fd);
+	}
+	shim_real.closefrom(lo);
+}
+
+SHIM_API int dup2(int old, int fd)
+{
+	if (!shim_real.dup2)
+		return (int)syscall(SYS_dup2, old, fd);
+	if (shim_on) {
+		shim_fd_touched(fd, fd);
+		if (shim_globbing && old != fd)
+			shim_unwatch(fd);
+	}
+	return shim_real.dup2(old, fd);
+}
+
+SHIM_API int dup3(int old, int fd, int flags)
+{
+	if (!shim_real.dup3)
+		return (int)syscall(SYS_dup3, old, fd, flags);
+	if (shim_on) {
+		shim_fd_touched(fd, fd);
+		if (shim_globbing)
+			shim_unwatch(fd);
+	}
+	return shim_real.dup3(old, fd, flags);
 }
 
 SHIM_API int fclose(FILE *fp)

@@ -38,6 +38,7 @@
 #define SHIM_FMT_CAP (64 * 1024)       /* a printf's output, formatted again */
 #define SHIM_TAIL_CAP (256 * 1024)     /* the start record's argv/env part */
 #define SHIM_REOPEN_NS 1000000000L     /* retry a failed open at most once a second */
+#define SHIM_CHECK_NS 1000000000L      /* check the capture fd at least once a second */
 
 struct shim_slot {
 	int fd;                        /* -1: free */
@@ -122,6 +123,8 @@ static _Atomic uint64_t cap_dev, cap_ino;
 static atomic_int cap_opening;
 static _Atomic int64_t cap_retry_ns;   /* monotonic ns before which no reopen */
 static atomic_int cap_warned;
+static atomic_int cap_suspect;         /* the host may have closed/replaced cap_fd */
+static _Atomic int64_t cap_check_ns;   /* monotonic ns of the next periodic check */
 static _Atomic uint64_t n_lines, n_records;
 static _Atomic uint64_t n_lost[SHIM_LOST__COUNT], n_lost_told[SHIM_LOST__COUNT];
 
@@ -158,6 +161,10 @@ static void shim_do_resolve(void)
 	R(fopen64, "fopen64");
 	R(fclose, "fclose");
 	R(close, "close");
+	R(close_range, "close_range");
+	R(closefrom, "closefrom");
+	R(dup2, "dup2");
+	R(dup3, "dup3");
 #undef R
 	atomic_store(&shim_resolved, 1);
 }
@@ -210,14 +217,6 @@ void shim_lost_busy(const void *data, size_t n)
 
 /* --- the capture file ---------------------------------------------------- */
 
-static int64_t shim_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const char *shim_errstr(int e)
 {
 	const char *s = strerrordesc_np(e);   /* untranslated, async-signal-safe */
@@ -259,15 +258,27 @@ static int shim_open_capture(void)
  * number (dup2). Then the file is opened again; the old number belongs to
  * the host now and is left alone. -1 when there is no usable capture file.
  */
-static int shim_capture_fd(void)
+static int shim_capture_fd(const struct timespec *now)
 {
 	int fd = atomic_load(&cap_fd), e, zero = 0;
+	int64_t ns = (int64_t)now->tv_sec * 1000000000 + now->tv_nsec;
 	struct stat st;
 
+	/*
+	 * fstat only when the host touched our number through a wrapped call
+	 * (close, close_range, closefrom, dup2, dup3) or once a second, for
+	 * hosts that close fds with raw syscalls: a check per record would cost
+	 * more than the record.
+	 */
+	if (fd >= 0 && !atomic_load_explicit(&cap_suspect, memory_order_relaxed) &&
+	    ns < atomic_load_explicit(&cap_check_ns, memory_order_relaxed))
+		return fd;
+	atomic_store(&cap_suspect, 0);
+	atomic_store(&cap_check_ns, ns + SHIM_CHECK_NS);
 	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_ino == atomic_load(&cap_ino) &&
 	    (uint64_t)st.st_dev == atomic_load(&cap_dev))
 		return fd;
-	if (fd < 0 && shim_mono_ns() < atomic_load(&cap_retry_ns))
+	if (fd < 0 && ns < atomic_load(&cap_retry_ns))
 		return -1;
 	/* One thread reopens; the others count their line lost meanwhile. */
 	if (!atomic_compare_exchange_strong(&cap_opening, &zero, 1))
@@ -276,7 +287,7 @@ static int shim_capture_fd(void)
 	e = errno;
 	atomic_store(&cap_fd, fd);
 	if (fd < 0) {
-		atomic_store(&cap_retry_ns, shim_mono_ns() + SHIM_REOPEN_NS);
+		atomic_store(&cap_retry_ns, ns + SHIM_REOPEN_NS);
 		if (!atomic_exchange(&cap_warned, 1))
 			shim_warn(cfg.path, ": cannot open capture file: ", shim_errstr(e));
 	}
@@ -323,18 +334,28 @@ static void shim_tell_lost(int fd)
 	}
 }
 
-/* One record, one write(): O_APPEND keeps records of many processes whole. */
-static void shim_emit(const char *rec, size_t len)
+/*
+ * One record, one write(): O_APPEND keeps records of many processes whole.
+ * `now` is the record's monotonic time (the fd check reuses it).
+ */
+static void shim_emit(const char *rec, size_t len, const struct timespec *now)
 {
-	int fd = shim_capture_fd();
+	int fd = shim_capture_fd(now), rc, e;
 
 	if (fd < 0) {
 		shim_lost(SHIM_LOST_OPEN, 1);
 		return;
 	}
 	shim_tell_lost(fd);
-	if (shim_write_all(fd, rec, len)) {
-		int e = errno;
+	rc = shim_write_all(fd, rec, len);
+	if (rc && errno == EBADF) {
+		/* closed behind our back by a raw syscall: reopen once */
+		atomic_store(&cap_suspect, 1);
+		fd = shim_capture_fd(now);
+		rc = fd < 0 ? -1 : shim_write_all(fd, rec, len);
+	}
+	if (rc) {
+		e = errno;
 		shim_lost(SHIM_LOST_WRITE, 1);
 		if (!atomic_exchange(&cap_warned, 1))
 			shim_warn(cfg.path, ": cannot write capture file: ", shim_errstr(e));
@@ -412,7 +433,7 @@ static void shim_on_line(void *ctx_, const char *line, size_t n, int overlong)
 		shim_lost(SHIM_LOST_LONG, 1);
 		return;
 	}
-	shim_emit(th->out, len);
+	shim_emit(th->out, len, &h.mono);
 }
 
 static struct shim_slot *shim_slot_for(struct shim_thread *th, int fd, int via_stdio)
@@ -666,6 +687,14 @@ void shim_unwatch(int fd)
 	shim_bit_set(shim_watch_bits, fd, 0);
 }
 
+void shim_fd_touched(int lo, int hi)
+{
+	int fd = atomic_load_explicit(&cap_fd, memory_order_relaxed);
+
+	if (fd >= 0 && fd >= lo && fd <= hi)
+		atomic_store(&cap_suspect, 1);
+}
+
 /* --- start, fork, end ---------------------------------------------------- */
 
 static void shim_set_path(void)
@@ -701,7 +730,7 @@ static void shim_write_start(void)
 	h.fd = -1;
 	len = caprec_start(th->out, sizeof(th->out), &h, cfg.ppid, cfg.tail, cfg.tail_len);
 	if (len)
-		shim_emit(th->out, len);
+		shim_emit(th->out, len, &h.mono);
 }
 
 /*
@@ -850,7 +879,7 @@ __attribute__((destructor)) static void shim_fini(void)
 			lost += atomic_load(&n_lost[i]);
 		len = caprec_end(th->out, sizeof(th->out), &h, atomic_load(&n_lines), lost);
 		if (len) {
-			int fd = shim_capture_fd();
+			int fd = shim_capture_fd(&h.mono);
 			if (fd >= 0) {
 				shim_tell_lost(fd);
 				shim_write_all(fd, th->out, len);

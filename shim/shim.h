@@ -51,6 +51,10 @@ struct shim_real {
 	FILE *(*fopen64)(const char *, const char *);
 	int (*fclose)(FILE *);
 	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
 };
 
 extern struct shim_real shim_real;
@@ -110,5 +114,11 @@ void shim_lost_busy(const void *data, size_t n);
 /* A file matching TTAUDIT_WATCH was opened for writing on fd / fd is closed. */
 void shim_watch_path(int fd, const char *path, int flags);
 void shim_unwatch(int fd);
+/*
+ * The host closed or replaced fds lo..hi (close, close_range, closefrom,
+ * dup2, dup3): if the capture fd is among them it is checked before the
+ * next record. Cheap: one relaxed load.
+ */
+void shim_fd_touched(int lo, int hi);
 
 #endif

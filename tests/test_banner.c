@@ -46,6 +46,7 @@ static void test_defaults(void **state)
 	(void)state;
 	assert_non_null(set);
 	assert_true(banner_set_count(set) >= 6);
+	assert_true(banner_set_filtered(set));
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		assert_string_equal(match(set, cases[i][0]), cases[i][1]);
 	banner_set_free(set);
@@ -64,6 +65,7 @@ static void test_parse(void **state)
 	(void)state;
 	assert_int_equal(banner_set_parse(text, strlen(text), "t", &set, NULL), STATUS_OK);
 	assert_int_equal(banner_set_count(set), 3);
+	assert_false(banner_set_filtered(set));      /* (*UTF) is not read for literals */
 	assert_string_equal(match(set, "alpha 12"), "first");
 	assert_string_equal(match(set, "alpha x"), "-");
 	assert_string_equal(match(set, "x gamma y"), "second");
@@ -122,6 +124,38 @@ static void test_load(void **state)
 	unlink(path);
 }
 
+/* The literal prefilter never hides a match. */
+static void test_prefilter(void **state)
+{
+	static const char text[] =
+		"plus ab+cdef\n"          /* "abbcdef" matches: the run stops after b+ */
+		"opt  xy?zzzz\n"          /* "xzzzz" matches: y is optional */
+		"grp  (?:qq)?wwww\n"
+		"esc  \\(lit\\)\n"
+		"alt  foo1|barr\n"
+		"cls  [Ff]irmware\n";
+	static const char *const cases[][2] = {
+		{ "abbbcdef", "plus" }, { "abcdef", "plus" }, { "acdef", "-" },
+		{ "xzzzz", "opt" }, { "xyzzzz", "opt" },
+		{ "wwww", "grp" }, { "(lit)", "esc" }, { "barr", "alt" }, { "foo1", "alt" },
+		{ "Firmware", "cls" }, { "firmware x", "cls" }, { "nothing here", "-" },
+	};
+	struct banner_set *set = NULL;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(banner_set_parse(text, strlen(text), "t", &set, NULL), STATUS_OK);
+	assert_true(banner_set_filtered(set));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_string_equal(match(set, cases[i][0]), cases[i][1]);
+	banner_set_free(set);
+	/* a branch without 4 literal bytes turns the filter off, and still matches */
+	assert_int_equal(banner_set_parse("short ab|longer\n", 16, "t", &set, NULL), STATUS_OK);
+	assert_false(banner_set_filtered(set));
+	assert_string_equal(match(set, "xaby"), "short");
+	banner_set_free(set);
+}
+
 /* Matching allocates nothing: the scratch arena holds PCRE2's match data. */
 static void test_scratch(void **state)
 {
@@ -148,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_prefilter),
 		cmocka_unit_test(test_scratch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,77 @@
+#!/bin/sh
+# The capture shim's speed benchmark (part of `make bench`): wall time of
+#   (a) a Python logging program writing 100,000 lines, one in ten an audit line
+#   (b) a C program making 180,000 unbuffered write(2) calls, same mix
+# each run plain, under `ttaudit capture`, and under `strace -f -e trace=write`
+# (what users reach for today), printed as ratios to plain. Each figure is the
+# median of RUNS runs (default 5). Output goes to a file in a temp dir, as a
+# server's log would. Goal: shim <= 1.03x on (a), <= 1.05x on (b).
+#
+# usage: tools/bench-shim.sh [BUILD]    (env: PYTHON, RUNS, LINES_PY, WRITES_C)
+set -eu
+export LC_ALL=C
+BUILD=${1:-${BUILD:-build}}
+PYTHON=${PYTHON:-/usr/bin/python3}
+RUNS=${RUNS:-5}
+LINES_PY=${LINES_PY:-100000}
+WRITES_C=${WRITES_C:-180000}
+TTAUDIT="$PWD/$BUILD/ttaudit"
+CPROG="$PWD/$BUILD/progs/bench_writes"
+for f in "$TTAUDIT" "$CPROG" "$PWD/$BUILD/libttaudit-shim.so"; do
+	[ -x "$f" ] || [ -f "$f" ] || { echo "bench-shim: $f missing (run make)" >&2; exit 2; }
+done
+T=$(mktemp -d "${TMPDIR:-/tmp}/ttaudit-bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT INT TERM
+
+cat >"$T/log.py" <<PY
+import logging, sys
+logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                    format="%(levelname)s %(asctime)s [generator.py:1930] %(message)s")
+log = logging.getLogger("generator")
+for i in range($LINES_PY):
+    if i % 10 == 0:
+        log.info('MERGE_AUDIT {"ev":"merge","step":%d,"host_pos":[22,25,27,25,22,25,27,27],"dev_pos":[23,26,28,26,23,26,28,28]}', i)
+    else:
+        log.info("decode step %d batch 8 tokens 8 elapsed 0.0123 s", i)
+PY
+
+# secs CMD...: wall seconds of one run, output to a file.
+secs() {
+	s=$(date +%s.%N)
+	"$@" >"$T/stdout" 2>"$T/stderr"
+	e=$(date +%s.%N)
+	echo "$s $e" | awk '{ printf "%.4f\n", $2 - $1 }'
+}
+# median WHAT CMD...: median of RUNS runs.
+median() {
+	i=0
+	: >"$T/times"
+	while [ $i -lt "$RUNS" ]; do
+		secs "$@" >>"$T/times"
+		i=$((i + 1))
+	done
+	sort -n "$T/times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
+have_strace=1
+command -v strace >/dev/null 2>&1 || have_strace=0
+
+bench() {
+	name=$1; shift
+	plain=$(median "$@")
+	shim=$(median "$TTAUDIT" capture -o "$T/cap.jsonl" -- "$@")
+	audits=$(grep -c '"src":"audit"' "$T/cap.jsonl" || true)
+	if [ $have_strace = 1 ]; then
+		st=$(median strace -f -e trace=write -o "$T/strace.out" "$@")
+	else
+		st=""
+	fi
+	awk -v n="$name" -v p="$plain" -v s="$shim" -v t="$st" -v a="$audits" 'BEGIN {
+		printf "%-34s plain %7.3fs   shim %7.3fs (%.3fx, %d audit records)", n, p, s, s / p, a
+		if (t != "") printf "   strace %7.3fs (%.2fx)", t, t / p
+		printf "\n" }'
+}
+
+echo "capture shim overhead, median of $RUNS runs (ratios to plain)"
+bench "(a) python logging, $LINES_PY lines" "$PYTHON" "$T/log.py"
+bench "(b) C, $WRITES_C unbuffered writes" "$CPROG" "$WRITES_C"
