@@ -209,8 +209,9 @@ static void shim_printf_feed(int fd, int r, const char *fmt, va_list ap)
 	if (n < 0)
 		n = 0;
 	if ((size_t)n >= cap)
-		n = (int)cap - 1;
-	shim_fmt_done(fd, buf, (size_t)n);
+		shim_fmt_done(fd, buf, cap - 1, 1);
+	else
+		shim_fmt_done(fd, buf, (size_t)n, 0);
 }
 
 static int shim_vfprintf(FILE *fp, int flag, const char *fmt, va_list ap)

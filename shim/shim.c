@@ -606,11 +606,20 @@ char *shim_fmt_begin(size_t *cap)
 	return th->fmt;
 }
 
-void shim_fmt_done(int fd, const char *buf, size_t n)
+void shim_fmt_done(int fd, const char *buf, size_t n, int cut)
 {
 	int e = errno;
 
 	shim_feed_locked(shim_self, fd, 1, buf, n);
+	if (cut) {
+		/* The rest of the output never arrives here: forget the cut line. */
+		struct shim_slot *slot = shim_slot_for(shim_self, fd, 1);
+		if (slot) {
+			linebuf_reset(&slot->lb);
+			slot->fd = -1;
+		}
+		shim_lost(SHIM_LOST_LONG, 1);
+	}
 	shim_drain(shim_self);
 	shim_busy = 0;
 	errno = e;

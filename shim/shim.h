@@ -104,10 +104,11 @@ void shim_end_iov(int owner, int fd, const struct iovec *iov, int cnt, size_t n)
  * For printf-family wrappers: a per-thread buffer to format a second copy of
  * what the real call printed. Returns NULL (count it lost) when the thread
  * has no buffer or is already inside the shim (a signal handler). A non-NULL
- * return must be paired with shim_fmt_done(), which feeds `n` bytes of it.
+ * return must be paired with shim_fmt_done(), which feeds `n` bytes of it;
+ * `cut` says the output was longer than the buffer (its last line is lost).
  */
 char *shim_fmt_begin(size_t *cap);
-void shim_fmt_done(int fd, const char *buf, size_t n);
+void shim_fmt_done(int fd, const char *buf, size_t n, int cut);
 /* Counts the lines in data as lost (reason: written while the shim was busy). */
 void shim_lost_busy(const void *data, size_t n);
 
