@@ -561,35 +561,35 @@ static double ab_median(const double *v, size_t n)
 	return v[stats_median_repeat(v, n, &spread)];
 }
 
-static void ab_verdict(struct ab_ctx *c)
+void ab_judge(const double fig[AB__ROLES][3][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
+	      bool has_sensitivity, double separation, struct ab_result *res)
 {
 	static const char *const figs[3] = { "makespan", "ttft_p50", "tok_s" };
-	struct ab_result *res = c->res;
-	const struct ab_opts *o = c->o;
-	double sep = o->separation > 0 ? o->separation : AB_DEFAULT_SEPARATION;
+	double sep = separation > 0 ? separation : AB_DEFAULT_SEPARATION;
 	size_t f, r, k;
 
 	for (r = 0; r < AB__ROLES; r++) {
-		res->role[r].arm = ab_role_arm(o, (enum ab_role)r);
-		res->role[r].med.makespan = ab_median(c->fig[r][0], c->n_fig[r]);
-		res->role[r].med.ttft_p50 = ab_median(c->fig[r][1], c->n_fig[r]);
-		res->role[r].med.tok_s = ab_median(c->fig[r][2], c->n_fig[r]);
-		for (k = 0; k < c->n_fig[r]; k++)
-			res->role[r].makespan[k] = c->fig[r][0][k];
+		res->role[r].med.makespan = ab_median(fig[r][0], n_fig[r]);
+		res->role[r].med.ttft_p50 = ab_median(fig[r][1], n_fig[r]);
+		res->role[r].med.tok_s = ab_median(fig[r][2], n_fig[r]);
+		for (k = 0; k < n_fig[r] && k < AB_MAX_REPEATS; k++)
+			res->role[r].makespan[k] = fig[r][0][k];
 	}
 	for (f = 0; f < 3; f++) {
 		struct ab_delta *d = &res->delta[f];
-		double a = ab_median(c->fig[AB_CONTROL][f], c->n_fig[AB_CONTROL]);
-		double b = ab_median(c->fig[AB_TREATMENT][f], c->n_fig[AB_TREATMENT]);
-		size_t n = c->n_fig[AB_CONTROL] < c->n_fig[AB_NEGATIVE] ? c->n_fig[AB_CONTROL] : c->n_fig[AB_NEGATIVE];
+		double a = res->role[AB_CONTROL].med.makespan, b;
+		size_t n = n_fig[AB_CONTROL] < n_fig[AB_NEGATIVE] ? n_fig[AB_CONTROL] : n_fig[AB_NEGATIVE];
 
+		a = ab_median(fig[AB_CONTROL][f], n_fig[AB_CONTROL]);
+		b = ab_median(fig[AB_TREATMENT][f], n_fig[AB_TREATMENT]);
 		d->figure = figs[f];
 		d->control = a;
 		d->treatment = b;
 		d->delta = a > 0 ? (b - a) / a : NAN;
+		/* the largest A vs A difference over the rounds: one quiet round proves nothing */
 		d->floor = n ? 0 : NAN;
 		for (k = 0; k < n; k++) {
-			double x = c->fig[AB_CONTROL][f][k], y = c->fig[AB_NEGATIVE][f][k];
+			double x = fig[AB_CONTROL][f][k], y = fig[AB_NEGATIVE][f][k];
 			double rel = x > 0 ? fabs(y - x) / x : NAN;
 
 			if (!(rel <= d->floor))
@@ -599,7 +599,7 @@ static void ab_verdict(struct ab_ctx *c)
 			d->verdict = "unknown";
 		else if (fabs(d->delta) <= d->floor)
 			d->verdict = "flat, not a win";
-		else if ((f == 2) == (d->delta > 0))
+		else if ((f == 2) == (d->delta > 0))   /* tokens/s: higher is better */
 			d->verdict = "better";
 		else
 			d->verdict = "worse";
@@ -607,7 +607,9 @@ static void ab_verdict(struct ab_ctx *c)
 	res->negative_delta = res->delta[0].floor;
 	res->sensitivity_delta = NAN;
 	res->separation = NAN;
-	if (!o->sensitivity) {
+	res->cost_withheld = false;
+	res->cost_reason[0] = '\0';
+	if (!has_sensitivity) {
 		res->cost_withheld = true;
 		snprintf(res->cost_reason, sizeof(res->cost_reason),
 			 "no sensitivity arm (--sensitivity): nothing shows this bench can see a %.0f%% effect",
@@ -628,6 +630,16 @@ static void ab_verdict(struct ab_ctx *c)
 	}
 	res->guard_ok = res->role[AB_TREATMENT].subst == 0 && res->role[AB_TREATMENT].failing == 0 &&
 			res->role[AB_CONTROL].subst > 0;
+}
+
+static void ab_verdict(struct ab_ctx *c)
+{
+	size_t r;
+
+	for (r = 0; r < AB__ROLES; r++)
+		c->res->role[r].arm = ab_role_arm(c->o, (enum ab_role)r);
+	ab_judge((const double (*)[3][AB_MAX_REPEATS])c->fig, c->n_fig, c->o->sensitivity != NULL,
+		 c->o->separation, c->res);
 }
 
 /* --- reports ---------------------------------------------------------------- */

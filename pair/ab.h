@@ -133,6 +133,16 @@ struct ab_result {
 };
 
 /*
+ * The verdict from the figures: fig[role][figure][round] with figures
+ * makespan, TTFT p50, tokens/s and n_fig[role] rounds; the substitution and
+ * correctness counts must already be in res->role. Fills medians, deltas,
+ * floors, the sensitivity separation, cost_withheld and guard_ok. Pure:
+ * ab_run calls it, tests call it directly.
+ */
+void ab_judge(const double fig[AB__ROLES][3][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
+	      bool has_sensitivity, double separation, struct ab_result *res);
+
+/*
  * Runs the A/B. STATUS_OK when it ran to a verdict or stopped at a gate
  * (res->failed says which, with the message); other statuses for bad
  * options or I/O. Writes the report (markdown, JSON twin, SVG) into

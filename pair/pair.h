@@ -23,7 +23,9 @@
  * the same request: a substitution's completion token index is its device
  * position minus the request's prompt length (from the request record's
  * usage, else the audit's prefill event). The first divergent token k of a
- * `diverged` verdict is explained by a substitution at index k; the
+ * `diverged` verdict is explained by a substitution at index k (or k - 1:
+ * outputs are compared as text, and a stale token whose text is a prefix of
+ * the right one makes the text differ from the next token on); the
  * reference request of the same prompt (phase "reference", same arm index)
  * is searched as well, since a wrong reference also shows as divergence.
  * Substitutions of requests whose output was identical are listed too: a
@@ -92,6 +94,7 @@ struct pair_failure {
 	long at;                     /* first divergent token; -1 when the verdict has none */
 	enum pair_match match;
 	bool in_reference;           /* the matching substitution was in the reference request */
+	bool exact;                  /* explained at token k itself, not at k - 1 (see pair.c) */
 	int64_t step;                /* of the matching substitution; -1 none */
 	uint32_t slot;
 	int64_t token;

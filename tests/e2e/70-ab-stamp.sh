@@ -25,7 +25,10 @@ ctl_subst=$(jget "$J" .roles.control.substitutions)
 ctl_fail=$(jget "$J" .roles.control.failing)
 [ "$ctl_subst" -gt 0 ] || fail "control made no substitution"
 [ "$ctl_fail" -gt 0 ] || fail "control had no failing request"
-eq "$(jget "$J" .roles.control.explained)" "$ctl_fail" "control failures explained"
+if [ "$(jget "$J" .roles.control.explained)" != "$ctl_fail" ]; then
+	"$TTAUDIT" pair --run "$T/ab/boot-00-control.run.jsonl" --capture "$T/ab/boot-00-control.cap.jsonl" >&2 || true
+	fail "control: $(jget "$J" .roles.control.explained) of $ctl_fail failures explained"
+fi
 eq "$(jget "$J" .roles.control.unexplained)" 0 "control failures unexplained"
 eq "$(jget "$J" .roles.treatment.substitutions)" 0 "treatment substitutions"
 eq "$(jget "$J" .roles.treatment.failing)" 0 "treatment failing"
