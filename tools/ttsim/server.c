@@ -1350,7 +1350,7 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	sa.sin_port = htons((uint16_t)c->port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	srv->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				  MHD_USE_POLL, (uint16_t)c->port, NULL, NULL, srv_handler, srv,
+				  MHD_USE_POLL | MHD_USE_ITC, (uint16_t)c->port, NULL, NULL, srv_handler, srv,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				  MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,

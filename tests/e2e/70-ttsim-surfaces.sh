@@ -1,0 +1,124 @@
+#!/bin/sh
+# ttsim serve: the vLLM surfaces with curl - health, models, tokenize,
+# detokenize, completions and chat with and without streaming, usage,
+# metrics, the prefix cache and its reset, banners, the send log, errors.
+. tests/e2e/lib.sh
+. tests/e2e/ttsim.inc
+
+sim_start s --seed 5 --time-scale 0 --slots 4 --send-log "$T/send.jsonl"
+P='-s -H Content-Type:application/json'
+
+# banners in the vLLM and tt-metal style, and the bare arm's engaged line
+contains "$T/s.err" "non-default args: {"
+contains "$T/s.err" "'max_num_seqs': 4"
+contains "$T/s.err" "GPU KV cache size: 524288 tokens"
+contains "$T/s.err" "TT model runner: trace mode enabled"
+contains "$T/s.err" "[generator.py:1930] async merge: unguarded position match (no merge guard engaged)"
+contains "$T/s.err" "ttsim: listening on 127.0.0.1:$PORT"
+lacks "$T/s.err" "engaged:"
+
+eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" 200 "/health"
+curl -s "$URL/v1/models" >"$T/models.json"
+eq "$(jget "$T/models.json" '.data[0].id')" "ttsim/qwen36-sim" "model id"
+eq "$(jget "$T/models.json" '.data[0].root')" "ttsim/qwen36-sim" "model root"
+eq "$(jget "$T/models.json" '.data[0].max_model_len')" 131072 "max_model_len"
+
+# tokenize / detokenize in vLLM's shapes
+curl $P "$URL/tokenize" -d '{"prompt":"time river stone garden letter"}' >"$T/tok.json"
+eq "$(jget "$T/tok.json" .count)" 5 "tokenize count"
+eq "$(jget "$T/tok.json" .max_model_len)" 131072 "tokenize max_model_len"
+toks=$(jq -c .tokens "$T/tok.json")
+curl $P "$URL/detokenize" -d "{\"tokens\":$toks}" >"$T/detok.json"
+eq "$(jget "$T/detok.json" .prompt)" "time river stone garden letter" "detokenize"
+curl $P "$URL/tokenize" -d '{"messages":[{"role":"user","content":"hello there"}]}' >"$T/tokc.json"
+[ "$(jget "$T/tokc.json" .count)" -gt 2 ] || fail "chat tokenize count"
+
+# completions, not streamed: usage, id, deterministic text
+body='{"model":"ttsim/qwen36-sim","prompt":"the river and the stone","max_tokens":7}'
+curl $P "$URL/v1/completions" -d "$body" >"$T/c1.json"
+curl $P "$URL/v1/completions" -d "$body" >"$T/c2.json"
+eq "$(jget "$T/c1.json" .object)" text_completion "object"
+eq "$(jget "$T/c1.json" .usage.completion_tokens)" 7 "completion_tokens"
+eq "$(jget "$T/c1.json" .usage.prompt_tokens)" 5 "prompt_tokens"
+eq "$(jget "$T/c1.json" .usage.total_tokens)" 12 "total_tokens"
+eq "$(jget "$T/c1.json" '.choices[0].finish_reason')" length "finish_reason"
+case "$(jget "$T/c1.json" .id)" in cmpl-????????????????????????????????) ;; *) fail "id shape: $(jget "$T/c1.json" .id)" ;; esac
+eq "$(jget "$T/c1.json" '.choices[0].text')" "$(jget "$T/c2.json" '.choices[0].text')" "same prompt, same text"
+[ "$(jget "$T/c1.json" .id)" != "$(jget "$T/c2.json" .id)" ] || fail "ids repeat"
+
+# streamed completion: the same text, chunk by chunk, then [DONE]
+curl -sN $P "$URL/v1/completions" -d '{"prompt":"the river and the stone","max_tokens":7,"stream":true}' >"$T/s1.txt"
+eq "$(grep -c '^data: {' "$T/s1.txt")" 7 "stream chunks"
+eq "$(tail -n 2 "$T/s1.txt" | head -n 1)" "data: [DONE]" "stream ends with [DONE]"
+st=$(grep '^data: {' "$T/s1.txt" | sed 's/^data: //' | jq -j '.choices[0].text')
+eq "$st" "$(jget "$T/c1.json" '.choices[0].text')" "streamed text"
+sid=$(grep -m1 '^data: {' "$T/s1.txt" | sed 's/^data: //' | jq -r .id)
+
+# chat, streamed with usage: role chunk first, usage chunk before [DONE]
+curl -sN $P "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"hello there"}],"max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}' >"$T/chat.txt"
+grep '^data: {' "$T/chat.txt" | sed 's/^data: //' >"$T/chat.jsonl"
+eq "$(head -n 1 "$T/chat.jsonl" | jq -r '.choices[0].delta.role')" assistant "role chunk first"
+eq "$(tail -n 1 "$T/chat.jsonl" | jq -r .usage.completion_tokens)" 5 "chat usage"
+eq "$(tail -n 1 "$T/chat.jsonl" | jq -r '.choices | length')" 0 "usage chunk has no choices"
+eq "$(sed -n 6p "$T/chat.jsonl" | jq -r '.choices[0].finish_reason')" length "last token carries finish_reason"
+eq "$(head -n 1 "$T/chat.jsonl" | jq -r .object)" chat.completion.chunk "chunk object"
+case "$(head -n 1 "$T/chat.jsonl" | jq -r .id)" in chatcmpl-*) ;; *) fail "chat id" ;; esac
+curl $P "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":[{"type":"text","text":"hello there"}]}],"max_completion_tokens":5}' >"$T/chat.json"
+eq "$(jget "$T/chat.json" '.choices[0].message.role')" assistant "chat message role"
+eq "$(jget "$T/chat.json" '.choices[0].message.content')" "$(jq -j '.choices[0].delta.content // ""' "$T/chat.jsonl")" "chat text, streamed or not"
+
+# the send log: one line per streamed token, with a monotonic time
+eq "$(jq -r --arg id "$sid" 'select(.req == $id) | .i' "$T/send.jsonl" | tr '\n' ' ')" "0 1 2 3 4 5 6 " "send log indices"
+jq -e 'select(.mono <= 0)' "$T/send.jsonl" >/dev/null && fail "send log mono not positive"
+
+# prefix cache: a long prompt twice counts hits; after a reset it does not
+long=$(seq 1 200 | sed 's/^/word/' | tr '\n' ' ')
+hits() { curl -s "$URL/metrics" | sed -n 's/^vllm:prefix_cache_hits_total{[^}]*} \([0-9.]*\)$/\1/p'; }
+h0=$(hits)
+curl $P "$URL/v1/completions" -d "{\"prompt\":\"$long\",\"max_tokens\":2}" >/dev/null
+h1=$(hits)
+curl $P "$URL/v1/completions" -d "{\"prompt\":\"$long\",\"max_tokens\":2}" >/dev/null
+h2=$(hits)
+eq "$h1" "$h0" "a cold prompt hits nothing"
+[ "${h2%.*}" -ge $(( ${h1%.*} + 192 )) ] || fail "warm prompt: hits $h1 -> $h2"
+eq "$(curl -s -X POST -o /dev/null -w '%{http_code}' "$URL/reset_prefix_cache")" 200 "reset_prefix_cache"
+curl $P "$URL/v1/completions" -d "{\"prompt\":\"$long\",\"max_tokens\":2}" >/dev/null
+eq "$(hits)" "$h2" "after a reset the prompt is cold again"
+
+# metrics: the families a benchmark reads
+curl -s "$URL/metrics" >"$T/metrics.txt"
+for m in 'vllm:cache_config_info{' 'vllm:num_requests_running{' 'vllm:num_requests_waiting{' \
+	'vllm:prompt_tokens_total{' 'vllm:generation_tokens_total{' 'vllm:prefix_cache_queries_total{' \
+	'vllm:time_to_first_token_seconds_bucket{' 'vllm:inter_token_latency_seconds_bucket{' \
+	'vllm:e2e_request_latency_seconds_count{' 'vllm:request_success_total{'; do
+	contains "$T/metrics.txt" "$m"
+done
+grep -q '^vllm:cache_config_info{.*} 1.0$' "$T/metrics.txt" || fail "cache_config_info value"
+grep -q '^vllm:num_requests_running{.*} 0.0$' "$T/metrics.txt" || fail "running after the requests"
+
+# errors: vLLM's shape, and the server keeps serving
+code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt": oops}')
+eq "$code" 400 "malformed JSON status"
+eq "$(jget "$T/e.json" .object)" error "error object"
+eq "$(jget "$T/e.json" .type)" BadRequestError "error type"
+eq "$(jget "$T/e.json" .code)" 400 "error code"
+eq "$(jget "$T/e.json" .param)" null "error param"
+code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt":"a","max_tokens":500000}')
+eq "$code" 400 "huge max_tokens"
+contains "$T/e.json" "maximum context length is 131072 tokens"
+code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt":["a",1]}')
+eq "$code" 400 "wrong prompt type"
+code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/chat/completions" -d '{"model":"gpt-x","messages":[{"role":"user","content":"a"}]}')
+eq "$code" 404 "unknown model"
+contains "$T/e.json" 'The model `gpt-x` does not exist.'
+eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/completions")" 405 "GET on a POST route"
+eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/nope")" 404 "unknown route"
+head -c 9000000 /dev/zero | tr '\0' 'a' >"$T/big.txt"
+code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" --data-binary @"$T/big.txt")
+eq "$code" 400 "oversized body"
+eq "$(curl $P "$URL/v1/completions" -d "$body" | jq -r .usage.completion_tokens)" 7 "still serving"
+
+# the audit went to stderr as log lines
+contains "$T/s.err" '[generator.py:1930] MERGE_AUDIT {"ev":"config","slots":4'
+grep -q 'MERGE_AUDIT {"ev":"merge",' "$T/s.err" || fail "no merge event on stderr"
+sim_stop
