@@ -1,0 +1,53 @@
+#!/bin/sh
+# Replaying ttsim's audits with ttaudit replay gives the simulator's own
+# counts: offline runs under several arms, and a served run's audit both from
+# --audit and from the MERGE_AUDIT log lines on stderr.
+. tests/e2e/lib.sh
+. tests/e2e/ttsim.inc
+"$TTAUDIT" replay --help >/dev/null 2>&1 || skip "ttaudit replay is not built"
+
+for spec in "1 bare 8 0" "2 stamp 8 0.2" "3 batch 4 0.5" "4 prefilled+bound 8 0.3" "5 lifetime 16 0"; do
+	set -- $spec
+	"$TTSIM" run --steps 4000 --seed "$1" --arm "$2" --slots "$3" --garbage-rate "$4" \
+		--refresh-every 3 --audit "$T/a.jsonl" --json >"$T/sim.json"
+	rc=0
+	"$TTAUDIT" replay --json --rules "bare,prefilled,batch,lifetime,stamp,bound,$2" "$T/a.jsonl" \
+		>"$T/rep.json" || rc=$?
+	[ $rc -le 1 ] || fail "replay exited $rc"
+	eq "$(jget "$T/rep.json" .malformed)" 0 "seed $1: malformed lines"
+	# every count of every rule the simulator reports, in one pass
+	jq -r -s '.[0].rules as $r | .[1].rules as $s | $s | keys[] as $k |
+		("merges", "taken", "substitutions", "prevented", "forgone", "fired", "skipped",
+		 "shape_fallback") as $f | select($r[$k][$f] != $s[$k][$f]) |
+		"\($k) \($f): replay \($r[$k][$f]), ttsim \($s[$k][$f])"' \
+		"$T/rep.json" "$T/sim.json" >"$T/diff.txt"
+	[ ! -s "$T/diff.txt" ] || { cat "$T/diff.txt" >&2; fail "seed $1 arm $2: counts differ"; }
+	eq "$(jq '[.rules[].unverified] | add' "$T/rep.json")" 0 "seed $1: unverified takes"
+	eq "$(jq '.rules | length' "$T/sim.json")" "$(jq '[.rules | keys[] | select(. == "bare" or . == "prefilled" or . == "batch" or . == "lifetime" or . == "stamp" or . == "bound" or . == "'"$2"'")] | length' "$T/rep.json")" "seed $1: rules compared"
+	eq "$(jget "$T/rep.json" ".rules[\"$2\"].substitutions")" "$(jget "$T/sim.json" .substitutions)" \
+		"seed $1: the engaged arm's substitutions"
+	eq "$(jget "$T/rep.json" ".rules[\"$2\"].merges")" "$(jget "$T/sim.json" .merges)" "seed $1 merges"
+done
+
+# a served run: the audit file and the stderr log lines replay alike, and the
+# engaged arm's substitutions are the sum the finish events report
+sim_start srv --time-scale 0 --arm batch --refresh-every 3
+P='-s -H Content-Type:application/json'
+pids=""
+i=0
+while [ $i -lt 60 ]; do
+	curl $P "$URL/v1/completions" -d "{\"prompt\":\"ask $i $(seq 1 $((i % 19)) | tr '\n' ' ')\",\"max_tokens\":$((3 + i % 29))}" >/dev/null &
+	pids="$pids $!"
+	i=$((i + 1))
+done
+for p in $pids; do wait "$p"; done
+sim_stop
+sed -n 's/^.*MERGE_AUDIT //p' "$T/srv.err" >"$T/srv.jsonl"
+[ "$(grep -c '"ev":"merge"' "$T/srv.jsonl")" -gt 10 ] || fail "served audit has few merges"
+rc=0
+"$TTAUDIT" replay --json "$T/srv.jsonl" >"$T/srep.json" || rc=$?
+[ $rc -le 1 ] || fail "replay of the served audit exited $rc"
+want=$(jq -s 'map(select(.ev == "request" and .phase == "finish") | .substitutions) | add' "$T/srv.jsonl")
+eq "$(jget "$T/srep.json" .rules.batch.substitutions)" "$want" "served: batch substitutions"
+eq "$(jget "$T/srep.json" .rules.batch.fingerprint.mismatched)" 0 "served: takes are batch's"
+eq "$(jget "$T/srep.json" .malformed)" 0 "served: malformed"
