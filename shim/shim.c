@@ -123,6 +123,7 @@ static _Atomic uint64_t cap_dev, cap_ino;
 static atomic_int cap_opening;
 static _Atomic int64_t cap_retry_ns;   /* monotonic ns before which no reopen */
 static atomic_int cap_warned;
+static atomic_int cap_torn;            /* a failed write may have left half a record */
 static atomic_int cap_suspect;         /* the host may have closed/replaced cap_fd */
 static _Atomic int64_t cap_check_ns;   /* monotonic ns of the next periodic check */
 static _Atomic uint64_t n_lines, n_records;
@@ -301,6 +302,8 @@ static int shim_write_all(int fd, const char *p, size_t n)
 		ssize_t r = shim_sys_write(fd, p, n);
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r == 0)
+			errno = EIO;
 		if (r <= 0)
 			return -1;
 		p += r;
@@ -346,6 +349,10 @@ static void shim_emit(const char *rec, size_t len, const struct timespec *now)
 		shim_lost(SHIM_LOST_OPEN, 1);
 		return;
 	}
+	/* A record cut short by a failed write is ended first, so that it
+	 * costs one malformed line and not the record after it too. */
+	if (atomic_load_explicit(&cap_torn, memory_order_relaxed) && !shim_write_all(fd, "\n", 1))
+		atomic_store(&cap_torn, 0);
 	shim_tell_lost(fd);
 	rc = shim_write_all(fd, rec, len);
 	if (rc && errno == EBADF) {
@@ -356,6 +363,7 @@ static void shim_emit(const char *rec, size_t len, const struct timespec *now)
 	}
 	if (rc) {
 		e = errno;
+		atomic_store(&cap_torn, 1);
 		shim_lost(SHIM_LOST_WRITE, 1);
 		if (!atomic_exchange(&cap_warned, 1))
 			shim_warn(cfg.path, ": cannot write capture file: ", shim_errstr(e));

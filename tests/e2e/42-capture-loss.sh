@@ -68,6 +68,11 @@ eq "$(jq -r 'select(.src=="start") | .env.MY_SETTING' "$T/opt.cap")" on "--env v
 eq "$(jq -r 'select(.src=="start") | .env_redacted[0]' "$T/opt.cap")" MY_PASSWORD "--env secret"
 lacks "$T/opt.cap" hunter2-secret
 
+# The command's exit status is its own, a signal's too (ttaudit execs it).
+expect_rc 143 "$TTAUDIT" capture -o "$T/sig.cap" -- sh -c 'kill -TERM $$'
+expect_rc 0 "$TTAUDIT" capture -o "$T/sig.cap" -- true
+expect_rc 1 "$TTAUDIT" capture -o "$T/sig.cap" -- false
+
 # Bad usage and bad input: exit 2 with the reason.
 printf 'ok foo\nbad (unclosed\n' >"$T/bad.rules"
 expect_rc 2 "$TTAUDIT" capture -o "$T/x.cap" --rules "$T/bad.rules" -- true
