@@ -538,8 +538,9 @@ static const char *pair_arm_verdict(struct pair_run *r)
 	tally_fingerprint(r->tally, &r->fp);
 	if (r->fp.verdict == TALLY_NO_TAKEN)
 		return "no-decisions";
-	if (r->arm_rule == SIZE_MAX)
-		return tally_verdict_name(r->fp.verdict);
+	if (r->arm_rule == SIZE_MAX)   /* the arm is no rule name: what the decisions say */
+		return r->fp.verdict == TALLY_CONSISTENT ? "consistent" :
+		       r->fp.verdict == TALLY_WITHHELD ? "not-separated" : "inconsistent";
 	for (i = 0; i < r->fp.n_consistent; i++)
 		if (r->fp.consistent[i] == r->arm_rule)
 			return r->fp.n_consistent == 1 ? "confirmed" : "not-separated";
