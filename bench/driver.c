@@ -356,6 +356,7 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 	bo.nonce = nonce;
 	bo.temperature = temperature;
 	bo.ignore_eos = o->ignore_eos;
+	bo.no_usage = o->no_usage;
 	for (i = 0; i < n; i++) {
 		p = i % c->suite->n;
 		if (nonce_mode == 0)
@@ -740,6 +741,12 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 			goto out;
 		}
 	}
+	/* bad input is refused before any server is waited for */
+	if (o->suite) {
+		st = suite_load(&c.suite, o->suite, si);
+		if (st)
+			goto out;
+	}
 	/* 1. gates */
 	if (o->spec && !o->no_arm_check) {
 		st = arm_spec_load(o->spec, &spec, si);
@@ -754,18 +761,16 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 			goto out;   /* rep->gate_failed says why */
 	}
 	/* 2. prompts */
-	if (o->suite) {
-		st = suite_load(&c.suite, o->suite, si);
-	} else {
+	if (!o->suite) {
 		z.base = o->arms[0].url;
 		z.model = c.as[0].model[0] ? c.as[0].model : NULL;
 		sz.count = driver_count;
 		sz.probe = driver_probe;
 		sz.ctx = &z;
 		st = suite_generate(&c.suite, &o->gen, &sz, si);
+		if (st)
+			goto out;
 	}
-	if (st)
-		goto out;
 	snprintf(rep->suite_hash, sizeof(rep->suite_hash), "%s", c.suite->hash);
 	snprintf(rep->suite_source, sizeof(rep->suite_source), "%s", c.suite->source);
 	snprintf(rep->sizing, sizeof(rep->sizing), "%s", c.suite->sizing);

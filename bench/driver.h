@@ -65,6 +65,7 @@ struct driver_opts {
 	uint64_t corpus_seed;
 	double temperature;         /* < 0: server default (correctness forces 0) */
 	bool ignore_eos;
+	bool no_usage;              /* do not ask for usage: token counts from chunks */
 	double timeout_s, stall_s;
 	double ready_timeout;       /* <= 0: the ladder's default */
 	bool token_times;

@@ -374,8 +374,10 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 				      r->n_chunks, sse_pending(x->sse) ? " and inside an event" : "");
 		return;
 	case CURLE_PARTIAL_FILE:
-		load_set_fail(r, LOAD_FAIL_TRUNCATED, "connection closed inside the response after %zu content chunks",
-			      r->n_chunks);
+		/* the connection went away inside the HTTP body: a transport break,
+		 * not a stream the server chose to end early */
+		load_set_fail(r, LOAD_FAIL_RESET, "connection closed inside the response (%s) after %zu content chunks",
+			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), r->n_chunks);
 		return;
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:

@@ -48,8 +48,8 @@ enum load_fail {
 	LOAD_OK = 0,
 	LOAD_FAIL_HTTP,        /* a status other than 200 */
 	LOAD_FAIL_CONNECT,     /* could not connect */
-	LOAD_FAIL_RESET,       /* connection reset or closed with nothing */
-	LOAD_FAIL_TRUNCATED,   /* the stream ended before [DONE] */
+	LOAD_FAIL_RESET,       /* the connection broke: reset, or closed inside the HTTP body */
+	LOAD_FAIL_TRUNCATED,   /* a complete HTTP response whose stream lacks [DONE] */
 	LOAD_FAIL_STALL,       /* no byte for stall_s */
 	LOAD_FAIL_TIMEOUT,     /* the whole request took longer than timeout_s */
 	LOAD_FAIL_SERVER,      /* an error object inside the stream */

@@ -322,6 +322,8 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddStringToObject(o, "tps_source", "chunks");
 	}
 	record_str(o, "finish_reason", r->finish_reason[0] ? r->finish_reason : NULL);
+	if (r->text)
+		cJSON_AddStringToObject(o, "text", r->text);   /* kept only where outputs are compared */
 	if (c->correct && r->index < c->correct->n)
 		record_verdict(o, &c->correct->items[r->index]);
 	if (token_times) {

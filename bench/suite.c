@@ -524,6 +524,7 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 {
 	const struct suite_entry *e = &s->e[i];
 	cJSON *b = NULL, *msgs = NULL, *so, *first, *content;
+
 	char *out = NULL, *t = NULL;
 
 	b = cJSON_CreateObject();
@@ -555,9 +556,11 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 	if (!cJSON_AddNumberToObject(b, "max_tokens", (double)e->max_tokens) ||
 	    !cJSON_AddTrueToObject(b, "stream"))
 		goto out;
-	so = cJSON_AddObjectToObject(b, "stream_options");
-	if (!so || !cJSON_AddTrueToObject(so, "include_usage"))
-		goto out;
+	if (!o->no_usage) {
+		so = cJSON_AddObjectToObject(b, "stream_options");
+		if (!so || !cJSON_AddTrueToObject(so, "include_usage"))
+			goto out;
+	}
 	if (o->temperature >= 0 && !cJSON_AddNumberToObject(b, "temperature", o->temperature))
 		goto out;
 	if (o->ignore_eos && !cJSON_AddTrueToObject(b, "ignore_eos"))

@@ -99,6 +99,7 @@ struct suite_body_opts {
 	const char *nonce;      /* NULL: the prompt is sent as it is */
 	double temperature;     /* < 0: not sent (the server's default) */
 	bool ignore_eos;        /* ask the server to generate max_tokens (vLLM extension) */
+	bool no_usage;          /* do not ask for the usage block (stream_options) */
 };
 
 /*

@@ -43,6 +43,7 @@ static void bench_usage(FILE *f)
 		"  --repeats N         repeats, interleaved across arms; spread > 15%% is UNSTABLE\n"
 		"  --temperature T     sent with every request (default: the server's)\n"
 		"  --ignore-eos        ask the server to generate max_tokens\n"
+		"  --no-stream-usage   do not ask for the usage block (token counts from chunks)\n"
 		"  --timeout S         per request (default 600); --stall S silence limit (default 60)\n"
 		"checks and output:\n"
 		"  --correctness       reference at concurrency 1, temperature 0; compare under load\n"
@@ -58,7 +59,7 @@ enum {
 	OPT_READY_TIMEOUT, OPT_SUITE, OPT_INPUT, OPT_OUTPUT, OPT_PROMPTS, OPT_CHAT, OPT_PROMPT_SEED,
 	OPT_SEED, OPT_WARM, OPT_CONC, OPT_BATCH, OPT_RATE, OPT_ARRIVAL_SEED, OPT_REQUESTS,
 	OPT_REPEATS, OPT_TEMP, OPT_IGNORE_EOS, OPT_TIMEOUT, OPT_STALL, OPT_CORRECT, OPT_TOKEN_TIMES,
-	OPT_JSON, OPT_NO_PROGRESS,
+	OPT_JSON, OPT_NO_PROGRESS, OPT_NO_USAGE,
 };
 
 static int bench_number(const char *s, double *out)
@@ -123,6 +124,7 @@ int cmd_bench(int argc, char **argv)
 		{ "repeats", required_argument, NULL, OPT_REPEATS },
 		{ "temperature", required_argument, NULL, OPT_TEMP },
 		{ "ignore-eos", no_argument, NULL, OPT_IGNORE_EOS },
+		{ "no-stream-usage", no_argument, NULL, OPT_NO_USAGE },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "stall", required_argument, NULL, OPT_STALL },
 		{ "correctness", no_argument, NULL, OPT_CORRECT },
@@ -229,6 +231,7 @@ int cmd_bench(int argc, char **argv)
 				return cli_usage_error("bench", "--temperature '%s' is not a number >= 0", optarg);
 			break;
 		case OPT_IGNORE_EOS: o.ignore_eos = true; break;
+		case OPT_NO_USAGE: o.no_usage = true; break;
 		case OPT_TIMEOUT:
 		case OPT_STALL:
 			if (bench_number(optarg, &d) || d <= 0)

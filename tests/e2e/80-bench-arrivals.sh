@@ -1,0 +1,98 @@
+#!/bin/sh
+# ttaudit bench against ttsim: each arrival model as recorded, token counts
+# from usage and from counted chunks, the chat role chunk never taken for the
+# first token, and the --json summary.
+. tests/e2e/lib.sh
+[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+. tests/e2e/ttsim.inc
+
+# modeled time at 1/50: a prefill is long enough that a role chunk sent at
+# once arrives well before the first token is sent
+sim_start s --seed 2 --time-scale 0.02 --slots 8 --send-log "$T/send.jsonl"
+B="$TTAUDIT bench --url $URL --no-progress"
+
+# closed loop: a ladder, each level its own run, never more in flight than asked
+expect_rc 0 $B --input-tokens 24 --output-tokens 12 --prompts 6 --concurrency 1,4 --requests 12 -o "$T/closed.jsonl"
+contains "$T/out" "closed arrivals"
+jq -s -c '[.[] | select(.kind == "run") | [.arrival.model, .arrival.concurrency, .arrival.max_inflight, .figures.requests]]' \
+	"$T/closed.jsonl" >"$T/c.json"
+eq "$(cat "$T/c.json")" '[["closed",1,1,12],["closed",4,4,12]]' "closed runs"
+eq "$(jq -s '[.[] | select(.kind == "request")] | length' "$T/closed.jsonl")" 24 "closed request records"
+eq "$(jq -s '[.[] | select(.kind == "request" and (.id | test("^cmpl-")))] | length' "$T/closed.jsonl")" 24 \
+	"every request record carries the response id"
+eq "$(jq -s '[.[] | select(.kind == "summary")] | length' "$T/closed.jsonl")" 1 "one summary record"
+# generated prompts sized exactly with the server's tokenizer
+eq "$(jq -s -r '[.[] | select(.kind == "run")][0].identity.sizing' "$T/closed.jsonl")" tokenize "sizing"
+eq "$(jq -s '[.[] | select(.kind == "request") | .prompt_tokens] | unique' "$T/closed.jsonl")" '[
+  24
+]' "prompt tokens as sized"
+
+# batch: all launched at once; batch prefill is prompt tokens over max(TTFT)
+expect_rc 0 $B --input-tokens 40 --output-tokens 8 --prompts 6 --batch 6 -o "$T/batch.jsonl"
+jq -s '[.[] | select(.kind == "run")][0]' "$T/batch.jsonl" >"$T/b.json"
+eq "$(jget "$T/b.json" .arrival.model)" batch "batch model"
+eq "$(jget "$T/b.json" .arrival.batch)" 6 "batch size"
+eq "$(jget "$T/b.json" .arrival.max_inflight)" 6 "batch in flight"
+eq "$(jget "$T/b.json" '.figures.ttft_staircase_s | length')" 6 "staircase entries"
+jq -e '.figures.batch_prefill_tok_s > 0 and
+       (.figures.batch_prefill_tok_s - .figures.prompt_tokens / .figures.max_ttft_s | fabs) < 1e-6' \
+	"$T/b.json" >/dev/null || fail "batch prefill is not prompt tokens / max(ttft)"
+jq -s -e '[.[] | select(.kind == "request") | .t_launch] | (max - min) < 0.05' "$T/batch.jsonl" >/dev/null ||
+	fail "batch requests not launched together"
+
+# poisson: the seed and every scheduled arrival recorded; same seed, same schedule
+expect_rc 0 $B --input-tokens 16 --output-tokens 4 --prompts 4 --rate 100 --arrival-seed 9 --requests 20 -o "$T/p1.jsonl"
+expect_rc 0 $B --input-tokens 16 --output-tokens 4 --prompts 4 --rate 100 --arrival-seed 9 --requests 20 -o "$T/p2.jsonl"
+jq -s '[.[] | select(.kind == "run")][0]' "$T/p1.jsonl" >"$T/p.json"
+eq "$(jget "$T/p.json" .arrival.model)" poisson "poisson model"
+eq "$(jget "$T/p.json" .arrival.rate)" 100 "poisson rate"
+eq "$(jget "$T/p.json" .arrival.seed)" 9 "poisson seed"
+gaps() { jq -s -c '[.[] | select(.kind == "request")] | sort_by(.index) | [.[].t_sched] as $t |
+	[range(1; $t | length) | ($t[.] - $t[. - 1]) * 1e6 | round]' "$1"; }
+eq "$(gaps "$T/p1.jsonl")" "$(gaps "$T/p2.jsonl")" "poisson schedule from the seed"
+jq -s -e '[.[] | select(.kind == "request")] | sort_by(.index) | [.[].t_sched] as $t |
+	(($t[-1] - $t[0]) / (($t | length) - 1)) as $mean | $mean > 0.002 and $mean < 0.05' "$T/p1.jsonl" >/dev/null ||
+	fail "poisson mean inter-arrival far from 1/rate"
+jq -s -e '[.[] | select(.kind == "request") | .t_launch - .t_sched] | max < 0.02' "$T/p1.jsonl" >/dev/null ||
+	fail "poisson launches late"
+
+# token counts: from usage when the server sends it, else counted chunks, labelled
+expect_rc 0 $B --input-tokens 16 --output-tokens 9 --prompts 4 --concurrency 2 -o "$T/u.jsonl"
+eq "$(jq -s -c '[.[] | select(.kind == "request") | [.tps_source, .output_tokens, .content_chunks]] | unique' "$T/u.jsonl")" \
+	'[["usage",9,9]]' "usage counts"
+eq "$(jq -s -r '[.[] | select(.kind == "run")][0].figures.tps_source' "$T/u.jsonl")" usage "run tps_source usage"
+expect_rc 0 $B --input-tokens 16 --output-tokens 9 --prompts 4 --concurrency 2 --no-stream-usage -o "$T/n.jsonl"
+eq "$(jq -s -c '[.[] | select(.kind == "request") | [.tps_source, .output_tokens, .content_chunks, .prompt_tokens]] | unique' "$T/n.jsonl")" \
+	'[["chunks",9,9,null]]' "chunk counts"
+eq "$(jq -s -r '[.[] | select(.kind == "run")][0].figures.tps_source' "$T/n.jsonl")" chunks "run tps_source chunks"
+contains "$T/out" "token counts from chunks"
+
+# chat: the role chunk is counted apart and TTFT waits for the first content token,
+# which the client cannot have before the server sent it
+
+expect_rc 0 $B --input-tokens 200 --output-tokens 6 --prompts 4 --chat --concurrency 4 --token-times -o "$T/chat.jsonl"
+eq "$(jq -s -c '[.[] | select(.kind == "request") | [.role_chunks, .content_chunks]] | unique' "$T/chat.jsonl")" \
+	'[[1,6]]' "chat role and content chunks"
+jq -s -e '[.[] | select(.kind == "request") | ((.t_launch + .ttft_s) - .token_t[0] | fabs) < 1e-9] | all' \
+	"$T/chat.jsonl" >/dev/null || fail "ttft is not the first content token's time"
+jq -s -r '.[] | select(.kind == "request") | "\(.id) \(.t_launch + .ttft_s) \(.t_launch)"' "$T/chat.jsonl" | sort >"$T/first.txt"
+jq -r 'select(.i == 0) | "\(.req) \(.mono)"' "$T/send.jsonl" | sort >"$T/sent0.txt"
+join "$T/first.txt" "$T/sent0.txt" >"$T/j.txt"
+eq "$(wc -l <"$T/j.txt" | tr -d ' ')" 4 "chat requests joined with the send log"
+# fields: id, first content token received, launched, first token sent. The
+# check can fail: the server sends the role chunk at once and the first token
+# only after the prefill, which the first condition makes sure is long.
+awk '$4 - $3 < 0.003 { short = short " " $1 }
+     $2 + 0.0005 < $4 { bad = bad " " $1 }
+     END { if (short != "") { print "prefill too short to tell the role chunk apart:" short; exit 1 }
+	   if (bad != "") { print "first token before it was sent:" bad; exit 1 } }' \
+	"$T/j.txt" || fail "ttft taken before the first content token was sent (role chunk counted?)"
+# completions have no role chunk
+eq "$(jq -s -c '[.[] | select(.kind == "request") | .role_chunks] | unique' "$T/u.jsonl")" '[0]' "completions role chunks"
+
+# --json: the summary on stdout, nothing else
+expect_rc 0 $B --input-tokens 16 --output-tokens 4 --prompts 2 --json -o "$T/j.jsonl"
+eq "$(jget "$T/out" .kind)" summary "json summary"
+eq "$(jget "$T/out" .failed)" 0 "json failed"
+eq "$(jget "$T/out" '.cells | length')" 1 "json cells"
+echo "ok"
