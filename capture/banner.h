@@ -38,7 +38,7 @@ struct banner_scratch {
 	void *md;                    /* pcre2_match_data, inside arena */
 	size_t used;
 	int failed;                  /* arena too small: matching reports no match */
-	_Alignas(16) char arena[4096];
+	_Alignas(16) char arena[32768];   /* room for the interpreter's 20 KiB frames when JIT is unavailable */
 };
 
 void banner_scratch_init(struct banner_scratch *sc);
