@@ -41,6 +41,33 @@ const char *ab_role_name(enum ab_role r)
 	}
 }
 
+/*
+ * SIGINT/SIGTERM/SIGHUP during an A/B: the handler passes the stop signal
+ * on to the server's process group, so the bench in progress ends with
+ * failed requests and the boot goes on to its graceful stop and the lock's
+ * release; the A/B then stops with FAIL. Exiting from the handler would
+ * leave a device process running and the lock held. A second signal ends
+ * ttaudit at once (the lock then reads as stale: the safe direction).
+ */
+static volatile sig_atomic_t ab_signalled;
+static volatile pid_t ab_server_pgid;
+static volatile int ab_server_signal = SIGINT;
+
+static void ab_on_signal(int sig)
+{
+	int saved = errno;
+
+	if (ab_signalled) {
+		/* a second signal: out now; the lock stays and reads as stale */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	ab_signalled = sig;
+	if (ab_server_pgid > 0)
+		kill(-ab_server_pgid, ab_server_signal);
+	errno = saved;
+}
+
 struct ab_env {
 	char *name[AB_MAX_ENV], *value[AB_MAX_ENV];
 	size_t n;
@@ -272,7 +299,7 @@ static int ab_url(struct ab_ctx *c, const struct ab_boot *b, pid_t pid, int *rea
 		snprintf(url, n, "%s", c->o->url);
 		return 1;
 	}
-	for (t = 0; t < limit; t += 0.05) {
+	for (t = 0; t < limit && !ab_signalled; t += 0.05) {
 		f = fopen(b->port_file, "re");
 		if (f) {
 			int ok = fscanf(f, "%ld", &port) == 1 && port > 0 && port < 65536;
@@ -455,8 +482,12 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 	if (pid == 0)
 		ab_child(c, b, serve);
 	setpgid(pid, pid);   /* also done by the child's setsid; whichever runs first */
+	ab_server_pgid = pid;
 	if (!ab_url(c, b, pid, &reaped, &wstatus, url, sizeof(url))) {
-		ab_fail(c, "%s: the server did not write its port to %s (%s; log: %s)", ab_role_name(b->role),
+		if (ab_signalled)
+			ab_fail(c, "%s: interrupted by %s", ab_role_name(b->role), strsignal(ab_signalled));
+		else
+			ab_fail(c, "%s: the server did not write its port to %s (%s; log: %s)", ab_role_name(b->role),
 			b->port_file, reaped ? "it exited" : "deadline passed", b->log);
 		goto stop;
 	}
@@ -485,6 +516,12 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 	dopt.log_to = c->log;
 	st = driver_run(&dopt, &drep, si);
 	drep_live = true;
+	if (ab_signalled) {
+		st = STATUS_OK;
+		ab_fail(c, "%s: interrupted by %s during the bench", ab_role_name(b->role),
+			strsignal(ab_signalled));
+		goto stop;
+	}
 	if (st)
 		goto stop;
 	if (drep.gate_failed) {
@@ -496,6 +533,8 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 stop:
 	/* 5. graceful stop; never SIGKILL */
 	stopped = ab_stop(c, pid, &reaped, &wstatus);
+	if (stopped)
+		ab_server_pgid = 0;
 	if (!stopped) {
 		leave_lock = true;   /* a device process is still running: the lock stays */
 		if (!c->res->failed)
@@ -918,6 +957,8 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 enum status ab_run(const struct ab_opts *o, struct ab_result *res, struct status_info *si)
 {
 	struct ab_ctx *c = NULL;
+	struct sigaction old_int, old_term, old_hup;
+	bool handlers = false;
 	enum status st = STATUS_OK;
 	unsigned r;
 	size_t k;
@@ -978,7 +1019,21 @@ enum status ab_run(const struct ab_opts *o, struct ab_result *res, struct status
 			snprintf(b->port_file, sizeof(b->port_file), "%s/boot-%02zu.port", o->dir, c->n_boots);
 			c->n_boots++;
 		}
-	for (k = 0; k < c->n_boots; k++) {
+	ab_signalled = 0;
+	ab_server_pgid = 0;
+	ab_server_signal = o->stop_signal ? o->stop_signal : SIGINT;
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = ab_on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
+		sigaction(SIGHUP, &sa, &old_hup);
+		handlers = true;
+	}
+	for (k = 0; k < c->n_boots && !ab_signalled; k++) {
 		snprintf(res->boots[k], sizeof(res->boots[k]), "%s r%u", ab_role_name(c->boots[k].role),
 			 c->boots[k].round + 1);
 		res->n_boots = k + 1;
@@ -986,9 +1041,18 @@ enum status ab_run(const struct ab_opts *o, struct ab_result *res, struct status
 		if (st || res->failed)
 			goto out;
 	}
+	if (ab_signalled && !res->failed) {
+		ab_fail(c, "interrupted by %s between boots", strsignal(ab_signalled));
+		goto out;
+	}
 	ab_verdict(c);
 	st = ab_write(c, si);
 out:
+	if (handlers) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGHUP, &old_hup, NULL);
+	}
 	if (c) {
 		for (role = 0; role < AB__ROLES; role++) {
 			ab_env_release(&c->env[role]);

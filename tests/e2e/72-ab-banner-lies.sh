@@ -58,3 +58,28 @@ E2E_PIDS="$pid"
 kill -0 "$pid" 2>/dev/null || fail "the stubborn server was killed"
 kill -KILL "$pid"
 [ -d "$T/lock2" ] || fail "the lock over a server left running was released"
+
+# SIGTERM to the A/B mid-bench: the server gets the stop signal, the boot
+# stops gracefully, the lock is released, FAIL and nothing published
+"$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" --suite "$FIX/ab/suite.jsonl" \
+	--concurrency 1 --lock "$T/lock3" --vendor-neutral --no-docker -o "$T/int" \
+	--serve "$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 2" \
+	>"$T/int.out" 2>"$T/int.err" &
+abpid=$!
+E2E_PIDS="$abpid"
+i=0
+while [ ! -s "$T/int/boot-00.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$T/int/boot-00.port" ] || fail "the server never wrote its port"
+sleep 0.5
+kill -TERM "$abpid"
+set +e
+wait "$abpid"
+rc=$?
+set -e
+eq "$rc" 1 "exit status after SIGTERM"
+contains "$T/int.err" "interrupted by"
+contains "$T/int.err" "nothing published"
+[ ! -e "$T/int/ab-report.md" ] || fail "report written after an interruption"
+[ ! -d "$T/lock3" ] || fail "the lock was not released after a graceful stop"
+port=$(cat "$T/int/boot-00.port")
+! curl -s -m 1 "http://127.0.0.1:$port/health" >/dev/null 2>&1 || fail "the server is still answering"
