@@ -1,0 +1,74 @@
+#!/bin/sh
+# ttaudit ready: the ladder through a load period, a server that answers
+# /health but never generates, a gateway that answers 400, unparseable
+# metrics and a closed port. Only a generated token passes the last rung.
+. tests/e2e/lib.sh
+[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built: the readiness end-to-end test needs the simulator"
+. tests/e2e/ttsim.inc
+rung() { jget "$T/out" ".rungs[] | select(.rung == \"$1\") | .$2"; }
+
+# usage
+expect_rc 2 "$TTAUDIT" ready
+expect_rc 2 "$TTAUDIT" ready --url ftp://127.0.0.1:1
+expect_rc 2 "$TTAUDIT" ready --url http://127.0.0.1:1 --timeout soon
+expect_rc 0 "$TTAUDIT" ready --help
+
+# through a 2 s load period (every route 503): ready once it generates
+sim_start load --time-scale 0 --load-time 2
+expect_rc 0 "$TTAUDIT" ready --url "$URL" --timeout 30 --interval 0.2 --json
+eq "$(jget "$T/out" .ready)" true "ready after load"
+eq "$(jget "$T/out" .failed_rung)" null "no failed rung"
+eq "$(rung health passed)" true "health rung"
+eq "$(rung generate passed)" true "generate rung"
+awk "BEGIN { exit !($(rung health seconds) >= 1.5) }" || fail "health passed before the load period ended ($(rung health seconds) s)"
+[ "$(rung health attempts)" -gt 3 ] || fail "health should have been retried through the load"
+case "$(jget "$T/out" .completion_id)" in cmpl-*) ;; *) fail "completion id $(jget "$T/out" .completion_id)" ;; esac
+[ -n "$(jget "$T/out" .token_text)" ] || fail "no generated token text"
+eq "$(jget "$T/out" .model)" ttsim/qwen36-sim "model from /v1/models"
+# the text report names every rung, and the progress line stays off a non-TTY
+expect_rc 0 "$TTAUDIT" ready --url "$URL" --timeout 10
+contains "$T/out" "generate passed"
+contains "$T/out" "ready: $URL in"
+lacks "$T/err" "rung 1/4"
+# a model the server does not list: fails at the models rung
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 1.5 --interval 0.2 --model other --json
+eq "$(jget "$T/out" .failed_rung)" models "unlisted model"
+sim_stop
+
+# /health answers, nothing is ever generated: times out at the last rung
+sim_start never --time-scale 0 --never-generate
+start=$(date +%s)
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 3 --interval 0.2 --json
+secs=$(( $(date +%s) - start ))
+[ "$secs" -le 8 ] || fail "ready took ${secs}s with --timeout 3"
+eq "$(jget "$T/out" .ready)" false "never-generate"
+eq "$(jget "$T/out" .failed_rung)" generate "never-generate rung"
+eq "$(rung health passed)" true "never-generate: health"
+eq "$(rung metrics passed)" true "never-generate: metrics"
+eq "$(rung models passed)" true "never-generate: models"
+eq "$(rung generate passed)" false "never-generate: generate"
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 2 --interval 0.2
+contains "$T/out" "NOT READY"
+contains "$T/out" "rung 'generate' did not pass"
+sim_stop
+
+# a gateway that answers 400 to completions must not pass
+"$PYTHON" tests/e2e/gateway-stub.py gateway400 "$T/gw.port" &
+E2E_PIDS="$E2E_PIDS $!"
+n=0; while [ ! -s "$T/gw.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+GW="http://127.0.0.1:$(cat "$T/gw.port")"
+expect_rc 1 "$TTAUDIT" ready --url "$GW" --timeout 1.5 --interval 0.2 --json
+eq "$(jget "$T/out" .failed_rung)" generate "gateway 400"
+eq "$(rung generate last_status)" 400 "gateway status"
+contains "$T/out" "model is not loaded yet"
+"$PYTHON" tests/e2e/gateway-stub.py badmetrics "$T/gw2.port" &
+E2E_PIDS="$E2E_PIDS $!"
+n=0; while [ ! -s "$T/gw2.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+expect_rc 1 "$TTAUDIT" ready --url "http://127.0.0.1:$(cat "$T/gw2.port")" --timeout 1 --interval 0.2 --json
+eq "$(jget "$T/out" .failed_rung)" metrics "unparseable metrics"
+case "$(rung metrics last_error)" in *"do not parse"*) ;; *) fail "metrics error: $(rung metrics last_error)" ;; esac
+
+# nothing listening
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 1 --interval 0.2 --json
+eq "$(jget "$T/out" .failed_rung)" health "closed port"
+eq "$(rung health last_status)" 0 "no HTTP status from a closed port"
