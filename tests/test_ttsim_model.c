@@ -145,6 +145,7 @@ static void test_fresh_takes_harmless(void **state)
 	assert_int_equal(st.substitutions, 0);
 	ttsim_model_reference(7, pb, 20, 40, ref);
 	assert_memory_equal(seen[1].toks, ref, 40 * sizeof(int));
+	ttsim_model_free(m);
 }
 
 static struct ttsim_run_result run_with(unsigned arm, int refresh, double garbage,

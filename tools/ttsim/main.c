@@ -273,14 +273,22 @@ out:
 
 /* --- ttsim serve ----------------------------------------------------------- */
 
-static void main_raise_nofile(void)
+/* Raises the descriptor limit to its hard limit; returns how many
+ * connections that leaves room for (a few descriptors kept for files). */
+static unsigned main_raise_nofile(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 1000;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 + 64)
+		return 65536;
+	return rl.rlim_cur > 128 ? (unsigned)(rl.rlim_cur - 64) : 64;
 }
 
 static void main_banners(const struct ttsim_server_config *c, unsigned banner_arm,
@@ -499,7 +507,7 @@ static int cmd_serve(int argc, char **argv)
 		}
 	}
 	c.audit = audit;
-	main_raise_nofile();
+	c.max_connections = main_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	/* Block the stop signals in every thread; main waits for them below. */
 	sigemptyset(&sigs);
