@@ -35,7 +35,16 @@ contains "$T/out" "engaged arm batch+lifetime:"
 contains "$T/out" "per 1,000 merges"
 grep -q '^  batch+lifetime ' "$T/out" || fail "no row for the combination"
 
+# an open loop leaves slots idle: the batch guard fires, prevents some stale
+# takes and lets the same-pattern residual through; stamp lets none through
+expect_rc 0 "$TTSIM" run --steps 40000 --seed 1 --arrival 0.15 --garbage-rate 0.3 --json
+[ "$(jget "$T/out" .rules.batch.prevented)" -gt 0 ] || fail "open loop: batch prevents nothing"
+[ "$(jget "$T/out" .rules.batch.substitutions)" -gt 0 ] || fail "open loop: no batch residual"
+[ "$(jget "$T/out" .rules.bound.fired)" -gt 0 ] || fail "open loop: no garbage seen by bound"
+eq "$(jget "$T/out" .rules.stamp.substitutions)" 0 "open loop: stamp"
+
 # usage
+expect_rc 2 "$TTSIM" run --arrival 1.5
 expect_rc 2 "$TTSIM" run --arm nope
 contains "$T/err" "unknown arm"
 expect_rc 2 "$TTSIM" run --slots 0

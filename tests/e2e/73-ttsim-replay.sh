@@ -6,10 +6,11 @@
 . tests/e2e/ttsim.inc
 "$TTAUDIT" replay --help >/dev/null 2>&1 || skip "ttaudit replay is not built"
 
-for spec in "1 bare 8 0" "2 stamp 8 0.2" "3 batch 4 0.5" "4 prefilled+bound 8 0.3" "5 lifetime 16 0"; do
+for spec in "1 bare 8 0 0" "2 stamp 8 0.2 0" "3 batch 4 0.5 0.2" "4 prefilled+bound 8 0.3 0.15" \
+	"5 lifetime 16 0 0" "6 batch+lifetime 8 0.3 0.12"; do
 	set -- $spec
 	"$TTSIM" run --steps 4000 --seed "$1" --arm "$2" --slots "$3" --garbage-rate "$4" \
-		--refresh-every 3 --audit "$T/a.jsonl" --json >"$T/sim.json"
+		--arrival "$5" --refresh-every 3 --audit "$T/a.jsonl" --json >"$T/sim.json"
 	rc=0
 	"$TTAUDIT" replay --json --rules "bare,prefilled,batch,lifetime,stamp,bound,$2" "$T/a.jsonl" \
 		>"$T/rep.json" || rc=$?

@@ -182,6 +182,7 @@ static int cmd_run(int argc, char **argv)
 		{ "prompt", required_argument, NULL, 'p' },
 		{ "gen", required_argument, NULL, 'G' },
 		{ "queue", required_argument, NULL, 'q' },
+		{ "arrival", required_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -224,6 +225,10 @@ static int cmd_run(int argc, char **argv)
 				return main_usage_error("run", "--queue '%s': want >= 1", optarg);
 			c.queue = (int)v;
 			break;
+		case 'r':
+			if (!main_dbl(optarg, 0, 1, &c.arrival))
+				return main_usage_error("run", "--arrival '%s': want 0..1", optarg);
+			break;
 		case 'j':
 			json = true;
 			break;
@@ -234,11 +239,16 @@ static int cmd_run(int argc, char **argv)
 			       "no HTTP,\nwrites the merge audit, and prints substitutions per 1,000 "
 			       "merges and per request\nfor the engaged arm, and what every rule would "
 			       "have done on the same merges.\n\n"
-			       "  --steps N           model steps (default 10000)\n"
+			       "  --steps N           ticks, one model step each (default 10000)\n"
 			       "  --audit FILE        write the audit (JSONL, '-' = stdout)\n"
 			       "  --prompt MIN:MAX    prompt tokens per request (default 16:48)\n"
 			       "  --gen MIN:MAX       max_tokens per request (default 8:64)\n"
-			       "  --queue N           waiting requests kept queued (default: slots)\n"
+			       "  --queue N           closed loop: waiting requests kept queued "
+			       "(default: slots)\n"
+			       "  --arrival P         open loop instead: a request arrives with chance P "
+			       "per tick,\n"
+			       "                      so slots idle at times (the batch guard and "
+			       "garbage matter)\n"
 			       "  --json              the summary as one JSON object\n%s",
 			       main_model_help);
 			return 0;

@@ -172,9 +172,10 @@ enum status ttsim_run(const struct ttsim_run_config *c, struct ttsim_audit *audi
 	memset(&rc, 0, sizeof(rc));
 	memset(res, 0, sizeof(*res));
 	if (c->prompt_min < 1 || c->prompt_max < c->prompt_min || c->gen_min < 1 ||
-	    c->gen_max < c->gen_min || c->steps < 0)
-		return status_set(si, STATUS_USAGE, "bad workload: prompt %d..%d, max_tokens %d..%d",
-				  c->prompt_min, c->prompt_max, c->gen_min, c->gen_max);
+	    c->gen_max < c->gen_min || c->steps < 0 || !(c->arrival >= 0 && c->arrival <= 1))
+		return status_set(si, STATUS_USAGE, "bad workload: prompt %d..%d, max_tokens %d..%d, "
+				  "arrival %g", c->prompt_min, c->prompt_max, c->gen_min, c->gen_max,
+				  c->arrival);
 	if ((long long)c->prompt_max + c->gen_max > c->model.max_model_len)
 		return status_set(si, STATUS_USAGE, "workload does not fit max_model_len %lld",
 				  c->model.max_model_len);
@@ -198,10 +199,18 @@ enum status ttsim_run(const struct ttsim_run_config *c, struct ttsim_audit *audi
 	queue = c->queue > 0 ? c->queue : c->model.slots;
 
 	for (k = 0; k < c->steps; k++) {
-		while (ttsim_model_waiting(m) < queue) {
-			st = run_submit(m, &rc, c, &rng, n_sub++, si);
-			if (st)
-				goto out;
+		if (c->arrival > 0) {
+			if ((double)(run_rand(&rng) >> 11) / 9007199254740992.0 < c->arrival) {
+				st = run_submit(m, &rc, c, &rng, n_sub++, si);
+				if (st)
+					goto out;
+			}
+		} else {
+			while (ttsim_model_waiting(m) < queue) {
+				st = run_submit(m, &rc, c, &rng, n_sub++, si);
+				if (st)
+					goto out;
+			}
 		}
 		ttsim_model_step(m, &step);
 		run_reap(&rc);
@@ -276,7 +285,7 @@ void ttsim_run_print(FILE *f, const struct ttsim_run_result *r, bool json)
 		fprintf(f, "}}\n");
 		return;
 	}
-	fprintf(f, "ttsim run: %lld steps, %d slots, seed %llu, arm %s, host copy refreshed every "
+	fprintf(f, "ttsim run: %lld ticks, %d slots, seed %llu, arm %s, host copy refreshed every "
 		"%d decode(s), garbage rate %g\n", r->steps, r->model.slots, r->model.seed, arm,
 		r->model.refresh_every, r->model.garbage_rate);
 	fprintf(f, "  %llu requests (%llu finished), %llu prefills, %llu decodes, %llu merges, "

@@ -16,10 +16,13 @@
 
 struct ttsim_run_config {
 	struct ttsim_model_config model;
-	long long steps;            /* model steps to run (idle steps never happen) */
+	long long steps;            /* ticks: one model step each (an idle one when
+				     * an open loop leaves nothing to do) */
 	int prompt_min, prompt_max; /* prompt tokens, uniform */
 	int gen_min, gen_max;       /* max_tokens, uniform */
-	int queue;                  /* waiting requests kept queued; 0 = slots */
+	int queue;                  /* closed loop: waiting requests kept queued; 0 = slots */
+	double arrival;             /* open loop when > 0: chance a request arrives
+				     * each tick (then `queue` is not used) */
 };
 
 void ttsim_run_config_default(struct ttsim_run_config *c);
