@@ -27,7 +27,7 @@ eq "$(jget "$T/r1.json" .rules.stamp.substitutions)" 0 "stamp what-if"
 expect_rc 0 "$TTSIM" run --steps 6000 --seed 3 --arm stamp --json
 eq "$(jget "$T/out" .substitutions)" 0 "stamp substitutions"
 eq "$(jget "$T/out" .diverged)" 0 "stamp outputs differing"
-[ "$(jget "$T/out" .forgone)" -gt 0 ] || fail "stamp forgoes stale takes"
+[ "$(jget "$T/out" .refused)" -gt 0 ] || fail "stamp refuses stale takes"
 
 # a combination is reported as its own rule too; the text report
 expect_rc 0 "$TTSIM" run --steps 3000 --seed 3 --arm batch+lifetime --garbage-rate 0.2 --slots 4

@@ -263,7 +263,7 @@ void ttsim_run_print(FILE *f, const struct ttsim_run_result *r, bool json)
 			"\"substitutions\":%llu,\"substitutions_changed\":%llu,"
 			"\"per_1k_merges\":%.4f,\"per_request\":%.6f,\"requests_affected\":%llu,"
 			"\"diverged\":%llu,\"diverged_unexplained\":%llu,\"changed_undiverged\":%llu,"
-			"\"forgone\":%llu,\"modeled_seconds\":%.4f,\"generation_tokens\":%llu,\"rules\":{",
+			"\"refused\":%llu,\"modeled_seconds\":%.4f,\"generation_tokens\":%llu,\"rules\":{",
 			r->steps, r->model.slots, r->model.seed, arm, r->model.refresh_every,
 			r->model.garbage_rate, r->requests, r->finished, s->prefills, s->decodes,
 			s->merges, s->takes, s->substitutions, s->changed,
@@ -292,8 +292,8 @@ void ttsim_run_print(FILE *f, const struct ttsim_run_result *r, bool json)
 		"%.1f s modeled\n", r->requests, r->finished, s->prefills, s->decodes, s->merges,
 		s->modeled_seconds);
 	fprintf(f, "  engaged arm %s: %llu substitutions = %.2f per 1,000 merges, %.4f per request; "
-		"%llu requests affected; %llu async-ahead tokens forgone\n", arm, s->substitutions,
-		run_per(s->substitutions, s->merges, 1000), run_per(s->substitutions, r->requests, 1),
+		"%llu requests affected; %llu bare takes refused (prevented + forgone)\n", arm,
+		s->substitutions, run_per(s->substitutions, s->merges, 1000), run_per(s->substitutions, r->requests, 1),
 		s->with_subs, s->forgone);
 	fprintf(f, "  outputs differing from the sequential reference: %llu of %llu finished; "
 		"not explained by a substitution: %llu\n", r->diverged, r->finished,
