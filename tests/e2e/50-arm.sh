@@ -11,17 +11,17 @@ P='-s -H Content-Type:application/json'
 unset QWEN36_PREFILLED_SLOTS_FIX QWEN36_MERGE_BATCH_GUARD QWEN36_MERGE_LIFETIME_GUARD \
 	QWEN36_MERGE_STAMP_GUARD QWEN36_MERGE_GARBAGE_BOUND
 
-# traffic that makes reset_batch merges with stale buffers (as in 71-ttsim-faults)
-# (waits for its own curls only: a bare `wait` would wait for the server too)
+# traffic that makes reset_batch merges with stale buffers (as in 71-ttsim-faults):
+# 30 concurrent completions of varied lengths, from one curl process
 load() {
+	set -- -s -Z --parallel-max 64
 	i=0
-	pids=""
-	while [ $i -lt 60 ]; do
-		curl $P "$URL/v1/completions" -d "{\"prompt\":\"ask $i $(seq 1 $((i % 23)) | tr '\n' ' ')\",\"max_tokens\":$((3 + i % 31))}" >/dev/null &
-		pids="$pids $!"
+	while [ $i -lt 30 ]; do
+		set -- "$@" --next -s -o /dev/null -H Content-Type:application/json "$URL/v1/completions" \
+			-d "{\"prompt\":\"ask $i $(seq 1 $((i % 23)) | tr '\n' ' ')\",\"max_tokens\":$((3 + i % 31))}"
 		i=$((i + 1))
 	done
-	for p in $pids; do wait "$p" || true; done
+	curl "$@" 2>/dev/null || true
 }
 # arm WANT ARGS...: ttaudit arm --json with the example spec; report in $T/out
 arm() {
