@@ -52,11 +52,16 @@ if "$TTAUDIT" replay --help >/dev/null 2>&1; then
 	eq "$(jget "$T/nb.rep" .rules.stamp.fingerprint.mismatched)" 0 "no-banner takes are stamp's"
 fi
 
-# load time: 503 first, then 200
-sim_start load --time-scale 0 --load-time 0.6
+# load time: 503 first, then 200 (polled, so a slow machine does not flake)
+sim_start load --time-scale 0 --load-time 0.8
 eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" 503 "health while loading"
 eq "$(curl $P -o /dev/null -w '%{http_code}' "$URL/v1/completions" -d "$req")" 503 "completion while loading"
-sleep 0.8
+n=0
+while [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 503 ]; do
+	n=$((n + 1))
+	[ $n -lt 50 ] || fail "still loading after 5 s"
+	sleep 0.1
+done
 eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" 200 "health after loading"
 sim_stop
 
@@ -86,19 +91,19 @@ lacks "$T/tr.txt" "[DONE]"
 sim_stop
 
 # stalls: a stream pauses for the stall time
-sim_start st --time-scale 0 --stall-rate 1 --stall-time 1
+sim_start st --time-scale 0 --stall-rate 1 --stall-time 0.6
 t0=$(date +%s.%N)
 curl -sN $P "$URL/v1/completions" -d "$req" >"$T/st.txt"
 t1=$(date +%s.%N)
 contains "$T/st.txt" "[DONE]"
-awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 0.9) }' || fail "stall: stream took $t0..$t1"
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 0.55) }' || fail "stall: stream took $t0..$t1"
 sim_stop
 
 # never generate: healthy, but no token comes
 sim_start ng --time-scale 0 --never-generate
 eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" 200 "never-generate health"
 set +e
-curl -sN --max-time 1 $P "$URL/v1/completions" -d "$req" >"$T/ng.txt"
+curl -sN --max-time 0.6 $P "$URL/v1/completions" -d "$req" >"$T/ng.txt"
 rc=$?
 set -e
 eq "$rc" 28 "never-generate: curl timed out"
