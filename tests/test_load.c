@@ -1,0 +1,253 @@
+/* test_load.c - stream chunks, and the event loop against a tiny scripted server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "load.h"
+
+static void test_chunks(void **state)
+{
+	struct load_chunk_parser *cp = load_chunk_parser_new();
+	struct load_result r;
+	const char *role = "{\"id\":\"chatcmpl-1\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}";
+	const char *tok = "{\"id\":\"chatcmpl-1\",\"choices\":[{\"delta\":{\"content\":\" hi\"},\"finish_reason\":null}]}";
+	const char *last = "{\"id\":\"chatcmpl-1\",\"choices\":[{\"delta\":{\"content\":\" there\"},\"finish_reason\":\"length\"}]}";
+	const char *err = "{\"error\":{\"message\":\"overloaded\"}}";
+	const char *usage = "{\"id\":\"chatcmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}";
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.usage_prompt = r.usage_completion = -1;
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, role, strlen(role), 1.0), 0);
+	/* the role chunk is no token: the clock has not stopped */
+	assert_int_equal(r.n_chunks, 0);
+	assert_int_equal(r.n_role_chunks, 1);
+	assert_true(r.t_first == 0);
+	assert_string_equal(r.id, "chatcmpl-1");
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, tok, strlen(tok), 2.0), 0);
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, last, strlen(last), 3.0), 0);
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, usage, strlen(usage), 4.0), 0);
+	assert_int_equal(r.n_chunks, 2);
+	assert_true(r.t_first == 2.0 && r.t_last == 3.0);
+	assert_true(r.tok_t[0] == 2.0 && r.tok_t[1] == 3.0);
+	assert_string_equal(r.text, " hi there");
+	assert_int_equal(r.tok_off[1], 3);
+	assert_int_equal(r.tok_off[2], 9);
+	assert_string_equal(r.finish_reason, "length");
+	assert_int_equal(r.usage_prompt, 7);
+	assert_int_equal(r.usage_completion, 2);
+	const char *comp = "{\"choices\":[{\"text\":\" x\"}]}";
+
+	/* a completions chunk read as chat has no delta: nothing counted */
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, comp, strlen(comp), 5.0), 0);
+	assert_int_equal(r.n_chunks, 2);
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_COMPLETIONS, true, comp, strlen(comp), 5.0), 0);
+	assert_int_equal(r.n_chunks, 3);
+	assert_int_equal(r.fail, LOAD_OK);
+	/* an error object in the stream, then garbage: the first cause stands */
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, err, strlen(err), 6.0), -1);
+	assert_int_equal(r.fail, LOAD_FAIL_SERVER);
+	assert_string_equal(r.reason, "error in stream: overloaded");
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
+	assert_int_equal(r.fail, LOAD_FAIL_SERVER);
+	free(r.tok_t);
+	free(r.text);
+	free(r.tok_off);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
+	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
+	assert_non_null(strstr(r.reason, "chunk is not json"));
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "[1]", 3, 7.0), -1);
+	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
+	load_chunk_parser_free(cp);
+}
+
+/* --- a scripted server: the request body's "s" picks the answer --------- */
+
+static int lsock = -1;
+static int port;
+
+static void srv_write(int fd, const char *s)
+{
+	size_t n = strlen(s);
+	ssize_t k;
+
+	while (n) {
+		k = write(fd, s, n);
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+static const char c1[] = "data: {\"id\":\"cmpl-x\",\"choices\":[{\"text\":\" a\"}]}\n\n";
+static const char c2[] = "data: {\"id\":\"cmpl-x\",\"choices\":[{\"text\":\" b\",\"finish_reason\":\"length\"}]}\n\n";
+static const char cu[] = "data: {\"id\":\"cmpl-x\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n";
+
+static void *srv_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[8192];
+	size_t n = 0;
+	ssize_t k;
+	const char *s;
+
+	/* headers and the (small) body arrive together or soon after */
+	while (n < sizeof(buf) - 1 && (k = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0) {
+		n += (size_t)k;
+		buf[n] = '\0';
+		if ((s = strstr(buf, "\r\n\r\n")) && strchr(s, '}'))
+			break;
+	}
+	buf[n] = '\0';
+	s = strstr(buf, "\"s\":\"");
+	s = s ? s + 5 : "ok";
+	if (!strncmp(s, "ok", 2)) {
+		srv_write(fd, hdr);
+		srv_write(fd, c1);
+		srv_write(fd, c2);
+		srv_write(fd, cu);
+		srv_write(fd, "data: [DONE]\n\n");
+	} else if (!strncmp(s, "trunc", 5)) {
+		srv_write(fd, hdr);
+		srv_write(fd, c1);
+	} else if (!strncmp(s, "reset", 5)) {
+		srv_write(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n");
+		srv_write(fd, c1);
+	} else if (!strncmp(s, "e500", 4)) {
+		srv_write(fd, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 9\r\nConnection: close\r\n\r\nboom\nboom");
+	} else if (!strncmp(s, "bad", 3)) {
+		srv_write(fd, hdr);
+		srv_write(fd, "data: {not json}\n\n");
+	} else if (!strncmp(s, "stall", 5)) {
+		srv_write(fd, hdr);
+		srv_write(fd, c1);
+		sleep(2);
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *srv_main(void *arg)
+{
+	int fd;
+	pthread_t t;
+
+	(void)arg;
+	while ((fd = accept(lsock, NULL, NULL)) >= 0) {
+		if (pthread_create(&t, NULL, srv_conn, (void *)(intptr_t)fd) == 0)
+			pthread_detach(t);
+		else
+			close(fd);
+	}
+	return NULL;
+}
+
+static int srv_setup(void **state)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	pthread_t t;
+
+	(void)state;
+	lsock = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(lsock, (struct sockaddr *)&a, sizeof(a)) || listen(lsock, 64) ||
+	    getsockname(lsock, (struct sockaddr *)&a, &al))
+		return -1;
+	port = ntohs(a.sin_port);
+	if (pthread_create(&t, NULL, srv_main, NULL))
+		return -1;
+	pthread_detach(t);
+	return 0;
+}
+
+static void test_outcomes(void **state)
+{
+	static const char *const scen[] = { "ok", "trunc", "reset", "e500", "bad", "stall", "ok", "ok" };
+	static const enum load_fail want[] = { LOAD_OK, LOAD_FAIL_TRUNCATED, LOAD_FAIL_RESET, LOAD_FAIL_HTTP,
+					       LOAD_FAIL_PROTOCOL, LOAD_FAIL_STALL, LOAD_OK, LOAD_OK };
+	enum { N = sizeof(scen) / sizeof(scen[0]) };
+	char url[64], bodies[N][64];
+	struct load_request rq[N];
+	struct load_opts o = { .arrival = LOAD_CLOSED, .concurrency = 3, .stall_s = 0.3, .timeout_s = 10,
+			       .keep_text = true };
+	struct load_run *run = NULL;
+	size_t i;
+
+	(void)state;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/completions", port);
+	for (i = 0; i < N; i++) {
+		snprintf(bodies[i], sizeof(bodies[i]), "{\"s\":\"%s\"}", scen[i]);
+		rq[i] = (struct load_request){ .url = url, .api = LOAD_API_COMPLETIONS, .body = bodies[i],
+					       .body_len = strlen(bodies[i]), .prompt_index = i };
+	}
+	assert_int_equal(load_run_exec(&o, rq, N, &run, NULL), STATUS_OK);
+	for (i = 0; i < N; i++)
+		if (run->res[i].fail != want[i])
+			fail_msg("%s: got %s (%s), want %s", scen[i], load_fail_name(run->res[i].fail),
+				 run->res[i].reason, load_fail_name(want[i]));
+	assert_string_equal(run->res[0].id, "cmpl-x");
+	assert_int_equal(run->res[0].n_chunks, 2);
+	assert_int_equal(run->res[0].usage_completion, 2);
+	assert_string_equal(run->res[0].text, " a b");
+	assert_true(run->res[0].done);
+	assert_non_null(strstr(run->res[1].reason, "before [DONE] after 1 content chunks"));
+	assert_non_null(strstr(run->res[3].reason, "http 500: boom boom"));
+	assert_int_equal(run->res[3].http_status, 500);
+	assert_true(run->max_inflight <= 3);
+	assert_true(run->t_end >= run->t_start);
+	for (i = 0; i < N; i++)
+		assert_true(run->res[i].t_end >= run->res[i].t_launch && run->res[i].t_launch > 0);
+	load_run_free(run);
+
+	/* batch: all in flight at once */
+	o.arrival = LOAD_BATCH;
+	assert_int_equal(load_run_exec(&o, rq, 2, &run, NULL), STATUS_OK);
+	assert_int_equal(run->max_inflight, 2);
+	load_run_free(run);
+}
+
+static void test_bad_opts(void **state)
+{
+	struct load_request rq = { .url = "http://127.0.0.1:1/", .body = "{}", .body_len = 2 };
+	struct load_opts o = { .arrival = LOAD_CLOSED };
+	struct load_run *run = NULL;
+
+	(void)state;
+	assert_int_equal(load_run_exec(&o, &rq, 1, &run, NULL), STATUS_USAGE);   /* concurrency 0 */
+	o.arrival = LOAD_POISSON;
+	assert_int_equal(load_run_exec(&o, &rq, 1, &run, NULL), STATUS_USAGE);   /* rate 0 */
+	o.concurrency = 1;
+	o.arrival = LOAD_CLOSED;
+	assert_int_equal(load_run_exec(&o, &rq, 0, &run, NULL), STATUS_USAGE);   /* nothing to send */
+	/* nobody listening: a connect failure, as a result */
+	assert_int_equal(load_run_exec(&o, &rq, 1, &run, NULL), STATUS_OK);
+	assert_int_equal(run->res[0].fail, LOAD_FAIL_CONNECT);
+	load_run_free(run);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chunks),
+		cmocka_unit_test(test_outcomes),
+		cmocka_unit_test(test_bad_opts),
+	};
+	return cmocka_run_group_tests(tests, srv_setup, NULL);
+}

@@ -1,0 +1,160 @@
+#!/bin/sh
+# make bench, load driver part: how many concurrent streams one client core
+# sustains against ttsim with instant tokens on loopback, and how far the
+# client's per-token receive times are from ttsim's own per-token send times.
+#
+# Per level (streams in flight, closed loop, one wave of requests):
+#   - the client (ttaudit bench) is pinned to one core, ttsim to another;
+#   - sustained: every request succeeded, the level was reached in flight,
+#     and the client used less than 90% of its core over the run;
+#   - timestamp error: for every token, the client's CLOCK_MONOTONIC receive
+#     time minus ttsim's CLOCK_MONOTONIC send time from --send-log, p50 and p99.
+# ttsim's send time is taken when it formats a chunk, before its HTTP layer
+# writes it, so the error includes ttsim's own queueing: a raw-socket reader
+# (Python, one stream) measured against the same log gives that floor.
+# Nothing here asserts a figure; it reports.
+#
+# usage: tools/bench-load.sh   (env: BUILD, PYTHON, LEVELS, TOKENS)
+set -u
+BUILD="${BUILD:-build}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+LEVELS="${LEVELS:-1 16 64 256 512 1024}"
+TOKENS="${TOKENS:-16}"
+cd "$(dirname "$0")/.."
+TTAUDIT="$PWD/$BUILD/ttaudit"
+TTSIM="$PWD/$BUILD/ttsim"
+for b in "$TTAUDIT" "$TTSIM"; do
+	[ -x "$b" ] || { echo "bench-load: $b is not built"; exit 0; }
+done
+W=$(mktemp -d "${TMPDIR:-/tmp}/ttaudit-bench-load.XXXXXX")
+SIMPID=""
+cleanup() {
+	[ -n "$SIMPID" ] && { kill "$SIMPID" 2>/dev/null; wait "$SIMPID" 2>/dev/null; }
+	rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+
+# one core for the client, another for the server, when there are two
+CLIENT_PIN="" SERVER_PIN=""
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+	CLIENT_PIN="taskset -c 0" SERVER_PIN="taskset -c 1"
+fi
+TIME=""
+[ -x /usr/bin/time ] && TIME="/usr/bin/time -f %U:%S:%e -o $W/time"
+
+sim_start() {
+	rm -f "$W/port" "$W/send.jsonl"
+	$SERVER_PIN "$TTSIM" serve --port 0 --port-file "$W/port" --time-scale 0 --no-audit \
+		--slots 256 --send-log "$W/send.jsonl" 2>"$W/sim.err" &
+	SIMPID=$!
+	n=0
+	while [ ! -s "$W/port" ]; do
+		n=$((n + 1))
+		[ $n -lt 200 ] || { cat "$W/sim.err"; echo "bench-load: ttsim did not start"; exit 1; }
+		sleep 0.05
+	done
+	URL="http://127.0.0.1:$(cat "$W/port")"
+}
+sim_stop() {
+	kill "$SIMPID" 2>/dev/null
+	wait "$SIMPID" 2>/dev/null
+	SIMPID=""
+}
+
+# errors.py SEND RUN: "n p50_us p99_us" of receive - send over every token
+cat >"$W/errors.py" <<'PY'
+import json, sys
+sent = {}
+with open(sys.argv[1]) as f:
+    for line in f:
+        d = json.loads(line)
+        sent[(d["req"], d["i"])] = d["mono"]
+errs, missing = [], 0
+with open(sys.argv[2]) as f:
+    for line in f:
+        d = json.loads(line)
+        if d.get("kind") != "request" or not d.get("ok"):
+            continue
+        for i, t in enumerate(d.get("token_t", [])):
+            s = sent.get((d["id"], i))
+            if s is None:
+                missing += 1
+            else:
+                errs.append(t - s)
+errs.sort()
+def pct(p):
+    k = max(1, min(len(errs), -(-len(errs) * p // 100)))
+    return errs[k - 1] * 1e6
+print("%d %.0f %.0f %d" % (len(errs), pct(50), pct(99), missing) if errs else "0 0 0 %d" % missing)
+PY
+
+# floor.py PORT SEND: one raw-socket stream at a time, same error measure
+cat >"$W/floor.py" <<'PY'
+import json, re, socket, sys, time
+port, send_log = int(sys.argv[1]), sys.argv[2]
+got = []
+for k in range(20):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    body = json.dumps({"prompt": "floor %d" % k, "max_tokens": 16, "stream": True})
+    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+    buf, idx = b"", 0
+    while b"[DONE]" not in buf:
+        d = s.recv(65536)
+        if not d:
+            break
+        t = time.monotonic()
+        buf += d
+        for m in re.finditer(rb"data: (\{.*?\})\n", d):
+            o = json.loads(m.group(1))
+            if o["choices"] and o["choices"][0].get("text"):
+                got.append((o["id"], idx, t))
+                idx += 1
+    s.close()
+time.sleep(0.3)
+sent = {}
+for line in open(send_log):
+    o = json.loads(line)
+    sent[(o["req"], o["i"])] = o["mono"]
+e = sorted(t - sent[(r, i)] for r, i, t in got if (r, i) in sent)
+print("%d %.0f %.0f" % (len(e), e[len(e) // 2] * 1e6, e[max(0, -(-len(e) * 99 // 100) - 1)] * 1e6))
+PY
+
+echo "client: $TTAUDIT bench ${CLIENT_PIN:+(pinned: $CLIENT_PIN)}; server: ttsim --time-scale 0 --slots 256 ${SERVER_PIN:+(pinned: $SERVER_PIN)}"
+echo "each level: closed loop, one wave of max(level, 32) requests of $TOKENS tokens"
+printf '%7s %6s %6s %9s %10s %9s %11s %11s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "err p50 us" "err p99 us" sustained
+best=0 best_err=0
+for lv in $LEVELS; do
+	sim_start
+	n=$lv
+	[ "$n" -lt 32 ] && n=32
+	$CLIENT_PIN $TIME "$TTAUDIT" bench --url "$URL" --no-progress --input-tokens 16 --output-tokens "$TOKENS" \
+		--prompts 32 --concurrency "$lv" --requests "$n" --token-times --stall 30 --json \
+		-o "$W/run.jsonl" >"$W/sum.json" 2>"$W/bench.err"
+	rc=$?
+	sim_stop
+	if [ $rc -gt 1 ] || [ ! -s "$W/sum.json" ]; then
+		echo "bench-load: level $lv: ttaudit bench exited $rc"; sed 's/^/    /' "$W/bench.err"
+		continue
+	fi
+	failed=$(jq -r .failed "$W/sum.json")
+	tps=$(jq -r '.cells[0].median.output_tok_s | floor' "$W/sum.json")
+	inflight=$(jq -s -r '[.[] | select(.kind == "run")][0].arrival.max_inflight' "$W/run.jsonl")
+	cpu="-"
+	if [ -s "$W/time" ]; then
+		cpu=$(awk -F: '{ if ($3 > 0) printf "%.0f", 100 * ($1 + $2) / $3; else print "-" }' "$W/time")
+	fi
+	set -- $("$PYTHON" "$W/errors.py" "$W/send.jsonl" "$W/run.jsonl")
+	ok=no
+	if [ "$failed" = 0 ] && [ "$inflight" -ge "$lv" ] && { [ "$cpu" = "-" ] || [ "$cpu" -lt 90 ]; }; then
+		ok=yes best=$lv best_err="$2/$3"
+	fi
+	printf '%7s %6s %6s %9s %10s %9s %11s %11s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" "$2" "$3" "$ok"
+	[ "$4" -gt 0 ] && echo "    $4 received tokens had no send-log entry"
+done
+sim_start
+floor=$($CLIENT_PIN "$PYTHON" "$W/floor.py" "$(cat "$W/port")" "$W/send.jsonl" 2>&1)
+sim_stop
+echo "highest concurrency sustained by one client core: $best streams (error p50/p99 us: $best_err)"
+echo "floor, raw-socket reader, one stream, same send log: tokens/p50/p99 us = $(echo "$floor" | tr ' ' /)"
