@@ -10,7 +10,7 @@ case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under saniti
 
 SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
 expect_rc 0 "$TTAUDIT" ab --control batch --treatment batch+lifetime --spec "$FIX/ab/arms.json" \
-	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral --no-docker \
+	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 --lock "$T/lock" --vendor-neutral --no-docker \
 	--serve "$SERVE" -o "$T/ab" --json
 J="$T/out"
 [ "$(jget "$J" .roles.control.substitutions)" -gt 0 ] || fail "batch let no substitution through"
