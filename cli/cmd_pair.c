@@ -11,7 +11,7 @@
 
 static const char pair_usage[] =
 	"usage: ttaudit pair --run RUN.jsonl... --capture CAP.jsonl... [--json]\n"
-	"                    [--max-pos N] [--slack S]\n"
+	"                    [--max-pos N] [--slack S] [--pid PID]\n"
 	"\n"
 	"Joins bench run records with captures (or plain audits) by request id,\n"
 	"else by time window and pid. Per run: the arm verdict from the recorded\n"
@@ -25,12 +25,13 @@ static const char pair_usage[] =
 	"  --capture FILE   capture file or audit JSONL (repeatable; --audit too)\n"
 	"  --max-pos N      position bound for the bound rule (default config.max_model_len)\n"
 	"  --slack S        seconds a merge may lie outside a run's window (default 2)\n"
+	"  --pid PID        only the capture records of this process (a capture of several)\n"
 	"  --json           the report as one JSON object\n"
 	"\n"
 	"exit: 0 every run clean (no substitution made, no failing request, arm not\n"
 	"contradicted), 1 otherwise, 2 bad usage or input\n";
 
-enum { OPT_RUN = 256, OPT_CAPTURE, OPT_MAX_POS, OPT_SLACK, OPT_JSON, OPT_HELP };
+enum { OPT_RUN = 256, OPT_CAPTURE, OPT_MAX_POS, OPT_SLACK, OPT_PID, OPT_JSON, OPT_HELP };
 
 static const struct option pair_options[] = {
 	{ "run", required_argument, NULL, OPT_RUN },
@@ -38,6 +39,7 @@ static const struct option pair_options[] = {
 	{ "audit", required_argument, NULL, OPT_CAPTURE },
 	{ "max-pos", required_argument, NULL, OPT_MAX_POS },
 	{ "slack", required_argument, NULL, OPT_SLACK },
+	{ "pid", required_argument, NULL, OPT_PID },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -75,6 +77,12 @@ int cmd_pair(int argc, char **argv)
 			if (v <= 0)
 				return cli_usage_error("pair", "--max-pos '%s': want a positive integer", optarg);
 			po.max_pos = v;
+			break;
+		case OPT_PID:
+			v = cli_parse_count(optarg);
+			if (v <= 0)
+				return cli_usage_error("pair", "--pid '%s': want a process id", optarg);
+			po.pid = v;
 			break;
 		case OPT_SLACK:
 			po.slack_s = strtod(optarg, &end);

@@ -508,6 +508,10 @@ static enum status pair_read_audit(struct pair *p, size_t file, struct status_in
 			   !strcmp(it.event.u.ctx.ev, "prefill")) {
 			pair_prefill(p, &it);
 		} else if (it.event.kind == EVENT_MERGE) {
+			if (p->o.pid > 0 && it.has_pid && it.pid != p->o.pid) {
+				p->outside++;
+				continue;
+			}
 			ri = pair_run_of(p, &it.event.u.merge, &it, &by_id);
 			if (ri == SIZE_MAX) {
 				p->outside++;

@@ -12,7 +12,8 @@
  *      one, its wall time `t`) lies within the run's window widened by
  *      `slack_s`; the capture's pid is kept, and a run whose window holds
  *      audit lines from more than one pid says so.
- * Events that fit no run are counted as outside every run.
+ * Events that fit no run, or come from another process than opts.pid when
+ * one is given, are counted as outside every run.
  *
  * Per run: every rule's counts (tally.h) over the run's merges, the arm
  * fingerprint and the arm the record declares, and the substitutions the
@@ -59,6 +60,7 @@ struct pair_opts {
 	size_t n_audits;
 	int64_t max_pos;             /* --max-pos; 0: config.max_model_len */
 	double slack_s;              /* window slack; < 0: PAIR_DEFAULT_SLACK */
+	int64_t pid;                 /* > 0: only capture records of this process */
 	FILE *diag;                  /* malformed-line messages; NULL: stderr */
 };
 

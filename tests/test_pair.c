@@ -239,6 +239,39 @@ static void test_time_window(void **state)
 	pair_free(p);
 }
 
+static void test_pid_filter(void **state)
+{
+	/* capture records of two processes; --pid keeps one */
+	const char audit[] =
+		"{\"src\":\"audit\",\"t\":205,\"mono\":0,\"pid\":7,\"tid\":7,\"fd\":2,"
+		"\"event\":{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[6]}}\n"
+		"{\"src\":\"audit\",\"t\":206,\"mono\":0,\"pid\":8,\"tid\":8,\"fd\":2,"
+		"\"event\":{\"ev\":\"merge\",\"step\":2,\"host_pos\":[5],\"dev_pos\":[6]}}\n";
+	const char *rp[1], *ap[1];
+	struct pair_opts o = { .slack_s = -1 };
+	struct status_info si = { 0 };
+	struct pair *p = NULL;
+
+	(void)state;
+	rp[0] = tmpfile_with("runs.jsonl", RUNS);
+	ap[0] = tmpfile_with("cap.jsonl", audit);
+	o.runs = rp;
+	o.n_runs = 1;
+	o.audits = ap;
+	o.n_audits = 1;
+	assert_int_equal(pair_build(&o, &p, &si), STATUS_OK);
+	assert_int_equal(run_named(p, "c")->by_time, 2);
+	assert_int_equal(run_named(p, "c")->n_pids, 2);
+	pair_free(p);
+	o.pid = 8;
+	assert_int_equal(pair_build(&o, &p, &si), STATUS_OK);
+	assert_int_equal(run_named(p, "c")->by_time, 1);
+	assert_int_equal(run_named(p, "c")->n_pids, 1);
+	assert_int_equal(run_named(p, "c")->pids[0], 8);
+	assert_int_equal(pair_merges_outside(p), 1);
+	pair_free(p);
+}
+
 static void test_contradicted(void **state)
 {
 	/* declared stamp; the recorded decisions take a slot whose stamps differ */
@@ -333,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_reference_explains),
 		cmocka_unit_test(test_empty_evidence),
 		cmocka_unit_test(test_time_window),
+		cmocka_unit_test(test_pid_filter),
 		cmocka_unit_test(test_contradicted),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_series),
