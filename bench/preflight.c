@@ -385,7 +385,7 @@ static void preflight_containers(const struct preflight_opts *o, struct prefligh
 			       "(never 'docker rm -f' a live tt-metal container: it wedges the cards):");
 	for (k = 0; k < r->n_containers && k < PREFLIGHT_MAX_ITEMS && off < sizeof(c->remedy); k++)
 		off += (size_t)snprintf(c->remedy + off, sizeof(c->remedy) - off,
-					" docker stop -t 90 %s;", r->containers[k].name[0] ?
+					"%s docker stop -t 90 %s", k ? ";" : "", r->containers[k].name[0] ?
 					r->containers[k].name : r->containers[k].id);
 out:
 	free(out);

@@ -62,7 +62,7 @@ static void lock_print(const struct lock *l, enum lock_state s, const struct loc
 			o->host, o->started, o->command);
 		break;
 	case LOCK_STALE:
-		fprintf(f, "%s: stale: pid %ld (%s) is not running; never taken over.\n"
+		fprintf(f, "%s: stale: pid %ld (%s) is not running; never taken over\n"
 			"check that nothing still uses the cards, then remove it by hand: %s\n",
 			lock_dir(l), o->pid, o->command, rm);
 		break;
