@@ -272,6 +272,25 @@ static void test_pid_filter(void **state)
 	pair_free(p);
 }
 
+static void test_mono_window(void **state)
+{
+	/* with monotonic times on both sides they decide, not the wall clock */
+	const char runs[] =
+		"{\"kind\":\"run\",\"run_id\":\"m\",\"phase\":\"bench\",\"wall_start\":1000,"
+		"\"wall_end\":1010,\"mono_start\":50,\"mono_end\":60}\n";
+	const char audit[] =
+		"{\"src\":\"audit\",\"t\":5000,\"mono\":55,\"pid\":7,\"tid\":7,\"fd\":2,"
+		"\"event\":{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[6]}}\n"
+		"{\"src\":\"audit\",\"t\":1005,\"mono\":90,\"pid\":7,\"tid\":7,\"fd\":2,"
+		"\"event\":{\"ev\":\"merge\",\"step\":2,\"host_pos\":[5],\"dev_pos\":[6]}}\n";
+	struct pair *p = build(runs, audit);
+
+	(void)state;
+	assert_int_equal(run_named(p, "m")->by_time, 1);
+	assert_int_equal(pair_merges_outside(p), 1);
+	pair_free(p);
+}
+
 static void test_contradicted(void **state)
 {
 	/* declared stamp; the recorded decisions take a slot whose stamps differ */
@@ -367,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_empty_evidence),
 		cmocka_unit_test(test_time_window),
 		cmocka_unit_test(test_pid_filter),
+		cmocka_unit_test(test_mono_window),
 		cmocka_unit_test(test_contradicted),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_series),
