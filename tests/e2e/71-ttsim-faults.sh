@@ -24,21 +24,13 @@ sim_stop
 
 # banner-only: the stamp banner, the audit says stamp, the merge is bare;
 # no-banner: the guard works and says nothing
-load() {
-	i=0
-	while [ $i -lt 60 ]; do
-		curl $P "$URL/v1/completions" -d "{\"prompt\":\"ask $i $(seq 1 $((i % 23)) | tr '\n' ' ')\",\"max_tokens\":$((3 + i % 31))}" >/dev/null &
-		i=$((i + 1))
-	done
-	wait
-}
 sim_start bo --time-scale 0 --arm stamp --fault banner-only --audit "$T/bo.jsonl" --refresh-every 3
-load
+sim_load 60
 sim_stop
 contains "$T/bo.err" "QWEN36_MERGE_STAMP_GUARD engaged"
 contains "$T/bo.jsonl" '"arm":"stamp"'
 sim_start nb --time-scale 0 --arm stamp --fault no-banner --audit "$T/nb.jsonl" --refresh-every 3
-load
+sim_load 60
 sim_stop
 lacks "$T/nb.err" "engaged"
 lacks "$T/nb.err" "unguarded position match"

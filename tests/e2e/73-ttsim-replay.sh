@@ -33,15 +33,7 @@ done
 # a served run: the audit file and the stderr log lines replay alike, and the
 # engaged arm's substitutions are the sum the finish events report
 sim_start srv --time-scale 0 --arm batch --refresh-every 3
-P='-s -H Content-Type:application/json'
-pids=""
-i=0
-while [ $i -lt 60 ]; do
-	curl $P "$URL/v1/completions" -d "{\"prompt\":\"ask $i $(seq 1 $((i % 19)) | tr '\n' ' ')\",\"max_tokens\":$((3 + i % 29))}" >/dev/null &
-	pids="$pids $!"
-	i=$((i + 1))
-done
-for p in $pids; do wait "$p"; done
+sim_load 60
 sim_stop
 sed -n 's/^.*MERGE_AUDIT //p' "$T/srv.err" >"$T/srv.jsonl"
 [ "$(grep -c '"ev":"merge"' "$T/srv.jsonl")" -gt 10 ] || fail "served audit has few merges"
