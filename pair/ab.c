@@ -1,6 +1,5 @@
 #include "ab.h"
 
-#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -371,33 +370,24 @@ static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pa
 	}
 }
 
-/* TTFT of the measured requests of a record file, for the CDF. */
+/* TTFT of the measured requests of a boot's records, for the CDF. */
 static void ab_take_ttft(struct ab_ctx *c, const struct ab_boot *b)
 {
-	FILE *f = fopen(b->records, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	struct pair_series ser[1];
+	struct status_info si = { 0 };
+	const char *paths[1] = { b->records };
 	double **v = &c->ttft[b->role];
-	size_t *n = &c->n_ttft[b->role];
+	size_t *n = &c->n_ttft[b->role], k, n_ser = 0;
 
-	if (!f)
+	if (!*v && !(*v = calloc(AB_MAX_TTFT, sizeof(double))))
 		return;
-	if (!*v)
-		*v = calloc(AB_MAX_TTFT, sizeof(double));
-	while (*v && (len = getline(&line, &cap, f)) >= 0) {
-		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
-		const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
-		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "ttft_s");
-
-		if (cJSON_IsString(k) && !strcmp(k->valuestring, "request") && cJSON_IsString(ph) &&
-		    strcmp(ph->valuestring, "reference") && cJSON_IsNumber(t) && *n < AB_MAX_TTFT)
-			(*v)[(*n)++] = t->valuedouble;
-		cJSON_Delete(o);
+	if (pair_series_read(paths, 1, ser, 1, &n_ser, &si)) {
+		ab_say(c, "%s: no latency figure: %s", b->records, si.msg);
+		return;
 	}
-	free(line);
-	fclose(f);
+	for (k = 0; n_ser && k < ser[0].n_ttft && *n < AB_MAX_TTFT; k++)
+		(*v)[(*n)++] = ser[0].ttft[k];
+	pair_series_release(ser, n_ser);
 }
 
 static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct status_info *si)

@@ -203,11 +203,52 @@ static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file,
 	return STATUS_OK;
 }
 
+/*
+ * Reads one line into *buf (grown up to max + 1 bytes, NUL-terminated, the
+ * newline kept). Returns its length, -1 at the end or on an error; a longer
+ * line is skipped to its end and reported through *too_long, with -2.
+ */
+static ssize_t pair_getline(FILE *f, char **buf, size_t *cap, size_t max, bool *too_long)
+{
+	size_t n = 0;
+	int ch;
+
+	*too_long = false;
+	while ((ch = getc(f)) != EOF) {
+		if (n + 2 > *cap) {
+			size_t nc = *cap ? 2 * *cap : 4096;
+			char *nb;
+
+			if (nc > max + 2)
+				nc = max + 2;
+			if (n + 2 > nc) {
+				*too_long = true;
+				while ((ch = getc(f)) != EOF && ch != '\n')
+					;
+				return -2;
+			}
+			nb = realloc(*buf, nc);
+			if (!nb)
+				return -1;
+			*buf = nb;
+			*cap = nc;
+		}
+		(*buf)[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	if (!n)
+		return -1;
+	(*buf)[n] = '\0';
+	return (ssize_t)n;
+}
+
 static enum status pair_read_runs(struct pair *p, size_t file, struct status_info *si)
 {
 	const char *path = p->o.runs[file];
 	size_t n_before = p->n_runs, cap = 0;
 	char *buf = NULL;
+	bool too_long;
 	ssize_t len;
 	long line = 0;
 	enum status st = STATUS_OK;
@@ -216,13 +257,13 @@ static enum status pair_read_runs(struct pair *p, size_t file, struct status_inf
 	f = fopen(path, "re");
 	if (!f)
 		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
-	while ((len = getline(&buf, &cap, f)) >= 0) {
+	while ((len = pair_getline(f, &buf, &cap, PAIR_MAX_LINE, &too_long)) != -1) {
 		cJSON *o;
 		const char *kind;
 
 		line++;
-		if ((size_t)len > PAIR_MAX_LINE) {
-			pair_diag(p, path, line, "line longer than the cap");
+		if (too_long) {
+			pair_diag(p, path, line, "line longer than the cap (16 MiB)");
 			continue;
 		}
 		while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
@@ -1061,6 +1102,7 @@ enum status pair_series_read(const char *const *paths, size_t n_paths, struct pa
 	enum status st = STATUS_OK;
 	char *buf = NULL;
 	size_t cap = 0, k;
+	bool too_long;
 	ssize_t len;
 
 	*n = 0;
@@ -1072,14 +1114,14 @@ enum status pair_series_read(const char *const *paths, size_t n_paths, struct pa
 			st = status_set_at(si, STATUS_IO, paths[k], 0, 0, "cannot open: %s", strerror(errno));
 			break;
 		}
-		while (!st && (len = getline(&buf, &cap, f)) >= 0) {
+		while (!st && (len = pair_getline(f, &buf, &cap, PAIR_MAX_LINE, &too_long)) != -1) {
 			cJSON *o;
 			const char *kind, *phase, *arm;
 			const cJSON *id;
 			struct pair_series *s;
 
 			line++;
-			o = (size_t)len <= PAIR_MAX_LINE ? cJSON_ParseWithLength(buf, (size_t)len) : NULL;
+			o = !too_long ? cJSON_ParseWithLength(buf, (size_t)len) : NULL;
 			if (!o || !cJSON_IsObject(o)) {
 				cJSON_Delete(o);
 				if (len > 1)

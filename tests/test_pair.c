@@ -341,6 +341,28 @@ static void test_bad_input(void **state)
 	assert_int_equal(pair_build(&o, &p, &si), STATUS_OK);
 	assert_int_equal(pair_malformed(p), 2);
 	pair_free(p);
+	/* a line over the cap is skipped and counted, the next one read */
+	{
+		static char path[512];
+		FILE *f;
+		size_t i;
+
+		snprintf(path, sizeof(path), "%s/long.jsonl", dir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("{\"kind\":\"x\",\"pad\":\"", f);
+		for (i = 0; i < PAIR_MAX_LINE / 64 + 1; i++)
+			fputs("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", f);
+		fputs("\"}\n{\"kind\":\"run\",\"run_id\":\"after\"}\n", f);
+		fclose(f);
+		rp[0] = path;
+		ap[0] = tmpfile_with("empty.jsonl", "");
+		assert_int_equal(pair_build(&o, &p, &si), STATUS_OK);
+		assert_int_equal(pair_malformed(p), 1);
+		assert_int_equal(pair_n_runs(p), 1);
+		assert_string_equal(pair_run_at(p, 0)->run_id, "after");
+		pair_free(p);
+	}
 	o.n_runs = 0;
 	assert_int_equal(pair_build(&o, &p, &si), STATUS_USAGE);
 	fclose(diag);
