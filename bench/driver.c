@@ -545,9 +545,9 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	lo.keep_text = keep_text;
 	if (o->progress) {
 		c->prog.f = o->progress;
-		snprintf(c->prog.label, sizeof(c->prog.label), "%s%s%s %s %g #%u", phase,
+		snprintf(c->prog.label, sizeof(c->prog.label), "%s%s%.24s %s%g rep %u", phase,
 			 o->arms[a].arm ? " " : "", o->arms[a].arm ? o->arms[a].arm : "",
-			 arr == LOAD_CLOSED ? "c" : arr == LOAD_BATCH ? "b" : "rate", level, rep + 1);
+			 arr == LOAD_CLOSED ? "c=" : arr == LOAD_BATCH ? "b=" : "r=", level, rep + 1);
 		lo.progress = driver_progress;
 		lo.progress_ctx = &c->prog;
 	}
