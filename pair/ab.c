@@ -750,8 +750,8 @@ static void ab_write_md(struct ab_ctx *c, FILE *f)
 		fprintf(f, "- %s r%u (%s): capture `%s`, records `%s`\n", ab_role_name(c->boots[k].role),
 			c->boots[k].round + 1, ab_role_arm(o, c->boots[k].role), c->boots[k].capture,
 			c->boots[k].records);
-	fprintf(f, "\nFigures: `%s`, `%s`, `%s`.\n", res->svg_timeline, res->svg_latency,
-		res->svg_makespan);
+	fprintf(f, "\nFigures: `%s`, `%s`, `%s`, `%s`.\n", res->svg_timeline,
+		res->svg_timeline_treatment, res->svg_latency, res->svg_makespan);
 }
 
 static void ab_write_json(struct ab_ctx *c, FILE *f)
@@ -857,6 +857,7 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 	jsonw_key(&w, "figures");
 	jsonw_arr(&w);
 	jsonw_str(&w, res->svg_timeline);
+	jsonw_str(&w, res->svg_timeline_treatment);
 	jsonw_str(&w, res->svg_latency);
 	jsonw_str(&w, res->svg_makespan);
 	jsonw_arr_end(&w);
@@ -864,37 +865,54 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 	fputc('\n', f);
 }
 
+/* The timeline of the first boot of a role into DIR/name. */
+static enum status ab_timeline(struct ab_ctx *c, enum ab_role role, char *path, size_t n_path,
+			       const char *name, struct status_info *si)
+{
+	const char *arm = ab_role_arm(c->o, role);
+	struct svg_timeline_stats ts;
+	struct svg_timeline_opts to;
+	char title[256];
+	enum status st;
+	struct rule rl;
+	size_t k;
+	FILE *f;
+
+	for (k = 0; k < c->n_boots && c->boots[k].role != role; k++)
+		;
+	if (k == c->n_boots)
+		return STATUS_OK;
+	snprintf(path, n_path, "%s/%s", c->o->dir, name);
+	f = fopen(path, "we");
+	if (!f)
+		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot create: %s", strerror(errno));
+	memset(&to, 0, sizeof(to));
+	to.to_step = -1;
+	/* events without `taken` are read as the arm's rule, or bare for other names */
+	to.rule = rule_parse(arm, &rl, NULL) ? NULL : arm;
+	snprintf(title, sizeof(title), "%s (%s), first boot", ab_role_name(role), arm);
+	to.title = title;
+	st = svg_timeline(f, c->boots[k].capture, &to, &ts, si);
+	if (fclose(f) && !st)
+		st = status_set_at(si, STATUS_IO, path, 0, 0, "write failed");
+	return st;
+}
+
 static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 {
 	struct ab_result *res = c->res;
 	const char *dir = c->o->dir;
 	struct svg_series s[AB__ROLES];
-	struct svg_timeline_stats ts;
-	struct svg_timeline_opts to;
-	char title[256];
 	size_t n = 0, r;
 	enum status st;
 	FILE *f;
 
-	/* timeline: the control's first boot, where substitutions show */
-	snprintf(res->svg_timeline, sizeof(res->svg_timeline), "%s/ab-timeline.svg", dir);
-	f = fopen(res->svg_timeline, "we");
-	if (!f)
-		return status_set_at(si, STATUS_IO, res->svg_timeline, 0, 0, "cannot create: %s", strerror(errno));
-	memset(&to, 0, sizeof(to));
-	to.to_step = -1;
-	to.rule = c->o->control;
-	snprintf(title, sizeof(title), "control (%s), first boot", c->o->control);
-	to.title = title;
-	{
-		struct rule rl;
-
-		if (rule_parse(c->o->control, &rl, NULL))
-			to.rule = NULL;   /* not a rule name: decisions without `taken` read as bare */
-	}
-	st = svg_timeline(f, c->boots[0].capture, &to, &ts, si);
-	if (fclose(f) && !st)
-		st = status_set_at(si, STATUS_IO, res->svg_timeline, 0, 0, "write failed");
+	/* timelines: the first boot of the control (its substitutions) and of
+	 * the treatment (its guard rejects) */
+	st = ab_timeline(c, AB_CONTROL, res->svg_timeline, sizeof(res->svg_timeline), "ab-timeline.svg", si);
+	if (!st)
+		st = ab_timeline(c, AB_TREATMENT, res->svg_timeline_treatment,
+				 sizeof(res->svg_timeline_treatment), "ab-timeline-treatment.svg", si);
 	if (st)
 		return st;
 	for (r = 0; r < AB__ROLES; r++)

@@ -127,7 +127,7 @@ struct ab_result {
 	double sensitivity_delta, negative_delta, separation;
 	bool guard_ok;                     /* treatment made no substitution and no failing request */
 	char report_md[1024], report_json[1024], svg_timeline[1024], svg_latency[1024];
-	char svg_makespan[1024];
+	char svg_makespan[1024], svg_timeline_treatment[1024];
 	char boots[AB_MAX_BOOTS][96];      /* "control r0: boot-00" ... */
 	size_t n_boots;
 };

@@ -62,14 +62,17 @@ expect_rc 0 "$TTAUDIT" report timeline "$T/ab/boot-01-treatment.cap.jsonl" -o "$
 eq "$(jget "$T/out" .substitutions)" 0 "treatment timeline substitutions"
 [ "$(jget "$T/out" .rejects)" -gt 0 ] || fail "treatment timeline shows no guard reject"
 expect_rc 0 "$TTAUDIT" report latency "$T/ab/boot-00-control.run.jsonl" "$T/ab/boot-01-treatment.run.jsonl" -o "$T/lat.svg"
-"$PYTHON" - "$T/ab/ab-timeline.svg" "$T/treat.svg" "$T/ab/ab-latency.svg" "$T/ab/ab-makespan.svg" "$T/lat.svg" <<'PY'
+"$PYTHON" - "$T/ab/ab-timeline.svg" "$T/treat.svg" "$T/ab/ab-latency.svg" "$T/ab/ab-makespan.svg" "$T/lat.svg" \
+	"$T/ab/ab-timeline-treatment.svg" <<'PY'
 import sys, xml.etree.ElementTree as ET
 NS = '{http://www.w3.org/2000/svg}'
 def marks(path, cls):
     root = ET.parse(path).getroot()
     assert root.tag == NS + 'svg', path
     return [e for e in root.iter(NS + 'rect') if e.get('class') == cls]
-ctl, treat, lat, mk, lat2 = sys.argv[1:]
+ctl, treat, lat, mk, lat2, ab_treat = sys.argv[1:]
+for cls in ('subst', 'reject', 'taken'):
+    assert len(marks(treat, cls)) == len(marks(ab_treat, cls)), 'treatment timelines differ: ' + cls
 assert len(marks(ctl, 'subst')) > 0, 'control timeline: no substitution mark'
 assert len(marks(ctl, 'taken')) > 0, 'control timeline: no taken mark'
 assert all(e.get('data-step') and e.get('data-slot') for e in marks(ctl, 'subst'))
