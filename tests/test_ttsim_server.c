@@ -338,6 +338,7 @@ static void test_bad_input_keeps_serving(void **state)
 	static const struct { const char *path, *body; long code; const char *msg; } cases[] = {
 		{ "/v1/completions", "{\"prompt\":", 400, "JSON decode error" },
 		{ "/v1/completions", "[1,2]", 400, "valid dictionary" },
+		{ "/v1/completions", "{\"prompt\":\"a\"} trailing", 400, "JSON decode error at byte 16" },
 		{ "/v1/completions", "{\"prompt\":\"a b\",\"max_tokens\":\"ten\"}", 400,
 		  "valid integer" },
 		{ "/v1/completions", "{\"prompt\":\"a b\",\"max_tokens\":1e12}", 400, "too large" },

@@ -798,9 +798,16 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	struct timespec ts;
 	int fault;
 
-	req = cJSON_ParseWithLength(sc->body ? sc->body : "", sc->len);
+	/* The parse end, not cJSON_GetErrorPtr(): that one is a global, shared
+	 * by every connection thread. The body is NUL-terminated: length + 1 and
+	 * require_null_terminated reject trailing garbage. */
+	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, &perr, 1);
+	if (req && sc->body && perr != sc->body + sc->len) {
+		/* a NUL byte inside the body ended the parse early */
+		cJSON_Delete(req);
+		req = NULL;
+	}
 	if (!req) {
-		perr = cJSON_GetErrorPtr();
 		ret = srv_error(conn, 400, NULL, "JSON decode error at byte %ld",
 				perr && sc->body && perr >= sc->body ? (long)(perr - sc->body) + 1 : 1L);
 		goto out;
@@ -965,7 +972,7 @@ static enum MHD_Result srv_tokenize(struct ttsim_server *srv, struct MHD_Connect
 	enum MHD_Result ret;
 	bool chat;
 
-	req = cJSON_ParseWithLength(sc->body ? sc->body : "", sc->len);
+	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	if (!req || !cJSON_IsObject(req)) {
 		ret = srv_error(conn, 400, NULL, "JSON decode error or body not an object");
 		goto out;
@@ -1004,7 +1011,7 @@ static enum MHD_Result srv_detokenize(struct ttsim_server *srv, struct MHD_Conne
 	enum MHD_Result ret;
 
 	(void)srv;
-	req = cJSON_ParseWithLength(sc->body ? sc->body : "", sc->len);
+	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	arr = req ? cJSON_GetObjectItemCaseSensitive(req, "tokens") : NULL;
 	if (!cJSON_IsArray(arr)) {
 		ret = srv_error(conn, 400, "tokens", "tokens: Input should be a valid list");
