@@ -289,6 +289,7 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	record_str(o, "arm", id->arm);
 	cJSON_AddStringToObject(o, "arm_state", record_arm_state_name(id->arm_state));
 	cJSON_AddStringToObject(o, "phase", c->phase);
+	cJSON_AddStringToObject(o, "arrival", record_arrival_name(c->arrival));
 	cJSON_AddNumberToObject(o, "index", (double)r->index);
 	cJSON_AddNumberToObject(o, "launch_seq", (double)r->launch_seq);
 	cJSON_AddNumberToObject(o, "prompt_index", (double)r->prompt_index);
@@ -308,6 +309,17 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddNullToObject(o, "ttlt_s");
 	}
 	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - r->t_launch);
+	if (r->n_chunks > 1) {
+		double gap = 0;
+
+		n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
+		for (i = 1; i < n; i++)
+			if (r->tok_t[i] - r->tok_t[i - 1] > gap)
+				gap = r->tok_t[i] - r->tok_t[i - 1];
+		cJSON_AddNumberToObject(o, "max_gap_s", gap);
+	} else {
+		cJSON_AddNullToObject(o, "max_gap_s");
+	}
 	cJSON_AddNumberToObject(o, "content_chunks", (double)r->n_chunks);
 	cJSON_AddNumberToObject(o, "role_chunks", (double)r->n_role_chunks);
 	if (r->usage_prompt >= 0)

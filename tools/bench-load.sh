@@ -33,6 +33,10 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
+# private copies: a rebuild of the tree during the run must not pull the
+# binaries away under it
+cp "$TTAUDIT" "$W/ttaudit" && cp "$TTSIM" "$W/ttsim" || { echo "bench-load: cannot copy the binaries"; exit 1; }
+TTAUDIT="$W/ttaudit" TTSIM="$W/ttsim"
 
 # one core for the client, another for the server, when there are two
 CLIENT_PIN="" SERVER_PIN=""
