@@ -41,6 +41,7 @@ static const char ab_usage[] =
 	"  --lock DIR         host lock directory (default /tmp/ttaudit-host.lock)\n"
 	"  --vendor-neutral   skip the Tenstorrent preflight checks; --no-docker; --no-preflight\n"
 	"  --mem-floor GIB    preflight memory floor (default 4)\n"
+	"  --preflight-root DIR  read proc/meminfo, proc/*/fd and devices under DIR (tests)\n"
 	"  --stop-signal SIG  INT (default) or TERM; --stop-timeout S per wait (default 60)\n"
 	"  --stop-cmd CMD     run this to stop the server instead ($TTAUDIT_AB_PID is its\n"
 	"                     process group), e.g. 'docker stop -t 90 NAME'\n"
@@ -53,7 +54,7 @@ static const char ab_usage[] =
 enum { OPT_CONTROL = 256, OPT_TREATMENT, OPT_SENS, OPT_SENS_SERVE, OPT_SPEC, OPT_SERVE, OPT_URL,
        OPT_REPEATS, OPT_SUITE, OPT_IN, OPT_OUT, OPT_PROMPTS, OPT_CONC, OPT_REQS, OPT_SEED, OPT_MODEL,
        OPT_TIMEOUT, OPT_READY, OPT_LOCK, OPT_NEUTRAL, OPT_NODOCKER, OPT_NOPRE, OPT_MEM, OPT_STOPSIG,
-       OPT_STOPT, OPT_STOPCMD, OPT_SEP, OPT_JSON, OPT_HELP };
+       OPT_STOPT, OPT_STOPCMD, OPT_SEP, OPT_PFROOT, OPT_JSON, OPT_HELP };
 
 static const struct option ab_options[] = {
 	{ "control", required_argument, NULL, OPT_CONTROL },
@@ -80,6 +81,7 @@ static const struct option ab_options[] = {
 	{ "no-docker", no_argument, NULL, OPT_NODOCKER },
 	{ "no-preflight", no_argument, NULL, OPT_NOPRE },
 	{ "mem-floor", required_argument, NULL, OPT_MEM },
+	{ "preflight-root", required_argument, NULL, OPT_PFROOT },
 	{ "stop-signal", required_argument, NULL, OPT_STOPSIG },
 	{ "stop-timeout", required_argument, NULL, OPT_STOPT },
 	{ "stop-cmd", required_argument, NULL, OPT_STOPCMD },
@@ -138,6 +140,7 @@ int cmd_ab(int argc, char **argv)
 		case OPT_NEUTRAL: o.vendor_neutral = true; break;
 		case OPT_NODOCKER: o.no_docker = true; break;
 		case OPT_NOPRE: o.no_preflight = true; break;
+		case OPT_PFROOT: o.preflight_root = optarg; break;
 		case OPT_STOPCMD: o.stop_cmd = optarg; break;
 		case OPT_JSON: json = true; break;
 		case OPT_HELP: fputs(ab_usage, stdout); return CLI_OK;

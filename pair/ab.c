@@ -92,6 +92,7 @@ struct ab_ctx {
 	double *ttft[AB__ROLES];
 	size_t n_ttft[AB__ROLES];
 	char shim[AB_PATH];
+	char mem_record[AB_PATH];            /* host memory before and after each boot */
 };
 
 static void ab_say(struct ab_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -390,6 +391,43 @@ static void ab_take_ttft(struct ab_ctx *c, const struct ab_boot *b)
 	pair_series_release(ser, n_ser);
 }
 
+/*
+ * Host memory after a boot, against the record taken before it: memory that
+ * does not come back is the signature of pinned pages outliving a process.
+ * A warning, not a gate: the figures of the boot are not wrong for it.
+ */
+static void ab_memory_after(struct ab_ctx *c, const struct ab_boot *b)
+{
+	struct preflight_report *pr = calloc(1, sizeof(*pr));
+	struct preflight_opts pf;
+	struct status_info si = { 0 };
+	size_t i;
+
+	if (!pr)
+		return;
+	memset(&pf, 0, sizeof(pf));
+	pf.skip_tenstorrent = true;
+	pf.docker = "";
+	pf.mem_floor_gib = c->o->mem_floor_gib;
+	pf.record = c->mem_record;
+	pf.phase = "after";
+	pf.root = c->o->preflight_root;
+	if (preflight_run(&pf, pr, &si)) {
+		ab_say(c, "%s: host memory after the boot not read: %s", ab_role_name(b->role), si.msg);
+	} else {
+		for (i = 0; i < pr->n_checks; i++) {
+			if (strcmp(pr->checks[i].name, "memory-delta") ||
+			    pr->checks[i].result != PREFLIGHT_FAIL)
+				continue;
+			c->res->n_mem_warnings++;
+			snprintf(c->res->mem_warning, sizeof(c->res->mem_warning), "%s boot %zu: %s",
+				 ab_role_name(b->role), (size_t)(b - c->boots), pr->checks[i].detail);
+			ab_say(c, "warning: %s (%s)", c->res->mem_warning, pr->checks[i].remedy);
+		}
+	}
+	free(pr);
+}
+
 static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct status_info *si)
 {
 	const struct ab_opts *o = c->o;
@@ -426,6 +464,9 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 		pf.skip_tenstorrent = o->vendor_neutral;
 		pf.docker = o->no_docker ? "" : NULL;
 		pf.mem_floor_gib = o->mem_floor_gib;
+		pf.record = c->mem_record;
+		pf.phase = "before";
+		pf.root = o->preflight_root;
 		st = preflight_run(&pf, pr, si);
 		if (st)
 			goto out;
@@ -534,6 +575,8 @@ stop:
 		ab_say(c, "a person should check it and stop it: %s", c->res->fail_command);
 		goto out;
 	}
+	if (!o->no_preflight)
+		ab_memory_after(c, b);
 	if (st || c->res->failed)
 		goto out;
 	/* 6. pair */
@@ -716,6 +759,9 @@ static void ab_write_md(struct ab_ctx *c, FILE *f)
 			fprintf(f, "\nThe treatment made %llu substitution(s) and had %zu failing request(s).\n",
 				res->role[AB_TREATMENT].subst, res->role[AB_TREATMENT].failing);
 	}
+	if (res->n_mem_warnings)
+		fprintf(f, "\nHost memory did not come back after %zu boot(s): %s.\n", res->n_mem_warnings,
+			res->mem_warning);
 	fprintf(f, "\n## Correctness\n\n| role | failing of requests | explained | possible | unexplained | substitutions with correct output |\n|---|---|---|---|---|---|\n");
 	for (r = 0; r < AB__ROLES; r++) {
 		const struct ab_role_result *x = &res->role[r];
@@ -813,6 +859,8 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 		jsonw_obj_end(&w);
 	}
 	jsonw_obj_end(&w);
+	jsonw_kuint(&w, "host_memory_warnings", res->n_mem_warnings);
+	jsonw_kstr(&w, "host_memory_warning", res->n_mem_warnings ? res->mem_warning : NULL);
 	jsonw_key(&w, "noise_floor");
 	jsonw_obj(&w);
 	for (k = 0; k < 3; k++)
@@ -989,6 +1037,7 @@ enum status ab_run(const struct ab_opts *o, struct ab_result *res, struct status
 		st = status_set_at(si, STATUS_IO, o->dir, 0, 0, "cannot create: %s", strerror(errno));
 		goto out;
 	}
+	snprintf(c->mem_record, sizeof(c->mem_record), "%s/host-memory.jsonl", o->dir);
 	st = launch_find_shim(c->shim, sizeof(c->shim), si);
 	if (st)
 		goto out;

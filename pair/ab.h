@@ -11,7 +11,9 @@
  *
  * One boot:
  *   1. preflight (bench/preflight.h): memory floor, host lock free,
- *      devices and their holders (unless vendor-neutral);
+ *      devices and their holders (unless vendor-neutral); host memory is
+ *      recorded before the boot and compared after it (a warning when it
+ *      did not come back);
  *   2. the host lock is taken (never stolen);
  *   3. the serve command runs under /bin/sh in its own process group, with
  *      the capture shim preloaded (capture/launch.h), the arm's environment
@@ -83,6 +85,7 @@ struct ab_opts {
 	/* the host */
 	const char *lock_dir;              /* NULL: LOCK_DEFAULT_DIR */
 	bool vendor_neutral, no_docker, no_preflight;
+	const char *preflight_root;        /* tests: read proc/ and devices under this dir */
 	double mem_floor_gib;
 	/* stopping */
 	int stop_signal;                   /* 0: SIGINT */
@@ -128,6 +131,8 @@ struct ab_result {
 	bool guard_ok;                     /* treatment made no substitution and no failing request */
 	char report_md[1024], report_json[1024], svg_timeline[1024], svg_latency[1024];
 	char svg_makespan[1024], svg_timeline_treatment[1024];
+	size_t n_mem_warnings;             /* boots after which host memory did not come back */
+	char mem_warning[1200];            /* the last one */
 	char boots[AB_MAX_BOOTS][96];      /* "control r0: boot-00" ... */
 	size_t n_boots;
 };

@@ -83,3 +83,15 @@ contains "$T/int.err" "nothing published"
 [ ! -d "$T/lock3" ] || fail "the lock was not released after a graceful stop"
 port=$(cat "$T/int/boot-00.port")
 ! curl -s -m 1 "http://127.0.0.1:$port/health" >/dev/null 2>&1 || fail "the server is still answering"
+
+# host memory that does not come back after a boot is said (a warning, not a
+# gate): the fake /proc/meminfo loses 2 GiB while the server runs
+mkdir -p "$T/root/proc"
+printf 'MemTotal:       32000000 kB\nMemAvailable:   20000000 kB\n' >"$T/root/proc/meminfo"
+SERVE_LEAK="printf 'MemTotal:       32000000 kB\\nMemAvailable:   17900000 kB\\n' >$T/root/proc/meminfo; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+expect_rc 0 "$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" \
+	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 --lock "$T/lock4" --vendor-neutral --no-docker \
+	--preflight-root "$T/root" --serve "$SERVE_LEAK" -o "$T/leak" --json
+eq "$(jget "$T/out" .host_memory_warnings)" 1 "host memory warnings"
+contains "$T/err" "warning: control boot 0: MemAvailable fell by 2.00 GiB"
+contains "$T/leak/ab-report.md" "Host memory did not come back after 1 boot(s)"
