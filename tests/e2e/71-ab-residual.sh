@@ -11,8 +11,11 @@ case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under saniti
 SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
 expect_rc 0 "$TTAUDIT" ab --control batch --treatment batch+lifetime --spec "$FIX/ab/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 --lock "$T/lock" --vendor-neutral --no-docker \
-	--serve "$SERVE" -o "$T/ab" --json
+	--serve "$SERVE" -o "$T/ab" --json --stop-cmd 'echo stop-cmd ran for $TTAUDIT_AB_PID >&2; kill -TERM -$TTAUDIT_AB_PID'
 J="$T/out"
+# the stop command stopped each boot, given the process group
+[ "$(grep -c 'stop-cmd ran for [0-9]' "$T/err")" -eq 3 ] || fail "the stop command did not run for every boot"
+lacks "$T/err" "SIGTERM"
 [ "$(jget "$J" .roles.control.substitutions)" -gt 0 ] || fail "batch let no substitution through"
 [ "$(jget "$J" .roles.control.failing)" -gt 0 ] || fail "batch: no failing request"
 eq "$(jget "$J" .roles.control.unexplained)" 0 "batch: unexplained failures"
