@@ -193,6 +193,9 @@ static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file,
 	s = pair_str(o, "verdict");
 	snprintf(q->verdict, sizeof(q->verdict), "%s", s ? s : "");
 	q->at = (long)pair_num(o, "diverged_at", -1);
+	if (!p->runs[q->run].n_requests)
+		p->runs[q->run].req_lo = p->n_reqs - 1;
+	p->runs[q->run].req_hi = p->n_reqs;
 	p->runs[q->run].n_requests++;
 	p->runs[q->run].n_ok += q->ok;
 	if (q->verdict[0]) {
@@ -615,7 +618,7 @@ static const struct preq *pair_req_of(const struct pair *p, size_t run, size_t p
 {
 	size_t i;
 
-	for (i = 0; i < p->n_reqs; i++)
+	for (i = p->runs[run].req_lo; i < p->runs[run].req_hi; i++)
 		if (p->reqs[i].run == run && p->reqs[i].prompt_index == prompt_index)
 			return &p->reqs[i];
 	return NULL;

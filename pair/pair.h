@@ -140,6 +140,7 @@ struct pair_run {
 	size_t n_failures;
 	size_t n_explained, n_possible, n_unexplained;
 	size_t cap_substs, cap_failures;   /* allocated entries (internal) */
+	size_t req_lo, req_hi;             /* its request records span [lo, hi) (internal) */
 };
 
 struct pair;
