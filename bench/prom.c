@@ -380,8 +380,9 @@ enum status prom_parse(const char *text, size_t n, struct prom **out, struct sta
 		if (st)
 			goto out;
 	}
+	/* Set once the label array stops moving; NULL + 0 is not a pointer. */
 	for (i = 0; i < p->n_samples; i++)
-		p->samples[i].labels = p->labels + p->label_first[i];
+		p->samples[i].labels = p->samples[i].n_labels ? p->labels + p->label_first[i] : NULL;
 out:
 	if (st) {
 		prom_free(p);
