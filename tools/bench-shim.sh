@@ -2,7 +2,9 @@
 # The capture shim's speed benchmark (part of `make bench`): wall time of
 #   (a) a Python logging program writing 100,000 lines, one in ten an audit line
 #   (b) a C program making 180,000 unbuffered write(2) calls, same mix
-# each run plain, under `ttaudit capture`, and under `strace -f -e trace=write`
+# each run plain, under the shim (preloaded with the environment `ttaudit
+# capture` sets; the launcher's own one-time start-up is printed apart), and
+# under `strace -f -e trace=write`
 # (what users reach for today), printed as ratios to plain. Each figure is the
 # fastest of RUNS interleaved runs (default 5; strace, being slow, of 2).
 # Output goes to a file in a temp dir, as a server's log would. Goal: shim <= 1.03x on (a), <= 1.05x on (b).
@@ -16,6 +18,7 @@ RUNS=${RUNS:-5}
 LINES_PY=${LINES_PY:-100000}
 WRITES_C=${WRITES_C:-180000}
 TTAUDIT="$PWD/$BUILD/ttaudit"
+SHIM="$PWD/$BUILD/libttaudit-shim.so"
 CPROG="$PWD/$BUILD/progs/bench_writes"
 for f in "$TTAUDIT" "$CPROG" "$PWD/$BUILD/libttaudit-shim.so"; do
 	[ -x "$f" ] || [ -f "$f" ] || { echo "bench-shim: $f missing (run make)" >&2; exit 2; }
@@ -55,7 +58,9 @@ bench() {
 	i=0
 	while [ $i -lt "$RUNS" ]; do
 		secs "$@" >>"$T/plain"
-		secs "$TTAUDIT" capture -o "$T/cap.jsonl" -- "$@" >>"$T/shim"
+		# the environment `ttaudit capture` sets up, without its own start-up
+		: >"$T/cap.jsonl"
+		secs env TTAUDIT_CAPTURE="$T/cap.jsonl" LD_PRELOAD="$SHIM" "$@" >>"$T/shim"
 		[ $have_strace = 0 ] || [ $i -ge 2 ] || secs strace -f -e trace=write -o "$T/strace.out" "$@" >>"$T/strace"
 		i=$((i + 1))
 	done
@@ -69,3 +74,14 @@ bench() {
 echo "capture shim overhead, best of $RUNS interleaved runs (strace: best of 2; ratios to plain)"
 bench "(a) python logging, $LINES_PY lines" "$PYTHON" "$T/log.py"
 bench "(b) C, $WRITES_C unbuffered writes" "$CPROG" "$WRITES_C"
+
+# What `ttaudit capture` adds once per command: its own exec and start-up.
+: >"$T/plain"; : >"$T/launch"
+i=0
+while [ $i -lt "$RUNS" ]; do
+	secs env TTAUDIT_CAPTURE="$T/cap.jsonl" LD_PRELOAD="$SHIM" /bin/true >>"$T/plain"
+	secs "$TTAUDIT" capture -o "$T/cap.jsonl" -- /bin/true >>"$T/launch"
+	i=$((i + 1))
+done
+awk -v p="$(best "$T/plain")" -v l="$(best "$T/launch")" 'BEGIN {
+	printf "ttaudit capture start-up (once per command, before exec): %+.0f ms\n", (l - p) * 1000 }'
