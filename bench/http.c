@@ -57,6 +57,7 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 	CURL *h = NULL;
 	CURLcode rc;
 	double secs = 0;
+	long ms;
 
 	memset(res, 0, sizeof(*res));
 	pthread_once(&http_once, http_global_init);
@@ -73,9 +74,12 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s > 0 ? timeout_s * 1000 : 30000));
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)(timeout_s > 0 && timeout_s < 10 ? timeout_s * 1000 : 10000));
+	/* 0 ms means "no timeout" to libcurl: a tiny budget must stay a budget. */
+	ms = timeout_s > 0 ? (long)(timeout_s * 1000) : 30000;
+	if (ms < 1)
+		ms = 1;
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
 	if (json) {

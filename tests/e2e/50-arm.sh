@@ -105,6 +105,24 @@ expect_rc 1 "$TTAUDIT" arm --json --spec "$T/metrics.json" --arm batch --url "ht
 eq "$(item 0 verdict)" source-unreachable "unparseable metrics"
 case "$(item 0 reason)" in *"does not parse"*) ;; *) fail "unparseable metrics reason: $(item 0 reason)" ;; esac
 
+# a required label that is not there, and a /v1/models value that differs (the stub
+# serves max_model_len 4096): absent, with what was found
+cat >"$T/absent.json" <<'JSON'
+{"arms": {"bf8": {"requires": [
+  {"metrics": "vllm:num_requests_running", "labels": {"model_name": "other"}},
+  {"models": "max_model_len", "equals": 131072}]}}}
+JSON
+expect_rc 1 "$TTAUDIT" arm --json --spec "$T/absent.json" --arm bf8 --url "http://127.0.0.1:$(cat "$T/gw.port")"
+eq "$(item 0 verdict)" source-unreachable "metrics item on unparseable metrics"
+"$PYTHON" tests/e2e/gateway-stub.py gateway400 "$T/gw2.port" &
+E2E_PIDS="$E2E_PIDS $!"
+n=0; while [ ! -s "$T/gw2.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+expect_rc 1 "$TTAUDIT" arm --json --spec "$T/absent.json" --arm bf8 --url "http://127.0.0.1:$(cat "$T/gw2.port")"
+eq "$(item 0 verdict)" absent "metrics label value not served"
+case "$(item 0 reason)" in *"1 sample(s) of vllm:num_requests_running, none with these labels"*) ;; *) fail "metrics absent reason: $(item 0 reason)" ;; esac
+eq "$(item 1 verdict)" absent "max_model_len differs"
+case "$(item 1 reason)" in *"data[0].max_model_len is 4096"*) ;; *) fail "models absent reason: $(item 1 reason)" ;; esac
+
 # 6. an empty log is a FAIL, never a pass
 : >"$T/empty.log"
 arm 1 --arm bare --log "$T/empty.log"

@@ -68,11 +68,13 @@ expect_rc 0 "$TTAUDIT" lock --lock "$T/own.lock" -- "$TTAUDIT" preflight --lock 
 	--root "$PF/root-ok" --topology "$PF/topo-2dev.xml" --docker "$PF/docker-none.sh"
 contains "$T/out" "held by this run"
 # SIGTERM: the command is stopped, the lock released, the holder exits 143
+CHILD=$(pgrep -P "$HOLDER")
+[ -n "$CHILD" ] || fail "no command under the lock"
 kill -TERM "$HOLDER"
 set +e; wait "$HOLDER"; rc=$?; set -e
 eq "$rc" 143 "holder exit status on SIGTERM"
 [ ! -e "$L" ] || fail "lock not released on SIGTERM"
-pgrep -f "^sleep 30$" -P "$HOLDER" >/dev/null 2>&1 && fail "command outlived its lock"
+! kill -0 "$CHILD" 2>/dev/null || fail "the command (pid $CHILD) outlived its lock"
 
 # stale: the owner is dead; reported with the command to remove it, never taken
 sh -c 'exit 0' & DEAD=$!; wait $DEAD
