@@ -515,7 +515,9 @@ static void shim_drain(struct shim_thread *th)
 			shim_feed_locked(th, h.fd, h.via_stdio, th->defer + i + sizeof(h), h.n);
 			i += (sizeof(h) + h.n + 15) & ~(size_t)15;
 		}
-		if (!i || atomic_compare_exchange_strong(&th->defer_len, &i, 0))
+		size_t expect = i;   /* a failed CAS overwrites it; i must stay */
+
+		if (!i || atomic_compare_exchange_strong(&th->defer_len, &expect, 0))
 			return;
 	}
 }

@@ -79,6 +79,21 @@ same_output eintr
 contains "$T/eintr.err.cap" "write=-1 errno=EINTR"
 eq "$(jq -r 'select(.src=="audit") | "\(.fd):\(.event.seq)"' "$T/eintr.cap" | tr '\n' ' ')" "2:2 " "eintr: audits"
 
+# Four threads fwrite()ing to stdout and stderr at once: every line, in
+# order per thread (lines from threads interleave differently run to run).
+expect_rc 0 "$TTAUDIT" capture -o "$T/threads.cap" -- "$PROG" threads
+for fd in 1 2; do
+	f=$([ $fd = 1 ] && echo out || echo err)
+	grep -o '{"ev".*' "$T/$f" | jq -c . | sort >"$T/want"
+	jq -c "select(.src==\"audit\" and .fd==$fd) | .event" "$T/threads.cap" | sort >"$T/got"
+	eq "$(wc -l <"$T/got")" 4000 "threads: fd $fd audit records"
+	cmp "$T/want" "$T/got" || fail "threads: fd $fd audits differ"
+done
+jq -r 'select(.src=="audit") | [.tid, .event.via, .event.seq] | @tsv' "$T/threads.cap" | awk -F'\t' '
+	{ if ($2 in last && $3 != last[$2] + 1) bad = 1; last[$2] = $3; tid[$2 " " $1] = 1 }
+	END { n = 0; for (k in tid) n++; exit bad || n != 4 }' || fail "threads: out of order or tids mixed"
+no_loss threads
+
 # A SIGALRM handler writing audit lines every 200us while main writes 20000.
 expect_rc 0 "$TTAUDIT" capture -o "$T/signal.cap" -- "$PROG" signal
 contains "$T/out" "handler=yes"

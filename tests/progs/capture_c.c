@@ -4,11 +4,12 @@
  * wraps, and reports on stderr what its write calls returned, so a test can
  * check that the results are the same with and without the shim.
  *
- * usage: capture_c MODE   (basic, closefds, nonblock, epipe, eintr, signal)
+ * usage: capture_c MODE   (basic, closefds, nonblock, epipe, eintr, signal, threads)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +281,34 @@ static int mode_signal(void)
 	return 0;
 }
 
+static void *thread_main(void *arg)
+{
+	char buf[512];
+	int k = (int)(long)arg, i;
+
+	for (i = 0; i < 2000; i++) {
+		int n = snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"via\":\"thread-%d\",\"seq\":%d,"
+				 "\"step\":%d,\"host_pos\":[1],\"dev_pos\":[2]}\n", k, i, i);
+		/* spdlog-style: one fwrite per formatted line, several threads, one FILE */
+		fwrite(buf, 1, (size_t)n, k % 2 ? stderr : stdout);
+	}
+	return NULL;
+}
+
+/* Four threads logging through stdio at once, as a C++ logger does. */
+static int mode_threads(void)
+{
+	pthread_t t[4];
+	long k;
+
+	for (k = 0; k < 4; k++)
+		if (pthread_create(&t[k], NULL, thread_main, (void *)k))
+			return 9;
+	for (k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "basic";
@@ -296,6 +325,8 @@ int main(int argc, char **argv)
 		return mode_eintr();
 	if (!strcmp(mode, "signal"))
 		return mode_signal();
+	if (!strcmp(mode, "threads"))
+		return mode_threads();
 	fprintf(stderr, "capture_c: unknown mode '%s'\n", mode);
 	return 2;
 }
