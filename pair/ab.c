@@ -93,6 +93,8 @@ struct ab_ctx {
 	size_t n_ttft[AB__ROLES];
 	char shim[AB_PATH];
 	char mem_record[AB_PATH];            /* host memory before and after each boot */
+	struct lock *lock;                   /* the host lock, held from the first boot */
+	bool leave_lock;                     /* a server was left running: keep the lock */
 };
 
 static void ab_say(struct ab_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -443,7 +445,7 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 	char url[HTTP_MAX_URL];
 	enum status st = STATUS_OK;
 	int reaped = 0, wstatus = 0, stopped;
-	bool leave_lock = false, drep_live = false;
+	bool drep_live = false;
 	pid_t pid = -1;
 	size_t i;
 
@@ -483,25 +485,29 @@ static enum status ab_boot_run(struct ab_ctx *c, struct ab_boot *b, struct statu
 			goto out;
 		}
 	}
-	/* 2. the host lock */
-	lk = lock_new(o->lock_dir);
-	if (!lk) {
-		st = status_set(si, STATUS_USAGE, "bad lock directory");
-		goto out;
-	}
-	{
+	/* 2. the host lock, taken at the first boot and held to the end of the
+	 * A/B, so no other job runs on the host between two arms */
+	if (!c->lock) {
 		struct lock_owner holder;
 		enum lock_state ls;
 		struct status_info lsi = { 0 };
 
-		if (lock_acquire(lk, serve, &holder, &ls, &lsi)) {
-			ab_fail(c, "host lock %s is %s (pid %ld, %s): %s", lock_dir(lk), lock_state_name(ls),
+		c->lock = lock_new(o->lock_dir);
+		if (!c->lock) {
+			st = status_set(si, STATUS_USAGE, "bad lock directory");
+			goto out;
+		}
+		if (lock_acquire(c->lock, "ttaudit ab", &holder, &ls, &lsi)) {
+			ab_fail(c, "host lock %s is %s (pid %ld, %s): %s", lock_dir(c->lock), lock_state_name(ls),
 				holder.pid, holder.command, lsi.msg);
 			if (ls == LOCK_STALE)
-				lock_remove_command(lk, c->res->fail_command, sizeof(c->res->fail_command));
+				lock_remove_command(c->lock, c->res->fail_command, sizeof(c->res->fail_command));
+			lock_free(c->lock);
+			c->lock = NULL;
 			goto out;
 		}
 	}
+	lk = c->lock;
 	/* 3. the server, under capture */
 	unlink(b->port_file);
 	fflush(NULL);
@@ -567,7 +573,7 @@ stop:
 	if (stopped)
 		ab_server_pgid = 0;
 	if (!stopped) {
-		leave_lock = true;   /* a device process is still running: the lock stays */
+		c->leave_lock = true;   /* a device process is still running: the lock stays */
 		if (!c->res->failed)
 			ab_fail(c, "%s: the server (process group %ld) did not stop after the stop signal "
 				"and SIGTERM; it is left running and the host lock %s stays held",
@@ -612,9 +618,6 @@ stop:
 		}
 	}
 out:
-	/* lock_free releases a held lock; a lock over a server left running is kept */
-	if (lk && !leave_lock)
-		lock_free(lk);
 	if (drep_live)
 		driver_report_release(&drep);
 	pair_free(p);
@@ -1111,6 +1114,9 @@ out:
 		sigaction(SIGHUP, &old_hup, NULL);
 	}
 	if (c) {
+		/* lock_free releases the lock; over a server left running it stays */
+		if (c->lock && !c->leave_lock)
+			lock_free(c->lock);
 		for (role = 0; role < AB__ROLES; role++) {
 			ab_env_release(&c->env[role]);
 			free(c->ttft[role]);

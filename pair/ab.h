@@ -14,7 +14,9 @@
  *      devices and their holders (unless vendor-neutral); host memory is
  *      recorded before the boot and compared after it (a warning when it
  *      did not come back);
- *   2. the host lock is taken (never stolen);
+ *   2. the host lock is taken at the first boot and held until the A/B
+ *      ends, so no other job runs on the host between two arms (never
+ *      stolen);
  *   3. the serve command runs under /bin/sh in its own process group, with
  *      the capture shim preloaded (capture/launch.h), the arm's environment
  *      from the spec set and every other arm's variables removed, plus

@@ -8,7 +8,8 @@
 [ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
 
-SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+# each boot notes whether the host lock is held while it runs
+SERVE="test -d $T/lock && touch $T/held-\$TTAUDIT_AB_ROLE; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
 expect_rc 0 "$TTAUDIT" ab --control batch --treatment batch+lifetime --spec "$FIX/ab/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 --lock "$T/lock" --vendor-neutral --no-docker \
 	--serve "$SERVE" -o "$T/ab" --json --stop-cmd 'echo stop-cmd ran for $TTAUDIT_AB_PID >&2; kill -TERM -$TTAUDIT_AB_PID'
@@ -33,3 +34,8 @@ expect_rc 0 "$TTAUDIT" validate --rule batch+lifetime "$T/ab/boot-00-control.cap
 expect_rc 1 "$TTAUDIT" pair --run "$T/ab/boot-00-control.run.jsonl" --capture "$T/ab/boot-00-control.cap.jsonl"
 contains "$T/out" "guard batch: fired"
 contains "$T/out" "explained by a substitution at step"
+# the lock was held through every boot and released at the end
+for role in control treatment negative-control; do
+	[ -e "$T/held-$role" ] || fail "$role ran without the host lock"
+done
+[ ! -d "$T/lock" ] || fail "the host lock outlived the A/B"
