@@ -30,6 +30,12 @@ expect_rc 0 "$TTAUDIT" ready --url "$URL" --timeout 10
 contains "$T/out" "generate passed"
 contains "$T/out" "ready: $URL in"
 lacks "$T/err" "rung 1/4"
+# on a terminal, a progress line names the rung being climbed (script(1) gives a pty)
+if command -v script >/dev/null 2>&1; then
+	script -qec "'$TTAUDIT' ready --url '$URL' --timeout 10" /dev/null >"$T/tty.out" 2>&1 ||
+		fail "ready on a pty"
+	contains "$T/tty.out" "rung 4/4 generate passed"
+fi
 # a model the server does not list: fails at the models rung
 expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 1.5 --interval 0.2 --model other --json
 eq "$(jget "$T/out" .failed_rung)" models "unlisted model"
