@@ -527,6 +527,13 @@ int shim_begin(void)
 	if (shim_busy)
 		return 0;
 	shim_busy = 1;
+	/* A handler that wrote just as the last feed was ending left its line
+	 * queued: it came before this write, so it goes first. */
+	if (shim_self && atomic_load_explicit(&shim_self->defer_len, memory_order_relaxed)) {
+		int e = errno;
+		shim_drain(shim_self);
+		errno = e;
+	}
 	return 1;
 }
 
