@@ -320,8 +320,7 @@ static enum status arm_parse_arm(struct arm_spec *s, const struct jval *v, struc
 		return st;
 	if (forb && (st = arm_parse_list(s, a, forb, true, si)))
 		return st;
-	for (i = 0; i < a->n_items && a->items[i].forbid; i++)
-		;
+	/* requires are parsed first: items[0] is one when there is any */
 	if (!req || !a->n_items || a->items[0].forbid)
 		return arm_bad(s, req ? req : v, si, "arm '%s' requires no evidence: an arm with nothing "
 			       "to show can never be confirmed", a->name);
