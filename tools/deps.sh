@@ -11,7 +11,7 @@ set -eu
 want="pkg-config make gcc libc6-dev zlib1g-dev libcurl4-openssl-dev libcjson-dev \
 libpcre2-dev libhwloc-dev libmicrohttpd-dev"
 if [ "${1:-build}" = check ]; then
-	want="$want libcmocka-dev clang libclang-rt-dev python3 strace jq"
+	want="$want libcmocka-dev clang libclang-rt-dev python3 strace jq curl"
 fi
 
 missing=""
