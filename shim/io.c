@@ -217,7 +217,7 @@ static void shim_printf_feed(int fd, int r, const char *fmt, va_list ap)
 static int shim_vfprintf(FILE *fp, int flag, const char *fmt, va_list ap)
 {
 	va_list again;
-	int r;
+	int r, e0 = errno;   /* %m in the second formatting must see the same errno */
 
 	va_copy(again, ap);
 	if (flag >= 0) {
@@ -229,6 +229,7 @@ static int shim_vfprintf(FILE *fp, int flag, const char *fmt, va_list ap)
 	}
 	if (r > 0) {
 		int e = errno;
+		errno = e0;
 		shim_printf_feed(shim_file_fd(fp), r, fmt, again);
 		errno = e;
 	}
@@ -239,7 +240,7 @@ static int shim_vfprintf(FILE *fp, int flag, const char *fmt, va_list ap)
 static int shim_vdprintf(int fd, int flag, const char *fmt, va_list ap)
 {
 	va_list again;
-	int r;
+	int r, e0 = errno;   /* %m in the second formatting must see the same errno */
 
 	va_copy(again, ap);
 	if (flag >= 0) {
@@ -252,6 +253,7 @@ static int shim_vdprintf(int fd, int flag, const char *fmt, va_list ap)
 	if (r > 0) {
 		int e = errno;
 		/* vdprintf writes through glibc's internal write: fed as a raw write. */
+		errno = e0;
 		shim_printf_feed(fd, r, fmt, again);
 		errno = e;
 	}
