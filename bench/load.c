@@ -251,8 +251,15 @@ struct load_xfer {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
+/* Wake-up busy times: 1 us buckets up to 10 ms, longer ones in the last. */
+#define LOAD_BUSY_BUCKETS 10001
+
 struct load_loop {
 	const struct load_opts *o;
+	uint32_t *busy;               /* LOAD_BUSY_BUCKETS counts, wall time */
+	uint32_t *busy_cpu;           /* the same, thread CPU time */
+	uint64_t n_wakes;
+	double busy_max, busy_cpu_max;
 	CURLM *multi;
 	int ep;
 	double timer_at;              /* libcurl's timeout; < 0: none */
@@ -495,6 +502,64 @@ static void load_progress(struct load_loop *lp, size_t n_total, double t0)
 	lp->o->progress(lp->o->progress_ctx, &p);
 }
 
+double load_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void load_bucket(uint32_t *h, double *max, double secs)
+{
+	long us = (long)(secs * 1e6);
+
+	if (us < 0)
+		us = 0;
+	if (us >= LOAD_BUSY_BUCKETS)
+		us = LOAD_BUSY_BUCKETS - 1;
+	h[us]++;
+	if (secs > *max)
+		*max = secs;
+}
+
+static void load_busy_add(struct load_loop *lp, double wall, double cpu)
+{
+	load_bucket(lp->busy, &lp->busy_max, wall);
+	load_bucket(lp->busy_cpu, &lp->busy_cpu_max, cpu);
+	lp->n_wakes++;
+}
+
+/* Nearest-rank p50 and p99 of a histogram of n values, in seconds. */
+static void load_hist_pct(const uint32_t *h, uint64_t n, double *p50, double *p99)
+{
+	uint64_t seen = 0, r50 = (n * 50 + 99) / 100, r99 = (n * 99 + 99) / 100;
+	long i;
+	bool have50 = false;
+
+	*p50 = *p99 = 0;
+	for (i = 0; n && i < LOAD_BUSY_BUCKETS; i++) {
+		seen += h[i];
+		if (!have50 && seen >= r50) {
+			*p50 = (double)i * 1e-6;
+			have50 = true;
+		}
+		if (seen >= r99) {
+			*p99 = (double)i * 1e-6;
+			break;
+		}
+	}
+}
+
+static void load_busy_figures(const struct load_loop *lp, struct load_run *run)
+{
+	run->n_wakes = lp->n_wakes;
+	run->busy_max = lp->busy_max;
+	run->busy_cpu_max = lp->busy_cpu_max;
+	load_hist_pct(lp->busy, lp->n_wakes, &run->busy_p50, &run->busy_p99);
+	load_hist_pct(lp->busy_cpu, lp->n_wakes, &run->busy_cpu_p50, &run->busy_cpu_p99);
+}
+
 static uint64_t load_splitmix(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -517,6 +582,8 @@ static void load_loop_release(struct load_loop *lp)
 	}
 	free(lp->xf);
 	free(lp->free_xf);
+	free(lp->busy);
+	free(lp->busy_cpu);
 	if (lp->multi)
 		curl_multi_cleanup(lp->multi);
 	if (lp->ep >= 0)
@@ -541,9 +608,11 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
 	lp->multi = curl_multi_init();
 	lp->cp = load_chunk_parser_new();
+	lp->busy = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy));
+	lp->busy_cpu = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy_cpu));
 	lp->xf = calloc(n_xf, sizeof(*lp->xf));
 	lp->free_xf = calloc(n_xf, sizeof(*lp->free_xf));
-	if (!lp->multi || !lp->cp || !lp->xf || !lp->free_xf)
+	if (!lp->multi || !lp->cp || !lp->xf || !lp->free_xf || !lp->busy || !lp->busy_cpu)
 		return status_set(si, STATUS_NOMEM, "load: out of memory");
 	lp->n_xf = n_xf;
 	/* Expect: empty stops a 100-continue round trip on bodies over 1 KiB */
@@ -588,7 +657,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	struct epoll_event evs[512];
 	enum status st = STATUS_OK;
 	size_t n_xf, next = 0, i;
-	double t0, now, wait, next_prog, next_stall = 0, prog_s, *sched = NULL;
+	double t0, now, wait, next_prog, next_stall = 0, prog_s, *sched = NULL, woke = 0, woke_cpu = 0, cpu0;
 	int ne, running, k, flags, wait_ms;
 	uint64_t rng;
 
@@ -631,6 +700,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	if (st)
 		goto out;
 	prog_s = o->progress_s > 0 ? o->progress_s : 0.1;
+	cpu0 = load_cpu();
 	t0 = load_now();
 	run->t_start = t0;
 	run->wall_start = load_wall();
@@ -679,7 +749,14 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		if (o->progress && next_prog - now < wait)
 			wait = next_prog - now;
 		wait_ms = wait <= 0 ? 0 : (int)ceil(wait * 1e3);
+		if (woke > 0)
+			load_busy_add(&lp, load_now() - woke, load_cpu() - woke_cpu);
 		ne = epoll_wait(lp.ep, evs, (int)(sizeof(evs) / sizeof(evs[0])), wait_ms);
+		woke = 0;
+		if (ne > 0) {
+			woke = load_now();
+			woke_cpu = load_cpu();
+		}
 		if (ne < 0 && errno != EINTR) {
 			st = status_set(si, STATUS_IO, "load: epoll_wait: %s", strerror(errno));
 			goto out;
@@ -714,6 +791,8 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		if (run->res[i].t_end > run->t_end)
 			run->t_end = run->res[i].t_end;
 	run->wall_end = run->wall_start + (run->t_end - run->t_start);
+	load_busy_figures(&lp, run);
+	run->cpu_s = load_cpu() - cpu0;
 	load_progress(&lp, n, t0);
 out:
 	free(sched);

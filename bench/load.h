@@ -123,6 +123,18 @@ struct load_run {
 	double t_start, t_end;     /* monotonic: first launch, last completion */
 	double wall_start, wall_end;
 	size_t max_inflight;       /* the most requests in flight at once */
+	/*
+	 * The loop's own cost: per wake-up, the time from epoll_wait returning
+	 * to the next epoll_wait (reading, parsing, launching). Bytes that
+	 * arrive while the loop is busy wait that long to be timed, so its p99
+	 * bounds the client's share of a timestamp's error (1 us resolution).
+	 */
+	uint64_t n_wakes;
+	double busy_p50, busy_p99, busy_max;   /* seconds of wall time */
+	/* the same in CPU time of the loop's thread: wall well above CPU means
+	 * the host took the core away, not that the loop had work */
+	double busy_cpu_p50, busy_cpu_p99, busy_cpu_max;
+	double cpu_s;                          /* the loop thread's CPU time over the run */
 };
 
 /*
@@ -146,8 +158,9 @@ void load_chunk_parser_free(struct load_chunk_parser *cp);
 int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const char *data, size_t len, double now);
 
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in seconds. */
+/* CLOCK_MONOTONIC, CLOCK_REALTIME and the calling thread's CPU time, in seconds. */
 double load_now(void);
 double load_wall(void);
+double load_cpu(void);
 
 #endif

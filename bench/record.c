@@ -248,6 +248,17 @@ static void record_cell_json(cJSON *o, const struct record_cell *c, const struct
 		}
 		cJSON_AddNumberToObject(a, "max_inflight", (double)run->max_inflight);
 	}
+	a = cJSON_AddObjectToObject(o, "client_loop");
+	if (a) {
+		cJSON_AddNumberToObject(a, "wakes", (double)run->n_wakes);
+		cJSON_AddNumberToObject(a, "busy_p50_s", run->busy_p50);
+		cJSON_AddNumberToObject(a, "busy_p99_s", run->busy_p99);
+		cJSON_AddNumberToObject(a, "busy_max_s", run->busy_max);
+		cJSON_AddNumberToObject(a, "busy_cpu_p50_s", run->busy_cpu_p50);
+		cJSON_AddNumberToObject(a, "busy_cpu_p99_s", run->busy_cpu_p99);
+		cJSON_AddNumberToObject(a, "busy_cpu_max_s", run->busy_cpu_max);
+		cJSON_AddNumberToObject(a, "cpu_s", run->cpu_s);
+	}
 	cJSON_AddStringToObject(o, "cache_claim", c->cache_claim ? c->cache_claim : "cold");
 	if (c->prefix_known) {
 		cJSON_AddNumberToObject(o, "prefix_cache_hits_delta", c->prefix_hits_delta);
