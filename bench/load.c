@@ -366,7 +366,8 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	r->http_status = status;
-	r->t_end = x->last_byte > 0 ? x->last_byte : load_now();
+	/* a complete stream ends when its last byte came; any other when it was given up */
+	r->t_end = rc == CURLE_OK && !r->fail && x->last_byte > 0 ? x->last_byte : load_now();
 	if (r->fail)
 		return;
 	if (status && status != 200) {

@@ -223,6 +223,27 @@ static void test_outcomes(void **state)
 	load_run_free(run);
 }
 
+/* A stream that goes silent: the whole-request limit ends it as a timeout. */
+static void test_timeout(void **state)
+{
+	char url[64];
+	const char *body = "{\"s\":\"stall\"}";
+	struct load_request rq;
+	struct load_opts o = { .arrival = LOAD_POISSON, .rate = 100, .seed = 1, .timeout_s = 0.3 };
+	struct load_run *run = NULL;
+
+	(void)state;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/completions", port);
+	rq = (struct load_request){ .url = url, .body = body, .body_len = strlen(body) };
+	assert_int_equal(load_run_exec(&o, &rq, 1, &run, NULL), STATUS_OK);
+	assert_int_equal(run->res[0].fail, LOAD_FAIL_TIMEOUT);
+	assert_non_null(strstr(run->res[0].reason, "longer than 0.3 s after 1 content chunks"));
+	/* it ended when it was given up, not at its last byte */
+	assert_true(run->res[0].t_end - run->res[0].t_launch >= 0.3);
+	assert_true(run->res[0].t_end - run->res[0].t_launch < 1.5);
+	load_run_free(run);
+}
+
 static void test_bad_opts(void **state)
 {
 	struct load_request rq = { .url = "http://127.0.0.1:1/", .body = "{}", .body_len = 2 };
@@ -247,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunks),
 		cmocka_unit_test(test_outcomes),
+		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_opts),
 	};
 	return cmocka_run_group_tests(tests, srv_setup, NULL);
