@@ -685,6 +685,9 @@ static enum status driver_check_opts(const struct driver_opts *o, struct status_
 		if (o->arms[i].arm && !o->no_arm_check && !o->spec)
 			return status_set(si, STATUS_USAGE, "arm '%s' named without --spec (or --no-arm-check)",
 					  o->arms[i].arm);
+	if (o->arrival == LOAD_BATCH && o->n_requests)
+		return status_set(si, STATUS_USAGE, "--requests does not apply to --batch (a run is one batch "
+				  "of the level's size; use --repeats)");
 	if (o->correctness && o->warm)
 		return status_set(si, STATUS_USAGE, "--correctness and --warm together (correctness sends "
 				  "the reference's bodies)");
@@ -809,9 +812,10 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 				double level = o->levels[li];
 
 				n = o->n_requests;
-				if (!n)
-					n = o->arrival == LOAD_BATCH ? (size_t)level
-						: c.suite->n > (size_t)level ? c.suite->n : (size_t)ceil(level);
+				if (o->arrival == LOAD_BATCH)
+					n = (size_t)level;
+				else if (!n)
+					n = c.suite->n > (size_t)level ? c.suite->n : (size_t)ceil(level);
 				st = driver_one(&c, a, o->correctness ? "correctness" : "bench", o->arrival, level, r, n,
 						o->correctness ? 1 : o->warm ? 2 : 0, temp, o->correctness,
 						o->correctness ? c.as[a].ref : NULL, &run, &st_run, &corr, si);
