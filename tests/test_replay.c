@@ -297,6 +297,39 @@ static void test_explain_drift(void **state)
 	replay_free(r);
 }
 
+/* Drift is said only when it matches the steps, and never across files. */
+static void test_explain_drift_cases(void **state)
+{
+	const char *a = tmpfile_with("d1.jsonl",
+		"{\"ev\":\"merge\",\"step\":10,\"host_pos\":[1,1,1],\"dev_pos\":[1206993122,-5,900000000]}\n"
+		"{\"ev\":\"merge\",\"step\":20,\"host_pos\":[1,1,1],\"dev_pos\":[1206993200,-5,900000010]}\n");
+	const char *b = tmpfile_with("d2.jsonl",
+		"{\"ev\":\"merge\",\"step\":30,\"host_pos\":[1,1,1],\"dev_pos\":[1206993210,-5,900000020]}\n");
+	struct replay *r;
+	char *text;
+
+	(void)state;
+	r = replay_with("bare", 0, true, 20, NULL);
+	add(r, a);
+	text = capture_output(replay_print_explain_text, r);
+	assert_null(strstr(text, "grew by 78"));                       /* 78 over 10 steps */
+	assert_non_null(strstr(text, "unchanged since step 10 (10 steps): resident in the buffer"));
+	assert_non_null(strstr(text, "grew by 10 over the 10 steps since step 10"));
+	free(text);
+	replay_free(r);
+
+	/* step 30 in the second file: the first file's buffer is not its history */
+	r = replay_with("bare", 0, true, 30, NULL);
+	add(r, a);
+	add(r, b);
+	assert_int_equal(replay_n_explained(r), 1);
+	text = capture_output(replay_print_explain_text, r);
+	assert_null(strstr(text, "grew by"));
+	assert_null(strstr(text, "unchanged since"));
+	free(text);
+	replay_free(r);
+}
+
 static void test_explain_substitution(void **state)
 {
 	struct replay *r = replay_with(NULL, 0, true, 141, NULL);
@@ -496,6 +529,12 @@ static void test_unreadable_and_bad_opts(void **state)
 		assert_non_null(strstr(rep, "not evaluable on this audit"));
 		free(rep);
 	}
+	/* opened but not readable to the end (a directory): also unreadable */
+	status_info_clear(&si);
+	assert_int_equal(replay_add_file(r, dir, &si), STATUS_IO);
+	assert_string_equal(si.msg, "read error: Is a directory");
+	assert_int_equal(replay_n_files(r), 2);
+	assert_true(replay_file_at(r, 1)->unreadable);
 	replay_free(r);
 	assert_null(replay_new(&o));             /* no rules */
 	o.n_rules = RULE_MAX_LIST + 1;
@@ -509,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_fixtures_match_expected),
 		cmocka_unit_test(test_known_cases),
 		cmocka_unit_test(test_explain_drift),
+		cmocka_unit_test(test_explain_drift_cases),
 		cmocka_unit_test(test_explain_substitution),
 		cmocka_unit_test(test_json_report),
 		cmocka_unit_test(test_several_files),

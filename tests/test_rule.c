@@ -312,6 +312,10 @@ static void test_batch_edges(void **state)
 	FX(&f, 51, host, dev);
 	assert_string_equal(eval("batch", &f, 0, allowed), "10");
 	assert_string_equal(allowed, "10");
+	/* inactive padding beyond H does not count either */
+	f.dev[2] = -1;
+	assert_string_equal(eval("batch", &f, 0, allowed), "10");
+	f.dev[2] = 99;
 	/* an active device slot where the host is inactive breaks the pattern */
 	f.dev[1] = 3;
 	assert_string_equal(eval("batch", &f, 0, allowed), "00");

@@ -232,7 +232,8 @@ static void test_forgone_limit(void **state)
 	assert_int_equal(verdict1("batch", f, &no_limit), VALIDATE_PASS);
 	assert_int_equal(verdict1("batch", f, &half), VALIDATE_TOO_COSTLY);
 	assert_int_equal(verdict1("batch", f, &all), VALIDATE_PASS);
-	/* lifetime forgoes nothing: even a zero limit passes */
+	/* a zero limit refuses any forgone take; lifetime forgoes nothing and passes */
+	assert_int_equal(verdict1("batch", f, &zero), VALIDATE_TOO_COSTLY);
 	assert_int_equal(verdict1("lifetime", f, &zero), VALIDATE_PASS);
 	rp = run("batch", &f, 1);
 	text = report(rp, &half, false, &ok);
