@@ -5,6 +5,7 @@
 #
 # Per level (streams in flight, closed loop, one wave of requests):
 #   - the client (ttaudit bench) is pinned to one core, ttsim to another;
+#   - the client loop's CPU per token (its thread CPU time / output tokens);
 #   - sustained: every request succeeded, the level was reached in flight,
 #     and the client's loop used less than 90% of its core over the run
 #     (thread CPU time / makespan);
@@ -130,7 +131,7 @@ PY
 
 echo "client: $TTAUDIT bench ${CLIENT_PIN:+(pinned: $CLIENT_PIN)}; server: ttsim --time-scale 0 --slots 256 ${SERVER_PIN:+(pinned: $SERVER_PIN)}"
 echo "each level: closed loop, one wave of max(level, 32) requests of $TOKENS tokens"
-printf '%7s %6s %6s %9s %10s %6s %11s %11s %26s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "err p50 us" "err p99 us" "busy wall/cpu p50/p99 us" sustained
+printf '%7s %6s %6s %9s %10s %6s %9s %11s %11s %26s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "us/token" "err p50 us" "err p99 us" "busy wall/cpu p50/p99 us" sustained
 best=0 best_err=0
 for lv in $LEVELS; do
 	sim_start
@@ -154,12 +155,15 @@ for lv in $LEVELS; do
 	# the loop thread's CPU time over the run's makespan
 	cpu=$(jq -s -r '[.[] | select(.kind == "run")][0] | (100 * .client_loop.cpu_s / .figures.makespan_s | round)' \
 		"$W/run.jsonl")
+	per_tok=$(jq -s -r '[.[] | select(.kind == "run")][0] |
+		if .figures.output_tokens > 0 then (1e6 * .client_loop.cpu_s / .figures.output_tokens | round) else "-" end' \
+		"$W/run.jsonl")
 	set -- $("$PYTHON" "$W/errors.py" "$W/send.jsonl" "$W/run.jsonl")
 	ok=no
 	if [ "$failed" = 0 ] && [ "$inflight" -ge "$lv" ] && [ "$cpu" -lt 90 ]; then
 		ok=yes best=$lv best_err="$2/$3"
 	fi
-	printf '%7s %6s %6s %9s %10s %6s %11s %11s %26s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" "$2" "$3" "$busy" "$ok"
+	printf '%7s %6s %6s %9s %10s %6s %9s %11s %11s %26s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" "$per_tok" "$2" "$3" "$busy" "$ok"
 	[ "$4" -gt 0 ] && echo "    $4 received tokens had no send-log entry"
 done
 sim_start
