@@ -708,10 +708,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	unsigned r;
 	bool passed;
 	double temp;
-	struct load_run ***runs = NULL;   /* unused: figures kept per repeat below */
 	struct stats_run *keep = NULL;    /* [cell][repeat] figures */
 
-	(void)runs;
 	memset(rep, 0, sizeof(*rep));
 	memset(&c, 0, sizeof(c));
 	memset(&st_run, 0, sizeof(st_run));
