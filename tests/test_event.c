@@ -285,6 +285,36 @@ static void test_merge_limit(void **state)
 	assert_int_equal(decode(s), STATUS_OK);
 	assert_int_equal(ev.u.merge.n_host, EVENT_MAX_SLOTS);
 	assert_int_equal(ev.u.merge.host_pos[EVENT_MAX_SLOTS - 1], EVENT_MAX_SLOTS - 1);
+	/* negative prefilled slots mask nothing and write nothing (the widest event) */
+	{
+		static const char *const keys[] = { "host_pos", "dev_pos", "slot_gen", "buf_slot_gen" };
+		size_t total = 4 * (EVENT_MAX_SLOTS * 2 + 32) + 128, k, j;
+		char *t = malloc(total);
+		assert_non_null(t);
+		k = (size_t)snprintf(t, total, "{\"ev\":\"merge\",\"step\":1,\"prefilled\":[-1,-8,-4096,-163832,-196600]");
+		for (j = 0; j < 4; j++) {
+			k += (size_t)snprintf(t + k, total - k, ",\"%s\":[", keys[j]);
+			for (i = 0; i < EVENT_MAX_SLOTS; i++)
+				k += (size_t)snprintf(t + k, total - k, "%s%d", i ? "," : "", j == 0);
+			k += (size_t)snprintf(t + k, total - k, "]");
+		}
+		snprintf(t + k, total - k, "}");
+		assert_true(k + 2 < total);
+		assert_int_equal(decode(t), STATUS_OK);
+		assert_true(ev.u.merge.has_slot_gen);
+		assert_true(ev.u.merge.has_prefilled);
+		for (i = 0; i < EVENT_MAX_SLOTS; i++) {
+			assert_int_equal(ev.u.merge.prefilled[i], 0);
+			assert_int_equal(ev.u.merge.dev_pos[i], 0);
+			assert_int_equal(ev.u.merge.slot_gen[i], 0);
+			assert_int_equal(ev.u.merge.buf_slot_gen[i], 0);
+		}
+		free(t);
+	}
+	/* rebuild the widest host_pos for the cap test below */
+	n = (size_t)snprintf(s, cap, "%s", head);
+	for (i = 0; i < EVENT_MAX_SLOTS; i++)
+		n += (size_t)snprintf(s + n, cap - n, "%s%zu", i ? "," : "", i);
 	/* one more: a hard cap */
 	snprintf(s + n, cap - n, ",5]}");
 	assert_int_equal(decode(s), STATUS_LIMIT);
@@ -310,6 +340,9 @@ static void test_config(void **state)
 	assert_null(ev.u.config.arm);
 	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":-5}"), STATUS_PARSE);
 	assert_string_equal(si.msg, "max_model_len is negative (-5)");
+	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":-1}"), STATUS_PARSE);
+	assert_string_equal(si.msg, "max_model_len is negative (-1)");
+	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":0}"), STATUS_OK);
 	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":\"4096\"}"), STATUS_PARSE);
 	assert_string_equal(si.msg, "max_model_len is not an integer (string)");
 	assert_int_equal(decode("{\"ev\":\"config\",\"slots\":1.5}"), STATUS_PARSE);

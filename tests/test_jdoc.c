@@ -189,6 +189,10 @@ static void test_bad_numbers(void **state)
 				 bad[i].byte, si.msg);
 		assert_null(jdoc_root(doc));
 	}
+	assert_int_equal(parse("01", &si), STATUS_PARSE);
+	assert_string_equal(si.msg, "leading zero in number at byte 2");
+	assert_int_equal(parse("[-00]", &si), STATUS_PARSE);
+	assert_string_equal(si.msg, "leading zero in number at byte 4");
 }
 
 static void test_containers(void **state)

@@ -307,6 +307,7 @@ static const char capture[] =
 	"{\"src\":\"audit\",\"event\":{\"ev\":\"later-kind\"}}\n"
 	"{\"src\":\"line\",\"t\":1.0,\"mono\":2.0,\"pid\":9,\"tid\":9,\"fd\":1,\"text\":\"hello\"}\n"
 	"{\"ev\":\"merge\",\"step\":4,\"host_pos\":[1],\"dev_pos\":[1]}\n"
+	"{\"src\":\"lost\",\"count\":-2}\n"
 	"{\"src\":\"end\",\"t\":1790000020.0,\"pid\":4242,\"lines\":5,\"lost\":3}\n";
 
 static void test_capture_and_mixed(void **state)
@@ -319,10 +320,10 @@ static void test_capture_and_mixed(void **state)
 
 	(void)state;
 	assert_string_equal(read_all(r), "R1:start R2:banner E3m R4:lost !5 R6:lost !7 !8 !9 E10o "
-					  "R11:line E12m R13:end");
+					  "R11:line E12m !13 R14:end");
 	/* the lost records' counts are summed; the end record's "lost" is not added again */
 	assert_string_equal(stats_str(r),
-			    "lines 13 blank 0 events 3 other 1 malformed 4 ignored 0 capture 12 lost 7");
+			    "lines 14 blank 0 events 3 other 1 malformed 5 ignored 0 capture 13 lost 7");
 	snprintf(want, sizeof(want), "%s:5: audit record's event is not an object (string)", path);
 	assert_string_equal(msgs[0], want);
 	snprintf(want, sizeof(want), "%s:7: lost record has no count", path);
