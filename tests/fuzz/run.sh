@@ -1,22 +1,37 @@
 #!/bin/sh
-# tests/fuzz/run.sh SECONDS - builds the libFuzzer target tests/fuzz/fuzz_line.c
-# into build/fuzz/, seeds build/fuzz/corpus with every line of the fixture
-# audits (one file per line) and runs it for SECONDS (default 45) with inputs up
-# to 4096 bytes. One summary line; exit 1 on a crash (the input is kept in
-# build/fuzz/ and its first lines printed), 2 when the target does not build.
+# tests/fuzz/run.sh SECONDS - builds the libFuzzer targets in tests/fuzz/ into
+# build/fuzz/ and runs them with inputs up to 4096 bytes:
+#   fuzz_line     one audit line through jdoc_parse/event_decode, differential
+#                 against jdoc_check; SECONDS (default 45), corpus seeded with
+#                 every line of the fixture audits (one file per line)
+#   fuzz_capture  the shim's line path; SECONDS/3, seeded like fuzz_line
+#   fuzz_prom     the Prometheus text parser; SECONDS/3
+# One summary line per target; exit 1 on a failure (the input is kept in
+# build/fuzz/ and the fuzzer's reason printed), 2 when a target does not build.
 set -u
 secs=${1:-45}
+side=$((secs / 3))
+[ "$side" -ge 5 ] || side=5
 B=build/fuzz
 CC=${FUZZ_CC:-clang}
-mkdir -p "$B/corpus"
+FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -D_GNU_SOURCE -std=c11
+	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ianalyzer -Icapture -Ibench"
+mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom"
 
-if ! $CC -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 \
-	-D_GNU_SOURCE -std=c11 -Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings \
-	-Ianalyzer tests/fuzz/fuzz_line.c analyzer/jdoc.c analyzer/event.c analyzer/status.c \
-	-o "$B/fuzz_line"; then
-	echo "fuzz: could not build $B/fuzz_line with $CC (clang with libFuzzer is needed)" >&2
-	exit 2
-fi
+build() {   # build NAME SOURCES... [-lLIB]
+	name=$1; shift
+	# shellcheck disable=SC2086
+	if ! $CC $FLAGS "tests/fuzz/$name.c" "$@" -o "$B/$name"; then
+		echo "fuzz: could not build $B/$name with $CC (clang with libFuzzer is needed)" >&2
+		exit 2
+	fi
+}
+
+build fuzz_line analyzer/jdoc.c analyzer/event.c analyzer/status.c
+[ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c \
+	capture/banner.c capture/envlist.c capture/caprec.c capture/jbuf.c analyzer/jdoc.c \
+	analyzer/status.c -lpcre2-8
+[ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom bench/prom.c analyzer/status.c
 
 for f in fixtures/audit/*.jsonl; do
 	base=$(basename "$f" .jsonl)
@@ -27,17 +42,30 @@ printf '%s' '{"\u0065v":"merge","ev":1}' >"$B/corpus/seed-escaped-ev"
 printf '%s' '{"ev":"merge","step":1.000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001e1}' >"$B/corpus/seed-long-number"
 printf '%s' '{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{"ev":"x"}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}' >"$B/corpus/seed-nested"
 printf '%s' '{"ev":"merge","step":1,"host_pos":[9223372036854775807,-1],"dev_pos":[-9223372036854775808,1,2],"slot_req":["\ud83d\ude00",null],"buf_req":["a\u0000",null],"slot_gen":[1,2],"buf_slot_gen":[1,3],"taken":[true,false],"prefilled":[1,7,-1]}' >"$B/corpus/seed-merge-all"
+cp "$B"/corpus/seed-* "$B/corpus-capture/"
+printf 'INFO 11-29 20:41:02 [generator.py:1930] MERGE_AUDIT {"ev":"merge","step":1,"host_pos":[1],"dev_pos":[2]}\n' >"$B/corpus-capture/seed-log-prefix"
+printf '# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 3\nvllm:e2e_request_latency_seconds_bucket{le="+Inf"} 1.5e3\n' >"$B/corpus-prom/seed-metrics"
 
-log="$B/fuzz_line.log"
-"$B/fuzz_line" -max_len=4096 -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
-	-print_final_stats=1 -artifact_prefix="$B/" "$B/corpus" >"$log" 2>&1
-rc=$?
-runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
-inputs=$(ls "$B/corpus" | wc -l)
-if [ "$rc" -ne 0 ]; then
-	echo "fuzz: FAILED after ${runs:-?} runs (exit $rc); log $log" >&2
-	grep -E 'fuzz_line:|ERROR:|SUMMARY:|Test unit written' "$log" | head -n 8 >&2
-	exit 1
-fi
-echo "fuzz: fuzz_line ran ${runs:-?} inputs in ${secs}s, coverage ${cov:-?} edges, corpus $inputs files, no failure"
+failed=0
+run() {   # run NAME CORPUS SECONDS
+	name=$1 corpus=$2 t=$3
+	log="$B/$name.log"
+	"$B/$name" -max_len=4096 -max_total_time="$t" -timeout=10 -rss_limit_mb=1024 \
+		-print_final_stats=1 -artifact_prefix="$B/$name-" "$corpus" >"$log" 2>&1
+	rc=$?
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+	inputs=$(ls "$corpus" | wc -l)
+	if [ "$rc" -ne 0 ]; then
+		echo "fuzz: $name FAILED after ${runs:-?} runs (exit $rc); log $log" >&2
+		grep -E 'fuzz_|ERROR:|SUMMARY:|Test unit written' "$log" | head -n 8 >&2
+		failed=1
+		return
+	fi
+	echo "fuzz: $name ran ${runs:-?} inputs in ${t}s, coverage ${cov:-?} edges, corpus $inputs files, no failure"
+}
+
+run fuzz_line "$B/corpus" "$secs"
+[ -x "$B/fuzz_capture" ] && [ -f tests/fuzz/fuzz_capture.c ] && run fuzz_capture "$B/corpus-capture" "$side"
+[ -x "$B/fuzz_prom" ] && [ -f tests/fuzz/fuzz_prom.c ] && run fuzz_prom "$B/corpus-prom" "$side"
+exit "$failed"
