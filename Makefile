@@ -67,7 +67,7 @@ TEST_EXTRA_LIBS :=
 # Targets `make all` builds besides the CLI; fragments append.
 ALL_TARGETS := $(TTAUDIT)
 # Shell end-to-end tests, run in name order by tests/run-e2e.sh.
-E2E := $(sort $(wildcard tests/e2e/*.sh))
+E2E := $(sort $(wildcard tests/e2e/[0-9]*.sh))
 
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 

@@ -270,11 +270,13 @@ enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 			it->record = root;
 			src = jdoc_get(r->doc, root, "src");
 			ev = jdoc_get(r->doc, root, "ev");
-			if (src) {
-				st = reader_capture(r, it, src, si);
-			} else if (ev) {
+			/* an event may carry any unknown key, "src" included; capture
+			 * records never have a top-level "ev" */
+			if (ev) {
 				st = event_decode(r->dec, r->doc, root, &it->event, si);
 				it->has_event = !st;
+			} else if (src) {
+				st = reader_capture(r, it, src, si);
 			} else {
 				r->stats.ignored++;
 				continue;

@@ -104,7 +104,7 @@ static void garbage_note(struct tally_garbage *g, int64_t v, uint64_t n)
 		g->values[g->n_values].n = n;
 		g->n_values++;
 	} else {
-		g->values_dropped++;
+		g->values_dropped += n;
 	}
 }
 

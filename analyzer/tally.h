@@ -42,7 +42,7 @@ struct tally_garbage {
 	uint64_t count;          /* garbage dev_pos values seen, slot by slot */
 	uint64_t float32_like;
 	size_t n_values;         /* distinct values kept in values[] */
-	uint64_t values_dropped; /* distinct values beyond TALLY_GARBAGE_VALUES */
+	uint64_t values_dropped; /* garbage positions whose value found values[] full */
 	struct { int64_t value; uint64_t n; } values[TALLY_GARBAGE_VALUES];
 };
 

@@ -491,10 +491,12 @@ void replay_print_text(const struct replay *r, FILE *f)
 				tally_float32_like(g->values[i].value) ? " (float32-like)" : "");
 		fputc('\n', f);
 	}
-	if (g->values_dropped || g->n_values > REPLAY_GARBAGE_SHOWN)
-		fprintf(f, "  ... and %" PRIu64 " more distinct values (--json lists %d)\n",
-			g->values_dropped + g->n_values - (g->n_values > REPLAY_GARBAGE_SHOWN ?
-			REPLAY_GARBAGE_SHOWN : g->n_values), TALLY_GARBAGE_VALUES);
+	if (g->n_values > REPLAY_GARBAGE_SHOWN)
+		fprintf(f, "  ... and %zu more distinct values (--json lists up to %d)\n",
+			g->n_values - REPLAY_GARBAGE_SHOWN, TALLY_GARBAGE_VALUES);
+	if (g->values_dropped)
+		fprintf(f, "  ... and %" PRIu64 " positions of values beyond those %d\n",
+			g->values_dropped, TALLY_GARBAGE_VALUES);
 
 	tally_fingerprint(t, &fp);
 	fprintf(f, "\narm fingerprint: ");

@@ -360,6 +360,21 @@ static void test_capture_and_mixed(void **state)
 	audit_reader_free(r);
 }
 
+/* An event may carry any unknown key, "src" among them: it stays an event. */
+static void test_event_with_src_key(void **state)
+{
+	const char *path = WRITE("evsrc.jsonl",
+		"{\"ev\":\"merge\",\"src\":\"generator.py:1915\",\"step\":4,\"host_pos\":[1],\"dev_pos\":[2]}\n"
+		"{\"src\":\"banner\",\"rule\":\"r\",\"text\":\"t\"}\n");
+	struct audit_reader *r = open_ok(path, 0);
+
+	(void)state;
+	assert_string_equal(read_all(r), "E1m R2:banner");
+	assert_string_equal(stats_str(r),
+			    "lines 2 blank 0 events 1 other 0 malformed 0 ignored 0 capture 1 lost 0");
+	audit_reader_free(r);
+}
+
 static void test_line_cap(void **state)
 {
 	size_t big = 200000, n;
@@ -627,6 +642,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_capture_and_mixed),
+		cmocka_unit_test(test_event_with_src_key),
 		cmocka_unit_test(test_line_cap),
 		cmocka_unit_test(test_empty_and_blank),
 		cmocka_unit_test(test_gzip),

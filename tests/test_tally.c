@@ -403,6 +403,12 @@ static void test_garbage(void **state)
 		assert_int_equal(g->count, TALLY_GARBAGE_VALUES + 4);
 		assert_int_equal(g->n_values, TALLY_GARBAGE_VALUES);
 		assert_int_equal(g->values_dropped, 3);
+		/* a value that found the list full counts again at each position */
+		d1[0] = -100 - (int64_t)TALLY_GARBAGE_VALUES;
+		FX(&f, 100, h1, d1);
+		tally_merge(t, &f.m, "x", 1);
+		assert_int_equal(g->values_dropped, 4);
+		assert_int_equal(g->count, TALLY_GARBAGE_VALUES + 5);
 		assert_int_equal(g->values[0].value, -100);
 		assert_int_equal(g->values[0].n, 2);
 		assert_int_equal(g->values[TALLY_GARBAGE_VALUES - 1].value,

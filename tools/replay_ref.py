@@ -158,7 +158,7 @@ class Replay:
                     obj = json.loads(line)
                     if not isinstance(obj, dict):
                         raise ValueError("not an object")
-                    if "src" in obj:
+                    if "ev" not in obj and "src" in obj:
                         if obj["src"] == "lost":
                             self.lost += obj.get("count", 0)
                             continue
