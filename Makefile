@@ -71,6 +71,9 @@ E2E := $(sort $(wildcard tests/e2e/[0-9]*.sh))
 
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
+# Keep objects make would otherwise delete as intermediates after a link.
+.SECONDARY:
+
 .PHONY: all demo check check-run deps deps-check test unit e2e asan fuzz bench \
 	install uninstall clean _demo
 all: _all
