@@ -30,6 +30,7 @@ struct follow {
 	off_t off;
 	int write_failed;
 	int waiting_noted;
+	int moved_noted;        /* said that the name is gone while the old file is read */
 };
 
 static void follow_put(struct follow *f, const char *rec, size_t len)
@@ -149,8 +150,19 @@ static void follow_sleep(const struct follow_opts *o)
 static void follow_check(struct follow *f, struct status_info *si)
 {
 	struct stat st;
+	int gone = stat(f->o->path, &st) != 0;
 
-	if (stat(f->o->path, &st) != 0 || st.st_dev != f->dev || st.st_ino != f->ino) {
+	if (gone && errno == ENOENT) {
+		/* Moved away and not replaced yet: a writer that still holds the
+		 * old file keeps appending to it, so keep reading it until a new
+		 * file takes the name. */
+		if (!f->moved_noted)
+			follow_note(f, "file moved away, reading it until a new one appears");
+		f->moved_noted = 1;
+		return;
+	}
+	f->moved_noted = 0;
+	if (gone || st.st_dev != f->dev || st.st_ino != f->ino) {
 		/* Rotated: read what was appended to the old file since the last
 		 * read; the rest of its last line is complete as far as it goes. */
 		while (follow_read(f, si) > 0)

@@ -40,7 +40,9 @@ printf 'line\n' >>"$L"
 audit 4 >>"$L"
 wait_for 4
 mv "$L" "$L.1"
+sleep 0.2                   # the follower sees the name gone before the writer is done
 audit 5 >>"$L.1"            # written to the old file after the rename
+wait_for 5
 for s in 6 7; do audit $s >>"$L"; done
 wait_for 7
 : >"$L"
@@ -52,6 +54,7 @@ wait $FPID || fail "follow exited $? on SIGTERM"
 eq "$(jq -r 'select(.src=="audit") | .event.step' "$C" | tr '\n' ' ')" "1 2 3 4 5 6 7 8 " "followed audits"
 eq "$(jq -r .src "$C" | tail -n 1)" end "end record last"
 contains "$T/follow.err" "waiting for the file to appear"
+contains "$T/follow.err" "file moved away, reading it until a new one appears"
 contains "$T/follow.err" "file replaced, following the new file"
 contains "$T/follow.err" "file truncated, reading from its start"
 
