@@ -19,13 +19,20 @@ struct banner_rule {
 /*
  * Prefilter: most lines are not banners, and one regex search per line is
  * the shim's largest cost on a busy log. Each rule's pattern is read for
- * literal text every match must contain (one run per top-level branch); the
- * first four bytes of each such run are hashed into `gram`. A line none of
- * whose 4-byte windows hits the table cannot match, and skips the regex.
- * A rule without a usable literal sets `always` and disables the filter.
+ * literal text every match must contain: in each top-level branch, its
+ * longest run of literal bytes (up to BANNER_RUN_MAX). Every 4-byte window
+ * of that run is hashed into `gram`. A run of m bytes has m - 3 windows, so
+ * wherever it occurs in a line, one of them starts at a multiple of any
+ * stride up to m - 3: the line is probed only at those offsets, `stride`
+ * being the smallest m - 3 over all branches. A line none of whose probes
+ * hits the table cannot match, and skips the regex. Each window is hashed
+ * twice, into `gram` and `gram2` (a two-probe Bloom filter), so that few
+ * ordinary lines pay for a regex search they did not need. A rule without
+ * a usable literal sets `always` and disables the filter.
  */
 #define BANNER_GRAM_BITS 16
 #define BANNER_LIT_MIN 4
+#define BANNER_RUN_MAX 32
 
 struct banner_set {
 	struct banner_rule *rules;
@@ -33,14 +40,33 @@ struct banner_set {
 	pcre2_code *all;         /* every rule in one alternation, or NULL */
 	int all_jit;
 	int always;              /* some rule has no literal: no prefilter */
+	size_t stride;           /* probe every stride-th window (>= 1 once a run is added) */
 	uint64_t gram[(1u << BANNER_GRAM_BITS) / 64];
+	uint64_t gram2[(1u << BANNER_GRAM_BITS) / 64];
 };
 
-static unsigned banner_gram_hash(const unsigned char *p)
+/* Four bytes as one word, in host order: the table is built and probed alike. */
+static uint32_t banner_gram(const unsigned char *p)
 {
-	uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	uint32_t v;
 
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static unsigned banner_hash1(uint32_t v)
+{
 	return (unsigned)((v * 2654435761u) >> (32 - BANNER_GRAM_BITS));
+}
+
+static unsigned banner_hash2(uint32_t v)
+{
+	return (unsigned)((v * 0x85ebca6bu) >> (32 - BANNER_GRAM_BITS));
+}
+
+static int banner_bit(const uint64_t *t, unsigned h)
+{
+	return (int)(t[h / 64] >> (h % 64) & 1);
 }
 
 static int banner_meta(char c)
@@ -48,16 +74,83 @@ static int banner_meta(char c)
 	return c && strchr("\\^$.|?*+()[]{}", c) != NULL;
 }
 
+static int banner_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
 /*
- * Adds to the prefilter the first BANNER_LIT_MIN bytes of a literal run from
- * each top-level branch of pat. Returns 0 when some branch has none (or the
+ * How many pattern bytes after `\e` (at p[0..n)) are the escape's argument
+ * rather than literal text: \x41, \101, \cA, \pL, \g-1, \k<name>. Arguments
+ * in braces (\x{41}, \p{Lu}) are skipped by the caller as braces.
+ */
+static size_t banner_escape_args(const char *p, size_t n, char e)
+{
+	size_t k = 0;
+
+	if (e == 'c')
+		return n ? 1 : 0;
+	if (e == 'x') {
+		while (k < n && k < 2 && banner_hex(p[k]))
+			k++;
+		return k;
+	}
+	if (e == 'p' || e == 'P')
+		return n && p[0] != '{' ? 1 : 0;
+	if ((e == 'g' || e == 'k') && n && (p[0] == '<' || p[0] == '\'')) {
+		char end = p[0] == '<' ? '>' : '\'';
+		for (k = 1; k < n && p[k] != end; k++)
+			;
+		return k < n ? k + 1 : k;
+	}
+	if ((e == 'g' || e == 'k') && n && (p[0] == '+' || p[0] == '-'))
+		k = 1;
+	if ((e >= '0' && e <= '9') || e == 'g' || e == 'k')
+		while (k < n && p[k] >= '0' && p[k] <= '9')
+			k++;
+	return k;
+}
+
+/* Index of the '}' closing the brace at p[0], or 0 when '{' is literal text. */
+static size_t banner_brace_end(const char *p, size_t n)
+{
+	size_t k;
+
+	for (k = 1; k < n; k++) {
+		if (p[k] == '}')
+			return k;
+		if (strchr("|()[\\{", p[k]))
+			return 0;
+	}
+	return 0;
+}
+
+static void banner_add_run(struct banner_set *set, const unsigned char *run, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + BANNER_LIT_MIN <= len; i++) {
+		uint32_t v = banner_gram(run + i);
+		unsigned h = banner_hash1(v), h2 = banner_hash2(v);
+		set->gram[h / 64] |= (uint64_t)1 << (h % 64);
+		set->gram2[h2 / 64] |= (uint64_t)1 << (h2 % 64);
+	}
+	if (!set->stride || len - (BANNER_LIT_MIN - 1) < set->stride)
+		set->stride = len - (BANNER_LIT_MIN - 1);
+}
+
+/*
+ * Adds to the prefilter the longest literal run of each top-level branch of
+ * pat. Returns 0 when some branch has no run of BANNER_LIT_MIN bytes (or the
  * pattern uses something this reading does not follow: options, \Q).
+ * Reading too little is safe (the filter lets more lines through); reading a
+ * byte as literal that a match need not contain would hide banners.
  */
 static int banner_literals(struct banner_set *set, const char *pat, size_t n)
 {
-	unsigned char run[BANNER_LIT_MIN];
-	size_t i = 0, len = 0;
-	int depth = 0, found = 0, cls = 0;
+	unsigned char run[BANNER_RUN_MAX], best[BANNER_RUN_MAX];
+	size_t i = 0, len = 0, best_len = 0;
+	int depth = 0, cls = 0;
 
 	for (;; i++) {
 		char c = i < n ? pat[i] : '\0';
@@ -66,12 +159,12 @@ static int banner_literals(struct banner_set *set, const char *pat, size_t n)
 		int last = 0;       /* a literal that ends the run after itself ("a+") */
 
 		if (i == n || (c == '|' && depth == 0 && !cls)) {
-			if (!found)
+			if (best_len < BANNER_LIT_MIN)
 				return 0;
+			banner_add_run(set, best, best_len);
 			if (i == n)
 				return 1;
-			found = 0;
-			len = 0;
+			len = best_len = 0;
 			continue;
 		}
 		if (cls) {                      /* inside [...] */
@@ -89,11 +182,18 @@ static int banner_literals(struct banner_set *set, const char *pat, size_t n)
 			if (depth == 0 && banner_meta(e)) {
 				lit = e;
 				breaks = 0;
+			} else if (i < n) {
+				i += banner_escape_args(pat + i + 1, n - i - 1, e);
 			}
 		} else if (c == '[') {
 			cls = 1;
 			if (i + 1 < n && pat[i + 1] == ']')
 				i++;
+		} else if (c == '{') {
+			/* a quantifier's or an escape's argument: not literal text */
+			size_t k = banner_brace_end(pat + i, n - i);
+			if (k)
+				i += k;
 		} else if (c == '(') {
 			if (i + 1 < n && (pat[i + 1] == '?' || pat[i + 1] == '*') &&
 			    !(i + 2 < n && pat[i + 1] == '?' && pat[i + 2] == ':'))
@@ -117,29 +217,29 @@ static int banner_literals(struct banner_set *set, const char *pat, size_t n)
 			len = 0;
 			continue;
 		}
-		if (len < BANNER_LIT_MIN)
+		if (len < BANNER_RUN_MAX) {
 			run[len++] = (unsigned char)lit;
-		if (len == BANNER_LIT_MIN && !found) {
-			unsigned h = banner_gram_hash(run);
-			set->gram[h / 64] |= (uint64_t)1 << (h % 64);
-			found = 1;
+			if (len > best_len) {
+				memcpy(best, run, len);
+				best_len = len;
+			}
 		}
 		if (last)
 			len = 0;
 	}
 }
 
-/* 1 when some 4-byte window of s is in the prefilter. */
+/* 1 when some probed 4-byte window of s is in the prefilter. */
 static int banner_maybe(const struct banner_set *set, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t i;
+	size_t i, step = set->stride;
 
 	if (set->always)
 		return 1;
-	for (i = 0; i + BANNER_LIT_MIN <= n; i++) {
-		unsigned h = banner_gram_hash(u + i);
-		if (set->gram[h / 64] >> (h % 64) & 1)
+	for (i = 0; i + BANNER_LIT_MIN <= n; i += step) {
+		uint32_t v = banner_gram(u + i);
+		if (banner_bit(set->gram, banner_hash1(v)) && banner_bit(set->gram2, banner_hash2(v)))
 			return 1;
 	}
 	return 0;

@@ -23,6 +23,15 @@ struct classify_result {
 	int rule;                  /* CLASSIFY_BANNER: index in the banner set */
 };
 
+/*
+ * A quick, allocation-free reading of s[0..n) as one JSON object, for the
+ * common audit line (no escapes in strings, nesting up to 32): returns 1 and
+ * sets *has_ev exactly as jdoc_check() would, or -1 when it cannot tell
+ * (anything else, including every invalid input): then ask jdoc_check().
+ * classify_line() uses it; tests/fuzz/fuzz_capture.c holds it to jdoc_check.
+ */
+int classify_object(const char *s, size_t n, int *has_ev);
+
 /* `rules` may be NULL (no banners). `sc` is the caller's per-thread scratch. */
 enum classify_kind classify_line(const char *line, size_t n, const struct banner_set *rules,
 				 struct banner_scratch *sc, struct classify_result *res);

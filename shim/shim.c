@@ -41,8 +41,6 @@
 #define SHIM_CHECK_NS 1000000000L      /* check the capture fd at least once a second */
 
 struct shim_slot {
-	int fd;                        /* -1: free */
-	int via_stdio;
 	struct linebuf lb;
 	char mem[SHIM_LINE_CAP];
 };
@@ -64,6 +62,11 @@ struct shim_thread {
 	long tid;
 	atomic_size_t defer_len;
 	_Alignas(16) char defer[SHIM_DEFER_CAP];
+	/* Which fd each slot holds a partial line for: fd << 1 | via_stdio, -1
+	 * free. Kept apart from the slots' 64 KiB buffers so that looking a slot
+	 * up on every write touches one cache line. */
+	int key[SHIM_SLOTS];
+	unsigned used;                 /* bit i: key[i] >= 0 */
 	struct shim_slot slot[SHIM_SLOTS];
 	struct banner_scratch sc;
 	char fmt[SHIM_FMT_CAP];
@@ -379,9 +382,10 @@ static void shim_thread_reset(struct shim_thread *th)
 	int i;
 
 	for (i = 0; i < SHIM_SLOTS; i++) {
-		th->slot[i].fd = -1;
+		th->key[i] = -1;
 		linebuf_init(&th->slot[i].lb, th->slot[i].mem, SHIM_LINE_CAP);
 	}
+	th->used = 0;
 	atomic_store(&th->defer_len, 0);
 	th->tid = (long)syscall(SYS_gettid);
 }
@@ -444,39 +448,46 @@ static void shim_on_line(void *ctx_, const char *line, size_t n, int overlong)
 	shim_emit(th->out, len, &h.mono);
 }
 
-static struct shim_slot *shim_slot_for(struct shim_thread *th, int fd, int via_stdio)
+/*
+ * The slot index for fd's partial line (taking a free one), or -1. Most
+ * writes end their line, so usually no slot is in use and this is one test.
+ */
+static int shim_slot_for(struct shim_thread *th, int fd, int via_stdio)
 {
-	struct shim_slot *free_slot = NULL;
-	int i;
+	int i, key = fd << 1 | (via_stdio ? 1 : 0);
+	unsigned used = th->used, m;
 
-	for (i = 0; i < SHIM_SLOTS; i++) {
-		struct shim_slot *s = &th->slot[i];
-		if (s->fd == fd && s->via_stdio == via_stdio)
-			return s;
-		if (s->fd < 0 && !free_slot)
-			free_slot = s;
-	}
-	if (free_slot) {
-		free_slot->fd = fd;
-		free_slot->via_stdio = via_stdio;
-		linebuf_reset(&free_slot->lb);
-	}
-	return free_slot;
+	for (m = used; m; m &= m - 1)
+		if (th->key[i = __builtin_ctz(m)] == key)
+			return i;
+	if (used == (1u << SHIM_SLOTS) - 1)
+		return -1;
+	i = __builtin_ctz(~used);
+	th->key[i] = key;
+	th->used = used | 1u << i;
+	linebuf_reset(&th->slot[i].lb);
+	return i;
+}
+
+static void shim_slot_free(struct shim_thread *th, int i)
+{
+	th->key[i] = -1;
+	th->used &= ~(1u << i);
 }
 
 static void shim_feed_locked(struct shim_thread *th, int fd, int via_stdio, const void *data,
 			     size_t n)
 {
-	struct shim_slot *slot = shim_slot_for(th, fd, via_stdio);
+	int i = shim_slot_for(th, fd, via_stdio);
 	struct shim_line_ctx ctx = { th, fd };
 
-	if (!slot) {
+	if (i < 0) {
 		shim_lost(SHIM_LOST_SLOTS, shim_count_lines(data, n));
 		return;
 	}
-	linebuf_feed(&slot->lb, data, n, shim_on_line, &ctx);
-	if (!linebuf_pending(&slot->lb))
-		slot->fd = -1;
+	linebuf_feed(&th->slot[i].lb, data, n, shim_on_line, &ctx);
+	if (!linebuf_pending(&th->slot[i].lb))
+		shim_slot_free(th, i);
 }
 
 /* Called with shim_busy set: keeps bytes for the interrupted feed to process. */
@@ -630,10 +641,10 @@ void shim_fmt_done(int fd, const char *buf, size_t n, int cut)
 	shim_feed_locked(shim_self, fd, 1, buf, n);
 	if (cut) {
 		/* The rest of the output never arrives here: forget the cut line. */
-		struct shim_slot *slot = shim_slot_for(shim_self, fd, 1);
-		if (slot) {
-			linebuf_reset(&slot->lb);
-			slot->fd = -1;
+		int i = shim_slot_for(shim_self, fd, 1);
+		if (i >= 0) {
+			linebuf_reset(&shim_self->slot[i].lb);
+			shim_slot_free(shim_self, i);
 		}
 		shim_lost(SHIM_LOST_LONG, 1);
 	}
@@ -649,11 +660,11 @@ static void shim_thread_flush(struct shim_thread *th)
 
 	shim_drain(th);
 	for (i = 0; i < SHIM_SLOTS; i++) {
-		struct shim_line_ctx ctx = { th, th->slot[i].fd };
-		if (th->slot[i].fd < 0)
+		struct shim_line_ctx ctx = { th, th->key[i] >> 1 };
+		if (th->key[i] < 0)
 			continue;
 		linebuf_flush(&th->slot[i].lb, shim_on_line, &ctx);
-		th->slot[i].fd = -1;
+		shim_slot_free(th, i);
 	}
 }
 

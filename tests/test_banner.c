@@ -156,6 +156,82 @@ static void test_prefilter(void **state)
 	banner_set_free(set);
 }
 
+/* Escape and quantifier arguments are not literal text the line must hold. */
+static void test_prefilter_escapes(void **state)
+{
+	static const char text[] =
+		"hex  ab\\x41cdef\n"       /* \x41 is "A", not "41" */
+		"oct  \\101BCDE\n"         /* \101 is "A" */
+		"rep  zz{1,1000}yyyy\n"     /* "1,1000" is a quantifier */
+		"ctl  \\cAwxyz\n";          /* \cA is byte 1 */
+	static const char *const cases[][2] = {
+		{ "abAcdef", "hex" }, { "ABCDE", "oct" }, { "zzzyyyy", "rep" }, { "\001wxyz", "ctl" },
+		{ "ab41cdef", "-" },
+	};
+	struct banner_set *set = NULL;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(banner_set_parse(text, strlen(text), "t", &set, NULL), STATUS_OK);
+	assert_true(banner_set_filtered(set));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_string_equal(match(set, cases[i][0]), cases[i][1]);
+	banner_set_free(set);
+}
+
+/*
+ * The prefilter probes a line only every few bytes: a banner is found
+ * wherever it starts, for every rule of the built-in set and for a set whose
+ * shortest literal (seven bytes) makes the probes four bytes apart.
+ */
+static void test_prefilter_offsets(void **state)
+{
+	static const char *const lines[][2] = {
+		{ "async merge: unguarded position match (no merge guard engaged)", "arm:bare" },
+		{ "QWEN36_PREFILLED_SLOTS_FIX engaged", "arm:prefilled" },
+		{ "QWEN36_MERGE_BATCH_GUARD engaged", "arm:batch" },
+		{ "QWEN36_MERGE_LIFETIME_GUARD engaged", "arm:lifetime" },
+		{ "QWEN36_MERGE_STAMP_GUARD engaged", "arm:stamp" },
+		{ "QWEN36_MERGE_GARBAGE_BOUND engaged", "arm:bound" },
+		{ "vLLM API server version 1", "vllm:version" },
+		{ "non-default args: ", "vllm:args" },
+		{ "Initializing a LLM engine", "vllm:engine" },
+		{ "Initializing an V1 LLM engine", "vllm:engine" },
+		{ "# GPU blocks: ", "vllm:kv_cache" },
+		{ "Maximum concurrency for ", "vllm:kv_cache" },
+		{ "Uvicorn running on ", "vllm:ready" },
+		{ "Detected chips", "tt:device" },
+		{ "firmware version", "tt:firmware" },
+		{ "Firmware bundle version", "tt:firmware" },
+		{ "KMD version", "tt:kmd" },
+		{ "mesh device shape", "tt:mesh" },
+		{ "MESH_DEVICE=", "tt:mesh" },
+	};
+	static const char seven[] = "seven abcdefg|0123456789abcdefghijklmnop\n";
+	struct banner_set *set = banner_set_default(), *four = NULL;
+	char line[256];
+	size_t i, pad;
+
+	(void)state;
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		for (pad = 0; pad < 40; pad++) {
+			snprintf(line, sizeof(line), "%.*s%s%.*s", (int)pad,
+				 "........................................", lines[i][0], (int)(pad % 7),
+				 "xxxxxxx");
+			assert_string_equal(match(set, line), lines[i][1]);
+		}
+	banner_set_free(set);
+	assert_int_equal(banner_set_parse(seven, strlen(seven), "t", &four, NULL), STATUS_OK);
+	assert_true(banner_set_filtered(four));
+	for (pad = 0; pad < 12; pad++) {
+		snprintf(line, sizeof(line), "%.*sabcdefg", (int)pad, "............");
+		assert_string_equal(match(four, line), "seven");
+		snprintf(line, sizeof(line), "%.*sabcdef g", (int)pad, "............");
+		assert_string_equal(match(four, line), "-");
+	}
+	banner_set_free(four);
+}
+
 /* Matching allocates nothing: the scratch arena holds PCRE2's match data. */
 static void test_scratch(void **state)
 {
@@ -183,6 +259,8 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_prefilter),
+		cmocka_unit_test(test_prefilter_escapes),
+		cmocka_unit_test(test_prefilter_offsets),
 		cmocka_unit_test(test_scratch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "classify.h"
+#include "jdoc.h"
 
 static void test_kinds(void **state)
 {
@@ -45,10 +46,59 @@ static void test_kinds(void **state)
 	banner_set_free(set);
 }
 
+/*
+ * The quick reading settles the common audit line and agrees with
+ * jdoc_check whenever it answers; what it leaves (-1) jdoc_check decides.
+ */
+static void test_quick(void **state)
+{
+	static const struct { const char *obj; int quick; int ev; } cases[] = {
+		{ "{\"ev\":\"merge\",\"step\":41,\"host_pos\":[22,-1],\"dev_pos\":[]}", 1, 1 },
+		{ " { \"ev\" : \"merge\" , \"x\" : { } , \"y\" : [ ] }\t", 1, 1 },
+		{ "{\"a\":[true,false,null,-0,1.5e-3,2E+9,0.25],\"ev\":\"x\"}", 1, 1 },
+		{ "{\"ev\":1}", 1, 0 },
+		{ "{\"ev\":\"a\",\"ev\":2}", 1, 0 },                   /* the last one decides */
+		{ "{\"ev\":2,\"ev\":\"a\"}", 1, 1 },
+		{ "{\"x\":{\"ev\":\"nested\"}}", 1, 0 },
+		{ "{\"evx\":\"a\",\"e\":\"b\"}", 1, 0 },
+		{ "{\"ev\":\"caf\xc3\xa9\"}", 1, 1 },
+		{ "{}", 1, 0 },
+		{ "{\"\\u0065v\":\"merge\"}", -1, 1 },                 /* escapes: jdoc_check */
+		{ "{\"ev\":\"a\\\"b\"}", -1, 1 },
+		{ "{\"ev\":\"merge\"} trailing", -1, 0 },
+		{ "{\"ev\":\"merge\",}", -1, 0 },
+		{ "{\"ev\":01}", -1, 0 },
+		{ "{\"ev\":1.}", -1, 0 },
+		{ "{\"ev\":tru}", -1, 0 },
+		{ "{'model': 'x'}", -1, 0 },
+		{ "{\"ev\":\"merge\"", -1, 0 },
+		{ "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],\"ev\":\"x\"}", -1, 1 },
+		{ "[1]", -1, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *o = cases[i].obj;
+		struct jdoc_check chk;
+		int ev = -1, ok = jdoc_check(o, strlen(o), &chk) == 0;
+
+		assert_int_equal(classify_object(o, strlen(o), &ev), cases[i].quick);
+		if (cases[i].quick == 1) {
+			assert_true(ok);
+			assert_int_equal(ev, cases[i].ev);
+			assert_int_equal(chk.has_ev, ev);
+		} else {
+			assert_int_equal(ok && chk.has_ev, cases[i].ev);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_quick),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * fuzz_capture.c - libFuzzer target for the shim's line path: reassembly in
  * pieces (small buffer, so overlong lines happen), classification with the
  * built-in banner rules, and every record kind. Each record must be one
- * line holding exactly one JSON object, whatever bytes the line had.
+ * line holding exactly one JSON object, whatever bytes the line had. The
+ * quick object reading of classify_object() must agree with jdoc_check()
+ * whenever it answers, on each line and on the whole input.
  *
  * build: clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=c11 \
  *   -Ianalyzer -Icapture tests/fuzz/fuzz_capture.c capture/{linebuf,classify,banner,envlist,caprec,jbuf}.c \
@@ -20,6 +22,7 @@
 static struct banner_set *rules;
 static struct banner_scratch sc;
 static char out[4 * 256 + 512];
+static char wrap[4096 + 8];
 
 static void check(size_t n)
 {
@@ -31,14 +34,27 @@ static void check(size_t n)
 		abort();
 }
 
+static void quick(const char *s, size_t n)
+{
+	struct jdoc_check chk;
+	int ev = -1;
+
+	if (classify_object(s, n, &ev) == 1 && (jdoc_check(s, n, &chk) != 0 || chk.has_ev != ev))
+		abort();
+}
+
 static void on_line(void *ctx, const char *line, size_t n, int overlong)
 {
 	struct classify_result res;
 	struct caprec_head h = { { 1, 2 }, { 3, 4 }, 5, 6, 1 };
+	const char *brace = memchr(line, '{', n);
 
 	(void)ctx;
 	if (n > 256 || (overlong && n != 256))
 		abort();
+	quick(line, n);
+	if (brace)
+		quick(brace, n - (size_t)(brace - line));
 	classify_line(line, n, rules, &sc, &res);
 	if (res.kind == CLASSIFY_AUDIT)
 		check(caprec_audit(out, sizeof(out), &h, line + res.obj_off, res.obj_len));
@@ -59,6 +75,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!size)
 		return 0;
+	quick((const char *)data + 1, size - 1);
+	/* the same text one level down, where an "ev" no longer counts */
+	if (size - 1 <= sizeof(wrap) - 8) {
+		memcpy(wrap, "{\"w\":[", 6);
+		memcpy(wrap + 6, data + 1, size - 1);
+		memcpy(wrap + 6 + size - 1, "]}", 2);
+		quick(wrap, size - 1 + 8);
+	}
 	step = (size_t)data[0] % 17 + 1;
 	linebuf_init(&lb, mem, sizeof(mem));
 	for (i = 1; i < size; i += step)
