@@ -263,7 +263,7 @@ static const char banner_defaults[] =
 	"vllm:kv_cache GPU KV cache size: |# GPU blocks: |Maximum concurrency for \n"
 	"vllm:ready Application startup complete|Uvicorn running on \n"
 	"tt:device Opening user mode device driver|Detected chips\n"
-	"tt:firmware [Ff]irmware (bundle )?version\n"
+	"tt:firmware [Ff]irmware version|[Ff]irmware bundle version\n"
 	"tt:kmd KMD version\n"
 	"tt:mesh [Mm]esh device shape|MESH_DEVICE=\n";
 

@@ -176,41 +176,68 @@ int jbuf_str_cut(struct jbuf *w, const char *s, size_t n, size_t reserve)
 	return used < n;
 }
 
+static const char jbuf_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Writes v's decimal digits to end at `end`; returns where they start. */
+static char *jbuf_digits(char *end, uint64_t v)
+{
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		end -= 2;
+		memcpy(end, jbuf_pairs + 2 * d, 2);
+	}
+	if (v >= 10) {
+		end -= 2;
+		memcpy(end, jbuf_pairs + 2 * v, 2);
+	} else {
+		*--end = (char)('0' + v);
+	}
+	return end;
+}
+
 void jbuf_u64(struct jbuf *w, uint64_t v)
 {
-	char tmp[24];
-	size_t i = sizeof(tmp);
+	char tmp[24], *p = jbuf_digits(tmp + sizeof(tmp), v);
 
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	jbuf_raw(w, tmp + i, sizeof(tmp) - i);
+	jbuf_raw(w, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void jbuf_i64(struct jbuf *w, int64_t v)
 {
+	char tmp[24], *p;
+
 	if (v < 0) {
-		jbuf_raw(w, "-", 1);
-		jbuf_u64(w, (uint64_t)0 - (uint64_t)v);
+		p = jbuf_digits(tmp + sizeof(tmp), (uint64_t)0 - (uint64_t)v);
+		*--p = '-';
 	} else {
-		jbuf_u64(w, (uint64_t)v);
+		p = jbuf_digits(tmp + sizeof(tmp), (uint64_t)v);
 	}
+	jbuf_raw(w, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void jbuf_time(struct jbuf *w, const struct timespec *ts)
 {
-	char frac[7];
-	long us = ts->tv_nsec / 1000;
-	int i;
+	char tmp[40], *end = tmp + sizeof(tmp), *p;
+	unsigned us = (unsigned)(ts->tv_nsec / 1000);
+	int64_t sec = (int64_t)ts->tv_sec;
 
-	jbuf_i64(w, (int64_t)ts->tv_sec);
-	frac[0] = '.';
-	for (i = 6; i >= 1; i--) {
-		frac[i] = (char)('0' + us % 10);
-		us /= 10;
+	/* six decimals, always */
+	memcpy(end - 2, jbuf_pairs + 2 * (us % 100), 2);
+	memcpy(end - 4, jbuf_pairs + 2 * (us / 100 % 100), 2);
+	memcpy(end - 6, jbuf_pairs + 2 * (us / 10000 % 100), 2);
+	end[-7] = '.';
+	p = end - 7;
+	if (sec < 0) {
+		p = jbuf_digits(p, (uint64_t)0 - (uint64_t)sec);
+		*--p = '-';
+	} else {
+		p = jbuf_digits(p, (uint64_t)sec);
 	}
-	jbuf_raw(w, frac, 7);
+	jbuf_raw(w, p, (size_t)(end - p));
 }
 
 void jbuf_key(struct jbuf *w, const char *key)

@@ -100,6 +100,32 @@ static void test_numbers(void **state)
 	jbuf_time(&w, &ts);
 	buf[w.len] = '\0';
 	assert_string_equal(buf, "-9223372036854775808 18446744073709551615 1764448862.123456 0.000005");
+	/* every digit count, both parities */
+	{
+		static const uint64_t v[] = { 0, 7, 10, 99, 100, 999, 1000, 12345, 100000, 9876543 };
+		size_t i;
+
+		jbuf_init(&w, buf, sizeof(buf));
+		for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			jbuf_u64(&w, v[i]);
+			jbuf_i64(&w, -(int64_t)v[i]);
+		}
+		ts.tv_sec = 9;
+		ts.tv_nsec = 999999999;
+		jbuf_time(&w, &ts);
+		buf[w.len] = '\0';
+		assert_string_equal(buf, "00"
+				    "7-7"
+				    "10-10"
+				    "99-99"
+				    "100-100"
+				    "999-999"
+				    "1000-1000"
+				    "12345-12345"
+				    "100000-100000"
+				    "9876543-9876543"
+				    "9.999999");
+	}
 }
 
 int main(void)
