@@ -1,10 +1,22 @@
 /*
  * server.c - the HTTP surfaces over the generator model (see server.h).
  *
+ * Threads: libmicrohttpd's one polling thread (epoll) serves every
+ * connection; the generator thread steps the model; a housekeeping thread
+ * wakes waiting connections for their timers (stall end, disconnect probe).
+ * A connection with nothing to send is suspended (MHD_suspend_connection)
+ * and resumed by whoever gives it something: the generator on a token or a
+ * finish, the housekeeping thread on a timer. So no thread ever blocks on a
+ * connection's behalf and, with one polling thread, the time between taking
+ * a send stamp and handing the bytes to the socket is not stretched by a
+ * thousand runnable connection threads sharing a core.
+ *
  * Locking: one mutex (srv->mu) guards the model, every struct sreq and the
  * counters. The generator thread holds it while it steps the model, and
- * releases it while it sleeps the step's duration. Connection threads hold
- * it while they submit, read tokens, or format a chunk.
+ * releases it while it sleeps the step's duration. The polling thread holds
+ * it while it submits, takes tokens, or formats a chunk, never while it takes
+ * a send stamp or writes the send log. Lock order: srv->mu, then MHD's own
+ * locks (suspend and resume are called with srv->mu held).
  */
 #include "server.h"
 
@@ -31,6 +43,8 @@
 
 #define SRV_BODY_MAX (8u << 20)      /* request body cap */
 #define SRV_CHUNK_MAX 2048           /* one SSE chunk; token text is short */
+#define SRV_BLOCK 16384              /* bytes MHD asks a stream for at most */
+#define SRV_PROBE_S 0.5              /* a waiting connection checks for a gone client */
 #define SRV_NAME_MAX 256
 
 /* vLLM's default histogram buckets (seconds). */
@@ -57,18 +71,30 @@ struct sreq {
 	bool chat, stream, include_usage;
 	int n_prompt, max_tokens;
 	int *toks, n_tok;            /* delivered by the model, cap max_tokens */
-	int n_sent;                  /* tokens written to the client */
+	int n_sent;                  /* token chunks formatted for the client */
 	bool submitted, finished, aborted;
 	struct ttsim_req_result res;
 	unsigned long long handle;
-	pthread_cond_t cv;
 	int refs;                    /* connection + model */
 	double t_arrival, t_last;    /* CLOCK_MONOTONIC */
 	int reset_at, truncate_at, stall_at;   /* token index of a fault, -1 = none */
 	enum sphase phase;
 	char chunk[SRV_CHUNK_MAX];
 	size_t chunk_len, chunk_off;
+	int chunk_tok;               /* token index rq->chunk carries, -1 = none */
 	long created;
+	/* Waiting (srv->mu): suspended by us, to be resumed once. */
+	bool suspended;
+	bool probe;                  /* resumed by a timer: check for a gone client */
+	double wake_at;              /* the housekeeping thread resumes it then */
+	double stall_until;          /* end of the stall fault's pause, 0 = not begun */
+	bool stalled;                /* the stall fault has been served */
+	int term;                    /* end decided, after the bytes: 0 no, 1 clean, -1 drop, -2 cut */
+	/* Send stamps: touched by the polling thread only, without srv->mu. */
+	double *stamps;              /* per token, when send(2) took its chunk; NULL = no log */
+	int n_stamped;
+	int pend_lo, pend_hi;        /* tokens handed to MHD, not yet stamped; lo > hi = none */
+	bool logged;                 /* the stamps are in the send log */
 };
 
 /* Per-connection state (MHD's con_cls). */
@@ -77,6 +103,7 @@ struct sconn {
 	size_t len, cap;
 	bool too_big;
 	struct sreq *rq;
+	bool wait_full;              /* a non-streamed answer is pending */
 };
 
 struct ttsim_server {
@@ -87,8 +114,10 @@ struct ttsim_server {
 	int port;
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv;
-	pthread_t gen_thread;
-	bool gen_started, stopping;
+	pthread_cond_t hk_cv;        /* CLOCK_MONOTONIC */
+	double hk_next;              /* when the housekeeping thread wakes next */
+	pthread_t gen_thread, hk_thread;
+	bool gen_started, hk_started, stopping;
 	struct ttsim_model *model;
 	struct sreq *live;
 	uint64_t rng;                /* fault decisions and ids */
@@ -96,7 +125,7 @@ struct ttsim_server {
 	double noise_factor;
 	unsigned long long noise_steps;
 	double t_start;
-	FILE *send_log;
+	FILE *send_log;              /* written by the polling thread only */
 	/* metrics */
 	struct hist ttft, itl, e2e;
 	unsigned long long req_ok, req_aborted, req_errors;
@@ -162,7 +191,7 @@ static void sreq_release(struct sreq *rq)
 		srv->live = rq->next;
 	if (rq->next)
 		rq->next->prev = rq->prev;
-	pthread_cond_destroy(&rq->cv);
+	free(rq->stamps);
 	free(rq->toks);
 	free(rq);
 }
@@ -175,8 +204,7 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	if (!rq)
 		return NULL;
 	rq->toks = malloc((size_t)max_tokens * sizeof(int));
-	if (!rq->toks || pthread_cond_init(&rq->cv, NULL)) {
-		free(rq->toks);
+	if (!rq->toks) {
 		free(rq);
 		return NULL;
 	}
@@ -185,6 +213,9 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	rq->n_prompt = n_prompt;
 	rq->max_tokens = max_tokens;
 	rq->reset_at = rq->truncate_at = rq->stall_at = -1;
+	rq->chunk_tok = -1;
+	rq->pend_lo = 0;
+	rq->pend_hi = -1;
 	rq->refs = 1;
 	rq->created = (long)time(NULL);
 	rq->t_arrival = srv_mono();
@@ -207,6 +238,32 @@ static int srv_fault_at(struct ttsim_server *srv, double rate, int n)
 	return n > 1 ? 1 + (int)(srv_rand64(&srv->rng) % (uint64_t)(n - 1)) : 0;
 }
 
+/*
+ * Resumes rq's connection if we suspended it. mu held. Only a connection
+ * suspended by us is resumed, and only once per suspension: the suspension
+ * and this call both happen under mu, so a resume never overtakes it.
+ */
+static void srv_wake(struct sreq *rq, bool probe)
+{
+	if (!rq->suspended || !rq->conn)
+		return;
+	rq->suspended = false;
+	rq->probe = probe;
+	MHD_resume_connection(rq->conn);
+}
+
+/* Suspends the connection until srv_wake; the timer resumes it at wake_at
+ * at the latest. Called from MHD's callbacks for this connection, mu held. */
+static void srv_suspend(struct ttsim_server *srv, struct sreq *rq, double wake_at)
+{
+	rq->suspended = true;
+	rq->probe = false;
+	rq->wake_at = wake_at;
+	MHD_suspend_connection(rq->conn);
+	if (wake_at < srv->hk_next)
+		pthread_cond_signal(&srv->hk_cv);
+}
+
 /* --- model callbacks (generator thread, mu held) ----------------------------- */
 
 static void srv_on_token(void *ctx, void *user, int index, int tok)
@@ -223,7 +280,7 @@ static void srv_on_token(void *ctx, void *user, int index, int tok)
 	else
 		hist_add(&srv->itl, srv_itl_buckets, SRV_NB_ITL, now - rq->t_last);
 	rq->t_last = now;
-	pthread_cond_signal(&rq->cv);
+	srv_wake(rq, false);
 }
 
 static void srv_on_finish(void *ctx, void *user, const struct ttsim_req_result *res)
@@ -240,7 +297,7 @@ static void srv_on_finish(void *ctx, void *user, const struct ttsim_req_result *
 		srv->req_ok++;
 		hist_add(&srv->e2e, srv_ttft_buckets, SRV_NB_TTFT, srv_mono() - rq->t_arrival);
 	}
-	pthread_cond_signal(&rq->cv);
+	srv_wake(rq, false);
 	sreq_release(rq);
 }
 
@@ -280,6 +337,42 @@ static void *srv_gen_main(void *arg)
 		else
 			sched_yield();
 		pthread_mutex_lock(&srv->mu);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return NULL;
+}
+
+/*
+ * The housekeeping loop: resumes every suspended connection whose timer is
+ * due (a stall's end, or SRV_PROBE_S of waiting, after which its callback
+ * checks whether the client is gone: MHD does not watch a suspended
+ * connection's socket). Wakes at the earliest timer, at most every 20 ms.
+ */
+static void *srv_hk_main(void *arg)
+{
+	struct ttsim_server *srv = arg;
+	struct sreq *rq;
+	struct timespec ts;
+	double now, next;
+
+	pthread_mutex_lock(&srv->mu);
+	while (!srv->stopping) {
+		now = srv_mono();
+		next = now + SRV_PROBE_S;
+		for (rq = srv->live; rq; rq = rq->next) {
+			if (!rq->suspended)
+				continue;
+			if (rq->wake_at <= now)
+				srv_wake(rq, true);
+			else if (rq->wake_at < next)
+				next = rq->wake_at;
+		}
+		if (next < now + 0.02)
+			next = now + 0.02;
+		srv->hk_next = next;
+		ts.tv_sec = (time_t)next;
+		ts.tv_nsec = (long)((next - (double)ts.tv_sec) * 1e9);
+		pthread_cond_timedwait(&srv->hk_cv, &srv->mu, &ts);
 	}
 	pthread_mutex_unlock(&srv->mu);
 	return NULL;
@@ -605,21 +698,20 @@ static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int i)
 			  "\"model\":%s,\"choices\":[{\"index\":0,\"text\":\"%s\",\"logprobs\":null,"
 			  "\"finish_reason\":%s,\"stop_reason\":null}]}\n\n", rq->id, rq->created,
 			  srv->model_json, text, fin);
-	if (srv->send_log)
-		fprintf(srv->send_log, "{\"req\":\"%s\",\"i\":%d,\"mono\":%.6f}\n", rq->id, i,
-			srv_mono());
+	rq->chunk_tok = i;
 }
 
 /*
- * Fills rq->chunk with the next piece of the stream, waiting for tokens.
- * Returns 1 with a chunk, 0 at the clean end, -1 to drop the connection,
- * -2 to end the stream early (truncation fault). mu held.
+ * Fills rq->chunk with the next piece of the stream, without waiting.
+ * Returns 1 with a chunk, 2 when there is nothing to send yet (*wake_at: when
+ * to look again at the latest), 0 at the clean end, -1 to drop the
+ * connection, -2 to end the stream early (truncation fault). mu held.
  */
-static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq)
+static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wake_at)
 {
-	struct timespec ts;
-	bool stalled = false;
+	double now;
 
+	rq->chunk_tok = -1;
 	for (;;) {
 		if (srv->stopping)
 			return -1;
@@ -645,12 +737,15 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq)
 					return -1;
 				if (rq->truncate_at == rq->n_sent)
 					return -2;
-				if (rq->stall_at == rq->n_sent && !stalled) {
-					stalled = true;
-					pthread_mutex_unlock(&srv->mu);
-					srv_sleep(srv->c.stall_s);
-					pthread_mutex_lock(&srv->mu);
-					continue;
+				if (rq->stall_at == rq->n_sent && !rq->stalled) {
+					now = srv_mono();
+					if (rq->stall_until == 0)
+						rq->stall_until = now + srv->c.stall_s;
+					if (now < rq->stall_until) {
+						*wake_at = rq->stall_until;
+						return 2;
+					}
+					rq->stalled = true;
 				}
 				srv_token_chunk(srv, rq, rq->n_sent++);
 				return 1;
@@ -681,45 +776,132 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq)
 		case SP_END:
 			return 0;
 		}
-		/* Nothing to send yet: wait, probing for a vanished client. */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 500000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		if (pthread_cond_timedwait(&rq->cv, &srv->mu, &ts) == ETIMEDOUT &&
-		    srv_peer_closed(rq->conn))
-			return -1;
+		/* Nothing to send yet: wait for a token, probing for a gone client
+		 * now and then. */
+		*wake_at = srv_mono() + SRV_PROBE_S;
+		return 2;
 	}
 }
 
+/*
+ * Appends rq's send stamps to the send log in one write, once. Polling
+ * thread only (the only writer of the log and of rq->stamps), mu not held:
+ * a request's lines are written together when its stream ends, so the
+ * per-token path has no stdio and no lock.
+ */
+static void srv_log_stamps(struct ttsim_server *srv, struct sreq *rq)
+{
+	char *buf;
+	size_t cap, len = 0;
+	int i, w;
+
+	if (!srv->send_log || !rq->stamps || rq->logged)
+		return;
+	rq->logged = true;
+	if (!rq->n_stamped)
+		return;
+	cap = (size_t)rq->n_stamped * (TTSIM_ID_MAX + 64);
+	buf = malloc(cap);
+	if (!buf) {
+		ttsim_log(2, "WARNING", "ttsim", "send log: out of memory, %d stamps of %s lost",
+			  rq->n_stamped, rq->id);
+		return;
+	}
+	for (i = 0; i < rq->n_stamped; i++) {
+		w = snprintf(buf + len, cap - len, "{\"req\":\"%s\",\"i\":%d,\"mono\":%.6f}\n",
+			     rq->id, i, rq->stamps[i]);
+		if (w < 0 || (size_t)w >= cap - len)
+			break;
+		len += (size_t)w;
+	}
+	fwrite(buf, 1, len, srv->send_log);
+	fflush(srv->send_log);
+	free(buf);
+}
+
+/*
+ * MHD's content reader. Hands over as many whole pieces as fit (each token
+ * still its own SSE event), so tokens that piled up while the connection
+ * waited leave in one send. With nothing to send it suspends the connection
+ * and returns 0; a token, a finish or a timer resumes it.
+ *
+ * Send stamps. MHD (0.9.75, connection.c) sends what a reader call returned
+ * at this connection's next turn of its polling loop, not at once, and only
+ * once the whole piece has gone to the socket does it call the reader again,
+ * from the same turn, with nothing in between. So the time of the reader's
+ * entry is when send(2) returned with the last byte of the previous piece:
+ * the tokens of that piece are stamped here, first thing, before any lock.
+ * (A stamp taken when the bytes are returned would include the wait for the
+ * next turn, milliseconds with a thousand streams.) Every piece is followed
+ * by such a call: the stream always ends with one that returns its end.
+ */
 static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct sreq *rq = cls;
 	struct ttsim_server *srv = rq->srv;
-	size_t n;
-	int r;
+	size_t n = 0, k;
+	int r = 1, tok_lo = -1, tok_hi = -1, i;
+	double wake_at = 0, t;
 
 	(void)pos;
+	if (rq->pend_lo <= rq->pend_hi) {
+		t = srv_mono();
+		for (i = rq->pend_lo; i <= rq->pend_hi; i++)
+			rq->stamps[i] = t;
+		rq->n_stamped = rq->pend_hi + 1;
+		rq->pend_lo = 0;
+		rq->pend_hi = -1;
+	}
 	pthread_mutex_lock(&srv->mu);
-	if (rq->chunk_off >= rq->chunk_len) {
-		r = srv_next_chunk(srv, rq);
-		if (r <= 0) {
-			pthread_mutex_unlock(&srv->mu);
-			if (r == -1) {
-				srv_set_linger0(rq->conn);
-				return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (rq->probe) {
+		rq->probe = false;
+		if (srv_peer_closed(rq->conn))
+			rq->term = -1;
+	}
+	while (n < max && !rq->term) {
+		if (rq->chunk_off >= rq->chunk_len) {
+			r = srv_next_chunk(srv, rq, &wake_at);
+			if (r == 2)
+				break;
+			if (r <= 0) {
+				rq->term = r ? r : 1;
+				break;
 			}
-			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		k = rq->chunk_len - rq->chunk_off;
+		if (k > max - n)
+			k = max - n;
+		memcpy(buf + n, rq->chunk + rq->chunk_off, k);
+		n += k;
+		rq->chunk_off += k;
+		if (rq->chunk_off >= rq->chunk_len && rq->chunk_tok >= 0) {
+			if (tok_lo < 0)
+				tok_lo = rq->chunk_tok;
+			tok_hi = rq->chunk_tok;
 		}
 	}
-	n = rq->chunk_len - rq->chunk_off;
-	if (n > max)
-		n = max;
-	memcpy(buf, rq->chunk + rq->chunk_off, n);
-	rq->chunk_off += n;
+	if (!n) {
+		if (!rq->term) {
+			srv_suspend(srv, rq, wake_at);
+			pthread_mutex_unlock(&srv->mu);
+			return 0;
+		}
+		r = rq->term;
+		pthread_mutex_unlock(&srv->mu);
+		/* Written before MHD ends the response: a client that saw the end
+		 * of the stream finds its stamps in the log. */
+		srv_log_stamps(srv, rq);
+		if (r == -1) {
+			srv_set_linger0(rq->conn);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
 	pthread_mutex_unlock(&srv->mu);
+	if (tok_lo >= 0 && rq->stamps) {
+		rq->pend_lo = tok_lo;
+		rq->pend_hi = tok_hi;
+	}
 	return (ssize_t)n;
 }
 
@@ -782,6 +964,55 @@ static bool srv_loading(struct ttsim_server *srv)
 	return srv->c.load_time_s > 0 && srv_mono() - srv->t_start < srv->c.load_time_s;
 }
 
+/*
+ * The non-streamed answer, once the request has finished: called when the
+ * request is submitted and again each time its suspended connection is
+ * resumed. Returns MHD_YES after suspending to wait, MHD_NO to close the
+ * connection unanswered (client gone, abort, reset fault).
+ */
+static enum MHD_Result srv_full_step(struct ttsim_server *srv, struct MHD_Connection *conn,
+				     struct sconn *sc)
+{
+	struct sreq *rq = sc->rq;
+	bool fault = rq->reset_at >= 0;
+	double now;
+
+	pthread_mutex_lock(&srv->mu);
+	if (srv->stopping)
+		goto drop;
+	if (!rq->finished) {
+		if (rq->probe && srv_peer_closed(conn))
+			goto drop;
+		srv_suspend(srv, rq, srv_mono() + SRV_PROBE_S);
+		pthread_mutex_unlock(&srv->mu);
+		return MHD_YES;
+	}
+	if (rq->aborted || fault) {
+		pthread_mutex_unlock(&srv->mu);
+		if (fault)
+			srv_set_linger0(conn);
+		return MHD_NO;
+	}
+	if (rq->stall_at >= 0 && !rq->stalled) {
+		now = srv_mono();
+		if (rq->stall_until == 0)
+			rq->stall_until = now + srv->c.stall_s;
+		if (now < rq->stall_until) {
+			srv_suspend(srv, rq, rq->stall_until);
+			pthread_mutex_unlock(&srv->mu);
+			return MHD_YES;
+		}
+		rq->stalled = true;
+	}
+	pthread_mutex_unlock(&srv->mu);
+	sc->wait_full = false;
+	/* Finished requests are immutable: reading without the lock is safe. */
+	return srv_answer_full(srv, conn, rq);
+drop:
+	pthread_mutex_unlock(&srv->mu);
+	return MHD_NO;
+}
+
 static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Connection *conn,
 				      struct sconn *sc, bool chat)
 {
@@ -795,8 +1026,6 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 	struct status_info si;
-	struct timespec ts;
-	int fault;
 
 	/* The parse end, not cJSON_GetErrorPtr(): that one is a global, shared
 	 * by every connection thread. The body is NUL-terminated: length + 1 and
@@ -919,8 +1148,14 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		pthread_cond_signal(&srv->work_cv);
 	}
 	if (stream) {
+		if (srv->send_log) {
+			rq->stamps = calloc((size_t)max_tokens, sizeof(double));
+			if (!rq->stamps)
+				ttsim_log(2, "WARNING", "ttsim", "send log: out of memory, %s not logged",
+					  rq->id);
+		}
 		pthread_mutex_unlock(&srv->mu);
-		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SRV_CHUNK_MAX,
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SRV_BLOCK,
 							 srv_stream_read, rq, NULL);
 		if (!resp) {
 			ret = MHD_NO;
@@ -932,30 +1167,10 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		MHD_destroy_response(resp);
 		goto out;
 	}
-	/* Non-streaming: this connection's own thread waits for the whole answer. */
-	fault = rq->reset_at >= 0 ? 1 : 0;
-	while (!rq->finished && !srv->stopping) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		if (pthread_cond_timedwait(&rq->cv, &srv->mu, &ts) == ETIMEDOUT &&
-		    srv_peer_closed(conn))
-			break;
-	}
-	if (!rq->finished || rq->aborted || fault) {
-		pthread_mutex_unlock(&srv->mu);
-		if (fault)
-			srv_set_linger0(conn);
-		ret = MHD_NO;  /* closes the connection without an answer */
-		goto out;
-	}
-	if (rq->stall_at >= 0) {
-		pthread_mutex_unlock(&srv->mu);
-		srv_sleep(srv->c.stall_s);
-		pthread_mutex_lock(&srv->mu);
-	}
 	pthread_mutex_unlock(&srv->mu);
-	/* Finished requests are immutable: reading without the lock is safe. */
-	ret = srv_answer_full(srv, conn, rq);
+	/* Non-streaming: the connection waits, suspended, for the whole answer. */
+	sc->wait_full = true;
+	ret = srv_full_step(srv, conn, sc);
 out:
 	free(toks);
 	cJSON_Delete(req);
@@ -1266,6 +1481,8 @@ static enum MHD_Result srv_handler(void *cls, struct MHD_Connection *conn, const
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (sc->wait_full)
+		return srv_full_step(srv, conn, sc);
 	return srv_route(srv, conn, url, method, sc);
 }
 
@@ -1281,6 +1498,7 @@ static void srv_completed(void *cls, struct MHD_Connection *conn, void **con_cls
 	if (!sc)
 		return;
 	if (sc->rq) {
+		srv_log_stamps(srv, sc->rq);
 		pthread_mutex_lock(&srv->mu);
 		sc->rq->conn = NULL;
 		if (sc->rq->submitted && !sc->rq->finished)
@@ -1303,6 +1521,7 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *di;
 	enum status st;
+	pthread_condattr_t ca;
 	cJSON *jname;
 	char *js;
 
@@ -1326,6 +1545,10 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	free(js);
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->work_cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&srv->hk_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	srv->rng = c->model.seed ^ 0x7365727665722121ull;
 	srv->noise_rng = c->model.seed ^ 0x6e6f697365212121ull;
 	srv->noise_factor = 1.0;
@@ -1345,19 +1568,27 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 					   strerror(errno));
 			goto fail;
 		}
-		setvbuf(srv->send_log, NULL, _IOLBF, 0);
+		/* full buffering: srv_log_stamps flushes a request's lines at once */
+		setvbuf(srv->send_log, NULL, _IOFBF, 1u << 16);
 	}
 	if (pthread_create(&srv->gen_thread, NULL, srv_gen_main, srv)) {
 		st = status_set(si, STATUS_NOMEM, "cannot start the generator thread");
 		goto fail;
 	}
 	srv->gen_started = true;
+	if (pthread_create(&srv->hk_thread, NULL, srv_hk_main, srv)) {
+		st = status_set(si, STATUS_NOMEM, "cannot start the housekeeping thread");
+		goto fail;
+	}
+	srv->hk_started = true;
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)c->port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	srv->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				  MHD_USE_POLL | MHD_USE_ITC, (uint16_t)c->port, NULL, NULL, srv_handler, srv,
+	/* One polling thread over epoll, connections suspended while they wait
+	 * (see the top of this file). */
+	srv->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+				  MHD_ALLOW_SUSPEND_RESUME, (uint16_t)c->port, NULL, NULL, srv_handler, srv,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				  MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
@@ -1391,14 +1622,23 @@ void ttsim_server_stop(struct ttsim_server *srv)
 		return;
 	pthread_mutex_lock(&srv->mu);
 	srv->stopping = true;
-	for (rq = srv->live; rq; rq = rq->next)
-		pthread_cond_broadcast(&rq->cv);
 	pthread_cond_broadcast(&srv->work_cv);
+	pthread_cond_broadcast(&srv->hk_cv);
 	pthread_mutex_unlock(&srv->mu);
-	if (srv->d)
-		MHD_stop_daemon(srv->d);
+	/* Nothing may resume a connection once MHD has begun to close them. */
 	if (srv->gen_started)
 		pthread_join(srv->gen_thread, NULL);
+	if (srv->hk_started)
+		pthread_join(srv->hk_thread, NULL);
+	if (srv->d) {
+		/* MHD must not be stopped with connections suspended: resume them,
+		 * their callbacks see stopping and end them. */
+		pthread_mutex_lock(&srv->mu);
+		for (rq = srv->live; rq; rq = rq->next)
+			srv_wake(rq, false);
+		pthread_mutex_unlock(&srv->mu);
+		MHD_stop_daemon(srv->d);
+	}
 	/* Connections are gone; what the model still holds is aborted (which
 	 * drops the model's references and frees those requests). */
 	pthread_mutex_lock(&srv->mu);
@@ -1410,13 +1650,14 @@ void ttsim_server_stop(struct ttsim_server *srv)
 	pthread_mutex_unlock(&srv->mu);
 	for (rq = srv->live; rq; rq = next) {
 		next = rq->next;
-		pthread_cond_destroy(&rq->cv);
+		free(rq->stamps);
 		free(rq->toks);
 		free(rq);
 	}
 	ttsim_model_free(srv->model);
 	if (srv->send_log)
 		fclose(srv->send_log);
+	pthread_cond_destroy(&srv->hk_cv);
 	pthread_cond_destroy(&srv->work_cv);
 	pthread_mutex_destroy(&srv->mu);
 	free(srv);

@@ -4,9 +4,10 @@
  * and without streaming, metrics, reset_prefix_cache), over one generator
  * loop thread that batches every connection's requests into the model.
  *
- * Binds 127.0.0.1 only. One thread per connection (libmicrohttpd); a
- * connection's thread waits on its request's condition variable for tokens,
- * so ~1024 concurrent streams cost ~1024 mostly idle threads.
+ * Binds 127.0.0.1 only. One libmicrohttpd polling thread (epoll) serves
+ * every connection; a connection waiting for tokens is suspended, not a
+ * blocked thread, so ~1024 concurrent streams cost no thread each. With a
+ * send log, each streamed token is stamped when send(2) has taken its chunk.
  */
 #ifndef TTSIM_SERVER_H
 #define TTSIM_SERVER_H
@@ -25,7 +26,8 @@ struct ttsim_server_config {
 	int default_max_tokens;     /* when a request gives none */
 	unsigned max_connections;
 	struct ttsim_audit *audit;  /* not owned; NULL = none */
-	const char *send_log;       /* JSONL per streamed token, NULL = none */
+	const char *send_log;       /* JSONL per streamed token, NULL = none; a request's
+				     * lines are written together when its stream ends */
 	/* Fault switches; each decision comes from a generator seeded by model.seed. */
 	double load_time_s;         /* /health 503 (and every route) for this long */
 	bool never_generate;        /* requests are accepted and never scheduled */
