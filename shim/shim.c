@@ -517,6 +517,8 @@ static void shim_drain(struct shim_thread *th)
 {
 	size_t i = 0;
 
+	if (!atomic_load_explicit(&th->defer_len, memory_order_relaxed))
+		return;   /* the usual case: no handler wrote */
 	for (;;) {
 		size_t end = atomic_load(&th->defer_len);
 
