@@ -15,17 +15,22 @@
 #     and in the loop thread's CPU time: bytes that arrive while the loop is
 #     busy wait that long to be timed, so this bounds the client's own share
 #     of the error; wall far above CPU means the host took the core away.
-# ttsim's send time is taken when it formats a chunk, before its HTTP layer
-# writes it, so the error includes ttsim's own queueing: a raw-socket reader
-# (Python, one stream) measured against the same log gives that floor.
+# ttsim's send time for a token is when send(2) returned with the last byte
+# of its chunk, so the error is the client's and the loopback's, not ttsim's
+# queueing: a raw-socket reader (Python, one stream) measured against the
+# same log gives the floor of the measurement itself.
+# TIME_SCALE (default 0, instant tokens: ttsim outpaces the client and the
+# error measures the client's backlog) paces the generator instead: at 0.1
+# with 256 slots a decode step delivers 256 tokens at once every ~17 ms.
 # Nothing here asserts a figure; it reports.
 #
-# usage: tools/bench-load.sh   (env: BUILD, PYTHON, LEVELS, TOKENS)
+# usage: tools/bench-load.sh   (env: BUILD, PYTHON, LEVELS, TOKENS, TIME_SCALE)
 set -u
 BUILD="${BUILD:-build}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 LEVELS="${LEVELS:-1 16 64 256 512 1024}"
 TOKENS="${TOKENS:-16}"
+TIME_SCALE="${TIME_SCALE:-0}"
 cd "$(dirname "$0")/.."
 TTAUDIT="$PWD/$BUILD/ttaudit"
 TTSIM="$PWD/$BUILD/ttsim"
@@ -52,7 +57,7 @@ fi
 
 sim_start() {
 	rm -f "$W/port" "$W/send.jsonl"
-	$SERVER_PIN "$TTSIM" serve --port 0 --port-file "$W/port" --time-scale 0 --no-audit \
+	$SERVER_PIN "$TTSIM" serve --port 0 --port-file "$W/port" --time-scale "$TIME_SCALE" --no-audit \
 		--slots 256 --send-log "$W/send.jsonl" 2>"$W/sim.err" &
 	SIMPID=$!
 	n=0
@@ -129,7 +134,7 @@ e = sorted(t - sent[(r, i)] for r, i, t in got if (r, i) in sent)
 print("%d %.0f %.0f" % (len(e), e[len(e) // 2] * 1e6, e[max(0, -(-len(e) * 99 // 100) - 1)] * 1e6))
 PY
 
-echo "client: $TTAUDIT bench ${CLIENT_PIN:+(pinned: $CLIENT_PIN)}; server: ttsim --time-scale 0 --slots 256 ${SERVER_PIN:+(pinned: $SERVER_PIN)}"
+echo "client: $TTAUDIT bench ${CLIENT_PIN:+(pinned: $CLIENT_PIN)}; server: ttsim --time-scale $TIME_SCALE --slots 256 ${SERVER_PIN:+(pinned: $SERVER_PIN)}"
 echo "each level: closed loop, one wave of max(level, 32) requests of $TOKENS tokens"
 printf '%7s %6s %6s %9s %10s %6s %9s %11s %11s %26s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "us/token" "err p50 us" "err p99 us" "busy wall/cpu p50/p99 us" sustained
 best=0 best_err=0
