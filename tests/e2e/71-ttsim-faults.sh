@@ -1,7 +1,8 @@
 #!/bin/sh
 # ttsim serve: how the arm is engaged and announced (environment, --arm, the
 # banner-only and no-banner faults), and the injected faults other parts test
-# against: load time, errors, resets, stalls, truncation, never generating.
+# against: load time, errors, resets, stalls, truncation, never generating,
+# a client that leaves while it waits.
 . tests/e2e/lib.sh
 . tests/e2e/ttsim.inc
 P='-s -H Content-Type:application/json'
@@ -100,6 +101,28 @@ rc=$?
 set -e
 eq "$rc" 28 "never-generate: curl timed out"
 lacks "$T/ng.txt" '"text"'
+sim_stop
+
+# a client that leaves while its request waits, suspended, for tokens (a long
+# non-streamed answer): the server notices within its probe interval and
+# aborts the request, freeing the slot
+sim_start gone --time-scale 1
+set +e
+curl -s --max-time 0.3 $P "$URL/v1/completions" -d '{"prompt":"gone","max_tokens":2000}' >/dev/null
+set -e
+running() {
+	curl -s "$URL/metrics" | awk '/^vllm:num_requests_running/ { print $2 }'
+}
+aborted() {
+	curl -s "$URL/metrics" | awk '/^vllm:request_success_total.*abort/ { print $2 }'
+}
+n=0
+while [ "$(aborted)" != 1.0 ] && [ $n -lt 30 ]; do
+	n=$((n + 1))
+	sleep 0.1
+done
+eq "$(aborted)" 1.0 "a gone client's request aborted"
+eq "$(running)" 0.0 "nothing left running after a client left"
 sim_stop
 
 # bad usage

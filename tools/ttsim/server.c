@@ -86,6 +86,7 @@ struct sreq {
 	/* Waiting (srv->mu): suspended by us, to be resumed once. */
 	bool suspended;
 	bool probe;                  /* resumed by a timer: check for a gone client */
+	double probe_at;             /* a non-streamed wait checks for a gone client then */
 	double wake_at;              /* the housekeeping thread resumes it then */
 	double stall_until;          /* end of the stall fault's pause, 0 = not begun */
 	bool stalled;                /* the stall fault has been served */
@@ -975,15 +976,20 @@ static enum MHD_Result srv_full_step(struct ttsim_server *srv, struct MHD_Connec
 {
 	struct sreq *rq = sc->rq;
 	bool fault = rq->reset_at >= 0;
-	double now;
+	double now = srv_mono();
 
 	pthread_mutex_lock(&srv->mu);
 	if (srv->stopping)
 		goto drop;
 	if (!rq->finished) {
-		if (rq->probe && srv_peer_closed(conn))
-			goto drop;
-		srv_suspend(srv, rq, srv_mono() + SRV_PROBE_S);
+		/* Every token resumes the wait, so the timer alone would never
+		 * probe while tokens come: probe by time as well. */
+		if (rq->probe || now >= rq->probe_at) {
+			if (srv_peer_closed(conn))
+				goto drop;
+			rq->probe_at = now + SRV_PROBE_S;
+		}
+		srv_suspend(srv, rq, rq->probe_at);
 		pthread_mutex_unlock(&srv->mu);
 		return MHD_YES;
 	}
@@ -1170,6 +1176,7 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	pthread_mutex_unlock(&srv->mu);
 	/* Non-streaming: the connection waits, suspended, for the whole answer. */
 	sc->wait_full = true;
+	rq->probe_at = srv_mono() + SRV_PROBE_S;
 	ret = srv_full_step(srv, conn, sc);
 out:
 	free(toks);
