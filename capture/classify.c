@@ -123,7 +123,10 @@ int classify_object(const char *s, size_t n, int *has_ev)
 			else if (c == 'n')
 				i = n - i >= 4 && !memcmp(s + i, "null", 4) ? i + 4 : 0;
 			else if (c == '-' || classify_digit(c))
-				i = classify_number(s, n, i);
+				/* a run of numbers in an array (positions) in one go */
+				while ((i = classify_number(s, n, i)) && stack[depth - 1] == '[' &&
+				       n - i >= 2 && s[i] == ',' && (s[i + 1] == '-' || classify_digit(s[i + 1])))
+					i++;
 			else
 				i = 0;
 			if (!i)
