@@ -38,6 +38,9 @@ static int jp_fail(struct jp *p, const char *msg)
 
 static void jp_ws(struct jp *p)
 {
+	/* compact JSON has no whitespace: leave on the first byte above ' ' */
+	if (p->i < p->n && (unsigned char)p->s[p->i] > ' ')
+		return;
 	while (p->i < p->n) {
 		char c = p->s[p->i];
 		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
@@ -75,11 +78,15 @@ static int32_t jp_node(struct jp *p, enum jtype t)
 		d->cap_nodes = cap;
 	}
 	v = &d->nodes[d->n_nodes];
-	memset(v, 0, sizeof(*v));
 	v->type = t;
+	v->int_overflow = 0;
+	v->n = 0;
 	v->kid = -1;
 	v->next = -1;
 	v->off = (uint32_t)p->i;
+	v->key = NULL;
+	v->keylen = 0;
+	v->u.i = 0;
 	return (int32_t)d->n_nodes++;
 }
 
@@ -237,13 +244,17 @@ static int jp_number(struct jp *p, int32_t idx)
 		if (p->i < p->n && isdigit_c(p->s[p->i]))
 			return jp_fail(p, "leading zero in number");
 	} else {
+		/* 19 digits always fit a uint64; only longer literals take the
+		 * overflow-checked loop */
+		size_t first = p->i;
+		while (p->i < p->n && isdigit_c(p->s[p->i]) && p->i - first < 19)
+			mag = mag * 10 + (unsigned)(p->s[p->i++] - '0');
 		while (p->i < p->n && isdigit_c(p->s[p->i])) {
-			unsigned dgt = (unsigned)(p->s[p->i] - '0');
+			unsigned dgt = (unsigned)(p->s[p->i++] - '0');
 			if (mag > (UINT64_MAX - dgt) / 10)
 				overflow = 1;
 			else
 				mag = mag * 10 + dgt;
-			p->i++;
 		}
 	}
 	if (p->i < p->n && p->s[p->i] == '.') {
@@ -363,7 +374,7 @@ static int jp_container(struct jp *p, int32_t idx, int is_obj)
 			 * jdoc_check: the top-level member "ev" with a string value. The
 			 * last "ev" decides, as it does for jdoc_get().
 			 */
-			if (top && jp_key_is_ev(p->s + key_off + 1, key_end - key_off - 2))
+			if (!p->d && top && jp_key_is_ev(p->s + key_off + 1, key_end - key_off - 2))
 				p->has_ev = p->i < p->n && p->s[p->i] == '"';
 		}
 		if (jp_value(p, &kid))
