@@ -56,6 +56,7 @@ double load_wall(void)
 
 struct load_chunk_parser {
 	struct jdoc *doc;   /* reused chunk after chunk: no allocation per token */
+	size_t n_fast;      /* chunks read by the fast path */
 };
 
 struct load_chunk_parser *load_chunk_parser_new(void)
@@ -78,6 +79,11 @@ void load_chunk_parser_free(struct load_chunk_parser *cp)
 		return;
 	jdoc_free(cp->doc);
 	free(cp);
+}
+
+size_t load_chunk_parser_fast(const struct load_chunk_parser *cp)
+{
+	return cp->n_fast;
 }
 
 static void load_set_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
@@ -143,6 +149,280 @@ static int load_keep_text(struct load_result *r, const char *s, size_t n)
 	return 0;
 }
 
+/*
+ * What load_chunk takes from one chunk, found by either path. Strings are
+ * spans (not NUL-terminated): the fast path points into the chunk itself.
+ */
+struct load_fields {
+	const char *id, *content, *finish;
+	size_t n_id, n_content, n_finish;
+	bool has_id, has_content, has_finish, has_role;
+	const struct jval *usage;   /* full parse only; valid until the next parse */
+};
+
+/* --- fast path ------------------------------------------------------------ *
+ * Most chunks are compact objects whose strings carry no escapes. A scan of
+ * that subset finds the few fields needed without building a tree. It gives
+ * up (returns 1) on anything outside the subset: whitespace, an escape or a
+ * control byte in a string, a number other than a short integer, deep nesting,
+ * an "error" or "usage" member, a root that is not an object. The full parse
+ * then decides, so errors, escapes and usage are read exactly as by jdoc. */
+
+#define LOAD_FAST_DEPTH 8
+
+struct load_scan {
+	const char *p, *e;
+};
+
+/* At '"': the raw span of a string without escapes; 1 to give up. */
+static int load_scan_str(struct load_scan *x, const char **s, size_t *n)
+{
+	const char *q = x->p + 1;
+
+	for (; q < x->e; q++) {
+		unsigned char c = (unsigned char)*q;
+
+		if (c == '"') {
+			*s = x->p + 1;
+			*n = (size_t)(q - *s);
+			x->p = q + 1;
+			return 0;
+		}
+		if (c == '\\' || c < 0x20)
+			return 1;
+	}
+	return 1;
+}
+
+static int load_scan_value(struct load_scan *x, int depth);
+
+/* At '[' or '{': skips the container; keys are strings without escapes. */
+static int load_scan_container(struct load_scan *x, int depth)
+{
+	char close = *x->p == '[' ? ']' : '}';
+	const char *k;
+	size_t nk;
+
+	if (depth >= LOAD_FAST_DEPTH)
+		return 1;
+	x->p++;
+	if (x->p < x->e && *x->p == close) {
+		x->p++;
+		return 0;
+	}
+	for (;;) {
+		if (close == '}') {
+			if (x->p >= x->e || *x->p != '"' || load_scan_str(x, &k, &nk))
+				return 1;
+			if (x->p >= x->e || *x->p++ != ':')
+				return 1;
+		}
+		if (load_scan_value(x, depth + 1))
+			return 1;
+		if (x->p >= x->e)
+			return 1;
+		if (*x->p == ',') {
+			x->p++;
+			continue;
+		}
+		if (*x->p++ != close)
+			return 1;
+		return 0;
+	}
+}
+
+/* Skips one value of the subset. */
+static int load_scan_value(struct load_scan *x, int depth)
+{
+	const char *s, *q;
+	size_t n;
+
+	if (x->p >= x->e)
+		return 1;
+	switch (*x->p) {
+	case '"':
+		return load_scan_str(x, &s, &n);
+	case '{':
+	case '[':
+		return load_scan_container(x, depth);
+	case 'n':
+		n = 4, s = "null";
+		break;
+	case 't':
+		n = 4, s = "true";
+		break;
+	case 'f':
+		n = 5, s = "false";
+		break;
+	default:
+		/* -?(0|[1-9][0-9]*), at most 18 digits: an exact int64 either way;
+		 * a fraction or exponent gives up */
+		q = x->p;
+		if (*q == '-')
+			q++;
+		if (q >= x->e || *q < '0' || *q > '9')
+			return 1;
+		s = q;
+		if (*q == '0')
+			q++;
+		else
+			while (q < x->e && *q >= '0' && *q <= '9')
+				q++;
+		if (q - s > 18 || (q < x->e && (*q == '.' || *q == 'e' || *q == 'E' ||
+						(*q >= '0' && *q <= '9'))))
+			return 1;
+		x->p = q;
+		return 0;
+	}
+	if ((size_t)(x->e - x->p) < n || memcmp(x->p, s, n))
+		return 1;
+	x->p += n;
+	return 0;
+}
+
+/* One member of an object being read: the value at x->p under key k. */
+typedef int (*load_member_fn)(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth);
+
+/* At '{': calls fn for each member, in order (a later duplicate overrides). */
+static int load_scan_object(struct load_scan *x, int depth, load_member_fn fn, void *ctx)
+{
+	const char *k;
+	size_t nk;
+
+	if (depth >= LOAD_FAST_DEPTH || x->p >= x->e || *x->p != '{')
+		return 1;
+	x->p++;
+	if (x->p < x->e && *x->p == '}') {
+		x->p++;
+		return 0;
+	}
+	for (;;) {
+		if (x->p >= x->e || *x->p != '"' || load_scan_str(x, &k, &nk))
+			return 1;
+		if (x->p >= x->e || *x->p++ != ':')
+			return 1;
+		if (fn(x, k, nk, ctx, depth + 1))
+			return 1;
+		if (x->p >= x->e)
+			return 1;
+		if (*x->p == ',') {
+			x->p++;
+			continue;
+		}
+		return *x->p++ == '}' ? 0 : 1;
+	}
+}
+
+#define LOAD_KEY(k, nk, lit) ((nk) == sizeof(lit) - 1 && !memcmp((k), lit, sizeof(lit) - 1))
+
+/* A string member: sets *has and the span, or clears *has for another type. */
+static int load_scan_strval(struct load_scan *x, int depth, bool *has, const char **s, size_t *n)
+{
+	if (x->p < x->e && *x->p == '"') {
+		if (load_scan_str(x, s, n))
+			return 1;
+		*has = true;
+		return 0;
+	}
+	*has = false;
+	return load_scan_value(x, depth);
+}
+
+struct load_fast {
+	struct load_fields *f;
+	enum load_api api;
+	/* the delta's members, kept apart: only the last "delta" counts */
+	bool has_content, has_role;
+	const char *content;
+	size_t n_content;
+};
+
+static int load_scan_delta(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
+{
+	struct load_fast *ff = ctx;
+	const char *s;
+	size_t n;
+
+	if (LOAD_KEY(k, nk, "content"))
+		return load_scan_strval(x, depth, &ff->has_content, &ff->content, &ff->n_content);
+	if (LOAD_KEY(k, nk, "role"))
+		return load_scan_strval(x, depth, &ff->has_role, &s, &n);
+	return load_scan_value(x, depth);
+}
+
+static int load_scan_choice(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
+{
+	struct load_fast *ff = ctx;
+	struct load_fields *f = ff->f;
+
+	if (LOAD_KEY(k, nk, "finish_reason"))
+		return load_scan_strval(x, depth, &f->has_finish, &f->finish, &f->n_finish);
+	if (ff->api != LOAD_API_CHAT && LOAD_KEY(k, nk, "text"))
+		return load_scan_strval(x, depth, &f->has_content, &f->content, &f->n_content);
+	if (ff->api == LOAD_API_CHAT && LOAD_KEY(k, nk, "delta")) {
+		ff->has_content = ff->has_role = false;
+		if (x->p < x->e && *x->p == '{')
+			return load_scan_object(x, depth, load_scan_delta, ff);
+		return load_scan_value(x, depth);
+	}
+	return load_scan_value(x, depth);
+}
+
+static int load_scan_root(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
+{
+	struct load_fast *ff = ctx;
+	struct load_fields *f = ff->f;
+
+	if (LOAD_KEY(k, nk, "error") || LOAD_KEY(k, nk, "usage"))
+		return 1;
+	if (LOAD_KEY(k, nk, "id"))
+		return load_scan_strval(x, depth, &f->has_id, &f->id, &f->n_id);
+	if (!LOAD_KEY(k, nk, "choices"))
+		return load_scan_value(x, depth);
+	/* a later "choices" replaces everything an earlier one gave */
+	f->has_content = f->has_finish = false;
+	ff->has_content = ff->has_role = false;
+	if (x->p >= x->e || *x->p != '[')
+		return load_scan_value(x, depth);
+	if (x->p + 1 < x->e && x->p[1] == '{') {
+		/* the first element is the choice; the rest are skipped */
+		x->p++;
+		if (load_scan_object(x, depth + 1, load_scan_choice, ff))
+			return 1;
+		for (;;) {
+			if (x->p >= x->e)
+				return 1;
+			if (*x->p == ']') {
+				x->p++;
+				return 0;
+			}
+			if (*x->p++ != ',' || load_scan_value(x, depth + 1))
+				return 1;
+		}
+	}
+	return load_scan_value(x, depth);
+}
+
+/* 0 with f filled when the chunk is in the subset, 1 to use the full parse. */
+static int load_chunk_fast(enum load_api api, const char *data, size_t len, struct load_fields *f)
+{
+	struct load_scan x = { data, data + len };
+	struct load_fast ff = { .f = f, .api = api };
+
+	memset(f, 0, sizeof(*f));
+	if (len > LOAD_MAX_CHUNK || load_scan_object(&x, 0, load_scan_root, &ff) || x.p != x.e)
+		return 1;
+	if (api == LOAD_API_CHAT) {
+		f->has_content = ff.has_content;
+		f->content = ff.content;
+		f->n_content = ff.n_content;
+		f->has_role = ff.has_role;
+	}
+	return 0;
+}
+
+/* --- full parse ----------------------------------------------------------- */
+
 static const struct jval *load_get(struct jdoc *d, const struct jval *o, const char *k, enum jtype t)
 {
 	const struct jval *v;
@@ -153,13 +433,15 @@ static const struct jval *load_get(struct jdoc *d, const struct jval *o, const c
 	return v && v->type == t ? v : NULL;
 }
 
-int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
-	       bool keep_text, const char *data, size_t len, double now)
+/* Fills f; -1 with r failed on a bad chunk or an error. */
+static int load_chunk_full(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+			   const char *data, size_t len, struct load_fields *f)
 {
 	struct status_info si;
-	const struct jval *root, *v, *choices, *c, *content = NULL, *role = NULL, *usage;
+	const struct jval *root, *v, *choices, *c, *content = NULL, *role = NULL;
 	struct jdoc *d = cp->doc;
 
+	memset(f, 0, sizeof(*f));
 	if (jdoc_parse(d, data, len, &si)) {
 		load_set_fail(r, LOAD_FAIL_PROTOCOL, "chunk is not json at byte %ld: %s", si.byte, si.msg);
 		return -1;
@@ -179,8 +461,12 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 		return -1;
 	}
 	v = load_get(d, root, "id", JT_STR);
-	if (v && !r->id[0])
-		snprintf(r->id, sizeof(r->id), "%s", v->u.s);
+	if (v) {
+		f->has_id = true;
+		f->id = v->u.s;
+		/* up to a \u0000, as the NUL-terminated string was read before */
+		f->n_id = strlen(v->u.s);
+	}
 	choices = load_get(d, root, "choices", JT_ARR);
 	c = choices ? jdoc_kid(d, choices) : NULL;
 	if (c && c->type == JT_OBJ) {
@@ -193,10 +479,36 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 			content = load_get(d, c, "text", JT_STR);
 		}
 		v = load_get(d, c, "finish_reason", JT_STR);
-		if (v)
-			snprintf(r->finish_reason, sizeof(r->finish_reason), "%s", v->u.s);
+		if (v) {
+			f->has_finish = true;
+			f->finish = v->u.s;
+			f->n_finish = strlen(v->u.s);
+		}
 	}
-	if (content && content->n > 0) {
+	if (content) {
+		f->has_content = true;
+		f->content = content->u.s;
+		f->n_content = content->n;
+	}
+	f->has_role = role != NULL;
+	f->usage = load_get(d, root, "usage", JT_OBJ);
+	return 0;
+}
+
+int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+	       bool keep_text, const char *data, size_t len, double now)
+{
+	struct load_fields f;
+
+	if (load_chunk_fast(api, data, len, &f) == 0)
+		cp->n_fast++;
+	else if (load_chunk_full(cp, r, api, data, len, &f))
+		return -1;
+	if (f.has_id && !r->id[0])
+		snprintf(r->id, sizeof(r->id), "%.*s", (int)f.n_id, f.id);
+	if (f.has_finish)
+		snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)f.n_finish, f.finish);
+	if (f.has_content && f.n_content > 0) {
 		if (!r->n_chunks)
 			r->t_first = now;
 		r->t_last = now;
@@ -211,7 +523,7 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 					return -1;
 				if (!r->n_chunks)
 					r->tok_off[0] = 0;
-				if (load_keep_text(r, content->u.s, content->n))
+				if (load_keep_text(r, f.content, f.n_content))
 					return -1;
 				r->tok_off[r->n_chunks + 1] = r->text_len;
 			}
@@ -219,15 +531,15 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 			r->chunks_capped = true;
 		}
 		r->n_chunks++;
-	} else if (role) {
+	} else if (f.has_role) {
 		r->n_role_chunks++;
 	}
-	usage = load_get(d, root, "usage", JT_OBJ);
-	if (usage) {
-		v = load_get(d, usage, "prompt_tokens", JT_INT);
+	if (f.usage) {
+		const struct jval *v = load_get(cp->doc, f.usage, "prompt_tokens", JT_INT);
+
 		if (v)
 			r->usage_prompt = (long)v->u.i;
-		v = load_get(d, usage, "completion_tokens", JT_INT);
+		v = load_get(cp->doc, f.usage, "completion_tokens", JT_INT);
 		if (v)
 			r->usage_completion = (long)v->u.i;
 	}

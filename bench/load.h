@@ -155,6 +155,9 @@ void load_run_free(struct load_run *r);
 struct load_chunk_parser;
 struct load_chunk_parser *load_chunk_parser_new(void);
 void load_chunk_parser_free(struct load_chunk_parser *cp);
+/* Chunks this parser read by its fast path (compact, no escapes, no usage or
+ * error member) rather than a full parse; both give the same result. */
+size_t load_chunk_parser_fast(const struct load_chunk_parser *cp);
 int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const char *data, size_t len, double now);
 

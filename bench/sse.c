@@ -150,8 +150,14 @@ enum status sse_feed(struct sse *p, const char *buf, size_t n, struct status_inf
 			}
 		}
 		start = i;
-		while (i < n && buf[i] != '\n' && buf[i] != '\r')
-			i++;
+		{
+			/* the first LF or CR, by memchr: a data line is long */
+			const char *nl = memchr(buf + i, '\n', n - i);
+			size_t end = nl ? (size_t)(nl - buf) : n;
+			const char *cr = memchr(buf + i, '\r', end - i);
+
+			i = cr ? (size_t)(cr - buf) : end;
+		}
 		len = i - start;
 		if (i == n) {
 			/* no terminator yet: carry the piece over */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "load.h"
+#include "sse.h"
 
 static void test_chunks(void **state)
 {
@@ -71,6 +72,221 @@ static void test_chunks(void **state)
 	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "[1]", 3, 7.0), -1);
 	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
 	load_chunk_parser_free(cp);
+}
+
+/* --- the fast path: same result as the full parse ------------------------ */
+
+/* Reads chunk c into a fresh result, by whichever path load_chunk takes. */
+static void fast_read(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+		      const char *c, int *rc)
+{
+	memset(r, 0, sizeof(*r));
+	r->usage_prompt = r->usage_completion = -1;
+	*rc = load_chunk(cp, r, api, true, c, strlen(c), 1.0);
+}
+
+static void fast_free(struct load_result *r)
+{
+	free(r->tok_t);
+	free(r->text);
+	free(r->tok_off);
+}
+
+/*
+ * Each chunk read as is, then with a leading space (valid JSON the fast path
+ * leaves to the full parse): both results must agree, and `fast` says
+ * whether the first read took the fast path.
+ */
+static void fast_same(struct load_chunk_parser *cp, enum load_api api, const char *c, int fast)
+{
+	struct load_result a, b;
+	char spaced[1024];
+	size_t before = load_chunk_parser_fast(cp);
+	int ra, rb;
+
+	snprintf(spaced, sizeof(spaced), " %s", c);
+	fast_read(cp, &a, api, c, &ra);
+	assert_int_equal(load_chunk_parser_fast(cp) - before, fast ? 1 : 0);
+	fast_read(cp, &b, api, spaced, &rb);
+	assert_int_equal(load_chunk_parser_fast(cp) - before, fast ? 1 : 0);
+	assert_int_equal(ra, rb);
+	assert_int_equal(a.fail, b.fail);
+	if (ra == 0)   /* a failure's byte offset moves with the space */
+		assert_string_equal(a.reason, b.reason);
+	assert_string_equal(a.id, b.id);
+	assert_string_equal(a.finish_reason, b.finish_reason);
+	assert_int_equal(a.n_chunks, b.n_chunks);
+	assert_int_equal(a.n_role_chunks, b.n_role_chunks);
+	assert_int_equal(a.text_len, b.text_len);
+	if (a.text_len)
+		assert_memory_equal(a.text, b.text, a.text_len);
+	assert_int_equal(a.usage_prompt, b.usage_prompt);
+	assert_int_equal(a.usage_completion, b.usage_completion);
+	fast_free(&a);
+	fast_free(&b);
+}
+
+static void test_chunk_fast(void **state)
+{
+	struct load_chunk_parser *cp = load_chunk_parser_new();
+	struct load_result r;
+	int rc;
+	static const char *const fast_comp[] = {
+		"{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1795991124,\"model\":\"m\","
+		"\"choices\":[{\"index\":0,\"text\":\" data,\",\"logprobs\":null,\"finish_reason\":null,"
+		"\"stop_reason\":null}]}",
+		"{\"choices\":[{\"text\":\" a\",\"finish_reason\":\"length\"},{\"text\":\"ignored\"}]}",
+		"{\"choices\":[{\"text\":\" a\",\"text\":\" b\"}]}",          /* the last one stands */
+		"{\"choices\":[{\"text\":\" a\",\"text\":7}]}",               /* the last is no string */
+		"{\"choices\":[{\"text\":\" a\"}],\"choices\":[]}",           /* a later choices replaces */
+		"{\"choices\":[{\"text\":\" a\"}],\"choices\":{}}",
+		"{\"choices\":[1,{\"text\":\" a\"}]}",                        /* the first is no object */
+		"{\"id\":\"x\",\"id\":5,\"choices\":[{\"text\":\"\u00e9\"}]}", /* raw UTF-8 */
+		"{\"choices\":[{\"text\":\"t\",\"x\":[true,false,null,-0,12,{\"a\":[]}]}]}",
+		"{}",
+		"{\"choices\":[]}",
+		"{\"error\":null,\"choices\":[{\"text\":\"e\"}]}",            /* fast: no; error member */
+	};
+	static const char *const fast_chat[] = {
+		"{\"id\":\"c\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\" hi\"},\"finish_reason\":null}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\" hi\"},\"delta\":{\"role\":\"r\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\" hi\"},\"delta\":3}]}",
+		"{\"choices\":[{\"delta\":{\"content\":null,\"role\":7}}]}",
+		"{\"choices\":[{\"text\":\" not chat\"}]}",
+	};
+	/* each of these leaves the fast path for the full parse */
+	static const char *const full[] = {
+		"{\"choices\":[{\"text\":\"a\\nb\"}]}",                       /* an escape */
+		"{\"choices\":[{\"text\":\"\\u0041\\ud83d\\ude00\\ud800x\"}]}",
+		"{\"ch\\u006fices\":[{\"text\":\"k\"}]}",                     /* an escaped key */
+		"{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}",
+		"{\"error\":{\"message\":\"boom\"}}",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":1.5}",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":1e3}",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":01}",                  /* invalid: full parse says */
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":12345678901234567890}",
+		"{\"choices\":[{\"text\":\"a\"}] }",
+		"{\"choices\":[{\"text\":\"a\"}]}x",
+		"{\"choices\":[{\"text\":\"a\"}],}",
+		"{\"choices\":[{\"text\":\"a\"}]",
+		"{\"choices\":[{\"text\":\"a\"}],\"z\":nul}",
+		"{\"choices\":[{\"text\":\"a\tb\"}]}",                        /* a control byte */
+		"[{\"text\":\"a\"}]",
+		"",
+		"{\"a\":[[[[[[[[[[1]]]]]]]]]],\"choices\":[{\"text\":\"deep\"}]}",
+	};
+	size_t i;
+
+	(void)state;
+	assert_non_null(cp);
+	for (i = 0; i < sizeof(fast_comp) / sizeof(*fast_comp); i++)
+		fast_same(cp, LOAD_API_COMPLETIONS, fast_comp[i], i + 1 < sizeof(fast_comp) / sizeof(*fast_comp));
+	for (i = 0; i < sizeof(fast_chat) / sizeof(*fast_chat); i++)
+		fast_same(cp, LOAD_API_CHAT, fast_chat[i], 1);
+	for (i = 0; i < sizeof(full) / sizeof(*full); i++) {
+		fast_same(cp, LOAD_API_COMPLETIONS, full[i], 0);
+		fast_same(cp, LOAD_API_CHAT, full[i], 0);
+	}
+
+	/* what the fast path gives, spelled out */
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, fast_comp[0], &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(r.id, "cmpl-1");
+	assert_string_equal(r.text, " data,");
+	assert_int_equal(r.n_chunks, 1);
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, fast_comp[2], &rc);
+	assert_string_equal(r.text, " b");
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, fast_comp[3], &rc);
+	assert_int_equal(r.n_chunks, 0);
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_CHAT, fast_chat[0], &rc);
+	assert_int_equal(r.n_role_chunks, 1);
+	assert_int_equal(r.n_chunks, 0);
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_CHAT, fast_chat[2], &rc);
+	assert_int_equal(r.n_role_chunks, 1);
+	assert_int_equal(r.n_chunks, 0);
+	fast_free(&r);
+
+	/* escapes, unicode escapes and surrogates, decoded as before */
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[0], &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(r.text, "a\nb");
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[1], &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(r.text, "A\xf0\x9f\x98\x80\xef\xbf\xbdx");
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[2], &rc);
+	assert_string_equal(r.text, "k");
+	fast_free(&r);
+	/* a usage chunk is read in full */
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[3], &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.usage_prompt, 3);
+	assert_int_equal(r.usage_completion, 4);
+	assert_int_equal(r.n_chunks, 1);
+	fast_free(&r);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[7], &rc);
+	assert_int_equal(rc, -1);
+	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
+	fast_free(&r);
+	load_chunk_parser_free(cp);
+}
+
+/* A chunk split across reads: the event is read once whole, at its last piece. */
+struct split_ctx {
+	struct load_chunk_parser *cp;
+	struct load_result r;
+	double now;
+};
+
+static int split_on_event(void *ctx, const char *data, size_t len)
+{
+	struct split_ctx *s = ctx;
+
+	return load_chunk(s->cp, &s->r, LOAD_API_COMPLETIONS, true, data, len, s->now) ? 1 : 0;
+}
+
+static void test_chunk_split(void **state)
+{
+	const char *wire = "data: {\"id\":\"s\",\"choices\":[{\"text\":\" one\"}]}\n\n"
+			   "data: {\"choices\":[{\"text\":\"\\u00e9\\\"\"}]}\r\n\r\n"
+			   "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}\n\n";
+	size_t n = strlen(wire), cut;
+
+	(void)state;
+	/* every split point of the first two events, in two reads */
+	for (cut = 1; cut < n; cut++) {
+		struct split_ctx s;
+		struct sse *p;
+
+		memset(&s, 0, sizeof(s));
+		s.r.usage_prompt = s.r.usage_completion = -1;
+		s.cp = load_chunk_parser_new();
+		p = sse_new(0, split_on_event, &s);
+		assert_non_null(s.cp);
+		assert_non_null(p);
+		s.now = 1.0;
+		assert_int_equal(sse_feed(p, wire, cut, NULL), STATUS_OK);
+		s.now = 2.0;
+		assert_int_equal(sse_feed(p, wire + cut, n - cut, NULL), STATUS_OK);
+		assert_int_equal(s.r.fail, LOAD_OK);
+		assert_int_equal(s.r.n_chunks, 2);
+		assert_string_equal(s.r.text, " one\xc3\xa9\"");
+		assert_string_equal(s.r.id, "s");
+		assert_int_equal(s.r.usage_completion, 2);
+		/* a token is timed by the read that completed its event */
+		assert_true(s.r.tok_t[0] == (cut < strlen("data: {\"id\":\"s\",\"choices\":[{\"text\":\" one\"}]}\n\n") ? 2.0 : 1.0));
+		/* only the first chunk has neither an escape nor usage */
+		assert_int_equal(load_chunk_parser_fast(s.cp), 1);
+		sse_free(p);
+		load_chunk_parser_free(s.cp);
+		fast_free(&s.r);
+	}
 }
 
 /* --- a scripted server: the request body's "s" picks the answer --------- */
@@ -267,6 +483,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunks),
+		cmocka_unit_test(test_chunk_fast),
+		cmocka_unit_test(test_chunk_split),
 		cmocka_unit_test(test_outcomes),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_opts),
