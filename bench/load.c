@@ -174,24 +174,26 @@ struct load_scan {
 	const char *p, *e;
 };
 
+/* Bytes that end the plain run of a string: the quote, an escape, a control byte. */
+static const unsigned char load_str_stop[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	['"'] = 1, ['\\'] = 1,
+};
+
 /* At '"': the raw span of a string without escapes; 1 to give up. */
 static int load_scan_str(struct load_scan *x, const char **s, size_t *n)
 {
 	const char *q = x->p + 1;
 
-	for (; q < x->e; q++) {
-		unsigned char c = (unsigned char)*q;
-
-		if (c == '"') {
-			*s = x->p + 1;
-			*n = (size_t)(q - *s);
-			x->p = q + 1;
-			return 0;
-		}
-		if (c == '\\' || c < 0x20)
-			return 1;
-	}
-	return 1;
+	while (q < x->e && !load_str_stop[(unsigned char)*q])
+		q++;
+	if (q == x->e || *q != '"')
+		return 1;
+	*s = x->p + 1;
+	*n = (size_t)(q - *s);
+	x->p = q + 1;
+	return 0;
 }
 
 static int load_scan_value(struct load_scan *x, int depth);
