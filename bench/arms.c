@@ -645,6 +645,38 @@ static void arm_eval_log(struct arm_ctx *c, const struct arm_item *it, struct ar
 	arm_conclude(it, res, found, unreachable);
 }
 
+/*
+ * GETs the server's `path` into *res (always initialised: the caller
+ * releases it) with the full URL in url. 0 when it answered 200; -1 with the
+ * reason in err otherwise (a non-200 answer quotes the start of its body).
+ */
+static int arm_get(const struct arm_ctx *c, const char *path, char *url, size_t url_n,
+		   struct http_response *res, char *err, size_t err_n)
+{
+	struct status_info si = { 0 };
+	char ex[160];
+
+	memset(res, 0, sizeof(*res));
+	if (!c->src->url) {
+		snprintf(err, err_n, "no server url given (--url)");
+		return -1;
+	}
+	if (http_join(c->src->url, path, url, url_n)) {
+		snprintf(err, err_n, "url too long");
+		return -1;
+	}
+	if (http_get(url, c->timeout, 0, res, &si)) {
+		snprintf(err, err_n, "%.500s", si.msg);
+		return -1;
+	}
+	if (res->status != 200) {
+		snprintf(err, err_n, "%.300s answered %ld: %s", url, res->status,
+			 http_excerpt(res->body, res->n_body, 120, ex, sizeof(ex)));
+		return -1;
+	}
+	return 0;
+}
+
 static int arm_fetch_metrics(struct arm_ctx *c)
 {
 	struct status_info si = { 0 };
@@ -652,26 +684,9 @@ static int arm_fetch_metrics(struct arm_ctx *c)
 	if (c->metrics_state)
 		return c->metrics_state;
 	c->metrics_state = -1;
-	if (!c->src->url) {
-		snprintf(c->metrics_err, sizeof(c->metrics_err), "no server url given (--url)");
+	if (arm_get(c, "/metrics", c->metrics_url, sizeof(c->metrics_url), &c->metrics,
+		    c->metrics_err, sizeof(c->metrics_err)))
 		return -1;
-	}
-	if (http_join(c->src->url, "/metrics", c->metrics_url, sizeof(c->metrics_url))) {
-		snprintf(c->metrics_err, sizeof(c->metrics_err), "url too long");
-		return -1;
-	}
-	if (http_get(c->metrics_url, c->timeout, 0, &c->metrics, &si)) {
-		snprintf(c->metrics_err, sizeof(c->metrics_err), "%.500s", si.msg);
-		return -1;
-	}
-	if (c->metrics.status != 200) {
-		char ex[160];
-
-		snprintf(c->metrics_err, sizeof(c->metrics_err), "%.300s answered %ld: %s", c->metrics_url,
-			 c->metrics.status, http_excerpt(c->metrics.body, c->metrics.n_body, 120, ex,
-							 sizeof(ex)));
-		return -1;
-	}
 	if (prom_parse(c->metrics.body, c->metrics.n_body, &c->prom, &si)) {
 		snprintf(c->metrics_err, sizeof(c->metrics_err), "%.300s:%ld: does not parse: %.150s",
 			 c->metrics_url, si.line, si.msg);
@@ -730,29 +745,15 @@ static void arm_eval_metrics(struct arm_ctx *c, const struct arm_item *it, struc
 
 static int arm_fetch_models(struct arm_ctx *c)
 {
-	struct status_info si = { 0 };
 	struct http_response res;
 	const cJSON *data;
 
 	if (c->models_state)
 		return c->models_state;
 	c->models_state = -1;
-	if (!c->src->url) {
-		snprintf(c->models_err, sizeof(c->models_err), "no server url given (--url)");
-		return -1;
-	}
-	if (http_join(c->src->url, "/v1/models", c->models_url, sizeof(c->models_url))) {
-		snprintf(c->models_err, sizeof(c->models_err), "url too long");
-		return -1;
-	}
-	if (http_get(c->models_url, c->timeout, 0, &res, &si)) {
-		snprintf(c->models_err, sizeof(c->models_err), "%.500s", si.msg);
+	if (arm_get(c, "/v1/models", c->models_url, sizeof(c->models_url), &res, c->models_err,
+		    sizeof(c->models_err)))
 		goto out;
-	}
-	if (res.status != 200) {
-		snprintf(c->models_err, sizeof(c->models_err), "%.300s answered %ld", c->models_url, res.status);
-		goto out;
-	}
 	c->models = cJSON_ParseWithLength(res.body, res.n_body);
 	data = cJSON_GetObjectItemCaseSensitive(c->models, "data");
 	if (!cJSON_IsArray(data)) {
