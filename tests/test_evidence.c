@@ -8,33 +8,15 @@
 #include <cmocka.h>
 
 #include "evidence.h"
+#include "testutil.h"
 
-#define MAXS 8
-
-struct fx {
-	struct merge_event m;
-	int64_t host[MAXS], dev[MAXS], slot_gen[MAXS], buf_slot_gen[MAXS];
-	uint8_t prefilled[MAXS];
-	const char *slot_req[MAXS], *buf_req[MAXS];
-};
 
 /* Four active slots at step 100; every kind of evidence absent. */
-static void fx_init(struct fx *f)
+static void fx_four(struct fx *f)
 {
-	uint32_t s;
+	static const int64_t pos[] = { 10, 20, 30, 40 };
 
-	memset(f, 0, sizeof(*f));
-	for (s = 0; s < 4; s++)
-		f->host[s] = f->dev[s] = 10 * (int64_t)s + 10;
-	f->m.step = 100;
-	f->m.n_host = f->m.n_dev = 4;
-	f->m.host_pos = f->host;
-	f->m.dev_pos = f->dev;
-	f->m.prefilled = f->prefilled;
-	f->m.slot_gen = f->slot_gen;
-	f->m.buf_slot_gen = f->buf_slot_gen;
-	f->m.slot_req = f->slot_req;
-	f->m.buf_req = f->buf_req;
+	FX(f, 100, pos, pos);
 }
 
 static enum evidence ev(const struct fx *f, uint32_t s, int *stale)
@@ -68,7 +50,7 @@ static void test_unknown(void **state)
 	int stale;
 
 	(void)state;
-	fx_init(&f);
+	fx_four(&f);
 	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_UNKNOWN);
 	assert_int_equal(stale, 0);
 	assert_string_equal(why(&f, 0), "no request id, stamp or buf_step on this event");
@@ -92,7 +74,7 @@ static void test_precedence(void **state)
 	int stale;
 
 	(void)state;
-	fx_init(&f);
+	fx_four(&f);
 	/* everything present, each source saying something different per slot */
 	f.m.has_buf_step = true;
 	f.m.buf_step = 50;                       /* lifetime: stale everywhere */
@@ -154,7 +136,7 @@ static void test_request_needs_both(void **state)
 	int stale;
 
 	(void)state;
-	fx_init(&f);
+	fx_four(&f);
 	f.m.has_req = true;
 	f.slot_req[0] = "a", f.buf_req[0] = NULL;
 	f.slot_req[1] = NULL, f.buf_req[1] = NULL;
@@ -177,7 +159,7 @@ static void test_lifetime(void **state)
 	int stale;
 
 	(void)state;
-	fx_init(&f);
+	fx_four(&f);
 	f.m.has_buf_step = true;
 	f.m.buf_step = 99;
 	assert_int_equal(ev(&f, 0, &stale), EVIDENCE_LIFETIME);

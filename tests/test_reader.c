@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "reader.h"
+#include "testutil.h"
 
 /* --- allocation failure injection ------------------------------------------ */
 
@@ -107,7 +108,6 @@ gzFile __wrap_gzdopen(int fd, const char *mode)
 
 /* --- helpers --------------------------------------------------------------- */
 
-static char dir[256];
 
 static int count_fds(void)
 {
@@ -126,33 +126,16 @@ static int count_fds(void)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/test_reader.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	return mkdtemp(dir) ? 0 : -1;
+	return testutil_setup("test_reader");
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return testutil_teardown();
 }
 
-static const char *write_file(const char *name, const char *text, size_t n)
-{
-	static char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-	return path;
-}
-
-#define WRITE(name, text) write_file(name, text, sizeof(text) - 1)
+#define WRITE(name, text) testutil_write(name, text, sizeof(text) - 1)
 
 static struct audit_reader *open_ok(const char *path, size_t max_line)
 {
@@ -398,7 +381,7 @@ static void test_line_cap(void **state)
 	/* a last line over the cap with no newline */
 	memset(text + n, 'x', 100);
 	n += 100;
-	path = write_file("long.jsonl", text, n);
+	path = testutil_write("long.jsonl", text, n);
 	r = open_ok(path, 64);
 	assert_string_equal(read_all(r), "E1m L2 L3 E4x L5");
 	assert_string_equal(stats_str(r),
@@ -423,7 +406,7 @@ static void test_empty_and_blank(void **state)
 	struct audit_reader *r;
 
 	(void)state;
-	r = open_ok(write_file("empty.jsonl", "", 0), 0);
+	r = open_ok(testutil_write("empty.jsonl", "", 0), 0);
 	assert_string_equal(read_all(r), "");
 	assert_string_equal(stats_str(r),
 			    "lines 0 blank 0 events 0 other 0 malformed 0 ignored 0 capture 0 lost 0");
@@ -434,7 +417,7 @@ static void test_empty_and_blank(void **state)
 			    "lines 3 blank 3 events 0 other 0 malformed 0 ignored 0 capture 0 lost 0");
 	audit_reader_free(r);
 	/* a NUL byte inside a line is malformed, not an end of line */
-	r = open_ok(write_file("nul.jsonl", "{\"ev\":\"x\"}\0\n{\"ev\":\"y\"}\n", 23), 0);
+	r = open_ok(testutil_write("nul.jsonl", "{\"ev\":\"x\"}\0\n{\"ev\":\"y\"}\n", 23), 0);
 	assert_string_equal(read_all(r), "!1 E2o");
 	audit_reader_free(r);
 }
@@ -447,7 +430,7 @@ static void test_gzip(void **state)
 	int i;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/plain.jsonl.gz", dir);
+	snprintf(path, sizeof(path), "%s/plain.jsonl.gz", testutil_dir());
 	gz = gzopen(path, "wb");
 	assert_non_null(gz);
 	assert_int_equal(gzwrite(gz, plain, sizeof(plain) - 1), (int)sizeof(plain) - 1);
@@ -459,7 +442,7 @@ static void test_gzip(void **state)
 	audit_reader_free(r);
 
 	/* a large compressed file: many buffer refills, every line read */
-	snprintf(path, sizeof(path), "%s/many.jsonl.gz", dir);
+	snprintf(path, sizeof(path), "%s/many.jsonl.gz", testutil_dir());
 	gz = gzopen(path, "wb");
 	assert_non_null(gz);
 	for (i = 0; i < 20000; i++)
@@ -493,7 +476,7 @@ static void test_gzip(void **state)
 		assert_non_null(buf);
 		n = fread(buf, 1, 1 << 20, f);
 		fclose(f);
-		r = open_ok(write_file("cut.jsonl.gz", buf, n / 2), 0);
+		r = open_ok(testutil_write("cut.jsonl.gz", buf, n / 2), 0);
 		while ((st = audit_reader_next(r, &it, &si)) == STATUS_OK || st == STATUS_PARSE)
 			got++;
 		assert_true(got > 0 && got < 20000);
@@ -539,17 +522,17 @@ static void test_open_errors(void **state)
 	char path[512];
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/does-not-exist.jsonl", dir);
+	snprintf(path, sizeof(path), "%s/does-not-exist.jsonl", testutil_dir());
 	status_info_clear(&si);
 	assert_int_equal(audit_reader_open(&r, path, NULL, &si), STATUS_IO);
 	assert_null(r);
 	assert_string_equal(si.file, path);
 	assert_string_equal(si.msg, "cannot open: No such file or directory");
 	/* a directory opens but cannot be read: an I/O error that stops the reader */
-	r = open_ok(dir, 0);
+	r = open_ok(testutil_dir(), 0);
 	status_info_clear(&si);
 	assert_int_equal(audit_reader_next(r, &it, &si), STATUS_IO);
-	assert_string_equal(si.file, dir);
+	assert_string_equal(si.file, testutil_dir());
 	assert_string_equal(si.msg, "read error: Is a directory");
 	audit_reader_free(r);
 	audit_reader_free(NULL);

@@ -14,43 +14,29 @@
 
 #include "jsonw.h"
 #include "replay.h"
+#include "testutil.h"
 
 static const char *const fixtures[] = {
 	"capture-mixed", "garbage-drift", "incident-confirmed", "legacy-positions-only",
 	"residual-coinciding", "residual-step202", "shape-fallback", "slot-reuse",
 };
 
-static char dir[256];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/test_replay.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	return mkdtemp(dir) ? 0 : -1;
+	return testutil_setup("test_replay");
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return testutil_teardown();
 }
 
 static const char *tmpfile_with(const char *name, const char *text)
 {
-	static char path[2][512];
-	static int k;
-	char *p = path[k++ & 1];
-	FILE *f;
-
-	snprintf(p, 512, "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-	return p;
+	return testutil_write(name, text, strlen(text));
 }
 
 /* Whole file into a malloc'd buffer (caller frees); *n its length. */
@@ -515,7 +501,7 @@ static void test_unreadable_and_bad_opts(void **state)
 	char path[512];
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/none.jsonl", dir);
+	snprintf(path, sizeof(path), "%s/none.jsonl", testutil_dir());
 	status_info_clear(&si);
 	assert_int_equal(replay_add_file(r, path, &si), STATUS_IO);
 	assert_string_equal(si.msg, "cannot open: No such file or directory");
@@ -531,7 +517,7 @@ static void test_unreadable_and_bad_opts(void **state)
 	}
 	/* opened but not readable to the end (a directory): also unreadable */
 	status_info_clear(&si);
-	assert_int_equal(replay_add_file(r, dir, &si), STATUS_IO);
+	assert_int_equal(replay_add_file(r, testutil_dir(), &si), STATUS_IO);
 	assert_string_equal(si.msg, "read error: Is a directory");
 	assert_int_equal(replay_n_files(r), 2);
 	assert_true(replay_file_at(r, 1)->unreadable);

@@ -8,34 +8,8 @@
 #include <cmocka.h>
 
 #include "rule.h"
+#include "testutil.h"
 
-#define MAXS 16
-
-/* A merge event with its arrays; fields beyond the positions start absent. */
-struct fx {
-	struct merge_event m;
-	int64_t host[MAXS], dev[MAXS], slot_gen[MAXS], buf_slot_gen[MAXS];
-	uint8_t prefilled[MAXS];
-};
-
-static void fx_init(struct fx *f, int64_t step, const int64_t *host, uint32_t h,
-		    const int64_t *dev, uint32_t d)
-{
-	memset(f, 0, sizeof(*f));
-	memcpy(f->host, host, h * sizeof(*host));
-	memcpy(f->dev, dev, d * sizeof(*dev));
-	f->m.step = step;
-	f->m.n_host = h;
-	f->m.n_dev = d;
-	f->m.host_pos = f->host;
-	f->m.dev_pos = f->dev;
-	f->m.prefilled = f->prefilled;
-	f->m.slot_gen = f->slot_gen;
-	f->m.buf_slot_gen = f->buf_slot_gen;
-}
-
-#define FX(f, step, host, dev) \
-	fx_init(f, step, host, sizeof(host) / sizeof(host[0]), dev, sizeof(dev) / sizeof(dev[0]))
 
 static struct rule R(const char *name)
 {

@@ -8,39 +8,10 @@
 #include <cmocka.h>
 
 #include "tally.h"
+#include "testutil.h"
 
 enum { BARE, PREFILLED, BATCH, LIFETIME, STAMP, BOUND, N_RULES };
 
-#define MAXS 16
-
-struct fx {
-	struct merge_event m;
-	int64_t host[MAXS], dev[MAXS], slot_gen[MAXS], buf_slot_gen[MAXS];
-	uint8_t prefilled[MAXS], taken[MAXS];
-	const char *slot_req[MAXS], *buf_req[MAXS];
-};
-
-static void fx_init(struct fx *f, int64_t step, const int64_t *host, uint32_t h,
-		    const int64_t *dev, uint32_t d)
-{
-	memset(f, 0, sizeof(*f));
-	memcpy(f->host, host, h * sizeof(*host));
-	memcpy(f->dev, dev, d * sizeof(*dev));
-	f->m.step = step;
-	f->m.n_host = h;
-	f->m.n_dev = d;
-	f->m.host_pos = f->host;
-	f->m.dev_pos = f->dev;
-	f->m.prefilled = f->prefilled;
-	f->m.taken = f->taken;
-	f->m.slot_gen = f->slot_gen;
-	f->m.buf_slot_gen = f->buf_slot_gen;
-	f->m.slot_req = f->slot_req;
-	f->m.buf_req = f->buf_req;
-}
-
-#define FX(f, step, host, dev) \
-	fx_init(f, step, host, sizeof(host) / sizeof(host[0]), dev, sizeof(dev) / sizeof(dev[0]))
 
 /* The six base rules, in table order (the enum above). */
 static struct tally *mk(int64_t max_pos)

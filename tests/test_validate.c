@@ -9,39 +9,25 @@
 #include <cmocka.h>
 
 #include "validate.h"
+#include "testutil.h"
 
-static char dir[256];
 static const struct validate_opts no_limit = { .max_forgone_pct = -1 };
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/test_validate.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	return mkdtemp(dir) ? 0 : -1;
+	return testutil_setup("test_validate");
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return testutil_teardown();
 }
 
 static const char *tmpfile_with(const char *name, const char *text)
 {
-	static char paths[8][512];   /* a few stay valid at once */
-	static unsigned k;
-	char *path = paths[k++ % 8];
-	FILE *f;
-
-	snprintf(path, 512, "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-	return path;
+	return testutil_write(name, text, strlen(text));
 }
 
 /* One rule replayed over the given files (unreadable ones are recorded, not fatal). */
@@ -193,7 +179,7 @@ static void test_unreadable_and_malformed(void **state)
 	int ok;
 
 	(void)state;
-	snprintf(missing, sizeof(missing), "%s/missing.jsonl", dir);
+	snprintf(missing, sizeof(missing), "%s/missing.jsonl", testutil_dir());
 	assert_int_equal(verdict1("bare", missing, &no_limit), VALIDATE_UNREADABLE);
 	assert_int_equal(verdict1("bare", bad, &no_limit), VALIDATE_MALFORMED);
 	{
