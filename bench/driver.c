@@ -543,6 +543,7 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	lo.timeout_s = o->timeout_s;
 	lo.stall_s = o->stall_s;
 	lo.keep_text = keep_text;
+	lo.loop_times = o->loop_times;
 	if (o->progress) {
 		c->prog.f = o->progress;
 		snprintf(c->prog.label, sizeof(c->prog.label), "%s%s%.24s %s%g rep %u", phase,
@@ -633,6 +634,11 @@ static void driver_tally(struct driver_cell *dc, const struct load_run *run, con
 
 	dc->n_requests += st->n;
 	dc->n_failed += st->n_failed;
+	dc->stamped_kernel += run->n_stamp_kernel;
+	dc->stamped_loop += run->n_stamp_loop;
+	for (i = 0; i < run->n; i++)
+		if (run->res[i].t_sent > 0 && run->res[i].t_sent - run->res[i].t_launch > dc->send_delay_max)
+			dc->send_delay_max = run->res[i].t_sent - run->res[i].t_launch;
 	for (i = 0; i < LOAD_FAIL__COUNT; i++)
 		dc->n_fail[i] += st->n_fail[i];
 	for (i = 0; i < run->n && !dc->first_failure[0]; i++)
@@ -844,6 +850,10 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 		rep->any_cold_invalid |= dc->n_cold_invalid > 0;
 		rep->total_requests += dc->n_requests;
 		rep->total_failed += dc->n_failed;
+		rep->stamped_kernel += dc->stamped_kernel;
+		rep->stamped_loop += dc->stamped_loop;
+		if (dc->send_delay_max > rep->send_delay_max)
+			rep->send_delay_max = dc->send_delay_max;
 		for (k = 0; k < LOAD_FAIL__COUNT; k++)
 			rep->n_fail[k] += dc->n_fail[k];
 		rep->corr_requests += dc->corr_requests;
@@ -940,6 +950,12 @@ char *driver_report_json(const struct driver_report *rep)
 			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->ref_wrong);
 			cJSON_AddNumberToObject(x, "reference_failed", (double)rep->ref_failed);
 		}
+	}
+	x = cJSON_AddObjectToObject(o, "token_times");
+	if (x) {
+		cJSON_AddNumberToObject(x, "stamped_kernel", (double)rep->stamped_kernel);
+		cJSON_AddNumberToObject(x, "stamped_loop", (double)rep->stamped_loop);
+		cJSON_AddNumberToObject(x, "send_delay_max_s", rep->send_delay_max);
 	}
 	cJSON_AddBoolToObject(o, "unstable", rep->any_unstable);
 	cJSON_AddBoolToObject(o, "cold_claim_invalid", rep->any_cold_invalid);
@@ -1095,4 +1111,9 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 	}
 	fprintf(f, "token counts from %s; figures are the median repeat by output tokens/s\n",
 		rep->n_cells ? rep->cells[0].median.tps_source : "none");
+	/* how the figures were timed, so a reader can judge them */
+	fprintf(f, "token times: %llu of %llu chunks by kernel receive stamps; times counted from the request "
+		"written (client queue up to %.1f ms before that, not charged to the server)\n",
+		(unsigned long long)rep->stamped_kernel,
+		(unsigned long long)(rep->stamped_kernel + rep->stamped_loop), rep->send_delay_max * 1e3);
 }

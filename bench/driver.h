@@ -69,6 +69,7 @@ struct driver_opts {
 	double timeout_s, stall_s;
 	double ready_timeout;       /* <= 0: the ladder's default */
 	bool token_times;
+	bool loop_times;            /* load_opts.loop_times */
 	const char *out;            /* run records (JSONL) */
 	FILE *progress;             /* a terminal for the progress bar, or NULL */
 	FILE *log_to;               /* gate messages (stderr), or NULL */
@@ -91,6 +92,8 @@ struct driver_cell {
 	size_t n_cold_invalid;      /* runs whose cold claim the prefix cache contradicted */
 	size_t n_cold_unchecked;    /* runs where the counter could not be read */
 	double prefix_hits;         /* summed over repeats */
+	uint64_t stamped_kernel, stamped_loop;  /* content chunks by the clock that timed them */
+	double send_delay_max;      /* the longest launch-to-written wait (load_result_origin) */
 };
 
 struct driver_arm_info {
@@ -116,6 +119,8 @@ struct driver_report {
 	size_t n_fail[LOAD_FAIL__COUNT];
 	size_t corr_requests, corr_failing, ref_wrong, ref_failed;
 	bool any_unstable, any_cold_invalid;
+	uint64_t stamped_kernel, stamped_loop;
+	double send_delay_max;
 	bool gate_failed;           /* a readiness gate or an arm check failed: nothing ran */
 	char gate_message[1024];
 	char *arm_report;           /* the failed arm check, printed (owned), or NULL */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "jdoc.h"
+#include "rxstamp.h"
 #include "sse.h"
 
 /* A stream chunk is one small JSON object; anything larger is refused. */
@@ -50,6 +51,11 @@ double load_wall(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double load_result_origin(const struct load_result *r)
+{
+	return r->t_sent > 0 ? r->t_sent : r->t_launch;
 }
 
 /* --- one chunk ------------------------------------------------------------ */
@@ -559,6 +565,7 @@ struct load_xfer {
 	struct load_result *r;        /* NULL when the slot is free */
 	long status;                  /* HTTP status, 0 until the first body byte */
 	double now;                   /* receive time of the bytes being parsed */
+	bool now_kernel;              /* ... stamped by the kernel (rxstamp.h), not the loop */
 	double last_byte;
 	char errbody[LOAD_MAX_ERROR_BODY + 1];
 	size_t n_errbody;
@@ -576,6 +583,7 @@ struct load_loop {
 	double busy_max, busy_cpu_max;
 	CURLM *multi;
 	int ep;
+	int stamp_hold;               /* rxstamp_hold(), -1 when none */
 	double timer_at;              /* libcurl's timeout; < 0: none */
 	struct load_chunk_parser *cp;
 	struct curl_slist *hdrs;
@@ -585,6 +593,7 @@ struct load_loop {
 	size_t n_free;
 	size_t n_inflight, n_done, n_failed;
 	uint64_t n_chunks;
+	uint64_t n_stamp_kernel, n_stamp_loop;   /* content chunks by source of their time */
 	enum status fatal;            /* an error that stops the run (memory) */
 };
 
@@ -604,6 +613,10 @@ static int load_on_event(void *ctx, const char *data, size_t len)
 	if (load_chunk(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, data, len, x->now))
 		return 1;
 	x->lp->n_chunks += r->n_chunks - before;
+	if (x->now_kernel)
+		x->lp->n_stamp_kernel += r->n_chunks - before;
+	else
+		x->lp->n_stamp_loop += r->n_chunks - before;
 	return 0;
 }
 
@@ -612,9 +625,16 @@ static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	struct load_xfer *x = ud;
 	struct status_info si;
 	size_t n = size * nmemb, k;
-	double now = load_now();
+	double now = load_now(), kt;
 
-	x->last_byte = now;
+	/* libcurl gives us the bytes of its latest read before reading again */
+	x->now = now;
+	x->now_kernel = false;
+	if (!x->lp->o->loop_times && !rxstamp_last(&kt) && kt <= now) {
+		x->now = kt;
+		x->now_kernel = true;
+	}
+	x->last_byte = x->now;
 	if (!x->status)
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->status != 200) {
@@ -626,7 +646,6 @@ static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 		x->errbody[x->n_errbody] = '\0';
 		return n;
 	}
-	x->now = now;
 	if (sse_feed(x->sse, ptr, n, &si)) {
 		if (!x->r->fail)
 			load_set_fail(x->r, LOAD_FAIL_PROTOCOL, "%s", si.msg);
@@ -653,6 +672,37 @@ static int load_sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *s
 	    epoll_ctl(lp->ep, EPOLL_CTL_ADD, s, &ev))
 		return -1;
 	return 0;
+}
+
+/* libcurl opened a socket: have the kernel stamp what it receives. A socket
+ * the kernel will not stamp is timed by the loop (counted in the run). */
+static int load_sockopt_cb(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	const struct load_loop *lp = clientp;
+
+	if (purpose == CURLSOCKTYPE_IPCXN && !lp->o->loop_times)
+		(void)rxstamp_track(fd);
+	return CURL_SOCKOPT_OK;
+}
+
+static int load_prereq_cb(void *clientp, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+	struct load_xfer *x = clientp;
+
+	(void)primary_ip;
+	(void)local_ip;
+	(void)primary_port;
+	(void)local_port;
+	if (x->r)
+		x->r->t_sent = load_now();
+	return CURL_PREREQFUNC_OK;
+}
+
+static int load_closesocket_cb(void *clientp, curl_socket_t fd)
+{
+	(void)clientp;
+	rxstamp_untrack(fd);
+	return close(fd);
 }
 
 static int load_timer_cb(CURLM *m, long timeout_ms, void *userp)
@@ -903,6 +953,7 @@ static void load_loop_release(struct load_loop *lp)
 		curl_multi_cleanup(lp->multi);
 	if (lp->ep >= 0)
 		close(lp->ep);
+	rxstamp_drop(lp->stamp_hold);
 	curl_slist_free_all(lp->hdrs);
 	load_chunk_parser_free(lp->cp);
 }
@@ -917,7 +968,9 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	memset(lp, 0, sizeof(*lp));
 	lp->o = o;
 	lp->ep = -1;
+	lp->stamp_hold = -1;
 	lp->timer_at = -1.0;
+	lp->stamp_hold = o->loop_times ? -1 : rxstamp_hold();
 	lp->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (lp->ep < 0)
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
@@ -959,6 +1012,11 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
 		curl_easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 		curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+		curl_easy_setopt(x->easy, CURLOPT_SOCKOPTFUNCTION, load_sockopt_cb);
+		curl_easy_setopt(x->easy, CURLOPT_SOCKOPTDATA, lp);
+		curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, load_closesocket_cb);
+		curl_easy_setopt(x->easy, CURLOPT_PREREQFUNCTION, load_prereq_cb);
+		curl_easy_setopt(x->easy, CURLOPT_PREREQDATA, x);
 		lp->free_xf[lp->n_free++] = n_xf - 1 - i;
 	}
 	return STATUS_OK;
@@ -979,6 +1037,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	*out = NULL;
 	memset(&lp, 0, sizeof(lp));
 	lp.ep = -1;
+	lp.stamp_hold = -1;
 	if (!n || n > LOAD_MAX_REQUESTS)
 		return status_set(si, STATUS_USAGE, "load: %zu requests (want 1 to %u)", n, LOAD_MAX_REQUESTS);
 	if (o->arrival == LOAD_CLOSED && !o->concurrency)
@@ -1108,6 +1167,8 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	run->wall_end = run->wall_start + (run->t_end - run->t_start);
 	load_busy_figures(&lp, run);
 	run->cpu_s = load_cpu() - cpu0;
+	run->n_stamp_kernel = lp.n_stamp_kernel;
+	run->n_stamp_loop = lp.n_stamp_loop;
 	load_progress(&lp, n, t0);
 out:
 	free(sched);

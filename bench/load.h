@@ -2,7 +2,9 @@
  * load.h - the load driver: one thread, one libcurl multi handle, one epoll
  * event loop, every response streamed and parsed incrementally (sse.h).
  *
- * Each request is timed where its bytes are read, on CLOCK_MONOTONIC:
+ * Each request is timed on CLOCK_MONOTONIC when its bytes reached the host:
+ * the kernel's receive stamp of the packet (rxstamp.h), so a busy loop does
+ * not delay the figures; the loop's own clock where there is no stamp.
  *   - TTFT at the first chunk that carries content (a chat stream's first,
  *     role-only chunk is not a token and does not stop the clock);
  *   - every content chunk's receive time (so every inter-token gap);
@@ -76,7 +78,9 @@ struct load_result {
 	size_t launch_seq;     /* the order in which it was actually launched, 0-based */
 	char id[128];          /* the response's `id` (request id an audit carries); "" when none */
 	double t_sched;        /* when it was due (POISSON: its arrival time; else = t_launch) */
-	double t_launch;
+	double t_launch;       /* given to libcurl */
+	double t_sent;         /* the request handed to its connection, right before it is
+				* written (libcurl's pre-request callback); 0: never */
 	double t_first;        /* first content chunk */
 	double t_last;         /* last content chunk */
 	double t_end;          /* end of the transfer */
@@ -110,6 +114,9 @@ struct load_opts {
 	double timeout_s;      /* whole-request limit; 0: none */
 	double stall_s;        /* limit on silence within a request; 0: none */
 	bool keep_text;        /* keep each request's content and chunk offsets */
+	/* time chunks when the loop reads them, not by the kernel's receive
+	 * stamp (rxstamp.h); for comparing the two */
+	bool loop_times;
 	/* called from the loop at most every progress_s seconds, and once at the end */
 	void (*progress)(void *ctx, const struct load_progress *p);
 	void *progress_ctx;
@@ -135,7 +142,18 @@ struct load_run {
 	 * the host took the core away, not that the loop had work */
 	double busy_cpu_p50, busy_cpu_p99, busy_cpu_max;
 	double cpu_s;                          /* the loop thread's CPU time over the run */
+	/* content chunks timed by the kernel's receive stamp and by the loop
+	 * (loop_times, or a socket or read without a stamp) */
+	uint64_t n_stamp_kernel, n_stamp_loop;
 };
+
+/*
+ * Where a request's TTFT, TTLT and e2e are counted from: when it was handed
+ * to its connection, so the client's own queue (a thousand launches at once
+ * take libcurl milliseconds to write) is not charged to the server; when it
+ * never was (no connection), when it was launched.
+ */
+double load_result_origin(const struct load_result *r);
 
 /*
  * Sends reqs[0..n) under the arrival model and waits for every one. Per

@@ -173,6 +173,29 @@ static cJSON *record_dist(const struct stats_dist *d)
 	return o;
 }
 
+/*
+ * The client's own queue: launch to the request handed to its connection.
+ * Figures are counted from the latter (load_result_origin), so this is what
+ * they would have wrongly charged to the server.
+ */
+static void record_send_delay(cJSON *a, const struct load_run *run)
+{
+	struct stats_dist d;
+	double *v = malloc((run->n + 1) * sizeof(*v));
+	size_t i, k = 0;
+
+	if (!v)
+		return;
+	for (i = 0; i < run->n; i++)
+		if (run->res[i].t_sent > 0)
+			v[k++] = run->res[i].t_sent - run->res[i].t_launch;
+	stats_dist_of(v, k, &d);
+	cJSON_AddNumberToObject(a, "send_delay_p50_s", d.p50);
+	cJSON_AddNumberToObject(a, "send_delay_p99_s", d.p99);
+	cJSON_AddNumberToObject(a, "send_delay_max_s", d.max);
+	free(v);
+}
+
 cJSON *record_stats_json(const struct stats_run *st)
 {
 	cJSON *o = cJSON_CreateObject(), *f, *sc;
@@ -258,6 +281,11 @@ static void record_cell_json(cJSON *o, const struct record_cell *c, const struct
 		cJSON_AddNumberToObject(a, "busy_cpu_p99_s", run->busy_cpu_p99);
 		cJSON_AddNumberToObject(a, "busy_cpu_max_s", run->busy_cpu_max);
 		cJSON_AddNumberToObject(a, "cpu_s", run->cpu_s);
+		/* which clock timed the content chunks: the kernel's receive
+		 * stamp, or the loop when it read them */
+		cJSON_AddNumberToObject(a, "stamped_kernel", (double)run->n_stamp_kernel);
+		cJSON_AddNumberToObject(a, "stamped_loop", (double)run->n_stamp_loop);
+		record_send_delay(a, run);
 	}
 	cJSON_AddStringToObject(o, "cache_claim", c->cache_claim ? c->cache_claim : "cold");
 	if (c->prefix_known) {
@@ -292,6 +320,7 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 {
 	cJSON *o = cJSON_CreateObject(), *tt;
 	size_t i, n;
+	double t0;
 
 	if (!o)
 		return NULL;
@@ -312,14 +341,19 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	cJSON_AddNumberToObject(o, "http_status", (double)r->http_status);
 	cJSON_AddNumberToObject(o, "t_sched", r->t_sched);
 	cJSON_AddNumberToObject(o, "t_launch", r->t_launch);
+	if (r->t_sent > 0)
+		cJSON_AddNumberToObject(o, "t_sent", r->t_sent);
+	else
+		cJSON_AddNullToObject(o, "t_sent");
+	t0 = load_result_origin(r);
 	if (r->t_first > 0) {
-		cJSON_AddNumberToObject(o, "ttft_s", r->t_first - r->t_launch);
-		cJSON_AddNumberToObject(o, "ttlt_s", r->t_last - r->t_launch);
+		cJSON_AddNumberToObject(o, "ttft_s", r->t_first - t0);
+		cJSON_AddNumberToObject(o, "ttlt_s", r->t_last - t0);
 	} else {
 		cJSON_AddNullToObject(o, "ttft_s");
 		cJSON_AddNullToObject(o, "ttlt_s");
 	}
-	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - r->t_launch);
+	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - t0);
 	if (r->n_chunks > 1) {
 		double gap = 0;
 

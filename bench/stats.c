@@ -58,6 +58,7 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 	size_t i, j, n_ttft = 0, n_ttlt = 0, n_e2e = 0, n_itl = 0, n_gaps = 0;
 	size_t n_usage = 0, n_prompt = 0;
 	long prompt = 0;
+	double t0;
 	const struct load_result *r;
 
 	memset(s, 0, sizeof(*s));
@@ -81,20 +82,21 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 		s->staircase[i] = -1;
 	for (i = 0; i < run->n; i++) {
 		r = &run->res[i];
+		t0 = load_result_origin(r);
 		if (r->launch_seq < run->n && r->t_first > 0)
-			s->staircase[r->launch_seq] = r->t_first - r->t_launch;
+			s->staircase[r->launch_seq] = r->t_first - t0;
 		if (r->fail) {
 			s->n_failed++;
 			s->n_fail[r->fail < LOAD_FAIL__COUNT ? r->fail : LOAD_FAIL_PROTOCOL]++;
 			continue;
 		}
 		s->n_ok++;
-		e2e[n_e2e++] = r->t_end - r->t_launch;
+		e2e[n_e2e++] = r->t_end - t0;
 		if (r->t_first > 0) {
-			ttft[n_ttft++] = r->t_first - r->t_launch;
-			ttlt[n_ttlt++] = r->t_last - r->t_launch;
-			if (r->t_first - r->t_launch > s->max_ttft)
-				s->max_ttft = r->t_first - r->t_launch;
+			ttft[n_ttft++] = r->t_first - t0;
+			ttlt[n_ttlt++] = r->t_last - t0;
+			if (r->t_first - t0 > s->max_ttft)
+				s->max_ttft = r->t_first - t0;
 		}
 		for (j = 1; j < r->n_chunks && j < LOAD_MAX_TOKENS; j++)
 			itl[n_itl++] = r->tok_t[j] - r->tok_t[j - 1];

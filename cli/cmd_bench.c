@@ -49,6 +49,8 @@ static void bench_usage(FILE *f)
 		"  --correctness       reference at concurrency 1, temperature 0; compare under load\n"
 		"  -o FILE             run records (JSONL)\n"
 		"  --token-times       every token's receive time in the request records\n"
+		"  --loop-times        time tokens when the loop reads them, not by the kernel's\n"
+		"                      receive stamps (to compare the two)\n"
 		"  --json              summary as JSON on stdout\n"
 		"  --no-progress       no progress bar (it is drawn only on a terminal)\n"
 		"exit: 0 ok, 1 failed requests, correctness failures or a failed gate, 2 bad usage or input\n");
@@ -57,7 +59,7 @@ static void bench_usage(FILE *f)
 enum {
 	OPT_URL = 256, OPT_ARM, OPT_LOG, OPT_CAPTURE, OPT_SPEC, OPT_NO_ARM_CHECK, OPT_MODEL,
 	OPT_READY_TIMEOUT, OPT_SUITE, OPT_INPUT, OPT_OUTPUT, OPT_PROMPTS, OPT_CHAT, OPT_PROMPT_SEED,
-	OPT_SEED, OPT_WARM, OPT_CONC, OPT_BATCH, OPT_RATE, OPT_ARRIVAL_SEED, OPT_REQUESTS,
+	OPT_SEED, OPT_LOOP_TIMES, OPT_WARM, OPT_CONC, OPT_BATCH, OPT_RATE, OPT_ARRIVAL_SEED, OPT_REQUESTS,
 	OPT_REPEATS, OPT_TEMP, OPT_IGNORE_EOS, OPT_TIMEOUT, OPT_STALL, OPT_CORRECT, OPT_TOKEN_TIMES,
 	OPT_JSON, OPT_NO_PROGRESS, OPT_NO_USAGE,
 };
@@ -129,6 +131,7 @@ int cmd_bench(int argc, char **argv)
 		{ "stall", required_argument, NULL, OPT_STALL },
 		{ "correctness", no_argument, NULL, OPT_CORRECT },
 		{ "token-times", no_argument, NULL, OPT_TOKEN_TIMES },
+		{ "loop-times", no_argument, NULL, OPT_LOOP_TIMES },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 		{ "output", required_argument, NULL, 'o' },
@@ -243,6 +246,7 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case OPT_CORRECT: o.correctness = true; break;
 		case OPT_TOKEN_TIMES: o.token_times = true; break;
+		case OPT_LOOP_TIMES: o.loop_times = true; break;
 		case OPT_JSON: json = 1; break;
 		case OPT_NO_PROGRESS: progress = 0; break;
 		case 'o': o.out = optarg; break;

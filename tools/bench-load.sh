@@ -9,16 +9,21 @@
 #   - sustained: every request succeeded, the level was reached in flight,
 #     and the client's loop used less than 90% of its core over the run
 #     (thread CPU time / makespan);
-#   - timestamp error: for every token, the client's CLOCK_MONOTONIC receive
-#     time minus ttsim's CLOCK_MONOTONIC send time from --send-log, p50 and p99;
+#   - timestamp error: for every token, the time the client gave it minus
+#     ttsim's send time from --send-log (both CLOCK_MONOTONIC): p50 and p99
+#     of its size, and the signed extremes. Measured twice per level: as the
+#     client runs by default (the kernel's receive stamp of the packet,
+#     bench/rxstamp.h), and with --loop-times (the time the event loop got to
+#     the bytes), to show what the stamps remove;
 #   - the client loop's busy time per wake-up, p50 and p99, in wall time
 #     and in the loop thread's CPU time: bytes that arrive while the loop is
 #     busy wait that long to be timed, so this bounds the client's own share
 #     of the error; wall far above CPU means the host took the core away.
 # ttsim's send time for a token is when send(2) returned with the last byte
-# of its chunk, so the error is the client's and the loopback's, not ttsim's
-# queueing: a raw-socket reader (Python, one stream) measured against the
-# same log gives the floor of the measurement itself.
+# of its chunk; the kernel stamps the packet inside that call, so a kernel
+# stamp reads a few microseconds *before* the send time (a negative error).
+# A raw-socket reader (Python, one stream, timing when it reads) measured
+# against the same log is the floor of timing in user space.
 # TIME_SCALE (default 0, instant tokens: ttsim outpaces the client and the
 # error measures the client's backlog) paces the generator instead: at 0.1
 # with 256 slots a decode step delivers 256 tokens at once every ~17 ms.
@@ -74,7 +79,7 @@ sim_stop() {
 	SIMPID=""
 }
 
-# errors.py SEND RUN: "n p50_us p99_us" of receive - send over every token
+# errors.py SEND RUN: client time - send time over every token
 cat >"$W/errors.py" <<'PY'
 import json, sys
 sent = {}
@@ -94,11 +99,15 @@ with open(sys.argv[2]) as f:
                 missing += 1
             else:
                 errs.append(t - s)
-errs.sort()
+# "n |err| p50 |err| p99 min max missing", in microseconds
+size = sorted(abs(e) for e in errs)
 def pct(p):
-    k = max(1, min(len(errs), -(-len(errs) * p // 100)))
-    return errs[k - 1] * 1e6
-print("%d %.0f %.0f %d" % (len(errs), pct(50), pct(99), missing) if errs else "0 0 0 %d" % missing)
+    k = max(1, min(len(size), -(-len(size) * p // 100)))
+    return size[k - 1] * 1e6
+if errs:
+    print("%d %.0f %.0f %.0f %.0f %d" % (len(errs), pct(50), pct(99), min(errs) * 1e6, max(errs) * 1e6, missing))
+else:
+    print("0 0 0 0 0 %d" % missing)
 PY
 
 # floor.py PORT SEND: one raw-socket stream at a time, same error measure
@@ -135,44 +144,51 @@ print("%d %.0f %.0f" % (len(e), e[len(e) // 2] * 1e6, e[max(0, -(-len(e) * 99 //
 PY
 
 echo "client: $TTAUDIT bench ${CLIENT_PIN:+(pinned: $CLIENT_PIN)}; server: ttsim --time-scale $TIME_SCALE --slots 256 ${SERVER_PIN:+(pinned: $SERVER_PIN)}"
-echo "each level: closed loop, one wave of max(level, 32) requests of $TOKENS tokens"
-printf '%7s %6s %6s %9s %10s %6s %9s %11s %11s %26s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "us/token" "err p50 us" "err p99 us" "busy wall/cpu p50/p99 us" sustained
-best=0 best_err=0
-for lv in $LEVELS; do
+echo "each level: closed loop, one wave of max(level, 32) requests of $TOKENS tokens, run twice:"
+echo "  kernel: as the client runs by default (kernel receive stamps); loop: with --loop-times"
+echo "error = client time - ttsim send time, us: |error| p50/p99, signed min/max"
+printf '%7s %6s %6s %9s %7s %5s %8s %22s %22s %22s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "us/tok" \
+	"kernel p50/p99 min/max" "loop p50/p99 min/max" "busy wall/cpu p99 us" sustained
+best=0 best_err="-"
+# level_run LEVEL [extra]: one run; sets rc, failed, tps, inflight, cpu, per_tok, busy, err
+level_run() {
 	sim_start
-	n=$lv
+	n=$1
 	[ "$n" -lt 32 ] && n=32
 	$CLIENT_PIN "$TTAUDIT" bench --url "$URL" --no-progress --input-tokens 16 --output-tokens "$TOKENS" \
-		--prompts 32 --concurrency "$lv" --requests "$n" --token-times --stall 30 --json \
+		--prompts 32 --concurrency "$1" --requests "$n" --token-times --stall 30 --json ${2:-} \
 		-o "$W/run.jsonl" >"$W/sum.json" 2>"$W/bench.err"
 	rc=$?
 	sim_stop
 	if [ $rc -gt 1 ] || [ ! -s "$W/sum.json" ]; then
-		echo "bench-load: level $lv: ttaudit bench exited $rc"; sed 's/^/    /' "$W/bench.err"
-		continue
+		echo "bench-load: level $1: ttaudit bench exited $rc"; sed 's/^/    /' "$W/bench.err"
+		return 1
 	fi
 	failed=$(jq -r .failed "$W/sum.json")
 	tps=$(jq -r '.cells[0].median.output_tok_s | floor' "$W/sum.json")
-	inflight=$(jq -s -r '[.[] | select(.kind == "run")][0].arrival.max_inflight' "$W/run.jsonl")
-	busy=$(jq -s -r '[.[] | select(.kind == "run")][0].client_loop |
-		"\(.busy_p50_s * 1e6 | round)/\(.busy_p99_s * 1e6 | round)" +
-		" \(.busy_cpu_p50_s * 1e6 | round)/\(.busy_cpu_p99_s * 1e6 | round)"' "$W/run.jsonl")
-	# the loop thread's CPU time over the run's makespan
-	cpu=$(jq -s -r '[.[] | select(.kind == "run")][0] | (100 * .client_loop.cpu_s / .figures.makespan_s | round)' \
-		"$W/run.jsonl")
-	per_tok=$(jq -s -r '[.[] | select(.kind == "run")][0] |
-		if .figures.output_tokens > 0 then (1e6 * .client_loop.cpu_s / .figures.output_tokens | round) else "-" end' \
-		"$W/run.jsonl")
+	set -- $(jq -s -r '[.[] | select(.kind == "run")][0] |
+		"\(.arrival.max_inflight) \(100 * .client_loop.cpu_s / .figures.makespan_s | round)" +
+		" \(if .figures.output_tokens > 0 then (1e6 * .client_loop.cpu_s / .figures.output_tokens | round) else "-" end)" +
+		" \(.client_loop.busy_p99_s * 1e6 | round)/\(.client_loop.busy_cpu_p99_s * 1e6 | round)"' "$W/run.jsonl")
+	inflight=$1 cpu=$2 per_tok=$3 busy=$4
 	set -- $("$PYTHON" "$W/errors.py" "$W/send.jsonl" "$W/run.jsonl")
+	err="$2/$3 $4/$5"
+	[ "$6" -gt 0 ] && echo "    $6 received tokens had no send-log entry"
+	return 0
+}
+for lv in $LEVELS; do
+	level_run "$lv" --loop-times || continue
+	loop_err=$err
+	level_run "$lv" || continue
 	ok=no
 	if [ "$failed" = 0 ] && [ "$inflight" -ge "$lv" ] && [ "$cpu" -lt 90 ]; then
-		ok=yes best=$lv best_err="$2/$3"
+		ok=yes best=$lv best_err=$err
 	fi
-	printf '%7s %6s %6s %9s %10s %6s %9s %11s %11s %26s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" "$per_tok" "$2" "$3" "$busy" "$ok"
-	[ "$4" -gt 0 ] && echo "    $4 received tokens had no send-log entry"
+	printf '%7s %6s %6s %9s %7s %5s %8s %22s %22s %22s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" \
+		"$per_tok" "$err" "$loop_err" "$busy" "$ok"
 done
 sim_start
 floor=$($CLIENT_PIN "$PYTHON" "$W/floor.py" "$(cat "$W/port")" "$W/send.jsonl" 2>&1)
 sim_stop
-echo "highest concurrency sustained by one client core: $best streams (error p50/p99 us: $best_err)"
-echo "floor, raw-socket reader, one stream, same send log: tokens/p50/p99 us = $(echo "$floor" | tr ' ' /)"
+echo "highest concurrency sustained by one client core: $best streams (kernel-stamped |error| p50/p99 us, signed min/max: $best_err)"
+echo "user-space floor, raw-socket reader timing its reads, one stream, same send log: tokens/p50/p99 us = $(echo "$floor" | tr ' ' /)"

@@ -73,9 +73,11 @@ contains "$T/out" "token counts from chunks"
 expect_rc 0 $B --input-tokens 200 --output-tokens 6 --prompts 4 --chat --concurrency 4 --token-times -o "$T/chat.jsonl"
 eq "$(jq -s -c '[.[] | select(.kind == "request") | [.role_chunks, .content_chunks]] | unique' "$T/chat.jsonl")" \
 	'[[1,6]]' "chat role and content chunks"
-jq -s -e '[.[] | select(.kind == "request") | ((.t_launch + .ttft_s) - .token_t[0] | fabs) < 1e-9] | all' \
-	"$T/chat.jsonl" >/dev/null || fail "ttft is not the first content token's time"
-jq -s -r '.[] | select(.kind == "request") | "\(.id) \(.t_launch + .ttft_s) \(.t_launch)"' "$T/chat.jsonl" | sort >"$T/first.txt"
+jq -s -e '[.[] | select(.kind == "request") | ((.t_sent + .ttft_s) - .token_t[0] | fabs) < 1e-9] | all' \
+	"$T/chat.jsonl" >/dev/null || fail "ttft is not the first content token's time from the request written"
+jq -s -e '[.[] | select(.kind == "request") | .t_sent >= .t_launch] | all' \
+	"$T/chat.jsonl" >/dev/null || fail "a request written before it was launched"
+jq -s -r '.[] | select(.kind == "request") | "\(.id) \(.t_sent + .ttft_s) \(.t_launch)"' "$T/chat.jsonl" | sort >"$T/first.txt"
 jq -r 'select(.i == 0) | "\(.req) \(.mono)"' "$T/send.jsonl" | sort >"$T/sent0.txt"
 join "$T/first.txt" "$T/sent0.txt" >"$T/j.txt"
 eq "$(wc -l <"$T/j.txt" | tr -d ' ')" 4 "chat requests joined with the send log"
@@ -87,6 +89,24 @@ awk '$4 - $3 < 0.003 { short = short " " $1 }
      END { if (short != "") { print "prefill too short to tell the role chunk apart:" short; exit 1 }
 	   if (bad != "") { print "first token before it was sent:" bad; exit 1 } }' \
 	"$T/j.txt" || fail "ttft taken before the first content token was sent (role chunk counted?)"
+# token times are the kernel's receive stamps: every chunk is stamped (the
+# run's own socket holds the kernel's stamping on before it connects), and no
+# token is timed before ttsim sent it; --loop-times stamps none
+eq "$(jq -s -r '[.[] | select(.kind == "run")][0].client_loop | "\(.stamped_kernel) \(.stamped_loop)"' "$T/chat.jsonl")" \
+	"24 0" "chunks stamped by the kernel"
+jq -r 'select(.kind == "request") | .id as $id | .token_t | to_entries[] | "\($id)/\(.key) \(.value)"' "$T/chat.jsonl" |
+	sort >"$T/tok.txt"
+jq -r '"\(.req)/\(.i) \(.mono)"' "$T/send.jsonl" | sort >"$T/sent.txt"
+join "$T/tok.txt" "$T/sent.txt" >"$T/tj.txt"
+eq "$(wc -l <"$T/tj.txt" | tr -d ' ')" 24 "chat tokens joined with the send log"
+# a kernel stamp is taken inside ttsim's send(2), its own stamp after it returns
+awk '$2 + 0.0005 < $3 { bad = bad " " $1 } END { if (bad != "") { print "timed before sent:" bad; exit 1 } }' \
+	"$T/tj.txt" || fail "a token timed before it was sent"
+expect_rc 0 $B --input-tokens 16 --output-tokens 5 --prompts 2 --concurrency 2 --loop-times -o "$T/lt.jsonl"
+eq "$(jq -s -r '[.[] | select(.kind == "run")][0].client_loop | "\(.stamped_kernel) \(.stamped_loop)"' "$T/lt.jsonl")" \
+	"0 10" "--loop-times: chunks stamped by the loop"
+contains "$T/out" "0 of 10 chunks by kernel receive stamps"
+
 # completions have no role chunk
 eq "$(jq -s -c '[.[] | select(.kind == "request") | .role_chunks] | unique' "$T/u.jsonl")" '[0]' "completions role chunks"
 
