@@ -572,6 +572,16 @@ struct load_xfer {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
+/* The most bytes one mark peeks at: far more than a stream's chunks between wake-ups. */
+#define LOAD_MARK_BUF (64u << 10)
+/* While the loop works through ready streams, how often it marks what has
+ * arrived since (rxstamp_mark): two chunks of one stream that arrive within
+ * this time of each other, unread, share the later one's stamp. */
+#define LOAD_MARK_EVERY 200e-6
+
+/* Events taken per epoll_wait. */
+#define LOAD_MAX_EVENTS 512
+
 /* Wake-up busy times: 1 us buckets up to 10 ms, longer ones in the last. */
 #define LOAD_BUSY_BUCKETS 10001
 
@@ -584,6 +594,9 @@ struct load_loop {
 	CURLM *multi;
 	int ep;
 	int stamp_hold;               /* rxstamp_hold(), -1 when none */
+	char *mark_buf;               /* rxstamp_mark's peek buffer, LOAD_MARK_BUF; NULL: no marks */
+	struct epoll_event *mark_evs; /* LOAD_MAX_EVENTS, for the passes between events */
+	double marked_at;             /* the last mark pass */
 	double timer_at;              /* libcurl's timeout; < 0: none */
 	struct load_chunk_parser *cp;
 	struct curl_slist *hdrs;
@@ -954,6 +967,8 @@ static void load_loop_release(struct load_loop *lp)
 	if (lp->ep >= 0)
 		close(lp->ep);
 	rxstamp_drop(lp->stamp_hold);
+	free(lp->mark_buf);
+	free(lp->mark_evs);
 	curl_slist_free_all(lp->hdrs);
 	load_chunk_parser_free(lp->cp);
 }
@@ -970,7 +985,13 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	lp->ep = -1;
 	lp->stamp_hold = -1;
 	lp->timer_at = -1.0;
-	lp->stamp_hold = o->loop_times ? -1 : rxstamp_hold();
+	if (!o->loop_times) {
+		lp->stamp_hold = rxstamp_hold();
+		lp->mark_buf = malloc(LOAD_MARK_BUF);
+		lp->mark_evs = calloc(LOAD_MAX_EVENTS, sizeof(*lp->mark_evs));
+		if (!lp->mark_buf || !lp->mark_evs)
+			return status_set(si, STATUS_NOMEM, "load: out of memory");
+	}
 	lp->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (lp->ep < 0)
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
@@ -1022,12 +1043,40 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	return STATUS_OK;
 }
 
+/* Marks every stream in evs that has bytes queued (rxstamp_mark). */
+static void load_mark(struct load_loop *lp, const struct epoll_event *evs, int ne, double now)
+{
+	int k;
+
+	for (k = 0; k < ne; k++)
+		if (evs[k].events & EPOLLIN)
+			(void)rxstamp_mark(evs[k].data.fd, lp->mark_buf, LOAD_MARK_BUF);
+	lp->marked_at = now;
+}
+
+/* Between two events of a long wake-up: marks what became ready since the
+ * last pass, when that was LOAD_MARK_EVERY ago. Streams already marked and
+ * not yet read keep their mark at the cost of a flag test. */
+static void load_mark_again(struct load_loop *lp)
+{
+	double now;
+	int ne;
+
+	if (!lp->mark_buf)
+		return;
+	now = load_now();
+	if (now - lp->marked_at < LOAD_MARK_EVERY)
+		return;
+	ne = epoll_wait(lp->ep, lp->mark_evs, LOAD_MAX_EVENTS, 0);
+	load_mark(lp, lp->mark_evs, ne > 0 ? ne : 0, now);
+}
+
 enum status load_run_exec(const struct load_opts *o, const struct load_request *reqs,
 			  size_t n, struct load_run **out, struct status_info *si)
 {
 	struct load_loop lp;
 	struct load_run *run = NULL;
-	struct epoll_event evs[512];
+	struct epoll_event evs[LOAD_MAX_EVENTS];
 	enum status st = STATUS_OK;
 	size_t n_xf, next = 0, i;
 	double t0, now, wait, next_prog, next_stall = 0, prog_s, *sched = NULL, woke = 0, woke_cpu = 0, cpu0;
@@ -1126,8 +1175,10 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		if (woke > 0)
 			load_busy_add(&lp, load_now() - woke, load_cpu() - woke_cpu);
 		ne = epoll_wait(lp.ep, evs, (int)(sizeof(evs) / sizeof(evs[0])), wait_ms);
+		/* every wake-up counts, timer ones too: libcurl starts connections
+		 * and gives up on transfers from its timer */
 		woke = 0;
-		if (ne > 0) {
+		if (ne >= 0) {
 			woke = load_now();
 			woke_cpu = load_cpu();
 		}
@@ -1135,7 +1186,13 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 			st = status_set(si, STATUS_IO, "load: epoll_wait: %s", strerror(errno));
 			goto out;
 		}
+		/* the loop reaches the last of these milliseconds from now: note
+		 * what is queued on each, with its stamp, before more arrives */
+		if (lp.mark_buf && ne > 0)
+			load_mark(&lp, evs, ne, woke);
 		for (k = 0; k < ne; k++) {
+			if (k)
+				load_mark_again(&lp);
 			flags = 0;
 			if (evs[k].events & EPOLLIN)
 				flags |= CURL_CSELECT_IN;

@@ -21,6 +21,17 @@ static atomic_uchar rx_tracked[RXSTAMP_MAX_FD];
 /* CLOCK_REALTIME nanoseconds of this thread's latest read's stamp; 0: none. */
 static __thread int64_t rx_last_ns;
 
+/*
+ * Per descriptor, the mark rxstamp_mark() left: how many of the bytes at
+ * the head of the receive queue it saw, and the newest stamp among them.
+ * Touched only by the thread that reads the descriptor.
+ */
+struct rx_mark {
+	uint32_t n;
+	int64_t ns;
+};
+static struct rx_mark rx_marks[RXSTAMP_MAX_FD];
+
 int rxstamp_hold(void)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, e;
@@ -52,6 +63,7 @@ int rxstamp_track(int fd)
 	}
 	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)))
 		return -1;
+	rx_marks[fd].n = 0;
 	atomic_store_explicit(&rx_tracked[fd], 1, memory_order_relaxed);
 	return 0;
 }
@@ -61,6 +73,7 @@ void rxstamp_untrack(int fd)
 	if (fd < 0 || fd >= RXSTAMP_MAX_FD)
 		return;
 	atomic_store_explicit(&rx_tracked[fd], 0, memory_order_relaxed);
+	rx_marks[fd].n = 0;
 }
 
 int rxstamp_last(double *mono)
@@ -82,7 +95,9 @@ int rxstamp_last(double *mono)
 	return 0;
 }
 
-static ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
+/* recvmsg(2) into buf, and the newest stamp of the bytes it returned in
+ * *ns (0: none came). */
+static ssize_t rxstamp_read(int fd, void *buf, size_t n, int flags, int64_t *ns)
 {
 	/* room for one SO_TIMESTAMPNS message, aligned as cmsg requires */
 	union {
@@ -94,22 +109,67 @@ static ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
 	struct cmsghdr *c;
 	struct timespec ts;
 	ssize_t got;
-	int64_t ns = 0;
 
+	*ns = 0;
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
 	mh.msg_control = ctl.b;
 	mh.msg_controllen = sizeof(ctl.b);
 	got = recvmsg(fd, &mh, flags);
-	if (got <= 0 || (flags & MSG_PEEK))
+	if (got <= 0)
 		return got;
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS &&
 		    c->cmsg_len >= CMSG_LEN(sizeof(ts))) {
 			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+			*ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 		}
+	}
+	return got;
+}
+
+int rxstamp_mark(int fd, void *scratch, size_t cap)
+{
+	struct rx_mark *m;
+	int64_t ns;
+	ssize_t got;
+	int e = errno;
+
+	if (fd < 0 || fd >= RXSTAMP_MAX_FD || !atomic_load_explicit(&rx_tracked[fd], memory_order_relaxed))
+		return -1;
+	m = &rx_marks[fd];
+	if (m->n)
+		return 0;   /* bytes already marked are still unread: later ones wait for the read */
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX;
+	got = rxstamp_read(fd, scratch, cap, MSG_PEEK | MSG_DONTWAIT, &ns);
+	errno = e;
+	if (got <= 0 || !ns)
+		return -1;
+	m->n = (uint32_t)got;
+	m->ns = ns;
+	return 0;
+}
+
+/* A tracked descriptor's read: marked bytes first, alone, with the mark's
+ * stamp; then the stamp recvmsg gives. */
+static ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
+{
+	struct rx_mark *m = &rx_marks[fd];
+	int64_t ns;
+	ssize_t got;
+
+	if (m->n && n > m->n)
+		n = m->n;
+	got = rxstamp_read(fd, buf, n, flags, &ns);
+	if (got <= 0 || (flags & MSG_PEEK))
+		return got;
+	if (m->n) {
+		/* these bytes were queued when the mark was taken: its stamp is
+		 * theirs, whatever arrived and merged with them since */
+		ns = m->ns;
+		m->n -= (uint32_t)got;
 	}
 	rx_last_ns = ns;
 	return got;

@@ -20,7 +20,8 @@
  *   - TCP merges packets waiting in the receive queue and keeps the newest
  *     stamp, and one read can return several packets: the stamp is that of
  *     the newest bytes returned, never earlier than any of them. A chunk
- *     read together with a later one is therefore stamped late, not early.
+ *     read together with a later one is therefore stamped late, not early
+ *     (rxstamp_mark below narrows that to the time between marks).
  *   - The stamp kept is that of the calling thread's latest read that
  *     returned data, on any descriptor: take it where that read's bytes
  *     are consumed (libcurl hands what one recv returned to the write
@@ -32,6 +33,8 @@
  */
 #ifndef TTAUDIT_RXSTAMP_H
 #define TTAUDIT_RXSTAMP_H
+
+#include <stddef.h>
 
 #define RXSTAMP_MAX_FD 65536
 
@@ -50,6 +53,23 @@ void rxstamp_drop(int hold);
  * stamps. 0, or -1 with errno (fd out of range, setsockopt refused): fd is
  * then not tracked. */
 int rxstamp_track(int fd);
+
+/*
+ * Why marks: TCP merges a packet into the one waiting before it, keeping
+ * only the newer stamp, so a chunk that waits in the queue until the next
+ * one arrives is stamped with the next one's time. A loop busy with a
+ * thousand ready streams reaches the last of them milliseconds after they
+ * became ready. rxstamp_mark(), called for every ready descriptor as soon as
+ * the loop wakes (a peek, about a microsecond), notes how many bytes are
+ * queued and the newest stamp among them; later reads return those bytes
+ * first, on their own, with that stamp. Bytes that arrive after the mark
+ * get the stamp of their own read. A descriptor with unread marked bytes
+ * keeps its mark. scratch is the caller's buffer for the peek (cap bytes;
+ * bytes beyond cap are left for a later mark or the read). 0 when marked,
+ * -1 when there was nothing to mark (untracked, nothing queued, no stamp);
+ * errno is left as it was.
+ */
+int rxstamp_mark(int fd, void *scratch, size_t cap);
 
 /* Stops keeping stamps for fd (call before closing it: the number is reused). */
 void rxstamp_untrack(int fd);

@@ -159,6 +159,91 @@ static void test_untracked_read_clears(void **state)
 	assert_int_equal(rxstamp_last(&t), -1);
 }
 
+/*
+ * A mark keeps the stamp of what was queued when it was taken: a chunk that
+ * is still unread when the next one arrives is not given the next one's
+ * time, and is read on its own.
+ */
+static void test_mark_splits_merged(void **state)
+{
+	struct pair *p = *state;
+	char buf[64], scratch[256];
+	double t_one, t_two, t;
+
+	assert_int_equal(rxstamp_track(p->fd[0]), 0);
+	t_one = mono();
+	assert_int_equal(write(p->fd[1], "one", 3), 3);
+	nap_ms(30);
+	errno = 1234;
+	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	assert_int_equal(errno, 1234);
+	nap_ms(30);
+	t_two = mono();
+	assert_int_equal(write(p->fd[1], "two", 3), 3);
+	nap_ms(20);
+	/* a second mark while "one" is unread changes nothing */
+	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 3);
+	assert_memory_equal(buf, "one", 3);
+	assert_int_equal(rxstamp_last(&t), 0);
+	assert_true(t >= t_one - 0.002 && t < t_two - 0.020);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 3);
+	assert_memory_equal(buf, "two", 3);
+	assert_int_equal(rxstamp_last(&t), 0);
+	assert_true(t >= t_two - 0.002);
+}
+
+/* A mark read in pieces holds for every piece; a smaller scratch marks less. */
+static void test_mark_partial_reads(void **state)
+{
+	struct pair *p = *state;
+	char buf[64], scratch[4];
+	double t_first, t_later, t;
+
+	assert_int_equal(rxstamp_track(p->fd[0]), 0);
+	t_first = mono();
+	assert_int_equal(write(p->fd[1], "abcdefgh", 8), 8);
+	nap_ms(30);
+	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);  /* marks "abcd" */
+	t_later = mono();
+	assert_int_equal(write(p->fd[1], "ij", 2), 2);
+	nap_ms(20);
+	assert_int_equal(recv(p->fd[0], buf, 3, 0), 3);
+	assert_int_equal(rxstamp_last(&t), 0);
+	assert_true(t < t_later - 0.010 && t >= t_first - 0.002);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 1);    /* the mark's last byte alone */
+	assert_int_equal(buf[0], 'd');
+	assert_int_equal(rxstamp_last(&t), 0);
+	assert_true(t < t_later - 0.010);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 6);    /* "efgh" merged with "ij" */
+	assert_memory_equal(buf, "efghij", 6);
+	assert_int_equal(rxstamp_last(&t), 0);
+	assert_true(t >= t_later - 0.002);
+}
+
+/* Nothing to mark: nothing queued, or not tracked; errno untouched. */
+static void test_mark_nothing(void **state)
+{
+	struct pair *p = *state;
+	char scratch[16], buf[16];
+
+	errno = 77;
+	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), -1);  /* untracked */
+	assert_int_equal(rxstamp_track(p->fd[0]), 0);
+	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), -1);  /* empty */
+	assert_int_equal(errno, 77);
+	assert_int_equal(rxstamp_mark(-1, scratch, sizeof(scratch)), -1);
+	/* untracking drops a mark: the bytes are then read as they come */
+	assert_int_equal(write(p->fd[1], "ab", 2), 2);
+	nap_ms(5);
+	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	rxstamp_untrack(p->fd[0]);
+	assert_int_equal(write(p->fd[1], "cd", 2), 2);
+	nap_ms(5);
+	assert_int_equal(rxstamp_track(p->fd[0]), 0);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 4);
+}
+
 /* What cannot be tracked says so, and recv stays recv for it. */
 static void test_refusals(void **state)
 {
@@ -206,6 +291,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merged_reads_newest, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_peek_and_eagain_keep_stamp, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_untracked_read_clears, pair_setup, pair_teardown),
+		cmocka_unit_test_setup_teardown(test_mark_splits_merged, pair_setup, pair_teardown),
+		cmocka_unit_test_setup_teardown(test_mark_partial_reads, pair_setup, pair_teardown),
+		cmocka_unit_test_setup_teardown(test_mark_nothing, pair_setup, pair_teardown),
 		cmocka_unit_test(test_refusals),
 	};
 

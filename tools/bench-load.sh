@@ -9,9 +9,11 @@
 #   - sustained: every request succeeded, the level was reached in flight,
 #     and the client's loop used less than 90% of its core over the run
 #     (thread CPU time / makespan);
-#   - timestamp error: for every token, the time the client gave it minus
-#     ttsim's send time from --send-log (both CLOCK_MONOTONIC): p50 and p99
-#     of its size, and the signed extremes. Measured twice per level: as the
+#   - timestamp error: for every token, the distance from the time the
+#     client gave it to the send(2) call that carried it, as ttsim's
+#     --send-log records it (began, returned; both CLOCK_MONOTONIC): 0 inside
+#     the call, negative before it. p50 and p99 of its size, and the signed
+#     extremes. Measured twice per level: as the
 #     client runs by default (the kernel's receive stamp of the packet,
 #     bench/rxstamp.h), and with --loop-times (the time the event loop got to
 #     the bytes), to show what the stamps remove;
@@ -19,11 +21,11 @@
 #     and in the loop thread's CPU time: bytes that arrive while the loop is
 #     busy wait that long to be timed, so this bounds the client's own share
 #     of the error; wall far above CPU means the host took the core away.
-# ttsim's send time for a token is when send(2) returned with the last byte
-# of its chunk; the kernel stamps the packet inside that call, so a kernel
-# stamp reads a few microseconds *before* the send time (a negative error).
-# A raw-socket reader (Python, one stream, timing when it reads) measured
-# against the same log is the floor of timing in user space.
+# On loopback the bytes reach the client's socket inside ttsim's send(2), and
+# the kernel stamps them there; the call takes a few microseconds on a busy
+# host and tens on an idle one, hence the interval. A raw-socket reader
+# (Python, one stream, timing when it reads) measured against the same log
+# is the floor of timing in user space.
 # TIME_SCALE (default 0, instant tokens: ttsim outpaces the client and the
 # error measures the client's backlog) paces the generator instead: at 0.1
 # with 256 slots a decode step delivers 256 tokens at once every ~17 ms.
@@ -82,12 +84,16 @@ sim_stop() {
 # errors.py SEND RUN: client time - send time over every token
 cat >"$W/errors.py" <<'PY'
 import json, sys
+# ttsim logs, per token, when the send(2) that carried it began and returned;
+# the bytes reach the client's socket inside that call. A client time inside
+# the call has no error; outside, the error is the distance to it (negative:
+# before the call began).
 sent = {}
 with open(sys.argv[1]) as f:
     for line in f:
         d = json.loads(line)
-        sent[(d["req"], d["i"])] = d["mono"]
-errs, missing = [], 0
+        sent[(d["req"], d["i"])] = (d["mono_start"], d["mono"])
+errs, calls, missing = [], [], 0
 with open(sys.argv[2]) as f:
     for line in f:
         d = json.loads(line)
@@ -97,17 +103,21 @@ with open(sys.argv[2]) as f:
             s = sent.get((d["id"], i))
             if s is None:
                 missing += 1
-            else:
-                errs.append(t - s)
-# "n |err| p50 |err| p99 min max missing", in microseconds
+                continue
+            a, b = s
+            errs.append(t - a if t < a else t - b if t > b else 0.0)
+            calls.append(b - a)
+# "n |err| p50 |err| p99 min max missing call-p50", in microseconds
 size = sorted(abs(e) for e in errs)
-def pct(p):
-    k = max(1, min(len(size), -(-len(size) * p // 100)))
-    return size[k - 1] * 1e6
+calls.sort()
+def pct(v, p):
+    k = max(1, min(len(v), -(-len(v) * p // 100)))
+    return v[k - 1] * 1e6
 if errs:
-    print("%d %.0f %.0f %.0f %.0f %d" % (len(errs), pct(50), pct(99), min(errs) * 1e6, max(errs) * 1e6, missing))
+    print("%d %.0f %.0f %.0f %.0f %d %.0f" % (len(errs), pct(size, 50), pct(size, 99), min(errs) * 1e6,
+                                          max(errs) * 1e6, missing, pct(calls, 50)))
 else:
-    print("0 0 0 0 0 %d" % missing)
+    print("0 0 0 0 0 %d 0" % missing)
 PY
 
 # floor.py PORT SEND: one raw-socket stream at a time, same error measure
@@ -138,17 +148,20 @@ time.sleep(0.3)
 sent = {}
 for line in open(send_log):
     o = json.loads(line)
-    sent[(o["req"], o["i"])] = o["mono"]
-e = sorted(t - sent[(r, i)] for r, i, t in got if (r, i) in sent)
+    sent[(o["req"], o["i"])] = (o["mono_start"], o["mono"])
+def dist(t, a, b):
+    return a - t if t < a else t - b if t > b else 0.0
+e = sorted(dist(t, *sent[(r, i)]) for r, i, t in got if (r, i) in sent)
 print("%d %.0f %.0f" % (len(e), e[len(e) // 2] * 1e6, e[max(0, -(-len(e) * 99 // 100) - 1)] * 1e6))
 PY
 
 echo "client: $TTAUDIT bench ${CLIENT_PIN:+(pinned: $CLIENT_PIN)}; server: ttsim --time-scale $TIME_SCALE --slots 256 ${SERVER_PIN:+(pinned: $SERVER_PIN)}"
 echo "each level: closed loop, one wave of max(level, 32) requests of $TOKENS tokens, run twice:"
 echo "  kernel: as the client runs by default (kernel receive stamps); loop: with --loop-times"
-echo "error = client time - ttsim send time, us: |error| p50/p99, signed min/max"
-printf '%7s %6s %6s %9s %7s %5s %8s %22s %22s %22s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "us/tok" \
-	"kernel p50/p99 min/max" "loop p50/p99 min/max" "busy wall/cpu p99 us" sustained
+echo "error = distance from the client's time to ttsim's send(2) call for the token (0 inside it), us:"
+echo "  |error| p50/p99, signed min/max; call = that send(2)'s duration, p50"
+printf '%7s %6s %6s %9s %7s %5s %8s %22s %22s %5s %22s  %s\n' streams reqs failed inflight "tok/s" "cpu%" "us/tok" \
+	"kernel p50/p99 min/max" "loop p50/p99 min/max" call "busy wall/cpu p99 us" sustained
 best=0 best_err="-"
 # level_run LEVEL [extra]: one run; sets rc, failed, tps, inflight, cpu, per_tok, busy, err
 level_run() {
@@ -172,7 +185,7 @@ level_run() {
 		" \(.client_loop.busy_p99_s * 1e6 | round)/\(.client_loop.busy_cpu_p99_s * 1e6 | round)"' "$W/run.jsonl")
 	inflight=$1 cpu=$2 per_tok=$3 busy=$4
 	set -- $("$PYTHON" "$W/errors.py" "$W/send.jsonl" "$W/run.jsonl")
-	err="$2/$3 $4/$5"
+	err="$2/$3 $4/$5" call=$7
 	[ "$6" -gt 0 ] && echo "    $6 received tokens had no send-log entry"
 	return 0
 }
@@ -184,11 +197,11 @@ for lv in $LEVELS; do
 	if [ "$failed" = 0 ] && [ "$inflight" -ge "$lv" ] && [ "$cpu" -lt 90 ]; then
 		ok=yes best=$lv best_err=$err
 	fi
-	printf '%7s %6s %6s %9s %7s %5s %8s %22s %22s %22s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" \
-		"$per_tok" "$err" "$loop_err" "$busy" "$ok"
+	printf '%7s %6s %6s %9s %7s %5s %8s %22s %22s %5s %22s  %s\n' "$lv" "$n" "$failed" "$inflight" "$tps" "$cpu" \
+		"$per_tok" "$err" "$loop_err" "$call" "$busy" "$ok"
 done
 sim_start
 floor=$($CLIENT_PIN "$PYTHON" "$W/floor.py" "$(cat "$W/port")" "$W/send.jsonl" 2>&1)
 sim_stop
 echo "highest concurrency sustained by one client core: $best streams (kernel-stamped |error| p50/p99 us, signed min/max: $best_err)"
-echo "user-space floor, raw-socket reader timing its reads, one stream, same send log: tokens/p50/p99 us = $(echo "$floor" | tr ' ' /)"
+echo "user-space floor, raw-socket reader timing its reads, one stream, same send log: tokens/|error| p50/p99 us = $(echo "$floor" | tr ' ' /)"

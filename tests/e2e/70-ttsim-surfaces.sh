@@ -70,6 +70,9 @@ eq "$(jget "$T/chat.json" '.choices[0].message.content')" "$(jq -j '.choices[0].
 # the send log: one line per streamed token, with a monotonic time
 eq "$(jq -r --arg id "$sid" 'select(.req == $id) | .i' "$T/send.jsonl" | tr '\n' ' ')" "0 1 2 3 4 5 6 " "send log indices"
 jq -e 'select(.mono <= 0)' "$T/send.jsonl" >/dev/null && fail "send log mono not positive"
+# the send call that carried the token: began, then returned
+jq -e 'select((.mono_start | type) != "number" or .mono_start > .mono or .mono_start <= 0)' "$T/send.jsonl" \
+	>/dev/null && fail "send log mono_start missing or after mono"
 
 # prefix cache: a long prompt twice counts hits; after a reset it does not
 long=$(seq 1 200 | sed 's/^/word/' | tr '\n' ' ')

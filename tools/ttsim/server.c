@@ -39,6 +39,7 @@
 #include <microhttpd.h>
 
 #include "log.h"
+#include "sendstamp.h"
 #include "vocab.h"
 
 #define SRV_BODY_MAX (8u << 20)      /* request body cap */
@@ -92,9 +93,12 @@ struct sreq {
 	bool stalled;                /* the stall fault has been served */
 	int term;                    /* end decided, after the bytes: 0 no, 1 clean, -1 drop, -2 cut */
 	/* Send stamps: touched by the polling thread only, without srv->mu. */
-	double *stamps;              /* per token, when send(2) took its chunk; NULL = no log */
+	double *stamps;              /* per token, the send(2) that took its chunk: start and
+				      * return, 2 per token; NULL = no log */
 	int n_stamped;
 	int pend_lo, pend_hi;        /* tokens handed to MHD, not yet stamped; lo > hi = none */
+	double pend_at;              /* when they were handed over */
+	int fd;                      /* the connection's socket (sendstamp.h), -1 unknown */
 	bool logged;                 /* the stamps are in the send log */
 };
 
@@ -217,6 +221,7 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	rq->chunk_tok = -1;
 	rq->pend_lo = 0;
 	rq->pend_hi = -1;
+	rq->fd = -1;
 	rq->refs = 1;
 	rq->created = (long)time(NULL);
 	rq->t_arrival = srv_mono();
@@ -809,8 +814,9 @@ static void srv_log_stamps(struct ttsim_server *srv, struct sreq *rq)
 		return;
 	}
 	for (i = 0; i < rq->n_stamped; i++) {
-		w = snprintf(buf + len, cap - len, "{\"req\":\"%s\",\"i\":%d,\"mono\":%.6f}\n",
-			     rq->id, i, rq->stamps[i]);
+		w = snprintf(buf + len, cap - len,
+			     "{\"req\":\"%s\",\"i\":%d,\"mono\":%.7f,\"mono_start\":%.7f}\n",
+			     rq->id, i, rq->stamps[2 * i + 1], rq->stamps[2 * i]);
 		if (w < 0 || (size_t)w >= cap - len)
 			break;
 		len += (size_t)w;
@@ -828,13 +834,15 @@ static void srv_log_stamps(struct ttsim_server *srv, struct sreq *rq)
  *
  * Send stamps. MHD (0.9.75, connection.c) sends what a reader call returned
  * at this connection's next turn of its polling loop, not at once, and only
- * once the whole piece has gone to the socket does it call the reader again,
- * from the same turn, with nothing in between. So the time of the reader's
- * entry is when send(2) returned with the last byte of the previous piece:
- * the tokens of that piece are stamped here, first thing, before any lock.
- * (A stamp taken when the bytes are returned would include the wait for the
- * next turn, milliseconds with a thousand streams.) Every piece is followed
- * by such a call: the stream always ends with one that returns its end.
+ * once the whole piece has gone to the socket does it call the reader again.
+ * So at the reader's entry the last send on the connection's socket since
+ * the piece was handed over is the one that finished it (sendstamp.h): the
+ * tokens of that piece get its start and return, first thing, before any
+ * lock. Without such a send (the socket unknown) the entry time stands for
+ * both, which is later by up to a polling round. (A stamp taken when the
+ * bytes are returned would include the wait for the next turn, milliseconds
+ * with a thousand streams.) Every piece is followed by such a call: the
+ * stream always ends with one that returns its end.
  */
 static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -842,13 +850,19 @@ static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	struct ttsim_server *srv = rq->srv;
 	size_t n = 0, k;
 	int r = 1, tok_lo = -1, tok_hi = -1, i;
-	double wake_at = 0, t;
+	double wake_at = 0, t, t0, s0, s1;
 
 	(void)pos;
 	if (rq->pend_lo <= rq->pend_hi) {
-		t = srv_mono();
-		for (i = rq->pend_lo; i <= rq->pend_hi; i++)
-			rq->stamps[i] = t;
+		t = t0 = srv_mono();
+		if (!sendstamp_last(rq->fd, &s0, &s1) && s0 >= rq->pend_at && s1 <= t) {
+			t0 = s0;
+			t = s1;
+		}
+		for (i = rq->pend_lo; i <= rq->pend_hi; i++) {
+			rq->stamps[2 * i] = t0;
+			rq->stamps[2 * i + 1] = t;
+		}
 		rq->n_stamped = rq->pend_hi + 1;
 		rq->pend_lo = 0;
 		rq->pend_hi = -1;
@@ -902,6 +916,7 @@ static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (tok_lo >= 0 && rq->stamps) {
 		rq->pend_lo = tok_lo;
 		rq->pend_hi = tok_hi;
+		rq->pend_at = srv_mono();
 	}
 	return (ssize_t)n;
 }
@@ -1029,6 +1044,7 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	long long max_tokens = srv->c.default_max_tokens, n;
 	bool stream = false, include_usage = false;
 	struct sreq *rq;
+	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 	struct status_info si;
@@ -1136,6 +1152,8 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		goto out;
 	}
 	rq->conn = conn;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	rq->fd = ci ? ci->connect_fd : -1;
 	rq->stream = stream;
 	rq->include_usage = include_usage;
 	rq->reset_at = srv_fault_at(srv, srv->c.reset_rate, (int)max_tokens);
@@ -1155,7 +1173,7 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	}
 	if (stream) {
 		if (srv->send_log) {
-			rq->stamps = calloc((size_t)max_tokens, sizeof(double));
+			rq->stamps = calloc((size_t)max_tokens * 2, sizeof(double));
 			if (!rq->stamps)
 				ttsim_log(2, "WARNING", "ttsim", "send log: out of memory, %s not logged",
 					  rq->id);
