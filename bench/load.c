@@ -579,6 +579,9 @@ struct load_xfer {
  * this time of each other, unread, share the later one's stamp. */
 #define LOAD_MARK_EVERY 200e-6
 
+/* Requests given to libcurl per turn of the loop (see the launch in load_run_exec). */
+#define LOAD_LAUNCH_STEP 8
+
 /* Events taken per epoll_wait. */
 #define LOAD_MAX_EVENTS 512
 
@@ -1081,6 +1084,8 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	size_t n_xf, next = 0, i;
 	double t0, now, wait, next_prog, next_stall = 0, prog_s, *sched = NULL, woke = 0, woke_cpu = 0, cpu0;
 	int ne, running, k, flags, wait_ms;
+	size_t launched;
+	bool more;
 	uint64_t rng;
 
 	*out = NULL;
@@ -1148,12 +1153,19 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	next_prog = t0 + prog_s;
 	while (lp.n_done < n) {
 		now = load_now();
-		/* launch what is due */
-		while (next < n && lp.n_free) {
+		/* launch what is due, a few at a time: libcurl connects and writes
+		 * what was added in one call, about 0.1 ms each, during which the
+		 * streams already running are neither read nor marked */
+		more = false;
+		for (launched = 0; next < n && lp.n_free; launched++) {
 			if (o->arrival == LOAD_CLOSED && lp.n_inflight >= o->concurrency)
 				break;
 			if (o->arrival == LOAD_POISSON && sched[next] > now)
 				break;
+			if (launched == LOAD_LAUNCH_STEP) {
+				more = true;
+				break;
+			}
 			st = load_launch(&lp, &reqs[next], &run->res[next], next, si);
 			if (st)
 				goto out;
@@ -1171,6 +1183,8 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 			wait = 0.05;
 		if (o->progress && next_prog - now < wait)
 			wait = next_prog - now;
+		if (more)
+			wait = 0;
 		wait_ms = wait <= 0 ? 0 : (int)ceil(wait * 1e3);
 		if (woke > 0)
 			load_busy_add(&lp, load_now() - woke, load_cpu() - woke_cpu);
