@@ -580,7 +580,7 @@ struct load_xfer {
 #define LOAD_MARK_EVERY 200e-6
 
 /* Requests given to libcurl per turn of the loop (see the launch in load_run_exec). */
-#define LOAD_LAUNCH_STEP 8
+#define LOAD_LAUNCH_STEP 4
 
 /* Events taken per epoll_wait. */
 #define LOAD_MAX_EVENTS 512
@@ -832,6 +832,8 @@ static enum status load_launch(struct load_loop *lp, const struct load_request *
 	return STATUS_OK;
 }
 
+static void load_mark_again(struct load_loop *lp);
+
 static void load_reap(struct load_loop *lp)
 {
 	CURLMsg *m;
@@ -845,6 +847,8 @@ static void load_reap(struct load_loop *lp)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		if (x && x->r)
 			load_retire(lp, x, m->data.result);
+		/* a decode step can end hundreds of streams at once */
+		load_mark_again(lp);
 	}
 }
 
@@ -1166,6 +1170,8 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 				more = true;
 				break;
 			}
+			if (launched)
+				load_mark_again(&lp);
 			st = load_launch(&lp, &reqs[next], &run->res[next], next, si);
 			if (st)
 				goto out;
