@@ -579,8 +579,10 @@ struct load_xfer {
  * this time of each other, unread, share the later one's stamp. */
 #define LOAD_MARK_EVERY 200e-6
 
-/* Requests given to libcurl per turn of the loop (see the launch in load_run_exec). */
+/* Requests given to libcurl per turn of the loop, and events taken in a turn
+ * while more launches wait (see the launch in load_run_exec). */
 #define LOAD_LAUNCH_STEP 4
+#define LOAD_LAUNCH_EVENTS 16
 
 /* Events taken per epoll_wait. */
 #define LOAD_MAX_EVENTS 512
@@ -598,7 +600,9 @@ struct load_loop {
 	int ep;
 	int stamp_hold;               /* rxstamp_hold(), -1 when none */
 	char *mark_buf;               /* rxstamp_mark's peek buffer, LOAD_MARK_BUF; NULL: no marks */
-	struct epoll_event *mark_evs; /* LOAD_MAX_EVENTS, for the passes between events */
+	struct epoll_event *mark_evs; /* LOAD_MAX_EVENTS, for the mark passes */
+	int mark_ep;                  /* edge-triggered: the streams that received bytes since
+				       * the last pass; -1 when none */
 	double marked_at;             /* the last mark pass */
 	double timer_at;              /* libcurl's timeout; < 0: none */
 	struct load_chunk_parser *cp;
@@ -695,9 +699,19 @@ static int load_sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *s
 static int load_sockopt_cb(void *clientp, curl_socket_t fd, curlsocktype purpose)
 {
 	const struct load_loop *lp = clientp;
+	struct epoll_event ev;
 
-	if (purpose == CURLSOCKTYPE_IPCXN && !lp->o->loop_times)
-		(void)rxstamp_track(fd);
+	if (purpose != CURLSOCKTYPE_IPCXN || lp->o->loop_times)
+		return CURL_SOCKOPT_OK;
+	if (rxstamp_track(fd))
+		return CURL_SOCKOPT_OK;
+	/* edge-triggered: reports the socket once per arrival, so a mark pass
+	 * peeks only at streams that received something */
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLET;
+	ev.data.fd = fd;
+	if (lp->mark_ep >= 0)
+		(void)epoll_ctl(lp->mark_ep, EPOLL_CTL_ADD, fd, &ev);
 	return CURL_SOCKOPT_OK;
 }
 
@@ -832,7 +846,7 @@ static enum status load_launch(struct load_loop *lp, const struct load_request *
 	return STATUS_OK;
 }
 
-static void load_mark_again(struct load_loop *lp);
+static void load_mark(struct load_loop *lp, bool force);
 
 static void load_reap(struct load_loop *lp)
 {
@@ -848,7 +862,7 @@ static void load_reap(struct load_loop *lp)
 		if (x && x->r)
 			load_retire(lp, x, m->data.result);
 		/* a decode step can end hundreds of streams at once */
-		load_mark_again(lp);
+		load_mark(lp, false);
 	}
 }
 
@@ -976,6 +990,8 @@ static void load_loop_release(struct load_loop *lp)
 	rxstamp_drop(lp->stamp_hold);
 	free(lp->mark_buf);
 	free(lp->mark_evs);
+	if (lp->mark_ep >= 0)
+		close(lp->mark_ep);
 	curl_slist_free_all(lp->hdrs);
 	load_chunk_parser_free(lp->cp);
 }
@@ -991,11 +1007,15 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	lp->o = o;
 	lp->ep = -1;
 	lp->stamp_hold = -1;
+	lp->mark_ep = -1;
 	lp->timer_at = -1.0;
 	if (!o->loop_times) {
 		lp->stamp_hold = rxstamp_hold();
 		lp->mark_buf = malloc(LOAD_MARK_BUF);
 		lp->mark_evs = calloc(LOAD_MAX_EVENTS, sizeof(*lp->mark_evs));
+		lp->mark_ep = epoll_create1(EPOLL_CLOEXEC);
+		if (lp->mark_ep < 0)
+			return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
 		if (!lp->mark_buf || !lp->mark_evs)
 			return status_set(si, STATUS_NOMEM, "load: out of memory");
 	}
@@ -1050,32 +1070,28 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	return STATUS_OK;
 }
 
-/* Marks every stream in evs that has bytes queued (rxstamp_mark). */
-static void load_mark(struct load_loop *lp, const struct epoll_event *evs, int ne, double now)
-{
-	int k;
-
-	for (k = 0; k < ne; k++)
-		if (evs[k].events & EPOLLIN)
-			(void)rxstamp_mark(evs[k].data.fd, lp->mark_buf, LOAD_MARK_BUF);
-	lp->marked_at = now;
-}
-
-/* Between two events of a long wake-up: marks what became ready since the
- * last pass, when that was LOAD_MARK_EVERY ago. Streams already marked and
- * not yet read keep their mark at the cost of a flag test. */
-static void load_mark_again(struct load_loop *lp)
+/*
+ * A mark pass: every stream that received bytes since the last pass gets
+ * them marked (rxstamp_mark). Runs as the loop wakes and, while it works
+ * through a long list of ready streams, reaping or launching, every
+ * LOAD_MARK_EVERY (force: at once).
+ */
+static void load_mark(struct load_loop *lp, bool force)
 {
 	double now;
-	int ne;
+	int ne, k;
 
 	if (!lp->mark_buf)
 		return;
 	now = load_now();
-	if (now - lp->marked_at < LOAD_MARK_EVERY)
+	if (!force && now - lp->marked_at < LOAD_MARK_EVERY)
 		return;
-	ne = epoll_wait(lp->ep, lp->mark_evs, LOAD_MAX_EVENTS, 0);
-	load_mark(lp, lp->mark_evs, ne > 0 ? ne : 0, now);
+	lp->marked_at = now;
+	do {
+		ne = epoll_wait(lp->mark_ep, lp->mark_evs, LOAD_MAX_EVENTS, 0);
+		for (k = 0; k < ne; k++)
+			(void)rxstamp_mark(lp->mark_evs[k].data.fd, lp->mark_buf, LOAD_MARK_BUF);
+	} while (ne == LOAD_MAX_EVENTS);
 }
 
 enum status load_run_exec(const struct load_opts *o, const struct load_request *reqs,
@@ -1096,6 +1112,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	memset(&lp, 0, sizeof(lp));
 	lp.ep = -1;
 	lp.stamp_hold = -1;
+	lp.mark_ep = -1;
 	if (!n || n > LOAD_MAX_REQUESTS)
 		return status_set(si, STATUS_USAGE, "load: %zu requests (want 1 to %u)", n, LOAD_MAX_REQUESTS);
 	if (o->arrival == LOAD_CLOSED && !o->concurrency)
@@ -1171,7 +1188,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 				break;
 			}
 			if (launched)
-				load_mark_again(&lp);
+				load_mark(&lp, false);
 			st = load_launch(&lp, &reqs[next], &run->res[next], next, si);
 			if (st)
 				goto out;
@@ -1194,7 +1211,9 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		wait_ms = wait <= 0 ? 0 : (int)ceil(wait * 1e3);
 		if (woke > 0)
 			load_busy_add(&lp, load_now() - woke, load_cpu() - woke_cpu);
-		ne = epoll_wait(lp.ep, evs, (int)(sizeof(evs) / sizeof(evs[0])), wait_ms);
+		/* while launches wait, take few events per turn: the launch rate
+		 * must not depend on how many tokens are arriving */
+		ne = epoll_wait(lp.ep, evs, more ? LOAD_LAUNCH_EVENTS : LOAD_MAX_EVENTS, wait_ms);
 		/* every wake-up counts, timer ones too: libcurl starts connections
 		 * and gives up on transfers from its timer */
 		woke = 0;
@@ -1208,11 +1227,11 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		}
 		/* the loop reaches the last of these milliseconds from now: note
 		 * what is queued on each, with its stamp, before more arrives */
-		if (lp.mark_buf && ne > 0)
-			load_mark(&lp, evs, ne, woke);
+		if (ne > 0)
+			load_mark(&lp, true);
 		for (k = 0; k < ne; k++) {
 			if (k)
-				load_mark_again(&lp);
+				load_mark(&lp, false);
 			flags = 0;
 			if (evs[k].events & EPOLLIN)
 				flags |= CURL_CSELECT_IN;

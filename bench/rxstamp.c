@@ -22,15 +22,18 @@ static atomic_uchar rx_tracked[RXSTAMP_MAX_FD];
 static __thread int64_t rx_last_ns;
 
 /*
- * Per descriptor, the mark rxstamp_mark() left: how many of the bytes at
- * the head of the receive queue it saw, and the newest stamp among them.
+ * Per descriptor, the marks rxstamp_mark() left, oldest first: a queue of
+ * segments of the bytes at the head of the receive queue, each with the
+ * newest stamp it held when it was marked. total is the bytes they cover.
  * Touched only by the thread that reads the descriptor.
  */
-struct rx_mark {
-	uint32_t n;
-	int64_t ns;
+struct rx_marks {
+	uint32_t n[RXSTAMP_MARKS];
+	int64_t ns[RXSTAMP_MARKS];
+	uint32_t total;
+	uint8_t head, count;
 };
-static struct rx_mark rx_marks[RXSTAMP_MAX_FD];
+static struct rx_marks rx_marks[RXSTAMP_MAX_FD];
 
 int rxstamp_hold(void)
 {
@@ -63,7 +66,7 @@ int rxstamp_track(int fd)
 	}
 	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)))
 		return -1;
-	rx_marks[fd].n = 0;
+	memset(&rx_marks[fd], 0, sizeof(rx_marks[fd]));
 	atomic_store_explicit(&rx_tracked[fd], 1, memory_order_relaxed);
 	return 0;
 }
@@ -73,7 +76,7 @@ void rxstamp_untrack(int fd)
 	if (fd < 0 || fd >= RXSTAMP_MAX_FD)
 		return;
 	atomic_store_explicit(&rx_tracked[fd], 0, memory_order_relaxed);
-	rx_marks[fd].n = 0;
+	memset(&rx_marks[fd], 0, sizeof(rx_marks[fd]));
 }
 
 int rxstamp_last(double *mono)
@@ -131,45 +134,59 @@ static ssize_t rxstamp_read(int fd, void *buf, size_t n, int flags, int64_t *ns)
 
 int rxstamp_mark(int fd, void *scratch, size_t cap)
 {
-	struct rx_mark *m;
+	struct rx_marks *m;
 	int64_t ns;
 	ssize_t got;
+	unsigned k;
 	int e = errno;
 
 	if (fd < 0 || fd >= RXSTAMP_MAX_FD || !atomic_load_explicit(&rx_tracked[fd], memory_order_relaxed))
 		return -1;
 	m = &rx_marks[fd];
-	if (m->n)
-		return 0;   /* bytes already marked are still unread: later ones wait for the read */
+	if (m->count == RXSTAMP_MARKS)
+		return 0;   /* later bytes wait for a read to free a mark */
 	if (cap > UINT32_MAX)
 		cap = UINT32_MAX;
 	got = rxstamp_read(fd, scratch, cap, MSG_PEEK | MSG_DONTWAIT, &ns);
 	errno = e;
 	if (got <= 0 || !ns)
 		return -1;
-	m->n = (uint32_t)got;
-	m->ns = ns;
+	if ((uint32_t)got <= m->total)
+		return 0;   /* nothing new since the last mark (or beyond cap) */
+	/* the bytes past the marked ones are the newest: the peek's stamp is
+	 * that of their newest packet */
+	k = (m->head + m->count) % RXSTAMP_MARKS;
+	m->n[k] = (uint32_t)got - m->total;
+	m->ns[k] = ns;
+	m->total = (uint32_t)got;
+	m->count++;
 	return 0;
 }
 
-/* A tracked descriptor's read: marked bytes first, alone, with the mark's
- * stamp; then the stamp recvmsg gives. */
+/* A tracked descriptor's read: the oldest marked segment first, alone, with
+ * its stamp; unmarked bytes with the stamp recvmsg gives. */
 static ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
 {
-	struct rx_mark *m = &rx_marks[fd];
+	struct rx_marks *m = &rx_marks[fd];
+	unsigned h = m->head;
 	int64_t ns;
 	ssize_t got;
 
-	if (m->n && n > m->n)
-		n = m->n;
+	if (m->count && n > m->n[h])
+		n = m->n[h];
 	got = rxstamp_read(fd, buf, n, flags, &ns);
 	if (got <= 0 || (flags & MSG_PEEK))
 		return got;
-	if (m->n) {
+	if (m->count) {
 		/* these bytes were queued when the mark was taken: its stamp is
 		 * theirs, whatever arrived and merged with them since */
-		ns = m->ns;
-		m->n -= (uint32_t)got;
+		ns = m->ns[h];
+		m->n[h] -= (uint32_t)got;
+		m->total -= (uint32_t)got;
+		if (!m->n[h]) {
+			m->head = (uint8_t)((h + 1) % RXSTAMP_MARKS);
+			m->count--;
+		}
 	}
 	rx_last_ns = ns;
 	return got;

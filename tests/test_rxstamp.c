@@ -181,7 +181,7 @@ static void test_mark_splits_merged(void **state)
 	t_two = mono();
 	assert_int_equal(write(p->fd[1], "two", 3), 3);
 	nap_ms(20);
-	/* a second mark while "one" is unread changes nothing */
+	/* a second mark while "one" is unread marks "two" apart */
 	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
 	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 3);
 	assert_memory_equal(buf, "one", 3);
@@ -191,6 +191,35 @@ static void test_mark_splits_merged(void **state)
 	assert_memory_equal(buf, "two", 3);
 	assert_int_equal(rxstamp_last(&t), 0);
 	assert_true(t >= t_two - 0.002);
+}
+
+/* Marks queue up: every chunk marked before the next arrived keeps its own
+ * time, however many wait unread; past RXSTAMP_MARKS the rest is read late. */
+static void test_marks_queue(void **state)
+{
+	struct pair *p = *state;
+	char buf[64], scratch[256], c;
+	double t[RXSTAMP_MARKS + 2], got;
+	int i;
+
+	assert_int_equal(rxstamp_track(p->fd[0]), 0);
+	for (i = 0; i < RXSTAMP_MARKS + 2; i++) {
+		c = (char)('a' + i);
+		t[i] = mono();
+		assert_int_equal(write(p->fd[1], &c, 1), 1);
+		nap_ms(15);
+		assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	}
+	for (i = 0; i < RXSTAMP_MARKS; i++) {
+		assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 1);
+		assert_int_equal(buf[0], 'a' + i);
+		assert_int_equal(rxstamp_last(&got), 0);
+		assert_true(got >= t[i] - 0.002 && got < t[i] + 0.010);
+	}
+	/* the two chunks past the queue come together, with the newer stamp */
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 2);
+	assert_int_equal(rxstamp_last(&got), 0);
+	assert_true(got >= t[RXSTAMP_MARKS + 1] - 0.002);
 }
 
 /* A mark read in pieces holds for every piece; a smaller scratch marks less. */
@@ -293,6 +322,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_untracked_read_clears, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mark_splits_merged, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mark_partial_reads, pair_setup, pair_teardown),
+		cmocka_unit_test_setup_teardown(test_marks_queue, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mark_nothing, pair_setup, pair_teardown),
 		cmocka_unit_test(test_refusals),
 	};
