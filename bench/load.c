@@ -572,8 +572,6 @@ struct load_xfer {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-/* The most bytes one mark peeks at: far more than a stream's chunks between wake-ups. */
-#define LOAD_MARK_BUF (64u << 10)
 /* While the loop works through ready streams, how often it marks what has
  * arrived since (rxstamp_mark): two chunks of one stream that arrive within
  * this time of each other, unread, share the later one's stamp. */
@@ -599,7 +597,6 @@ struct load_loop {
 	CURLM *multi;
 	int ep;
 	int stamp_hold;               /* rxstamp_hold(), -1 when none */
-	char *mark_buf;               /* rxstamp_mark's peek buffer, LOAD_MARK_BUF; NULL: no marks */
 	struct epoll_event *mark_evs; /* LOAD_MAX_EVENTS, for the mark passes */
 	int mark_ep;                  /* edge-triggered: the streams that received bytes since
 				       * the last pass; -1 when none */
@@ -988,7 +985,6 @@ static void load_loop_release(struct load_loop *lp)
 	if (lp->ep >= 0)
 		close(lp->ep);
 	rxstamp_drop(lp->stamp_hold);
-	free(lp->mark_buf);
 	free(lp->mark_evs);
 	if (lp->mark_ep >= 0)
 		close(lp->mark_ep);
@@ -1011,12 +1007,11 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	lp->timer_at = -1.0;
 	if (!o->loop_times) {
 		lp->stamp_hold = rxstamp_hold();
-		lp->mark_buf = malloc(LOAD_MARK_BUF);
 		lp->mark_evs = calloc(LOAD_MAX_EVENTS, sizeof(*lp->mark_evs));
 		lp->mark_ep = epoll_create1(EPOLL_CLOEXEC);
 		if (lp->mark_ep < 0)
 			return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
-		if (!lp->mark_buf || !lp->mark_evs)
+		if (!lp->mark_evs)
 			return status_set(si, STATUS_NOMEM, "load: out of memory");
 	}
 	lp->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1081,7 +1076,7 @@ static void load_mark(struct load_loop *lp, bool force)
 	double now;
 	int ne, k;
 
-	if (!lp->mark_buf)
+	if (lp->mark_ep < 0)
 		return;
 	now = load_now();
 	if (!force && now - lp->marked_at < LOAD_MARK_EVERY)
@@ -1090,7 +1085,7 @@ static void load_mark(struct load_loop *lp, bool force)
 	do {
 		ne = epoll_wait(lp->mark_ep, lp->mark_evs, LOAD_MAX_EVENTS, 0);
 		for (k = 0; k < ne; k++)
-			(void)rxstamp_mark(lp->mark_evs[k].data.fd, lp->mark_buf, LOAD_MARK_BUF);
+			(void)rxstamp_mark(lp->mark_evs[k].data.fd);
 	} while (ne == LOAD_MAX_EVENTS);
 }
 

@@ -132,7 +132,7 @@ static ssize_t rxstamp_read(int fd, void *buf, size_t n, int flags, int64_t *ns)
 	return got;
 }
 
-int rxstamp_mark(int fd, void *scratch, size_t cap)
+int rxstamp_mark(int fd)
 {
 	struct rx_marks *m;
 	int64_t ns;
@@ -145,14 +145,14 @@ int rxstamp_mark(int fd, void *scratch, size_t cap)
 	m = &rx_marks[fd];
 	if (m->count == RXSTAMP_MARKS)
 		return 0;   /* later bytes wait for a read to free a mark */
-	if (cap > UINT32_MAX)
-		cap = UINT32_MAX;
-	got = rxstamp_read(fd, scratch, cap, MSG_PEEK | MSG_DONTWAIT, &ns);
+	/* MSG_TRUNC: TCP counts the queued bytes and reports the newest
+	 * stamp without copying them (tcp(7)) */
+	got = rxstamp_read(fd, NULL, RXSTAMP_MARK_CAP, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, &ns);
 	errno = e;
 	if (got <= 0 || !ns)
 		return -1;
 	if ((uint32_t)got <= m->total)
-		return 0;   /* nothing new since the last mark (or beyond cap) */
+		return 0;   /* nothing new since the last mark */
 	/* the bytes past the marked ones are the newest: the peek's stamp is
 	 * that of their newest packet */
 	k = (m->head + m->count) % RXSTAMP_MARKS;

@@ -38,6 +38,7 @@
 
 #define RXSTAMP_MAX_FD 65536
 #define RXSTAMP_MARKS 8        /* unread marked segments kept per descriptor */
+#define RXSTAMP_MARK_CAP (1u << 30)   /* the most queued bytes one mark counts */
 
 /*
  * The kernel turns its receive stamping on for the first socket that asks
@@ -62,16 +63,15 @@ int rxstamp_track(int fd);
  * thousand ready streams reaches the last of them milliseconds after they
  * became ready. rxstamp_mark(), called for every ready descriptor as soon as
  * the loop wakes and every so often while it works (a peek, about a
- * microsecond), notes the bytes queued beyond those already marked and the
+ * microsecond, nothing copied), notes the bytes queued beyond those already marked and the
  * newest stamp among them: a new segment, up to RXSTAMP_MARKS per
  * descriptor. Later reads return the segments in order, each on its own,
  * with its stamp; bytes past the last segment get the stamp of their own
- * read. scratch is the caller's buffer for the peek (cap bytes; bytes beyond
- * cap are left for a later mark or the read). 0 when fd is tracked and has
+ * read. The peek copies nothing (MSG_TRUNC). 0 when fd is tracked and has
  * bytes queued (marked now or before), -1 when there was nothing to mark
  * (untracked, nothing queued, no stamp); errno is left as it was.
  */
-int rxstamp_mark(int fd, void *scratch, size_t cap);
+int rxstamp_mark(int fd);
 
 /* Stops keeping stamps for fd (call before closing it: the number is reused). */
 void rxstamp_untrack(int fd);

@@ -167,7 +167,7 @@ static void test_untracked_read_clears(void **state)
 static void test_mark_splits_merged(void **state)
 {
 	struct pair *p = *state;
-	char buf[64], scratch[256];
+	char buf[64];
 	double t_one, t_two, t;
 
 	assert_int_equal(rxstamp_track(p->fd[0]), 0);
@@ -175,14 +175,14 @@ static void test_mark_splits_merged(void **state)
 	assert_int_equal(write(p->fd[1], "one", 3), 3);
 	nap_ms(30);
 	errno = 1234;
-	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	assert_int_equal(rxstamp_mark(p->fd[0]), 0);
 	assert_int_equal(errno, 1234);
 	nap_ms(30);
 	t_two = mono();
 	assert_int_equal(write(p->fd[1], "two", 3), 3);
 	nap_ms(20);
 	/* a second mark while "one" is unread marks "two" apart */
-	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	assert_int_equal(rxstamp_mark(p->fd[0]), 0);
 	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 3);
 	assert_memory_equal(buf, "one", 3);
 	assert_int_equal(rxstamp_last(&t), 0);
@@ -198,7 +198,7 @@ static void test_mark_splits_merged(void **state)
 static void test_marks_queue(void **state)
 {
 	struct pair *p = *state;
-	char buf[64], scratch[256], c;
+	char buf[64], c;
 	double t[RXSTAMP_MARKS + 2], got;
 	int i;
 
@@ -208,7 +208,7 @@ static void test_marks_queue(void **state)
 		t[i] = mono();
 		assert_int_equal(write(p->fd[1], &c, 1), 1);
 		nap_ms(15);
-		assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+		assert_int_equal(rxstamp_mark(p->fd[0]), 0);
 	}
 	for (i = 0; i < RXSTAMP_MARKS; i++) {
 		assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 1);
@@ -222,50 +222,59 @@ static void test_marks_queue(void **state)
 	assert_true(got >= t[RXSTAMP_MARKS + 1] - 0.002);
 }
 
-/* A mark read in pieces holds for every piece; a smaller scratch marks less. */
+/* A mark read in pieces holds for every piece, and ends where it ends;
+ * bytes never marked come with their own read's stamp. */
 static void test_mark_partial_reads(void **state)
 {
 	struct pair *p = *state;
-	char buf[64], scratch[4];
-	double t_first, t_later, t;
+	char buf[64];
+	double t_first, t_second, t_third, t;
 
 	assert_int_equal(rxstamp_track(p->fd[0]), 0);
 	t_first = mono();
-	assert_int_equal(write(p->fd[1], "abcdefgh", 8), 8);
-	nap_ms(30);
-	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);  /* marks "abcd" */
-	t_later = mono();
-	assert_int_equal(write(p->fd[1], "ij", 2), 2);
+	assert_int_equal(write(p->fd[1], "abcd", 4), 4);
+	nap_ms(20);
+	assert_int_equal(rxstamp_mark(p->fd[0]), 0);
+	t_second = mono();
+	assert_int_equal(write(p->fd[1], "efgh", 4), 4);
+	nap_ms(20);
+	assert_int_equal(rxstamp_mark(p->fd[0]), 0);
+	t_third = mono();
+	assert_int_equal(write(p->fd[1], "ij", 2), 2);   /* never marked */
 	nap_ms(20);
 	assert_int_equal(recv(p->fd[0], buf, 3, 0), 3);
 	assert_int_equal(rxstamp_last(&t), 0);
-	assert_true(t < t_later - 0.010 && t >= t_first - 0.002);
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 1);    /* the mark's last byte alone */
+	assert_true(t >= t_first - 0.002 && t < t_second - 0.010);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 1);    /* the first mark's last byte alone */
 	assert_int_equal(buf[0], 'd');
 	assert_int_equal(rxstamp_last(&t), 0);
-	assert_true(t < t_later - 0.010);
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 6);    /* "efgh" merged with "ij" */
-	assert_memory_equal(buf, "efghij", 6);
+	assert_true(t < t_second - 0.010);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 4);    /* the second mark */
+	assert_memory_equal(buf, "efgh", 4);
 	assert_int_equal(rxstamp_last(&t), 0);
-	assert_true(t >= t_later - 0.002);
+	assert_true(t >= t_second - 0.002 && t < t_third - 0.010);
+	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 2);
+	assert_memory_equal(buf, "ij", 2);
+	assert_int_equal(rxstamp_last(&t), 0);
+	assert_true(t >= t_third - 0.002);
 }
 
 /* Nothing to mark: nothing queued, or not tracked; errno untouched. */
 static void test_mark_nothing(void **state)
 {
 	struct pair *p = *state;
-	char scratch[16], buf[16];
+	char buf[16];
 
 	errno = 77;
-	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), -1);  /* untracked */
+	assert_int_equal(rxstamp_mark(p->fd[0]), -1);  /* untracked */
 	assert_int_equal(rxstamp_track(p->fd[0]), 0);
-	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), -1);  /* empty */
+	assert_int_equal(rxstamp_mark(p->fd[0]), -1);  /* empty */
 	assert_int_equal(errno, 77);
-	assert_int_equal(rxstamp_mark(-1, scratch, sizeof(scratch)), -1);
+	assert_int_equal(rxstamp_mark(-1), -1);
 	/* untracking drops a mark: the bytes are then read as they come */
 	assert_int_equal(write(p->fd[1], "ab", 2), 2);
 	nap_ms(5);
-	assert_int_equal(rxstamp_mark(p->fd[0], scratch, sizeof(scratch)), 0);
+	assert_int_equal(rxstamp_mark(p->fd[0]), 0);
 	rxstamp_untrack(p->fd[0]);
 	assert_int_equal(write(p->fd[1], "cd", 2), 2);
 	nap_ms(5);
