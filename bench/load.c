@@ -577,11 +577,6 @@ struct load_xfer {
  * this time of each other, unread, share the later one's stamp. */
 #define LOAD_MARK_EVERY 50e-6
 
-/* Requests given to libcurl per turn of the loop, and events taken in a turn
- * while more launches wait (see the launch in load_run_exec). */
-#define LOAD_LAUNCH_STEP 4
-#define LOAD_LAUNCH_EVENTS 16
-
 /* libcurl's receive buffer per transfer (it reads at most this much at once). */
 #define LOAD_CURL_BUFFER 4096L
 
@@ -1105,8 +1100,6 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	size_t n_xf, next = 0, i;
 	double t0, now, wait, next_prog, next_stall = 0, prog_s, *sched = NULL, woke = 0, woke_cpu = 0, cpu0;
 	int ne, running, k, flags, wait_ms;
-	size_t launched;
-	bool more;
 	uint64_t rng;
 
 	*out = NULL;
@@ -1175,25 +1168,21 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	next_prog = t0 + prog_s;
 	while (lp.n_done < n) {
 		now = load_now();
-		/* launch what is due, a few at a time: libcurl connects and writes
-		 * what was added in one call, about 0.1 ms each, during which the
-		 * streams already running are neither read nor marked */
-		more = false;
-		for (launched = 0; next < n && lp.n_free; launched++) {
+		/* launch everything that is due, first: the arrival model says
+		 * when requests start, not how busy the loop is. libcurl connects
+		 * and writes a request at its next call (about 0.1 ms for a new
+		 * connection), so each is driven at once, with a mark pass after
+		 * it; reading waits, and the marks keep its times */
+		for (; next < n && lp.n_free; next++) {
 			if (o->arrival == LOAD_CLOSED && lp.n_inflight >= o->concurrency)
 				break;
 			if (o->arrival == LOAD_POISSON && sched[next] > now)
 				break;
-			if (launched == LOAD_LAUNCH_STEP) {
-				more = true;
-				break;
-			}
-			if (launched)
-				load_mark(&lp, false);
 			st = load_launch(&lp, &reqs[next], &run->res[next], next, si);
 			if (st)
 				goto out;
-			next++;
+			curl_multi_socket_action(lp.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+			load_mark(&lp, false);
 		}
 		if (lp.n_inflight > run->max_inflight)
 			run->max_inflight = lp.n_inflight;
@@ -1207,14 +1196,11 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 			wait = 0.05;
 		if (o->progress && next_prog - now < wait)
 			wait = next_prog - now;
-		if (more)
-			wait = 0;
+
 		wait_ms = wait <= 0 ? 0 : (int)ceil(wait * 1e3);
 		if (woke > 0)
 			load_busy_add(&lp, load_now() - woke, load_cpu() - woke_cpu);
-		/* while launches wait, take few events per turn: the launch rate
-		 * must not depend on how many tokens are arriving */
-		ne = epoll_wait(lp.ep, evs, more ? LOAD_LAUNCH_EVENTS : LOAD_MAX_EVENTS, wait_ms);
+		ne = epoll_wait(lp.ep, evs, LOAD_MAX_EVENTS, wait_ms);
 		/* every wake-up counts, timer ones too: libcurl starts connections
 		 * and gives up on transfers from its timer */
 		woke = 0;

@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 #define RXSTAMP_MAX_FD 65536
-#define RXSTAMP_MARKS 8        /* unread marked segments kept per descriptor */
+#define RXSTAMP_MARKS 32       /* unread marked segments kept per descriptor */
 #define RXSTAMP_MARK_CAP (1u << 30)   /* the most queued bytes one mark counts */
 
 /*
