@@ -10,7 +10,7 @@
 . tests/e2e/ttsim.inc
 
 SUITE="$FIX/bench/mixed-lengths.jsonl"
-SIM="--seed 3 --time-scale 0 --slots 16 --refresh-every 32 --no-audit"
+SIM="--seed 3 --time-scale 0 --slots 16 --refresh-every 64 --no-audit"
 RUN="--no-progress --suite $SUITE --concurrency 32 --requests 200 --correctness --seed 11"
 
 sim_start bare $SIM --arm bare
