@@ -326,6 +326,7 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		return NULL;
 	cJSON_AddStringToObject(o, "kind", "request");
 	cJSON_AddStringToObject(o, "run_id", c->run_id);
+	cJSON_AddNumberToObject(o, "arm_index", (double)c->arm_index);
 	record_str(o, "arm", id->arm);
 	cJSON_AddStringToObject(o, "arm_state", record_arm_state_name(id->arm_state));
 	cJSON_AddStringToObject(o, "phase", c->phase);

@@ -1122,6 +1122,7 @@ enum status pair_series_read(const char *const *paths, size_t n_paths, struct pa
 			const char *kind, *phase, *arm;
 			const cJSON *id;
 			struct pair_series *s;
+			char unnamed[32];
 
 			line++;
 			o = !too_long ? cJSON_ParseWithLength(buf, (size_t)len) : NULL;
@@ -1139,6 +1140,16 @@ enum status pair_series_read(const char *const *paths, size_t n_paths, struct pa
 			}
 			id = cJSON_GetObjectItemCaseSensitive(o, "identity");
 			arm = !strcmp(kind, "run") ? (id ? pair_str(id, "arm") : NULL) : pair_str(o, "arm");
+			/* servers benched without an arm name are told apart by their
+			 * place on the command line */
+			if (!arm) {
+				double ai = pair_num(o, "arm_index", NAN);
+
+				if (isfinite(ai) && ai >= 0 && ai < 1e6) {
+					snprintf(unnamed, sizeof(unnamed), "server %d", (int)ai);
+					arm = unnamed;
+				}
+			}
 			if (!strcmp(kind, "run") || !strcmp(kind, "request")) {
 				s = pair_series_of(out, max, n, arm ? arm : "none", si);
 				if (!s) {

@@ -14,6 +14,7 @@
 #define SVG_MARGIN_R 20
 #define SVG_MARGIN_T 40
 #define SVG_MARGIN_B 50
+#define SVG_MARK_MIN 3.0          /* narrowest substitution mark, px */
 
 static const char *const svg_colors[SVG_MAX_SERIES] = {
 	"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
@@ -76,7 +77,7 @@ enum status svg_timeline(FILE *f, const char *path, const struct svg_timeline_op
 	size_t n_cols = 0, i;
 	uint32_t s, slots = 0;
 	enum status rst = STATUS_OK;
-	int h, w = SVG_W, plot_w, row_h;
+	int h, w = SVG_W, plot_w, row_h, pass;
 	double col_w;
 	char title[512];
 
@@ -171,26 +172,39 @@ enum status svg_timeline(FILE *f, const char *path, const struct svg_timeline_op
 		 st->merges > st->drawn ? " (first merges drawn)" : "");
 	svg_open(f, w, h, title);
 	fprintf(f, "<g class=\"axes\" stroke=\"#999\">\n");
-	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n", SVG_MARGIN_L,
-		SVG_MARGIN_T + (int)slots * row_h, w - SVG_MARGIN_R, SVG_MARGIN_T + (int)slots * row_h);
+	/* the axis ends with the last column: with few merges the columns keep
+	 * their width and do not fill the plot */
+	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\"/>\n", SVG_MARGIN_L,
+		SVG_MARGIN_T + (int)slots * row_h,
+		n_cols ? SVG_MARGIN_L + (double)n_cols * col_w : (double)(w - SVG_MARGIN_R),
+		SVG_MARGIN_T + (int)slots * row_h);
 	fprintf(f, "</g>\n");
 	for (s = 0; s < slots; s++)
 		if (slots <= 16 || s % 8 == 0)
 			fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">slot %u</text>\n",
 				SVG_MARGIN_L - 6, SVG_MARGIN_T + (int)s * row_h + row_h / 2 + 4, s);
 	fprintf(f, "<g class=\"cells\">\n");
+	/* substitutions last and at least SVG_MARK_MIN wide: among thousands of
+	 * merges a column is a fraction of a pixel, and they are what a reader
+	 * looks for */
+	for (pass = 0; pass < 2; pass++)
 	for (i = 0; i < n_cols; i++) {
 		double x = SVG_MARGIN_L + (double)i * col_w;
+		double cw = col_w > 2 ? col_w - 1 : col_w;
 
+		if (pass == 1 && cw < SVG_MARK_MIN) {
+			x -= (SVG_MARK_MIN - cw) / 2;
+			cw = SVG_MARK_MIN;
+		}
 		for (s = 0; s < cols[i].n; s++) {
 			uint8_t k = cols[i].cell[s];
 
-			if (k == CELL_IDLE)
+			if (k == CELL_IDLE || (k == CELL_SUBST) != (pass == 1))
 				continue;
 			fprintf(f, "<rect class=\"%s\" data-step=\"%" PRId64 "\" data-slot=\"%u\" x=\"%.2f\" "
 				"y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>step %" PRId64
 				" slot %u: %s</title></rect>\n", cls[k], cols[i].step, s, x,
-				SVG_MARGIN_T + (int)s * row_h + 1, col_w > 2 ? col_w - 1 : col_w, row_h - 2,
+				SVG_MARGIN_T + (int)s * row_h + 1, cw, row_h - 2,
 				fill[k], cols[i].step, s, cls[k]);
 		}
 	}
@@ -198,9 +212,9 @@ enum status svg_timeline(FILE *f, const char *path, const struct svg_timeline_op
 	if (n_cols) {
 		int y = SVG_MARGIN_T + (int)slots * row_h + 16;
 
-		fprintf(f, "<text x=\"%d\" y=\"%d\">step %" PRId64 "</text>\n", SVG_MARGIN_L, y, cols[0].step);
-		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">step %" PRId64 " (merge events in order)</text>\n",
-			w - SVG_MARGIN_R, y, cols[n_cols - 1].step);
+		/* one line, so the two ends cannot overlap however few columns */
+		fprintf(f, "<text x=\"%d\" y=\"%d\">%zu merge events in order, step %" PRId64 " to step %" PRId64
+			"</text>\n", SVG_MARGIN_L, y, n_cols, cols[0].step, cols[n_cols - 1].step);
 	}
 	{
 		int y = h - 12, x = SVG_MARGIN_L;

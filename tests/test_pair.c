@@ -400,6 +400,37 @@ static void test_series(void **state)
 	assert_int_equal(pair_series_read(paths, 1, s, 4, &n, &si), STATUS_PARSE);
 }
 
+/* Servers benched without arm names are two series, by their place, not one. */
+static void test_series_unnamed(void **state)
+{
+	const char *paths[1];
+	struct pair_series s[4];
+	struct status_info si = { 0 };
+	size_t n;
+	const char runs[] =
+		"{\"kind\":\"run\",\"run_id\":\"x\",\"phase\":\"bench\",\"arm_index\":0,\"identity\":{\"arm\":null},"
+		"\"figures\":{\"makespan_s\":2}}\n"
+		"{\"kind\":\"request\",\"run_id\":\"x\",\"phase\":\"bench\",\"arm_index\":0,\"arm\":null,\"ok\":true,"
+		"\"ttft_s\":0.5}\n"
+		"{\"kind\":\"run\",\"run_id\":\"y\",\"phase\":\"bench\",\"arm_index\":1,\"identity\":{\"arm\":null},"
+		"\"figures\":{\"makespan_s\":3}}\n"
+		"{\"kind\":\"request\",\"run_id\":\"y\",\"phase\":\"bench\",\"arm_index\":1,\"arm\":null,\"ok\":true,"
+		"\"ttft_s\":0.7}\n"
+		"{\"kind\":\"run\",\"run_id\":\"z\",\"phase\":\"bench\",\"identity\":{},\"figures\":{\"makespan_s\":4}}\n";
+
+	(void)state;
+	paths[0] = tmpfile_with("unnamed.jsonl", runs);
+	assert_int_equal(pair_series_read(paths, 1, s, 4, &n, &si), STATUS_OK);
+	assert_int_equal(n, 3);
+	assert_string_equal(s[0].name, "server 0");
+	assert_int_equal(s[0].n_ttft, 1);
+	assert_true(s[0].ttft[0] == 0.5);
+	assert_string_equal(s[1].name, "server 1");
+	assert_true(s[1].makespan[0] == 3);
+	assert_string_equal(s[2].name, "none");    /* records from before arm_index */
+	pair_series_release(s, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_contradicted),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_series),
+		cmocka_unit_test(test_series_unnamed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
