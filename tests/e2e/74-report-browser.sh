@@ -2,8 +2,8 @@
 # ttaudit report's figures opened in a browser: every SVG is rendered by
 # headless Chromium to a PNG, and the pixels of each mark's colour are
 # counted, so a figure that parses as XML but draws nothing (or hides the
-# substitutions among thousands of merges) fails. Needs Debian's chromium;
-# skipped without it (it is not among the packages make check installs).
+# substitutions among thousands of merges) fails. Needs Debian's chromium,
+# which make check installs (tools/deps.sh check); skipped without it.
 . tests/e2e/lib.sh
 BROWSER=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$BROWSER" ] || skip "no chromium: the figures are checked as XML only (60-70s tests)"
