@@ -37,6 +37,19 @@ static void nap_ms(long ms)
 		;
 }
 
+/* Reads what is queued on fd, which must be exactly want, and returns the
+ * time the stamps give it. */
+static double read_stamped(int fd, const char *want)
+{
+	char buf[64];
+	double t = 0;
+
+	assert_int_equal(recv(fd, buf, sizeof(buf), 0), (ssize_t)strlen(want));
+	assert_memory_equal(buf, want, strlen(want));
+	assert_int_equal(rxstamp_last(&t), 0);
+	return t;
+}
+
 static int pair_setup(void **state)
 {
 	static struct pair p;
@@ -77,7 +90,6 @@ static int pair_teardown(void **state)
 static void test_stamp_is_arrival(void **state)
 {
 	struct pair *p = *state;
-	char buf[64];
 	double t_write, t_read, t;
 
 	assert_int_equal(rxstamp_track(p->fd[0]), 0);
@@ -85,9 +97,7 @@ static void test_stamp_is_arrival(void **state)
 	assert_int_equal(write(p->fd[1], "token", 5), 5);
 	nap_ms(40);
 	t_read = mono();
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 5);
-	assert_memory_equal(buf, "token", 5);
-	assert_int_equal(rxstamp_last(&t), 0);
+	t = read_stamped(p->fd[0], "token");
 	assert_true(t >= t_write - 0.002);  /* the two clocks are read a few ns apart */
 	assert_true(t < t_read - 0.030);
 }
@@ -167,7 +177,6 @@ static void test_untracked_read_clears(void **state)
 static void test_mark_splits_merged(void **state)
 {
 	struct pair *p = *state;
-	char buf[64];
 	double t_one, t_two, t;
 
 	assert_int_equal(rxstamp_track(p->fd[0]), 0);
@@ -183,13 +192,9 @@ static void test_mark_splits_merged(void **state)
 	nap_ms(20);
 	/* a second mark while "one" is unread marks "two" apart */
 	assert_int_equal(rxstamp_mark(p->fd[0]), 0);
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 3);
-	assert_memory_equal(buf, "one", 3);
-	assert_int_equal(rxstamp_last(&t), 0);
+	t = read_stamped(p->fd[0], "one");
 	assert_true(t >= t_one - 0.002 && t < t_two - 0.020);
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 3);
-	assert_memory_equal(buf, "two", 3);
-	assert_int_equal(rxstamp_last(&t), 0);
+	t = read_stamped(p->fd[0], "two");
 	assert_true(t >= t_two - 0.002);
 }
 
@@ -249,13 +254,9 @@ static void test_mark_partial_reads(void **state)
 	assert_int_equal(buf[0], 'd');
 	assert_int_equal(rxstamp_last(&t), 0);
 	assert_true(t < t_second - 0.010);
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 4);    /* the second mark */
-	assert_memory_equal(buf, "efgh", 4);
-	assert_int_equal(rxstamp_last(&t), 0);
+	t = read_stamped(p->fd[0], "efgh");
 	assert_true(t >= t_second - 0.002 && t < t_third - 0.010);
-	assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 2);
-	assert_memory_equal(buf, "ij", 2);
-	assert_int_equal(rxstamp_last(&t), 0);
+	t = read_stamped(p->fd[0], "ij");
 	assert_true(t >= t_third - 0.002);
 }
 
