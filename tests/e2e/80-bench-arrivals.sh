@@ -101,12 +101,13 @@ join "$T/tok.txt" "$T/sent.txt" >"$T/tj.txt"
 eq "$(wc -l <"$T/tj.txt" | tr -d ' ')" 24 "chat tokens joined with the send log"
 # fields: token, client time, send began, send returned. The kernel stamps a
 # packet inside the sender's send(2), so no token is timed before its send
-# began, and nearly all fall inside the call (a token read only after the
-# next one arrived would be stamped late; the paced server makes that rare)
+# began, and most fall inside the call: a token still unread when the next
+# one of its stream arrived is stamped late (the ASan build's slower client
+# had 4 of 24 so), and a wrong clock conversion would move them all
 awk '$2 + 0.0001 < $3 { early = early " " $1 }
      $2 >= $3 - 0.0001 && $2 <= $4 + 0.0001 { inside++ }
      END { if (early != "") { print "timed before it was sent:" early; exit 1 }
-	   if (inside < 0.9 * NR) { print inside " of " NR " tokens timed within 100 us of their send call"; exit 1 } }' \
+	   if (inside < 0.5 * NR) { print inside " of " NR " tokens timed within 100 us of their send call"; exit 1 } }' \
 	"$T/tj.txt" || fail "token times are not the kernel's receive times"
 expect_rc 0 $B --input-tokens 16 --output-tokens 5 --prompts 2 --concurrency 2 --loop-times -o "$T/lt.jsonl"
 eq "$(jq -s -r '[.[] | select(.kind == "run")][0].client_loop | "\(.stamped_kernel) \(.stamped_loop)"' "$T/lt.jsonl")" \
