@@ -204,27 +204,58 @@ static int load_scan_str(struct load_scan *x, const char **s, size_t *n)
 
 static int load_scan_value(struct load_scan *x, int depth);
 
-/* At '[' or '{': skips the container; keys are strings without escapes. */
-static int load_scan_container(struct load_scan *x, int depth)
+/* One member of an object being read: the value at x->p under key k. */
+typedef int (*load_member_fn)(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth);
+
+/* At '{': calls fn for each member, in order (a later duplicate overrides). */
+static int load_scan_object(struct load_scan *x, int depth, load_member_fn fn, void *ctx)
 {
-	char close = *x->p == '[' ? ']' : '}';
 	const char *k;
 	size_t nk;
 
-	if (depth >= LOAD_FAST_DEPTH)
+	if (depth >= LOAD_FAST_DEPTH || x->p >= x->e || *x->p != '{')
 		return 1;
 	x->p++;
-	if (x->p < x->e && *x->p == close) {
+	if (x->p < x->e && *x->p == '}') {
 		x->p++;
 		return 0;
 	}
 	for (;;) {
-		if (close == '}') {
-			if (x->p >= x->e || *x->p != '"' || load_scan_str(x, &k, &nk))
-				return 1;
-			if (x->p >= x->e || *x->p++ != ':')
-				return 1;
+		if (x->p >= x->e || *x->p != '"' || load_scan_str(x, &k, &nk))
+			return 1;
+		if (x->p >= x->e || *x->p++ != ':')
+			return 1;
+		if (fn(x, k, nk, ctx, depth + 1))
+			return 1;
+		if (x->p >= x->e)
+			return 1;
+		if (*x->p == ',') {
+			x->p++;
+			continue;
 		}
+		return *x->p++ == '}' ? 0 : 1;
+	}
+}
+
+static int load_skip_member(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
+{
+	(void)k;
+	(void)nk;
+	(void)ctx;
+	return load_scan_value(x, depth);
+}
+
+/* At '[': skips the array. */
+static int load_scan_array(struct load_scan *x, int depth)
+{
+	if (depth >= LOAD_FAST_DEPTH)
+		return 1;
+	x->p++;
+	if (x->p < x->e && *x->p == ']') {
+		x->p++;
+		return 0;
+	}
+	for (;;) {
 		if (load_scan_value(x, depth + 1))
 			return 1;
 		if (x->p >= x->e)
@@ -233,9 +264,7 @@ static int load_scan_container(struct load_scan *x, int depth)
 			x->p++;
 			continue;
 		}
-		if (*x->p++ != close)
-			return 1;
-		return 0;
+		return *x->p++ == ']' ? 0 : 1;
 	}
 }
 
@@ -251,8 +280,9 @@ static int load_scan_value(struct load_scan *x, int depth)
 	case '"':
 		return load_scan_str(x, &s, &n);
 	case '{':
+		return load_scan_object(x, depth, load_skip_member, NULL);
 	case '[':
-		return load_scan_container(x, depth);
+		return load_scan_array(x, depth);
 	case 'n':
 		n = 4, s = "null";
 		break;
@@ -286,39 +316,6 @@ static int load_scan_value(struct load_scan *x, int depth)
 		return 1;
 	x->p += n;
 	return 0;
-}
-
-/* One member of an object being read: the value at x->p under key k. */
-typedef int (*load_member_fn)(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth);
-
-/* At '{': calls fn for each member, in order (a later duplicate overrides). */
-static int load_scan_object(struct load_scan *x, int depth, load_member_fn fn, void *ctx)
-{
-	const char *k;
-	size_t nk;
-
-	if (depth >= LOAD_FAST_DEPTH || x->p >= x->e || *x->p != '{')
-		return 1;
-	x->p++;
-	if (x->p < x->e && *x->p == '}') {
-		x->p++;
-		return 0;
-	}
-	for (;;) {
-		if (x->p >= x->e || *x->p != '"' || load_scan_str(x, &k, &nk))
-			return 1;
-		if (x->p >= x->e || *x->p++ != ':')
-			return 1;
-		if (fn(x, k, nk, ctx, depth + 1))
-			return 1;
-		if (x->p >= x->e)
-			return 1;
-		if (*x->p == ',') {
-			x->p++;
-			continue;
-		}
-		return *x->p++ == '}' ? 0 : 1;
-	}
 }
 
 #define LOAD_KEY(k, nk, lit) ((nk) == sizeof(lit) - 1 && !memcmp((k), lit, sizeof(lit) - 1))

@@ -35,13 +35,21 @@ struct rx_marks {
 };
 static struct rx_marks rx_marks[RXSTAMP_MAX_FD];
 
+/* Asks the kernel to stamp what fd receives. */
+static int rxstamp_enable(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+}
+
 int rxstamp_hold(void)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, e;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), e;
 
 	if (fd < 0)
 		return -1;
-	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one))) {
+	if (rxstamp_enable(fd)) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -58,13 +66,11 @@ void rxstamp_drop(int hold)
 
 int rxstamp_track(int fd)
 {
-	int one = 1;
-
 	if (fd < 0 || fd >= RXSTAMP_MAX_FD) {
 		errno = EBADF;
 		return -1;
 	}
-	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)))
+	if (rxstamp_enable(fd))
 		return -1;
 	memset(&rx_marks[fd], 0, sizeof(rx_marks[fd]));
 	atomic_store_explicit(&rx_tracked[fd], 1, memory_order_relaxed);
