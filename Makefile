@@ -1,9 +1,12 @@
 # ttaudit - see README.md. `make` builds, `make demo` and `make check` first
 # install the Debian packages that are missing (tools/deps.sh), then run.
 #
-# Layout of the build:
-#   build/libttaudit.a     analyzer/ + replay/  (the analysis library)
-#   build/libttbench.a     bench/               (HTTP, readiness, arm, preflight, load)
+# Layout of the build (docs/architecture.md has the picture):
+#   build/libttaudit.a     base/ + analyzer/ + replay/: the analysis library and
+#                          the base every part uses (status, JSON, lines)
+#   build/libtt<part>.a    one archive per other part: capture/, host/ (preflight,
+#                          lock), probe/ (HTTP, metrics, readiness, arm evidence),
+#                          bench/ (load), pair/, ab/, report/
 #   build/ttaudit          cli/                 (thin front end, command table)
 #   build/libttaudit-shim.so, build/ttsim       from their own fragments (*/module.mk)
 #   build/tests/test_*     one cmocka binary per tests/test_<module>.c
@@ -39,28 +42,37 @@ DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm -lpthread
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 
-INCLUDES  := -Ianalyzer -Ireplay -Ibench -Icli
+INCLUDES  := -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Icli
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(INCLUDES) $(DEP_CFLAGS) \
 	-DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
 OBJ := $(BUILD)/obj
 
-LIB_SRC   := $(wildcard analyzer/*.c replay/*.c)
-BENCH_SRC := $(wildcard bench/*.c)
+LIB_SRC   := $(wildcard base/*.c analyzer/*.c replay/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(OBJ)/%.o)
-BENCH_OBJ := $(BENCH_SRC:%.c=$(OBJ)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(OBJ)/%.o)
 
 LIBTTAUDIT := $(BUILD)/libttaudit.a
-LIBTTBENCH := $(BUILD)/libttbench.a
 TTAUDIT    := $(BUILD)/ttaudit
 
+# The other parts, each one archive build/libtt<part>.a, most dependent first:
+# that is also the order the linker needs them in.
+PARTS     := ab pair report bench probe host capture
+PART_LIBS := $(foreach p,$(PARTS),$(if $(wildcard $(p)/*.c),$(BUILD)/libtt$(p).a))
+
+define part_rule
+$(BUILD)/libtt$(1).a: $$(patsubst %.c,$$(OBJ)/%.o,$$(wildcard $(1)/*.c))
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach p,$(PARTS),$(eval $(call part_rule,$(p))))
+
 # Libraries the CLI and the tests link, most dependent first. Fragments append.
-LINK_LIBS := $(if $(BENCH_SRC),$(LIBTTBENCH)) $(LIBTTAUDIT)
+LINK_LIBS := $(PART_LIBS) $(LIBTTAUDIT)
 # Extra link objects for unit tests only (e.g. ttsim's model); fragments append.
 TEST_EXTRA :=
 TEST_EXTRA_LIBS :=
@@ -88,10 +100,6 @@ $(OBJ)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIBTTAUDIT): $(LIB_OBJ)
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
-
-$(LIBTTBENCH): $(BENCH_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -161,7 +169,7 @@ install: _all
 	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(INCLUDEDIR)/ttaudit $(DESTDIR)$(DATADIR)
 	install -m 0644 $(LIBTTAUDIT) $(DESTDIR)$(LIBDIR)/libttaudit.a
-	install -m 0644 $(wildcard analyzer/*.h replay/*.h) $(DESTDIR)$(INCLUDEDIR)/ttaudit/
+	install -m 0644 $(wildcard base/*.h analyzer/*.h replay/*.h) $(DESTDIR)$(INCLUDEDIR)/ttaudit/
 	$(if $(wildcard tools/instrument/ttaudit_emit.py),install -m 0644 tools/instrument/ttaudit_emit.py $(DESTDIR)$(DATADIR)/)
 
 uninstall:

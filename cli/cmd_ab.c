@@ -1,5 +1,5 @@
 /*
- * cmd_ab.c - `ttaudit ab`: the A/B validation of a guard (pair/ab.h).
+ * cmd_ab.c - `ttaudit ab`: the A/B validation of a guard (ab/ab.h).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -26,7 +26,7 @@ static const char ab_usage[] =
 	"TTAUDIT_AB_BOOT and TTAUDIT_AB_PORT_FILE set; without --url it must write its\n"
 	"port to $TTAUDIT_AB_PORT_FILE (e.g. ttsim serve --port 0 --port-file ...).\n"
 	"\n"
-	"  --control ARM, --treatment ARM   arms of the spec (bench/arms.h, docs/arms.md)\n"
+	"  --control ARM, --treatment ARM   arms of the spec (probe/arms.h, docs/arms.md)\n"
 	"  --sensitivity ARM  a configuration known to cost something; without it the\n"
 	"                     cost comparison is WITHHELD\n"
 	"  --sensitivity-serve CMD  its serve command (default: --serve)\n"

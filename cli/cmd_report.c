@@ -1,6 +1,6 @@
 /*
  * cmd_report.c - `ttaudit report`: SVG figures of an audit or of bench
- * records (pair/svg.h).
+ * records (report/svg.h).
  */
 #include <getopt.h>
 #include <stdlib.h>

@@ -9,12 +9,12 @@
 
 SHIM_SO   := $(BUILD)/libttaudit-shim.so
 SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c capture/linebuf.c capture/banner.c \
-	capture/envlist.c capture/caprec.c capture/classify.c analyzer/jdoc.c analyzer/status.c
+	capture/envlist.c capture/caprec.c capture/classify.c base/jdoc.c base/status.c
 SHIM_OBJ  := $(SHIM_SRC:%.c=$(OBJ)/pic/%.o)
 # -flto: the write path crosses shim.c, linebuf.c, classify.c, banner.c and
 # caprec.c for every line; inlining across them takes about an eighth of
 # its instructions off (docs/capture.md, "Cost").
-SHIM_CFLAGS = $(WARN) $(CFLAGS) $(INCLUDES) -Icapture $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null) \
+SHIM_CFLAGS = $(WARN) $(CFLAGS) $(INCLUDES) $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null) \
 	-fPIC -fvisibility=hidden -flto -DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 SHIM_LIBS := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null) -ldl -lpthread
 

@@ -8,7 +8,7 @@
  *
  * build: clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=c11 \
  *   -Ianalyzer -Icapture tests/fuzz/fuzz_capture.c capture/{linebuf,classify,banner,envlist,caprec,jbuf}.c \
- *   analyzer/jdoc.c analyzer/status.c -lpcre2-8
+ *   base/jdoc.c base/status.c -lpcre2-8
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /*
- * fuzz_prom.c - libFuzzer target for the Prometheus text parser (bench/prom.c):
+ * fuzz_prom.c - libFuzzer target for the Prometheus text parser (probe/prom.c):
  * any input must parse or fail with a line number, and every sample found must
  * be reachable through prom_find by its own name and labels.
  *
  * clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=c11 -Ianalyzer -Ibench \
- *   tests/fuzz/fuzz_prom.c bench/prom.c analyzer/status.c -o build/fuzz/fuzz_prom
+ *   tests/fuzz/fuzz_prom.c probe/prom.c base/status.c -o build/fuzz/fuzz_prom
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@ side=$((secs / 3))
 B=build/fuzz
 CC=${FUZZ_CC:-clang}
 FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -D_GNU_SOURCE -std=c11
-	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ianalyzer -Icapture -Ibench"
+	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Icapture -Iprobe"
 mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom"
 
 build() {   # build NAME SOURCES... [-lLIB]
@@ -27,11 +27,11 @@ build() {   # build NAME SOURCES... [-lLIB]
 	fi
 }
 
-build fuzz_line analyzer/jdoc.c analyzer/event.c analyzer/status.c
+build fuzz_line base/jdoc.c analyzer/event.c base/status.c
 [ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c \
-	capture/banner.c capture/envlist.c capture/caprec.c capture/jbuf.c analyzer/jdoc.c \
-	analyzer/status.c -lpcre2-8
-[ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom bench/prom.c analyzer/status.c
+	capture/banner.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
+	base/status.c -lpcre2-8
+[ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom probe/prom.c base/status.c
 
 for f in fixtures/audit/*.jsonl; do
 	base=$(basename "$f" .jsonl)

@@ -10,7 +10,7 @@
  * see). Rounds repeat (--repeats), so arms interleave: A B A' S A B A' S.
  *
  * One boot:
- *   1. preflight (bench/preflight.h): memory floor, host lock free,
+ *   1. preflight (host/preflight.h): memory floor, host lock free,
  *      devices and their holders (unless vendor-neutral); host memory is
  *      recorded before the boot and compared after it (a warning when it
  *      did not come back);
@@ -70,7 +70,7 @@ const char *ab_role_name(enum ab_role r);
 struct ab_opts {
 	const char *control, *treatment;   /* arm names in the spec */
 	const char *sensitivity;           /* NULL: none (cost WITHHELD) */
-	const char *spec;                  /* arm spec (bench/arms.h) */
+	const char *spec;                  /* arm spec (probe/arms.h) */
 	const char *serve;                 /* shell command that runs the server */
 	const char *sensitivity_serve;     /* NULL: serve */
 	const char *url;                   /* NULL: read the port file */
