@@ -245,28 +245,6 @@ static int banner_maybe(const struct banner_set *set, const char *s, size_t n)
 	return 0;
 }
 
-/*
- * The default set: the guard "engaged" banners (docs/interfaces in
- * docs/capture.md) and the start-up lines that identify a vLLM / tt-metal
- * server. Names are stable; the analyzer keys on the arm:* ones.
- */
-static const char banner_defaults[] =
-	"arm:bare async merge: unguarded position match \\(no merge guard engaged\\)\n"
-	"arm:prefilled QWEN36_PREFILLED_SLOTS_FIX engaged\n"
-	"arm:batch QWEN36_MERGE_BATCH_GUARD engaged\n"
-	"arm:lifetime QWEN36_MERGE_LIFETIME_GUARD engaged\n"
-	"arm:stamp QWEN36_MERGE_STAMP_GUARD engaged\n"
-	"arm:bound QWEN36_MERGE_GARBAGE_BOUND engaged\n"
-	"vllm:version vLLM API server version \\S+\n"
-	"vllm:args non-default args: \n"
-	"vllm:engine Initializing an? (V1 )?LLM engine\n"
-	"vllm:kv_cache GPU KV cache size: |# GPU blocks: |Maximum concurrency for \n"
-	"vllm:ready Application startup complete|Uvicorn running on \n"
-	"tt:device Opening user mode device driver|Detected chips\n"
-	"tt:firmware [Ff]irmware version|[Ff]irmware bundle version\n"
-	"tt:kmd KMD version\n"
-	"tt:mesh [Mm]esh device shape|MESH_DEVICE=\n";
-
 void banner_scratch_init(struct banner_scratch *sc)
 {
 	sc->md = NULL;
@@ -493,7 +471,7 @@ struct banner_set *banner_set_default(void)
 {
 	struct banner_set *set = NULL;
 
-	banner_set_parse(banner_defaults, sizeof(banner_defaults) - 1, "built-in rules", &set, NULL);
+	banner_set_parse(banner_defaults, banner_defaults_len, "built-in rules", &set, NULL);
 	return set;
 }
 

@@ -43,6 +43,10 @@ struct banner_scratch {
 
 void banner_scratch_init(struct banner_scratch *sc);
 
+/* The built-in rules as rules-file text (banner_rules.c), and their length. */
+extern const char banner_defaults[];
+extern const size_t banner_defaults_len;
+
 /* The built-in rule set (docs/capture.md lists it). NULL on allocation failure. */
 struct banner_set *banner_set_default(void);
 /*

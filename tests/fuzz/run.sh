@@ -29,7 +29,7 @@ build() {   # build NAME SOURCES... [-lLIB]
 
 build fuzz_line base/jdoc.c analyzer/event.c base/status.c
 [ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c \
-	capture/banner.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
+	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
 	base/status.c -lpcre2-8
 [ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom probe/prom.c base/status.c
 
