@@ -14,6 +14,7 @@
 # SANITIZE=address,undefined and BUILD=dir give a sanitizer tree (make asan).
 
 BUILD     ?= build
+.DEFAULT_GOAL := all
 CC        ?= cc
 CFLAGS    ?= -O2 -g
 PKG_CONFIG ?= pkg-config

@@ -36,6 +36,12 @@ int cmd_pair(int argc, char **argv);
 int cmd_ab(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_preflight(int argc, char **argv);
+
+/* Option tables (opt.h) of the commands that have one. */
+struct cmd_doc;
+extern const struct cmd_doc cmd_preflight_doc;
+extern const struct cmd_doc cmd_lock_doc;
+extern const struct cmd_doc cmd_pair_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);

@@ -1,7 +1,6 @@
 /*
  * ttaudit lock - hold the exclusive host lock for the duration of a command.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,18 +9,39 @@
 
 #include "cli.h"
 #include "lock.h"
+#include "opt.h"
 
-static void lock_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ttaudit lock [--lock DIR] [--json] -- CMD [ARGS...]\n"
-		"       ttaudit lock --status [--lock DIR] [--json]\n"
-		"  --lock DIR   lock directory (default " LOCK_DEFAULT_DIR ")\n"
-		"  --status     say who holds the lock, take nothing\n"
-		"A held or stale lock is never taken over: a stale one is reported with the\n"
-		"command to remove it by hand.\n"
-		"exit: CMD's own status; 1 when the lock is held, stale or unreadable; 2 bad usage\n");
-}
+static const char *lock_dir_opt;
+static bool lock_status_only, lock_json;
+
+static const char *const lock_usage[] = {
+	"lock [--lock DIR] [--json] -- CMD [ARGS...]",
+	"lock --status [--lock DIR] [--json]",
+	NULL,
+};
+
+static const struct opt lock_opts[] = {
+	OPT_STRING(0, "lock", &lock_dir_opt, "DIR", "lock directory (default " LOCK_DEFAULT_DIR ")"),
+	OPT_BOOL(0, "status", &lock_status_only, "say who holds the lock, take nothing"),
+	OPT_BOOL(0, "json", &lock_json, "the lock's state as JSON"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_lock_doc = {
+	.name = "lock",
+	.summary = "hold the exclusive host lock while a command runs (never steals)",
+	.usage = lock_usage,
+	.description = "Holds the exclusive host lock (a mkdir directory with owner, pid, start time and "
+		"command) while CMD runs, and releases it when CMD ends or on SIGINT, SIGTERM or "
+		"SIGHUP (forwarded to CMD; the handler exits, it does not return). A lock held by a "
+		"live process is refused; a stale one is reported with the command to remove it by "
+		"hand, and never taken over.\n"
+		"\n"
+		"The exit status is CMD's own when it ran.",
+	.opts = lock_opts,
+	.flags = CMD_OPTS_FIRST,
+	.exit_notes = "the lock is held, stale or unreadable",
+};
 
 static void lock_print(const struct lock *l, enum lock_state s, const struct lock_owner *o, int json,
 		       FILE *f)
@@ -75,41 +95,29 @@ static void lock_print(const struct lock *l, enum lock_state s, const struct loc
 
 int cmd_lock(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "lock", required_argument, NULL, 'l' },
-		{ "status", no_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *dir = NULL;
+	const char *dir;
 	struct status_info si = { 0 };
 	struct lock_owner owner;
 	enum lock_state state = LOCK_FREE;
 	struct lock *l = NULL;
 	char cmdline[1024];
-	int c, json = 0, status_only = 0, code = 0, rc = CLI_USAGE, i;
+	int n, json, code = 0, rc = CLI_USAGE, i;
 	size_t off = 0;
 	enum status st;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'l': dir = optarg; break;
-		case 's': status_only = 1; break;
-		case 'j': json = 1; break;
-		case 'h': lock_usage(stdout); return CLI_OK;
-		default: lock_usage(stderr); return CLI_USAGE;
-		}
-	}
-	if (!status_only && optind >= argc)
+	n = opt_parse(&cmd_lock_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	dir = lock_dir_opt;
+	json = lock_json;
+	if (!lock_status_only && n == 0)
 		return cli_usage_error("lock", "no command given (ttaudit lock -- CMD ...)");
-	if (status_only && optind < argc)
+	if (lock_status_only && n > 0)
 		return cli_usage_error("lock", "--status takes no command");
 	l = lock_new(dir);
 	if (!l)
 		return cli_usage_error("lock", "'%s' is not a usable lock path", dir ? dir : "");
-	if (status_only) {
+	if (lock_status_only) {
 		st = lock_inspect(l, &owner, &state, &si);
 		if (st) {
 			cli_report_status("lock", st, &si);
@@ -120,9 +128,9 @@ int cmd_lock(int argc, char **argv)
 		goto out;
 	}
 	cmdline[0] = '\0';
-	for (i = optind; i < argc && off < sizeof(cmdline); i++)
-		off += (size_t)snprintf(cmdline + off, sizeof(cmdline) - off, "%s%s", i > optind ? " " : "",
-					argv[i]);
+	for (i = 0; i < n && off < sizeof(cmdline); i++)
+		off += (size_t)snprintf(cmdline + off, sizeof(cmdline) - off, "%s%s", i ? " " : "", argv[i]);
+	argv[n] = NULL;
 	st = lock_acquire(l, cmdline, &owner, &state, &si);
 	if (st == STATUS_BUSY) {
 		lock_print(l, state, &owner, json, json ? stdout : stderr);
@@ -133,7 +141,7 @@ int cmd_lock(int argc, char **argv)
 		cli_report_status("lock", st, &si);
 		goto out;
 	}
-	st = lock_run(l, argv + optind, &code, &si);
+	st = lock_run(l, argv, &code, &si);
 	if (st) {
 		cli_report_status("lock", st, &si);
 		rc = code ? code : CLI_USAGE;

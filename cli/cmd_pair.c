@@ -2,114 +2,117 @@
  * cmd_pair.c - `ttaudit pair`: bench records joined with the audits of the
  * server that ran them (pair/pair.h).
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pair.h"
 
-static const char pair_usage[] =
-	"usage: ttaudit pair --run RUN.jsonl... --capture CAP.jsonl... [--json]\n"
-	"                    [--max-pos N] [--slack S] [--pid PID]\n"
-	"\n"
-	"Joins bench run records with captures (or plain audits) by request id,\n"
-	"else by time window and pid. Per run: the arm verdict from the recorded\n"
-	"merge decisions, merges, substitutions made by evidence class, the guard's\n"
-	"fired / prevented / forgone, and each correctness failure matched to the\n"
-	"substitutions of its request: explained by a substitution at step S (at the\n"
-	"first divergent token), possible, or unexplained. Substitutions whose\n"
-	"request produced correct output are listed too.\n"
-	"\n"
-	"  --run FILE       bench records (repeatable)\n"
-	"  --capture FILE   capture file or audit JSONL (repeatable; --audit too)\n"
-	"  --max-pos N      position bound for the bound rule (default config.max_model_len)\n"
-	"  --slack S        seconds a merge may lie outside a run's window (default 2)\n"
-	"  --pid PID        only the capture records of this process (a capture of several)\n"
-	"  --json           the report as one JSON object\n"
-	"\n"
-	"exit: 0 every run clean (no substitution made, no failing request, arm not\n"
-	"contradicted), 1 otherwise, 2 bad usage or input\n";
+static const char *pair_runs[PAIR_MAX_FILES], *pair_audits[PAIR_MAX_FILES];
+static struct pair_opts pair_o = { .slack_s = -1 };
+static long long pair_max_pos, pair_pid;
+static bool pair_json;
+/* The list the files after --run or --capture go to. */
+static enum { PAIR_TO_NONE, PAIR_TO_RUNS, PAIR_TO_AUDITS } pair_to;
 
-enum { OPT_RUN = 256, OPT_CAPTURE, OPT_MAX_POS, OPT_SLACK, OPT_PID, OPT_JSON, OPT_HELP };
+static int pair_add(const char *file, char *err, size_t n)
+{
+	if (pair_to == PAIR_TO_RUNS) {
+		if (pair_o.n_runs >= PAIR_MAX_FILES) {
+			snprintf(err, n, "more than %d run files", PAIR_MAX_FILES);
+			return -1;
+		}
+		pair_runs[pair_o.n_runs++] = file;
+		return 0;
+	}
+	if (pair_to == PAIR_TO_AUDITS) {
+		if (pair_o.n_audits >= PAIR_MAX_FILES) {
+			snprintf(err, n, "more than %d capture files", PAIR_MAX_FILES);
+			return -1;
+		}
+		pair_audits[pair_o.n_audits++] = file;
+		return 0;
+	}
+	snprintf(err, n, "'%s': say what it is: --run FILE... or --capture FILE...", file);
+	return -1;
+}
 
-static const struct option pair_options[] = {
-	{ "run", required_argument, NULL, OPT_RUN },
-	{ "capture", required_argument, NULL, OPT_CAPTURE },
-	{ "audit", required_argument, NULL, OPT_CAPTURE },
-	{ "max-pos", required_argument, NULL, OPT_MAX_POS },
-	{ "slack", required_argument, NULL, OPT_SLACK },
-	{ "pid", required_argument, NULL, OPT_PID },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+static int pair_opt_run(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)o;
+	pair_to = PAIR_TO_RUNS;
+	return pair_add(arg, err, n);
+}
+
+static int pair_opt_capture(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)o;
+	pair_to = PAIR_TO_AUDITS;
+	return pair_add(arg, err, n);
+}
+
+static const char *const pair_usage[] = {
+	"pair --run RUN.jsonl... --capture CAP.jsonl... [--json] [--max-pos N] [--slack S] [--pid PID]",
+	NULL,
+};
+
+static const struct opt pair_opts[] = {
+	OPT_CALL(0, "run", "FILE...", pair_opt_run, "bench records; the files after it, up to the next option, too"),
+	OPT_CALL(0, "capture", "FILE...", pair_opt_capture,
+		 "capture files or audit JSONL; the files after it, up to the next option, too"),
+	OPT_CALL(0, "audit", "FILE...", pair_opt_capture, "the same as --capture"),
+	OPT_INT(0, "max-pos", &pair_max_pos, "N", 1, 9.2e18,
+		"position bound for the bound rule (default config.max_model_len)"),
+	OPT_NUM(0, "slack", &pair_o.slack_s, "S", 0, 1e9, "seconds a merge may lie outside a run's window (default 2)"),
+	OPT_INT(0, "pid", &pair_pid, "PID", 1, 4194304, "only the capture records of this process (a capture of several)"),
+	OPT_BOOL(0, "json", &pair_json, "the report as one JSON object"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_pair_doc = {
+	.name = "pair",
+	.summary = "join bench runs with their audits, attribute wrong outputs to substitutions",
+	.usage = pair_usage,
+	.description = "Joins bench run records with captures (or plain audits) by request id, else by time "
+		"window and pid. Per run: the arm verdict from the recorded merge decisions, merges, "
+		"substitutions made by evidence class, the guard's fired / prevented / forgone, and each "
+		"correctness failure matched to the substitutions of its request: explained by a "
+		"substitution at step S (at the first divergent token), possible, or unexplained. "
+		"Substitutions whose request produced correct output are listed too.",
+	.opts = pair_opts,
+	.flags = 0,
+	.exit_notes = "a run is not clean (a substitution made, a failing request, or the arm contradicted)",
+	.operand = pair_add,
 };
 
 int cmd_pair(int argc, char **argv)
 {
-	const char *runs[PAIR_MAX_FILES], *audits[PAIR_MAX_FILES];
-	struct pair_opts po = { .slack_s = -1 };
+	struct pair_opts po;
 	struct status_info si = { 0 };
 	struct pair *p = NULL;
-	bool json = false;
 	enum status st;
-	char *end;
-	long long v;
 	size_t i;
-	int o, rc = CLI_OK;
+	int n, rc = CLI_OK;
 
-	optind = 1;
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "", pair_options, NULL)) != -1) {
-		switch (o) {
-		case OPT_RUN:
-			if (po.n_runs >= PAIR_MAX_FILES)
-				return cli_usage_error("pair", "more than %d --run files", PAIR_MAX_FILES);
-			runs[po.n_runs++] = optarg;
-			break;
-		case OPT_CAPTURE:
-			if (po.n_audits >= PAIR_MAX_FILES)
-				return cli_usage_error("pair", "more than %d --capture files", PAIR_MAX_FILES);
-			audits[po.n_audits++] = optarg;
-			break;
-		case OPT_MAX_POS:
-			v = cli_parse_count(optarg);
-			if (v <= 0)
-				return cli_usage_error("pair", "--max-pos '%s': want a positive integer", optarg);
-			po.max_pos = v;
-			break;
-		case OPT_PID:
-			v = cli_parse_count(optarg);
-			if (v <= 0)
-				return cli_usage_error("pair", "--pid '%s': want a process id", optarg);
-			po.pid = v;
-			break;
-		case OPT_SLACK:
-			po.slack_s = strtod(optarg, &end);
-			if (*end || end == optarg || po.slack_s < 0)
-				return cli_usage_error("pair", "--slack '%s': want seconds >= 0", optarg);
-			break;
-		case OPT_JSON: json = true; break;
-		case OPT_HELP: fputs(pair_usage, stdout); return CLI_OK;
-		default:
-			return cli_usage_error("pair", "unknown option '%s' (see --help)", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("pair", "unexpected argument '%s' (files go after --run or --capture)",
-				       argv[optind]);
+	n = opt_parse(&cmd_pair_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	po = pair_o;
+	po.max_pos = pair_max_pos;
+	po.pid = pair_pid;
 	if (!po.n_runs)
 		return cli_usage_error("pair", "no --run file (see --help)");
 	if (!po.n_audits)
 		return cli_usage_error("pair", "no --capture file: nothing to pair the runs with");
-	po.runs = runs;
-	po.audits = audits;
+	po.runs = pair_runs;
+	po.audits = pair_audits;
 	st = pair_build(&po, &p, &si);
 	if (st) {
 		cli_report_status("pair", st, &si);
 		return CLI_USAGE;
 	}
-	if (json)
+	if (pair_json)
 		pair_print_json(p, stdout);
 	else
 		pair_print_text(p, stdout);

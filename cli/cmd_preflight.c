@@ -2,95 +2,76 @@
  * ttaudit preflight - host checks before a run; prints what a person should
  * run, never resets a board or stops anything itself.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "preflight.h"
 
-static void preflight_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ttaudit preflight [options]\n"
-		"  --mem-floor GIB      fail when MemAvailable is below GIB (default 4)\n"
-		"  --record FILE        append a memory record (JSONL) to FILE\n"
-		"  --phase before|after with --record: 'after' compares with the last 'before'\n"
-		"  --leak-tolerance GIB memory an 'after' record may have lost (default 1)\n"
-		"  --lock DIR           check the host lock directory DIR\n"
-		"  --device-glob GLOB   Tenstorrent device nodes (default /dev/tenstorrent/*)\n"
-		"  --topology FILE.xml  read PCI devices from an hwloc XML export\n"
-		"  --root DIR           read proc/meminfo, proc/*/fd and the device glob under DIR\n"
-		"  --docker CMD         docker CLI to ask for running containers (default docker)\n"
-		"  --no-docker          skip the container check\n"
-		"  --vendor-neutral     skip the Tenstorrent checks\n"
-		"  --json               report as JSON\n"
-		"exit: 0 every check passed, 1 a check failed, 2 bad usage or input\n");
-}
+static struct preflight_opts preflight_o;
+static bool preflight_json, preflight_no_docker;
 
-static int preflight_gib_arg(const char *s, double *out)
-{
-	char *end;
+static const char *const preflight_usage[] = { "preflight [options]", NULL };
 
-	*out = strtod(s, &end);
-	return end != s && !*end && *out >= 0 ? 0 : -1;
-}
+static const struct opt preflight_opts[] = {
+	OPT_NUM(0, "mem-floor", &preflight_o.mem_floor_gib, "GIB", 1e-3, 1e6,
+		"fail when MemAvailable is below GIB (default 4)"),
+	OPT_STRING(0, "record", &preflight_o.record, "FILE", "append a memory record (JSONL) to FILE"),
+	OPT_STRING(0, "phase", &preflight_o.phase, "before|after",
+		   "with --record: 'after' compares with the last 'before' record"),
+	OPT_NUM(0, "leak-tolerance", &preflight_o.leak_tolerance_gib, "GIB", 1e-3, 1e6,
+		"memory an 'after' record may have lost (default 1)"),
+	OPT_STRING(0, "lock", &preflight_o.lock_dir, "DIR", "check the host lock directory DIR"),
+	OPT_STRING(0, "device-glob", &preflight_o.device_glob, "GLOB",
+		   "Tenstorrent device nodes (default /dev/tenstorrent/*)"),
+	OPT_STRING(0, "topology", &preflight_o.topology_xml, "FILE.xml", "read PCI devices from an hwloc XML export"),
+	OPT_STRING(0, "root", &preflight_o.root, "DIR",
+		   "read proc/meminfo, proc/*/fd and the device glob under DIR (fixtures)"),
+	OPT_STRING(0, "docker", &preflight_o.docker, "CMD",
+		   "docker CLI to ask for running containers (default docker)"),
+	OPT_BOOL(0, "no-docker", &preflight_no_docker, "skip the container check"),
+	OPT_BOOL(0, "vendor-neutral", &preflight_o.skip_tenstorrent, "skip the Tenstorrent checks"),
+	OPT_BOOL(0, "json", &preflight_json, "the report as JSON"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_preflight_doc = {
+	.name = "preflight",
+	.summary = "check the host before a run: memory floor, lock, devices, holders",
+	.usage = preflight_usage,
+	.description = "Checks the host before a run and prints what a person should do; it never resets a "
+		"board and never stops a container or a process. Vendor-neutral checks first "
+		"(MemAvailable floor, memory lost over a run with --record, the host lock, running "
+		"containers), then Tenstorrent ones (PCI devices of vendor 0x1e52 with their NUMA "
+		"nodes, /dev/tenstorrent/*, processes holding a device open).",
+	.opts = preflight_opts,
+	.flags = 0,
+	.exit_notes = "a check failed",
+};
 
 int cmd_preflight(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mem-floor", required_argument, NULL, 'm' },
-		{ "record", required_argument, NULL, 'r' },
-		{ "phase", required_argument, NULL, 'p' },
-		{ "leak-tolerance", required_argument, NULL, 'L' },
-		{ "lock", required_argument, NULL, 'l' },
-		{ "device-glob", required_argument, NULL, 'g' },
-		{ "topology", required_argument, NULL, 't' },
-		{ "root", required_argument, NULL, 'R' },
-		{ "docker", required_argument, NULL, 'd' },
-		{ "no-docker", no_argument, NULL, 'D' },
-		{ "vendor-neutral", no_argument, NULL, 'V' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct preflight_opts o = { 0 };
+	struct preflight_opts o;
 	struct preflight_report *r = NULL;
 	struct status_info si = { 0 };
 	enum status st;
-	int c, json = 0, rc;
+	int n, rc;
 	char *js;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (preflight_gib_arg(optarg, &o.mem_floor_gib) || o.mem_floor_gib <= 0)
-				return cli_usage_error("preflight", "--mem-floor '%s' is not a positive number of GiB", optarg);
-			break;
-		case 'L':
-			if (preflight_gib_arg(optarg, &o.leak_tolerance_gib) || o.leak_tolerance_gib <= 0)
-				return cli_usage_error("preflight", "--leak-tolerance '%s' is not a positive number of GiB", optarg);
-			break;
-		case 'r': o.record = optarg; break;
-		case 'p': o.phase = optarg; break;
-		case 'l': o.lock_dir = optarg; break;
-		case 'g': o.device_glob = optarg; break;
-		case 't': o.topology_xml = optarg; break;
-		case 'R': o.root = optarg; break;
-		case 'd': o.docker = optarg; break;
-		case 'D': o.docker = ""; break;
-		case 'V': o.skip_tenstorrent = true; break;
-		case 'j': json = 1; break;
-		case 'h': preflight_usage(stdout); return CLI_OK;
-		default: preflight_usage(stderr); return CLI_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("preflight", "unexpected argument '%s'", argv[optind]);
+	n = opt_parse(&cmd_preflight_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n > 0)
+		return cli_usage_error("preflight", "unexpected argument '%s'", argv[0]);
+	o = preflight_o;
+	if (preflight_no_docker)
+		o.docker = "";
 	if (o.phase && !o.record)
 		return cli_usage_error("preflight", "--phase needs --record FILE");
+	if (o.phase && strcmp(o.phase, "before") && strcmp(o.phase, "after"))
+		return cli_usage_error("preflight", "--phase is 'before' or 'after', not '%s'", o.phase);
 	r = malloc(sizeof(*r));
 	if (!r)
 		return cli_usage_error("preflight", "out of memory");
@@ -100,7 +81,7 @@ int cmd_preflight(int argc, char **argv)
 		free(r);
 		return CLI_USAGE;
 	}
-	if (json) {
+	if (preflight_json) {
 		js = preflight_report_json(r);
 		if (js)
 			puts(js);

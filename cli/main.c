@@ -8,29 +8,46 @@
 #include <errno.h>
 
 #include "cli.h"
+#include "opt.h"
 
 struct cli_cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
+	const struct cmd_doc *doc;   /* the command's option table; NULL: not yet converted */
 };
 
 static const struct cli_cmd cli_commands[] = {
-	{ "replay", cmd_replay, "replay merge audits against every guard rule and count" },
-	{ "validate", cmd_validate, "gate a guard rule on an incident corpus before deployment" },
-	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)" },
-	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F" },
-	{ "pair", cmd_pair, "join bench runs with their audits, attribute wrong outputs to substitutions" },
-	{ "ab", cmd_ab, "validate a guard: control vs treatment under capture, noise floor, verdict" },
-	{ "report", cmd_report, "SVG figures: slots x steps timeline of an audit, latency CDF, makespan" },
-	{ "preflight", cmd_preflight, "check the host before a run: memory floor, lock, devices, holders" },
-	{ "lock", cmd_lock, "hold the exclusive host lock while a command runs (never steals)" },
-	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed" },
-	{ "arm", cmd_arm, "confirm the engaged guard arm from the server's own output" },
-	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load" },
+	{ "replay", cmd_replay, "replay merge audits against every guard rule and count", NULL },
+	{ "validate", cmd_validate, "gate a guard rule on an incident corpus before deployment", NULL },
+	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)", NULL },
+	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F", NULL },
+	{ "pair", cmd_pair, NULL, &cmd_pair_doc },
+	{ "ab", cmd_ab, "validate a guard: control vs treatment under capture, noise floor, verdict", NULL },
+	{ "report", cmd_report, "SVG figures: slots x steps timeline of an audit, latency CDF, makespan", NULL },
+	{ "preflight", cmd_preflight, NULL, &cmd_preflight_doc },
+	{ "lock", cmd_lock, NULL, &cmd_lock_doc },
+	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed", NULL },
+	{ "arm", cmd_arm, "confirm the engaged guard arm from the server's own output", NULL },
+	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load", NULL },
 };
 
 #define N_COMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))
+
+static const char *cli_cmd_summary(const struct cli_cmd *c)
+{
+	return c->doc ? c->doc->summary : c->summary;
+}
+
+static const struct cli_cmd *cli_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(name, cli_commands[i].name))
+			return &cli_commands[i];
+	return NULL;
+}
 
 static void main_usage(FILE *f)
 {
@@ -38,7 +55,7 @@ static void main_usage(FILE *f)
 
 	fprintf(f, "usage: ttaudit <command> [options] [args]\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
+		fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_cmd_summary(&cli_commands[i]));
 	fprintf(f, "\n'ttaudit <command> --help' shows a command's options.\n"
 		   "exit codes: 0 ok, 1 a verdict failed, 2 bad usage or input\n");
 }
@@ -65,6 +82,25 @@ void cli_report_status(const char *cmd, enum status st, const struct status_info
 		fprintf(stderr, "ttaudit %s: %s\n", cmd, status_strerror(st));
 }
 
+/* "'x' is not a command", with the nearest name when it looks like a typo. */
+static int main_unknown(const char *name)
+{
+	const char *names[N_COMMANDS + 1];
+	const char *near;
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		names[i] = cli_commands[i].name;
+	names[N_COMMANDS] = "help";
+	near = opt_nearest(name, names, N_COMMANDS + 1);
+	if (near)
+		fprintf(stderr, "ttaudit: '%s' is not a command; did you mean '%s'?\n", name, near);
+	else
+		fprintf(stderr, "ttaudit: '%s' is not a command\n", name);
+	fprintf(stderr, "see 'ttaudit help' for the list\n");
+	return CLI_USAGE;
+}
+
 long long cli_parse_count(const char *s)
 {
 	char *end;
@@ -79,26 +115,85 @@ long long cli_parse_count(const char *s)
 	return v;
 }
 
-int main(int argc, char **argv)
+/* The man page, ttaudit.1, from every command's table (make builds it). */
+static void main_man(FILE *f)
 {
 	size_t i;
+
+	fprintf(f, ".TH TTAUDIT 1 \"\" \"ttaudit %s\" \"User Commands\"\n", TTAUDIT_VERSION);
+	fputs(".SH NAME\nttaudit \\- replay merge audits, capture servers, benchmark guards\n"
+	      ".SH SYNOPSIS\n\\fBttaudit\\fR \\fIcommand\\fR [\\fIoptions\\fR] [\\fIargs\\fR]\n"
+	      ".SH DESCRIPTION\n"
+	      "ttaudit is a toolkit for the engineers who serve LLMs with vLLM on Tenstorrent "
+	      "hardware: it replays merge audits of the async-ahead token keep against every "
+	      "guard rule, captures what a server really printed and had in its environment, "
+	      "and benchmarks guards with verdicts that fail closed.\n"
+	      ".SH COMMANDS\n", f);
+	for (i = 0; i < N_COMMANDS; i++) {
+		if (cli_commands[i].doc) {
+			opt_man(cli_commands[i].doc, f);
+		} else {
+			fprintf(f, ".SS \"ttaudit %s\"\n%s\n.PP\nSee \\fBttaudit %s \\-\\-help\\fR.\n",
+				cli_commands[i].name, cli_commands[i].summary, cli_commands[i].name);
+		}
+	}
+	fputs(".SH EXIT STATUS\n0 ok, every verdict passed; 1 a verdict failed; 2 bad usage or input.\n"
+	      ".SH SEE ALSO\nREADME.md and docs/*.md of the ttaudit distribution.\n", f);
+}
+
+/* `ttaudit help [CMD]`, `ttaudit help --man`, `ttaudit help --synopsis CMD`. */
+static int main_help(int argc, char **argv)
+{
+	const struct cli_cmd *c;
+	char help_flag[] = "--help";
+	char *help_argv[] = { NULL, help_flag, NULL };
+
+	if (argc < 2) {
+		main_usage(stdout);
+		return CLI_OK;
+	}
+	if (!strcmp(argv[1], "--man")) {
+		main_man(stdout);
+		return CLI_OK;
+	}
+	if (!strcmp(argv[1], "--synopsis") && argc == 3) {
+		c = cli_find(argv[2]);
+		if (!c || !c->doc)
+			return cli_usage_error("help", "no synopsis for '%s'", argv[2]);
+		opt_synopsis(c->doc, stdout);
+		return CLI_OK;
+	}
+	c = cli_find(argv[1]);
+	if (!c)
+		return main_unknown(argv[1]);
+	if (c->doc) {
+		opt_help(c->doc, stdout);
+		return CLI_OK;
+	}
+	help_argv[0] = (char *)c->name;
+	return c->fn(2, help_argv);
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_cmd *c;
 
 	if (argc < 2) {
 		main_usage(stderr);
 		return CLI_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		main_usage(stdout);
 		return CLI_OK;
 	}
+	if (!strcmp(argv[1], "help"))
+		return main_help(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("ttaudit %s\n", TTAUDIT_VERSION);
 		return CLI_OK;
 	}
-	for (i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(argv[1], cli_commands[i].name))
-			return cli_commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "ttaudit: '%s' is not a command\n", argv[1]);
-	main_usage(stderr);
-	return CLI_USAGE;
+	c = cli_find(argv[1]);
+	if (c)
+		return c->fn(argc - 1, argv + 1);
+	return main_unknown(argv[1]);
 }

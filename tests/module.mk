@@ -6,3 +6,7 @@
 # options off the prerequisites (the libraries).
 $(BUILD)/tests/test_reader: private ALL_LDFLAGS += \
 	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free,--wrap=gzdopen
+
+# test_opt tests the CLI's option tables, which no library holds.
+$(BUILD)/tests/test_opt: $(OBJ)/cli/opt.o
+$(BUILD)/tests/test_opt: private TEST_EXTRA += $(OBJ)/cli/opt.o
