@@ -2,121 +2,166 @@
  * cmd_report.c - `ttaudit report`: SVG figures of an audit or of bench
  * records (report/svg.h).
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "jsonw.h"
+#include "opt.h"
+#include "outfile.h"
 #include "pair.h"
 #include "svg.h"
 
-static const char report_usage[] =
-	"usage: ttaudit report timeline AUDIT [--rule R] [--from STEP] [--to STEP] [-o OUT.svg] [--json]\n"
-	"       ttaudit report latency RUN.jsonl... [-o OUT.svg] [--json]\n"
-	"       ttaudit report makespan RUN.jsonl... [-o OUT.svg] [--json]\n"
-	"\n"
-	"SVG figures, no plotting dependency (open them in a browser):\n"
-	"  timeline  slots x merge steps of an audit or capture: slots taken from the\n"
-	"            device buffer, guard rejects (a bare match refused) and\n"
-	"            substitutions (taken and stale); decisions are the recorded\n"
-	"            `taken`, else those of --rule (default bare)\n"
-	"  latency   TTFT CDF of the measured requests, one line per arm\n"
-	"  makespan  makespan of every measured run, per arm\n"
-	"\n"
-	"  -o FILE   the SVG (default: stdout)\n"
-	"  --json    print what was drawn as JSON on stdout (the SVG then needs -o)\n";
+static struct svg_timeline_opts report_to = { .to_step = -1 };
+static long long report_from = 0, report_to_step = -1;
+static const char *report_out;
+static bool report_json;
 
-enum { OPT_RULE = 256, OPT_FROM, OPT_TO, OPT_JSON, OPT_HELP };
+#define REPORT_OUT_OPTS \
+	OPT_STRING('o', "output", &report_out, "FILE", \
+		   "the SVG, written atomically (default: stdout)"), \
+	OPT_BOOL(0, "json", &report_json, "print what was drawn as JSON on stdout (the SVG then needs -o)")
 
-static const struct option report_options[] = {
-	{ "rule", required_argument, NULL, OPT_RULE },
-	{ "from", required_argument, NULL, OPT_FROM },
-	{ "to", required_argument, NULL, OPT_TO },
-	{ "output", required_argument, NULL, 'o' },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+static const char *const report_timeline_usage[] = {
+	"report timeline AUDIT [--rule R] [--from STEP] [--to STEP] [-o OUT.svg] [--json]", NULL };
+static const struct opt report_timeline_opts[] = {
+	OPT_STRING(0, "rule", &report_to.rule, "R",
+		   "decisions of rule R where the audit records no `taken` (default bare)"),
+	OPT_INT(0, "from", &report_from, "STEP", 0, 9.2e18, "first step drawn"),
+	OPT_INT(0, "to", &report_to_step, "STEP", 0, 9.2e18, "last step drawn"),
+	REPORT_OUT_OPTS,
+	OPT_END(),
 };
+static const struct cmd_doc report_timeline_doc = {
+	.name = "report timeline",
+	.summary = "slots x merge steps of an audit: taken, guard rejects, substitutions",
+	.usage = report_timeline_usage,
+	.description = "Slots taken from the device buffer, guard rejects (a bare match refused) "
+		"and substitutions (taken and stale) of an audit or capture, one column per merge. "
+		"Decisions are the recorded `taken`, else those of --rule.",
+	.opts = report_timeline_opts,
+};
+
+static const char *const report_latency_usage[] = {
+	"report latency RUN.jsonl... [-o OUT.svg] [--json]", NULL };
+static const char *const report_makespan_usage[] = {
+	"report makespan RUN.jsonl... [-o OUT.svg] [--json]", NULL };
+static const struct opt report_series_opts[] = {
+	REPORT_OUT_OPTS,
+	OPT_END(),
+};
+static const struct cmd_doc report_latency_doc = {
+	.name = "report latency",
+	.summary = "TTFT CDF of the measured requests, one line per arm",
+	.usage = report_latency_usage,
+	.opts = report_series_opts,
+};
+static const struct cmd_doc report_makespan_doc = {
+	.name = "report makespan",
+	.summary = "makespan of every measured run, per arm",
+	.usage = report_makespan_usage,
+	.opts = report_series_opts,
+};
+
+static const struct cmd_doc *const report_subs[] = {
+	&report_timeline_doc, &report_latency_doc, &report_makespan_doc, NULL };
+static const char *const report_usage[] = { "report COMMAND [options] FILE...", NULL };
+static const struct opt report_opts[] = { OPT_END() };
+
+const struct cmd_doc cmd_report_doc = {
+	.name = "report",
+	.summary = "SVG figures: slots x steps timeline of an audit, latency CDF, makespan",
+	.usage = report_usage,
+	.description = "SVG figures with no plotting dependency (open them in a browser). Every "
+		"mark carries a class and data-step/data-slot, so scripts can count them. An output "
+		"file is replaced only when the figure was drawn whole.",
+	.opts = report_opts,
+	.flags = CMD_SUBCOMMANDS,
+	.subs = report_subs,
+};
+
+static void report_summary_json(const char *what, const char *audit, const char *out,
+				const struct svg_timeline_stats *ts, const struct svg_series *s, size_t n)
+{
+	struct jsonw w;
+	size_t i;
+
+	jsonw_init(&w, stdout);
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "figure", what);
+	if (!strcmp(what, "timeline")) {
+		jsonw_kstr(&w, "audit", audit);
+		jsonw_kstr(&w, "svg", out);
+		jsonw_kuint(&w, "merges", ts->merges);
+		jsonw_kuint(&w, "drawn", ts->drawn);
+		jsonw_kuint(&w, "slots", ts->slots);
+		jsonw_kuint(&w, "taken", ts->taken);
+		jsonw_kuint(&w, "rejects", ts->rejects);
+		jsonw_kuint(&w, "substitutions", ts->substs);
+		jsonw_kuint(&w, "malformed", ts->malformed);
+	} else {
+		jsonw_kstr(&w, "svg", out);
+		jsonw_key(&w, "series");
+		jsonw_arr(&w);
+		for (i = 0; i < n; i++) {
+			jsonw_obj(&w);
+			jsonw_kstr(&w, "name", s[i].name);
+			jsonw_kuint(&w, "points", s[i].n);
+			jsonw_obj_end(&w);
+		}
+		jsonw_arr_end(&w);
+	}
+	jsonw_obj_end(&w);
+	fputc('\n', stdout);
+}
 
 int cmd_report(int argc, char **argv)
 {
-	struct svg_timeline_opts to = { .to_step = -1 };
 	struct pair_series ser[SVG_MAX_SERIES];
 	struct svg_series s[SVG_MAX_SERIES];
 	struct status_info si = { 0 };
-	const char *out = NULL, *what;
-	bool json = false;
+	const struct cmd_doc *sub;
+	struct svg_timeline_stats ts = { 0 };
+	struct outfile of = { 0 };
+	bool have_series = false;
+	const char *what, *out;
+	bool json, opened = false;
 	enum status st = STATUS_OK;
 	size_t n = 0, i;
-	long long v;
-	FILE *f = stdout;
-	int o, rc = CLI_OK;
+	FILE *f;
+	int nops, rc = CLI_OK;
 
-	optind = 1;
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "o:", report_options, NULL)) != -1) {
-		switch (o) {
-		case OPT_RULE: to.rule = optarg; break;
-		case OPT_FROM: case OPT_TO:
-			v = cli_parse_count(optarg);
-			if (v < 0)
-				return cli_usage_error("report", "%s '%s': want a step number", argv[optind - 1], optarg);
-			if (o == OPT_FROM)
-				to.from_step = v;
-			else
-				to.to_step = v;
-			break;
-		case 'o': out = optarg; break;
-		case OPT_JSON: json = true; break;
-		case OPT_HELP: fputs(report_usage, stdout); return CLI_OK;
-		default:
-			return cli_usage_error("report", "unknown option or missing value '%s' (see --help)",
-					       argv[optind - 1]);
-		}
-	}
-	if (optind >= argc)
+	nops = opt_parse(&cmd_report_doc, argc, argv);
+	if (nops < 0)
+		return opt_exit(nops);
+	if (nops == 0)
 		return cli_usage_error("report", "which figure: timeline, latency or makespan (see --help)");
-	what = argv[optind++];
-	if (strcmp(what, "timeline") && strcmp(what, "latency") && strcmp(what, "makespan"))
+	what = argv[0];
+	sub = opt_sub(&cmd_report_doc, what);
+	if (!sub)
 		return cli_usage_error("report", "'%s' is not a figure: timeline, latency or makespan", what);
-	if (optind >= argc)
+	nops = opt_parse(sub, nops, argv);
+	if (nops < 0)
+		return opt_exit(nops);
+	out = report_out;
+	json = report_json;
+	report_to.from_step = report_from;
+	report_to.to_step = report_to_step;
+	if (nops == 0)
 		return cli_usage_error("report", "%s: no input file", what);
-	if (!strcmp(what, "timeline") && argc - optind != 1)
+	if (!strcmp(what, "timeline") && nops != 1)
 		return cli_usage_error("report", "timeline: one audit file");
 	if (json && !out)
 		return cli_usage_error("report", "--json prints the summary on stdout: give the SVG a file with -o");
-	if (out && !(f = fopen(out, "we")))
-		return cli_usage_error("report", "%s: cannot create", out);
+	st = outfile_open(&of, out, &si);
+	if (st)
+		goto out;
+	opened = true;
+	f = of.f;
 	if (!strcmp(what, "timeline")) {
-		struct svg_timeline_stats ts;
-
-		st = svg_timeline(f, argv[optind], &to, &ts, &si);
-		if (!st && json) {
-			struct jsonw w;
-
-			jsonw_init(&w, stdout);
-			jsonw_obj(&w);
-			jsonw_kstr(&w, "figure", "timeline");
-			jsonw_kstr(&w, "audit", argv[optind]);
-			jsonw_kstr(&w, "svg", out);
-			jsonw_kuint(&w, "merges", ts.merges);
-			jsonw_kuint(&w, "drawn", ts.drawn);
-			jsonw_kuint(&w, "slots", ts.slots);
-			jsonw_kuint(&w, "taken", ts.taken);
-			jsonw_kuint(&w, "rejects", ts.rejects);
-			jsonw_kuint(&w, "substitutions", ts.substs);
-			jsonw_kuint(&w, "malformed", ts.malformed);
-			jsonw_obj_end(&w);
-			fputc('\n', stdout);
-		} else if (!st && out) {
-			printf("%s: %llu merges, %llu substitutions, %llu guard rejects, %llu taken\n", out,
-			       (unsigned long long)ts.merges, (unsigned long long)ts.substs,
-			       (unsigned long long)ts.rejects, (unsigned long long)ts.taken);
-		}
+		st = svg_timeline(f, argv[0], &report_to, &ts, &si);
 	} else {
-		st = pair_series_read((const char *const *)argv + optind, (size_t)(argc - optind), ser,
-				      SVG_MAX_SERIES, &n, &si);
+		st = pair_series_read((const char *const *)argv, (size_t)nops, ser, SVG_MAX_SERIES, &n, &si);
 		if (!st) {
 			for (i = 0; i < n; i++) {
 				s[i].name = ser[i].name;
@@ -127,32 +172,25 @@ int cmd_report(int argc, char **argv)
 				svg_cdf(f, "TTFT of the measured requests, per arm", "TTFT (s)", s, n);
 			else
 				svg_repeats(f, "makespan per measured run, per arm", "makespan (s)", s, n);
-			if (json) {
-				struct jsonw w;
-
-				jsonw_init(&w, stdout);
-				jsonw_obj(&w);
-				jsonw_kstr(&w, "figure", what);
-				jsonw_kstr(&w, "svg", out);
-				jsonw_key(&w, "series");
-				jsonw_arr(&w);
-				for (i = 0; i < n; i++) {
-					jsonw_obj(&w);
-					jsonw_kstr(&w, "name", s[i].name);
-					jsonw_kuint(&w, "points", s[i].n);
-					jsonw_obj_end(&w);
-				}
-				jsonw_arr_end(&w);
-				jsonw_obj_end(&w);
-				fputc('\n', stdout);
-			}
-			pair_series_release(ser, n);
+			have_series = true;
 		}
 	}
-	if (out && fclose(f) && !st) {
-		fprintf(stderr, "ttaudit report: %s: write failed\n", out);
-		return CLI_USAGE;
+out:
+	if (opened) {
+		if (st)
+			outfile_abort(&of);
+		else
+			st = outfile_commit(&of, &si);
 	}
+	/* Said only once the figure is in place. */
+	if (!st && json)
+		report_summary_json(what, argv[0], out, &ts, s, have_series ? n : 0);
+	else if (!st && out && !strcmp(what, "timeline"))
+		printf("%s: %llu merges, %llu substitutions, %llu guard rejects, %llu taken\n", out,
+		       (unsigned long long)ts.merges, (unsigned long long)ts.substs,
+		       (unsigned long long)ts.rejects, (unsigned long long)ts.taken);
+	if (have_series)
+		pair_series_release(ser, n);
 	if (st) {
 		cli_report_status("report", st, &si);
 		rc = CLI_USAGE;

@@ -24,7 +24,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F", NULL },
 	{ "pair", cmd_pair, NULL, &cmd_pair_doc },
 	{ "ab", cmd_ab, "validate a guard: control vs treatment under capture, noise floor, verdict", NULL },
-	{ "report", cmd_report, "SVG figures: slots x steps timeline of an audit, latency CDF, makespan", NULL },
+	{ "report", cmd_report, NULL, &cmd_report_doc },
 	{ "preflight", cmd_preflight, NULL, &cmd_preflight_doc },
 	{ "lock", cmd_lock, NULL, &cmd_lock_doc },
 	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed", NULL },

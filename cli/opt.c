@@ -402,6 +402,17 @@ void opt_help(const struct cmd_doc *d, FILE *f)
 		fputc('\n', f);
 		opt_paragraphs(f, d->description);
 	}
+	if (d->subs) {
+		size_t i;
+
+		fprintf(f, "\ncommands:\n");
+		for (i = 0; d->subs[i]; i++) {
+			const char *sp = strchr(d->subs[i]->name, ' ');
+			fprintf(f, "  %-12s", sp ? sp + 1 : d->subs[i]->name);
+			opt_wrap(f, d->subs[i]->summary ? d->subs[i]->summary : "", 14, 14);
+		}
+		fprintf(f, "\n'ttaudit %s COMMAND --help' shows a command's options.\n", d->name);
+	}
 	fprintf(f, "\noptions:\n");
 	for (o = d->opts; o && o->kind != OPT_KIND_END; o++) {
 		size_t len;
@@ -517,6 +528,20 @@ void opt_man(const struct cmd_doc *d, FILE *f)
 		opt_roff_z(f, d->exit_notes);
 	}
 	fputs(", 2 bad usage or input.\n", f);
+	for (i = 0; d->subs && d->subs[i]; i++)
+		opt_man(d->subs[i], f);
+}
+
+const struct cmd_doc *opt_sub(const struct cmd_doc *d, const char *name)
+{
+	size_t i, n = strlen(d->name);
+
+	for (i = 0; d->subs && d->subs[i]; i++) {
+		const char *s = d->subs[i]->name;
+		if (!strncmp(s, d->name, n) && s[n] == ' ' && !strcmp(s + n + 1, name))
+			return d->subs[i];
+	}
+	return NULL;
 }
 
 void opt_synopsis(const struct cmd_doc *d, FILE *f)
@@ -526,5 +551,10 @@ void opt_synopsis(const struct cmd_doc *d, FILE *f)
 	fputs("```\n", f);
 	for (i = 0; d->usage && d->usage[i]; i++)
 		fprintf(f, "ttaudit %s\n", d->usage[i]);
+	for (i = 0; d->subs && d->subs[i]; i++) {
+		size_t j;
+		for (j = 0; d->subs[i]->usage && d->subs[i]->usage[j]; j++)
+			fprintf(f, "ttaudit %s\n", d->subs[i]->usage[j]);
+	}
 	fputs("```\n", f);
 }

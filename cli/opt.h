@@ -92,7 +92,13 @@ struct cmd_doc {
 	 * "--run A B --capture C", where an operand belongs to the option before
 	 * it). Returns 0, or -1 with a message in err. */
 	int (*operand)(const char *arg, char *err, size_t n);
+	/* Sub-commands (with CMD_SUBCOMMANDS), NULL-terminated; their help and
+	 * man sections follow the command's. */
+	const struct cmd_doc *const *subs;
 };
+
+/* The sub-command of d named `name`, or NULL. */
+const struct cmd_doc *opt_sub(const struct cmd_doc *d, const char *name);
 
 /* Return values of opt_parse below 0; opt_exit turns them into exit codes. */
 enum { OPT_HELP_SHOWN = -1, OPT_ERROR = -2 };
