@@ -12,9 +12,7 @@
 #include "banner.h"
 #include "envlist.h"
 
-#ifndef TTAUDIT_LIBDIR
-#define TTAUDIT_LIBDIR "/usr/local/lib"
-#endif
+#include "config.h"
 
 static int launch_is_file(const char *p)
 {
@@ -43,8 +41,14 @@ enum status launch_find_shim(char *buf, size_t cap, struct status_info *si)
 		slash = strrchr(exe, '/');
 		if (slash) {
 			*slash = '\0';
+			/* Beside the executable (a build tree), then where the install put
+			 * it relative to the executable, so that an installed tree works
+			 * wherever it was copied (DESTDIR, a relocated prefix). */
 			if ((size_t)snprintf(buf, cap, "%s/%s", exe, LAUNCH_SHIM_NAME) < cap &&
 			    launch_is_file(buf))
+				return STATUS_OK;
+			if ((size_t)snprintf(buf, cap, "%s/%s/%s", exe, TTAUDIT_BIN_TO_LIB,
+					     LAUNCH_SHIM_NAME) < cap && launch_is_file(buf))
 				return STATUS_OK;
 		}
 	} else {

@@ -3,5 +3,5 @@
 # `ttaudit follow`, which link it as build/libttcapture.a (a part of the top
 # Makefile's PARTS).
 
-# `ttaudit capture` looks for the shim here after its own directory.
-$(OBJ)/capture/launch.o: ALL_CFLAGS += -DTTAUDIT_LIBDIR='"$(LIBDIR)"'
+# `ttaudit capture` finds the shim through build/gen/config.h (the top
+# Makefile makes launch.o depend on it).
