@@ -66,7 +66,7 @@ static void lock_print(const struct lock *l, enum lock_state s, const struct loc
 		}
 		if (s == LOCK_STALE || s == LOCK_UNKNOWN)
 			cJSON_AddStringToObject(root, "remove_by_hand", rm);
-		txt = cJSON_Print(root);
+		txt = cJSON_PrintUnformatted(root);
 		if (txt)
 			fprintf(f, "%s\n", txt);
 		cJSON_free(txt);

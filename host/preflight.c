@@ -705,7 +705,7 @@ char *preflight_report_json(const struct preflight_report *r)
 		cJSON_AddStringToObject(o, "name", r->containers[i].name);
 		cJSON_AddStringToObject(o, "status", r->containers[i].status);
 	}
-	out = cJSON_Print(root);
+	out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return out;
 }

@@ -364,9 +364,9 @@ static void test_json(void **state)
 	run(&o);
 	js = preflight_report_json(rep);
 	assert_non_null(js);
-	contains(js, "\"verdict\":\t\"FAIL\"");
-	contains(js, "\"busid\":\t\"0000:21:00.0\"");
-	contains(js, "\"pid\":\t4000001");
+	contains(js, "\"verdict\":\"FAIL\"");
+	contains(js, "\"busid\":\"0000:21:00.0\"");
+	contains(js, "\"pid\":4000001");
 	free(js);
 }
 
