@@ -1,0 +1,127 @@
+/*
+ * test_rate.c - exact intervals, Fisher's test and sample sizes (base/rate.c),
+ * against values published for these cases and reproduced with SciPy 1.10
+ * (scipy.stats.beta.ppf, binomtest(...).proportion_ci("wilson"),
+ * fisher_exact); tests/e2e/15-rate-scipy.sh compares many more at test time.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <math.h>
+#include <cmocka.h>
+
+#include "rate.h"
+
+#define near(got, want, rel) \
+	do { \
+		double g_ = (got), w_ = (want); \
+		if (!(fabs(g_ - w_) <= (rel) * fabs(w_) + 1e-15)) \
+			fail_msg("%s = %.15g, want %.15g", #got, g_, w_); \
+	} while (0)
+
+static void test_clopper_pearson(void **state)
+{
+	struct rate_interval r;
+
+	(void)state;
+	/* the seeds' characterisation run: 0 of 192 rules out only rates above 1.9% */
+	r = rate_clopper_pearson(0, 192, 0.95);
+	near(r.lo, 0, 0);
+	near(r.hi, 0.0190295221688, 1e-9);
+	near(r.hi, 1 - pow(0.025, 1.0 / 192), 1e-9);   /* closed form for k = 0 */
+	r = rate_clopper_pearson(1, 32, 0.95);
+	near(r.lo, 0.000790868597953, 1e-9);
+	near(r.hi, 0.162170994182, 1e-9);
+	r = rate_clopper_pearson(15, 77, 0.95);
+	near(r.p, 15.0 / 77, 1e-12);
+	near(r.lo, 0.113331729194, 1e-9);
+	near(r.hi, 0.300867146948, 1e-9);
+	r = rate_clopper_pearson(5, 5, 0.95);
+	near(r.lo, 0.478176249895, 1e-9);
+	near(r.hi, 1, 0);
+	r = rate_clopper_pearson(1, 1000000, 0.95);
+	near(r.lo, 2.53178076638e-08, 1e-6);
+	near(r.hi, 5.57163065517e-06, 1e-6);
+	/* nothing seen, nothing known */
+	r = rate_clopper_pearson(0, 0, 0.95);
+	near(r.lo, 0, 0);
+	near(r.hi, 1, 0);
+	near(rate_upper_bound(0, 192, 0.95), 0.0154816796187, 1e-9);
+	near(rate_upper_bound(15, 77, 0.95), 0.283998012983, 1e-9);
+}
+
+static void test_wilson(void **state)
+{
+	struct rate_interval r;
+
+	(void)state;
+	r = rate_wilson(0, 192, 0.95);
+	near(r.hi, 0.0196151460668, 1e-9);
+	r = rate_wilson(1, 32, 0.95);
+	near(r.lo, 0.005537860164, 1e-9);
+	near(r.hi, 0.1574426382, 1e-9);
+	r = rate_wilson(50, 100, 0.95);
+	near(r.lo, 0.403831530366, 1e-9);
+}
+
+static void test_fisher(void **state)
+{
+	(void)state;
+	/* the seeds' guard arm: 15 prevented of 77 against 0 of 78 */
+	near(rate_fisher(15, 77, 0, 78), 1.29679659148e-05, 1e-8);
+	near(rate_fisher_greater(15, 77, 0, 78), 1.29679659148e-05, 1e-8);
+	/* a symmetric table: both tails */
+	near(rate_fisher(3, 10, 7, 10), 0.178895407998, 1e-9);
+	near(rate_fisher(0, 0, 0, 0), 1, 0);
+	near(rate_fisher(0, 10, 0, 10), 1, 0);
+}
+
+static void test_binom(void **state)
+{
+	(void)state;
+	/* 0 of 192 at 0.48%/request happens 40% of the time */
+	near(rate_p_zero(0.0048, 192), 0.39700002176683846, 1e-12);
+	near(rate_binom_cdf(0, 192, 0.0048), 0.39700002176683846, 1e-9);
+	near(rate_binom_sf(1, 192, 0.0048), 1 - 0.39700002176683846, 1e-9);
+	near(rate_binom_cdf(192, 192, 0.5), 1, 0);
+	near(rate_binom_sf(0, 192, 0.5), 1, 0);
+}
+
+static void test_sample_size(void **state)
+{
+	bool capped;
+	uint64_t n;
+
+	(void)state;
+	/* 0 events in n rules out 0.48% at 95% one-sided: (1 - p)^n <= 0.05 */
+	n = rate_n_to_bound(0.0048, 0.95);
+	assert_int_equal(n, 623);
+	assert_true(rate_p_zero(0.0048, n) <= 0.05);
+	assert_true(rate_p_zero(0.0048, n - 1) > 0.05);
+	assert_int_equal(rate_n_to_bound(0, 0.95), 0);
+	/* two arms, control at 0.48%, treatment at 0: power 0.8 at alpha 0.05 */
+	n = rate_n_to_detect(0.0048, 0, 0.05, 0.8, 100000000, &capped);
+	assert_false(capped);
+	assert_true(rate_power(0.0048, 0, n, 0.05) >= 0.8);
+	assert_true(rate_power(0.0048, 0, n - 1, 0.05) < 0.8 || rate_power(0.0048, 0, n / 2, 0.05) < 0.8);
+	assert_int_equal(n, 1399);
+	/* a cap too low says so instead of answering */
+	assert_int_equal(rate_n_to_detect(0.0048, 0, 0.05, 0.8, 100, &capped), 0);
+	assert_true(capped);
+	/* p1 >= p0 is not a reduction to detect */
+	assert_int_equal(rate_n_to_detect(0.001, 0.002, 0.05, 0.8, 1000, &capped), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clopper_pearson),
+		cmocka_unit_test(test_wilson),
+		cmocka_unit_test(test_fisher),
+		cmocka_unit_test(test_binom),
+		cmocka_unit_test(test_sample_size),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
