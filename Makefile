@@ -165,7 +165,7 @@ demo: deps
 # The main job on bundled data: replay every incident audit, then gate two
 # guards on the residual case (batch lets it through, exit 1 expected).
 DEMO_AUDITS := $(sort $(wildcard fixtures/audit/*.jsonl fixtures/audit/*.jsonl.gz))
-_demo: $(TTAUDIT)
+_demo: _all
 	@echo '$$ ttaudit replay fixtures/audit/*'
 	@$(TTAUDIT) replay $(DEMO_AUDITS)
 	@echo
