@@ -45,7 +45,7 @@ DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm -lpthread
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 
-INCLUDES  := -I$(BUILD)/gen -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Icli
+INCLUDES  := -I$(BUILD)/gen -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Iwatch -Icli
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(INCLUDES) $(DEP_CFLAGS) \
 	-DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -64,7 +64,7 @@ TTAUDIT    := $(BUILD)/ttaudit
 
 # The other parts, each one archive build/libtt<part>.a, most dependent first:
 # that is also the order the linker needs them in.
-PARTS     := ab pair report bench probe host capture
+PARTS     := ab pair report watch bench probe host capture
 PART_LIBS := $(foreach p,$(PARTS),$(if $(wildcard $(p)/*.c),$(BUILD)/libtt$(p).a))
 
 define part_rule
