@@ -215,13 +215,16 @@ install: _all
 	install -d $(DESTDIR)$(INCLUDEDIR)/ttaudit $(DESTDIR)$(DATADIR)
 	install -m 0644 $(LIBTTAUDIT) $(DESTDIR)$(LIBDIR)/libttaudit.a
 	install -m 0644 $(wildcard base/*.h analyzer/*.h replay/*.h) $(DESTDIR)$(INCLUDEDIR)/ttaudit/
-	$(if $(wildcard tools/instrument/ttaudit_emit.py),install -m 0644 tools/instrument/ttaudit_emit.py $(DESTDIR)$(DATADIR)/)
+	install -d $(DESTDIR)$(DATADIR)/ttaudit_emit/boot
+	install -m 0644 $(wildcard tools/instrument/ttaudit_emit/*.py) $(DESTDIR)$(DATADIR)/ttaudit_emit/
+	install -m 0644 tools/instrument/ttaudit_emit/boot/sitecustomize.py $(DESTDIR)$(DATADIR)/ttaudit_emit/boot/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ttaudit $(DESTDIR)$(BINDIR)/ttsim \
 		$(DESTDIR)$(LIBDIR)/libttaudit-shim.so
 	rm -f $(DESTDIR)$(LIBDIR)/libttaudit.a $(DESTDIR)$(DATADIR)/ttaudit_emit.py \
 		$(DESTDIR)$(MANDIR)/man1/ttaudit.1 $(DESTDIR)$(PKGCONFIGDIR)/ttaudit.pc
+	rm -rf $(DESTDIR)$(DATADIR)/ttaudit_emit
 	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/ttaudit
 	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
 

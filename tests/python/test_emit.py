@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import random
-import struct
 import subprocess
 import sys
 import tempfile
@@ -31,144 +30,14 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "instrument"))
 
-import ttaudit_emit  # noqa: E402
 from ttaudit_emit import MergeAudit, Stamp  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rules import (BASE_RULES, BUILD, COUNT_KEYS, MISSING, TTAUDIT, Expected,  # noqa: E402
+                   have_command, read_jsonl, replay_json)
 
-BUILD = os.environ.get("BUILD", "build")
-TTAUDIT = os.path.join(ROOT, BUILD, "ttaudit") if not os.path.isabs(BUILD) \
-    else os.path.join(BUILD, "ttaudit")
 PYTHON = os.environ.get("PYTHON", sys.executable)
-MISSING = "prerequisite missing: "
 SLOTS = 8
 MAX_LEN = 4096
-
-
-# --- the replay semantics, written for this test from the contract -----------
-
-BASE_RULES = ("bare", "prefilled", "batch", "lifetime", "stamp", "bound")
-COUNT_KEYS = ("merges", "taken", "substitutions", "unverified", "prevented",
-              "forgone", "fired", "skipped", "shape_fallback")
-
-
-def allowed_set(rule, ev, active, max_pos):
-    """The set G a rule allows on a merge event, or None when the event lacks
-    a field the rule needs (skipped)."""
-    if "+" in rule:
-        g = set(active)
-        for part in rule.split("+"):
-            gp = allowed_set(part, ev, active, max_pos)
-            if gp is None:
-                return None
-            g &= gp
-        return g
-    host, dev = ev["host_pos"], ev["dev_pos"]
-    if rule == "bare":
-        return set(active)
-    if rule == "prefilled":
-        if ev.get("prefilled") is None:
-            return None
-        return set(active) - set(ev["prefilled"])
-    if rule == "batch":
-        same = all((dev[s] != -1) == (host[s] != -1) for s in range(len(host)))
-        return set(active) if same else set()
-    if rule == "lifetime":
-        if ev.get("buf_step") is None:
-            return None
-        ok = ev["buf_step"] == ev["step"] - 1 and not ev.get("mode_switched", False)
-        return set(active) if ok else set()
-    if rule == "stamp":
-        if ev.get("slot_gen") is not None and ev.get("buf_slot_gen") is not None:
-            return {s for s in active if ev["slot_gen"][s] == ev["buf_slot_gen"][s]}
-        if ev.get("gen") is not None and ev.get("buf_gen") is not None:
-            return set(active) if ev["gen"] == ev["buf_gen"] else set()
-        return None
-    if rule == "bound":
-        if max_pos is None:
-            return None
-        return {s for s in active if -1 <= dev[s] < max_pos}
-    raise AssertionError("the test does not know rule %r" % rule)
-
-
-def stale_truth(ev, s):
-    """True (stale), False (current) or None (unknown), strongest evidence first."""
-    sr, br = ev.get("slot_req"), ev.get("buf_req")
-    if sr is not None and br is not None and sr[s] is not None and br[s] is not None:
-        return sr[s] != br[s]
-    if ev.get("slot_gen") is not None and ev.get("buf_slot_gen") is not None:
-        return ev["slot_gen"][s] != ev["buf_slot_gen"][s]
-    if ev.get("gen") is not None and ev.get("buf_gen") is not None:
-        return ev["gen"] != ev["buf_gen"]
-    if ev.get("buf_step") is not None:
-        return ev["buf_step"] != ev["step"] - 1 or s in set(ev.get("prefilled") or ())
-    return None
-
-
-def float32_like(v):
-    if not -(1 << 31) <= v < (1 << 31):
-        return False
-    f = struct.unpack("<f", struct.pack("<i", v))[0]
-    return f == f and abs(f) != float("inf") and 1.0 <= abs(f) <= float(1 << 24)
-
-
-class Expected:
-    """Counts per rule, garbage and the arm fingerprint, from merge events
-    given as the dicts the model passed to the emitter."""
-
-    def __init__(self, rules):
-        self.rules = list(rules)
-        self.counts = {r: dict.fromkeys(COUNT_KEYS, 0) for r in self.rules}
-        self.garbage = 0
-        self.float32_like = 0
-        self.fp_evaluated = dict.fromkeys(self.rules, 0)
-        self.fp_mismatch = dict.fromkeys(self.rules, 0)
-        self.by_truth = {"request": 0, "stamp_agrees": 0}
-
-    def add(self, ev, max_pos):
-        host, dev = ev["host_pos"], ev["dev_pos"]
-        h = len(host)
-        if len(dev) < h:
-            for r in self.rules:
-                self.counts[r]["merges"] += 1
-                self.counts[r]["shape_fallback"] += 1
-            return
-        gpos = max_pos if max_pos is not None else 1 << 24
-        for s in range(h):
-            if dev[s] < -1 or dev[s] >= gpos:
-                self.garbage += 1
-                self.float32_like += float32_like(dev[s])
-        active = [s for s in range(h) if host[s] != -1]
-        bare = {s for s in active if dev[s] == host[s] or dev[s] == host[s] + 1}
-        truth = {s: stale_truth(ev, s) for s in active}
-        for r in self.rules:
-            c = self.counts[r]
-            c["merges"] += 1
-            g = allowed_set(r, ev, active, max_pos)
-            if g is None:
-                c["skipped"] += 1
-                continue
-            if active and g != set(active):
-                c["fired"] += 1
-            take = bare & g
-            for s in active:
-                if s in take:
-                    c["taken"] += 1
-                    if truth[s] is None:
-                        c["unverified"] += 1
-                    elif truth[s]:
-                        c["substitutions"] += 1
-                elif s in bare:
-                    if truth[s] is True:
-                        c["prevented"] += 1
-                    elif truth[s] is False:
-                        c["forgone"] += 1
-            if ev.get("taken") is not None:
-                self.fp_evaluated[r] += 1
-                if any((s in take) != ev["taken"][s] for s in active):
-                    self.fp_mismatch[r] += 1
-
-    def consistent(self):
-        return sorted(r for r in self.rules
-                      if self.fp_evaluated[r] and not self.fp_mismatch[r])
 
 
 # --- the model of the generator ------------------------------------------------
@@ -369,34 +238,6 @@ def expected_for(model, rules):
 
 # --- helpers -------------------------------------------------------------------
 
-def have_command(name):
-    if not os.access(TTAUDIT, os.X_OK):
-        return "%s%s is not built" % (MISSING, TTAUDIT)
-    p = subprocess.run([TTAUDIT, name, "--help"], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-    if "is not a command" in p.stderr:
-        return "%sttaudit %s does not exist yet" % (MISSING, name)
-    return None
-
-
-def replay_json(path):
-    p = subprocess.run([TTAUDIT, "replay", "--json", path], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-    if p.returncode not in (0, 1):
-        raise AssertionError("ttaudit replay --json %s exited %d: %s"
-                             % (path, p.returncode, p.stderr.strip()))
-    try:
-        return json.loads(p.stdout)
-    except ValueError as e:
-        raise AssertionError("ttaudit replay --json printed no JSON (%s): %s"
-                             % (e, p.stdout[:300])) from None
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
-
-
 def with_env(value):
     """Context: TTAUDIT_EMIT set to value (None: unset)."""
     class _Env:
@@ -537,10 +378,13 @@ class TestFormat(unittest.TestCase):
 
 
 class TestWrongCalls(unittest.TestCase):
+    """With strict=True a wrong call raises, naming the argument; the
+    default (what a server runs with) counts it instead (TestNeverRaises)."""
+
     def setUp(self):
         self.out = io.StringIO()
         with with_env("1"):
-            self.a = MergeAudit(self.out)
+            self.a = MergeAudit(self.out, strict=True)
 
     def good(self, **over):
         kw = dict(step=3, host_pos=[1, 2, -1], dev_pos=[2, 3, -1], reset_batch=True,
@@ -603,12 +447,66 @@ class TestWrongCalls(unittest.TestCase):
             self.a.width_change(1, 4, 0)
         self.assertEqual(self.out.getvalue(), "")
 
-    def test_prefix_that_would_break_the_line(self):
+
+
+def capture_stderr(fn):
+    old, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        fn()
+        return sys.stderr.getvalue()
+    finally:
+        sys.stderr = old
+
+
+class TestNeverRaises(unittest.TestCase):
+    """Whatever the caller does wrong, nothing reaches it: counted, reported once."""
+
+    def test_wrong_calls_counted_and_reported_once(self):
+        out = io.StringIO()
         with with_env("1"):
-            with self.assertRaises(ValueError):
-                MergeAudit(io.StringIO(), prefix="X {")
-            with self.assertRaises(ValueError):
-                MergeAudit(os.path.join(tempfile.mkdtemp(), "a.jsonl"), prefix="MERGE_AUDIT ")
+            a = MergeAudit(out)
+
+        def go():
+            a.merge(3, [1, 2.0], [2, 3], reset_batch=True, mode_switched=False)
+            a.merge(3, [1], [2], reset_batch=True, mode_switched=False, taken=[True, False])
+            a.merge(3, [1], [2])                         # why the merge ran is missing
+            a.merge(3, [1], [2], True, False)            # positional where keywords belong
+            a.merge()                                    # nothing at all
+            a.request("done", "cmpl-1", 0)
+            a.config(slots="8")
+            a.gate(1, keep="no", supports_async_decode=False, force=False, reason="x")
+            a.trace(1, "run", "(True, 8)")
+            a.note("two\nlines")
+            a.merge(4, [1], [2], reset_batch=True, mode_switched=False)
+        err = capture_stderr(go)
+        self.assertEqual(a.rejected, 10)
+        self.assertEqual(a.lines, 1, "the good call after the wrong ones is written")
+        self.assertEqual(out.getvalue().count("MERGE_AUDIT"), 1)
+        self.assertEqual(err.count("ttaudit_emit:"), 1, err)
+        self.assertIn("host_pos[1] is a float", err)
+
+    def test_bad_constructor_arguments_fall_back(self):
+        def go():
+            with with_env("1"):
+                self.a1 = MergeAudit(io.StringIO(), prefix="X {")
+                self.a2 = MergeAudit(os.path.join(tempfile.mkdtemp(), "a.jsonl"),
+                                     prefix="MERGE_AUDIT ")
+                self.a3 = MergeAudit(42)
+        err = capture_stderr(go)
+        self.assertEqual(err.count("ttaudit_emit:"), 3, err)
+        self.assertEqual(self.a1._prefix, "MERGE_AUDIT ")
+        self.assertEqual(self.a2._prefix, "")
+        self.assertEqual(self.a3.kind, "stderr")
+        err = capture_stderr(lambda: self.a3.merge(1, [1], [2], reset_batch=True,
+                                                   mode_switched=False))
+        self.assertIn('MERGE_AUDIT {"ev":"merge"', err)
+
+    def test_bad_common_field_is_rejected_not_raised(self):
+        out = io.StringIO()
+        with with_env("1"):
+            a = MergeAudit(out, common={"rank": object()})
+        capture_stderr(lambda: a.merge(1, [1], [2], reset_batch=True, mode_switched=False))
+        self.assertEqual((a.rejected, a.lines, out.getvalue()), (1, 0, ""))
 
 
 class TestOff(unittest.TestCase):
@@ -629,7 +527,7 @@ class TestOff(unittest.TestCase):
                 x.prefill(p, p)
                 x.request(p, p, p, p)
                 x.width_change(p, p, p)
-            self.assertEqual(s._stream.getvalue(), "")
+            self.assertEqual(s._target.getvalue(), "")
             a.close()
             self.assertFalse(os.path.exists(path), "TTAUDIT_EMIT=%r created the file" % value)
 
@@ -689,15 +587,25 @@ class TestFailures(unittest.TestCase):
         err = self.capture_stderr(go)
         self.assertIn("audit write failed", err)
 
-    def test_logger_that_drops_info_is_reported(self):
-        lg = logging.getLogger("ttaudit-test-quiet")
-        lg.setLevel(logging.WARNING)
-        with with_env("1"):
-            a = MergeAudit(lg)
-        err = self.capture_stderr(
-            lambda: a.merge(1, [1], [2], reset_batch=True, mode_switched=False))
-        self.assertEqual(a.errors, 1)
-        self.assertIn("drops level INFO", err)
+    def test_logger_that_drops_info_writes_to_stderr_instead(self):
+        # the bug of the old patch: a logging.getLogger(__name__) that nobody
+        # configured drops INFO records; the lines now go to stderr, reported once
+        for name, level in (("ttaudit-test-quiet", logging.WARNING),
+                            ("ttaudit-test-unconfigured", logging.NOTSET)):
+            lg = logging.getLogger(name)
+            lg.setLevel(level)
+            lg.propagate = level != logging.NOTSET or lg.propagate
+            with with_env("1"):
+                a = MergeAudit(lg)
+
+            def go():
+                a.merge(1, [1], [2], reset_batch=True, mode_switched=False)
+                a.merge(2, [1], [2], reset_batch=True, mode_switched=False)
+            err = self.capture_stderr(go)
+            self.assertEqual((a.errors, a.lines), (0, 2), name)
+            self.assertEqual(err.count("MERGE_AUDIT {"), 2, err)
+            self.assertEqual(err.count("ttaudit_emit:"), 1, err)
+            self.assertIn("would drop the audit lines", err)
 
 
 class TestStamp(unittest.TestCase):

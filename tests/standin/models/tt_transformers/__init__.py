@@ -1,0 +1,1 @@
+"""Stand-in: tt-metal models/tt_transformers (tests only)."""
