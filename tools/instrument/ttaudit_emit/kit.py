@@ -211,7 +211,6 @@ class Kit:
         mods = set(self._by_module) | set(self.table["trigger"])
         self.watcher.install()
         self.watcher.watch(mods)
-        atexit.register(self._at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork)
 
@@ -232,6 +231,9 @@ class Kit:
         generator's own logger and print the banners from this process's
         environment, once."""
         self._triggered = True
+        # registered now, after the generator's logger: atexit runs it first,
+        # while that logger still has its handlers
+        atexit.register(self._at_exit)
         if self._sink_auto and self.env.get(SINK_VAR) is None:
             lg = getattr(module, "logger", None)
             if sink_kind(lg) in ("loguru", "logging"):
@@ -311,7 +313,7 @@ class Kit:
                 pass
 
     def _at_exit(self):
-        if not self._triggered and not self.wrapped:
+        if not self._triggered:
             return
         try:
             for t in self._never_imported():
@@ -319,11 +321,16 @@ class Kit:
                           "in this process" % (t["role"], t["module"], t["name"]))
             a = self._audit()
             parts = ["%d %s" % (self.counts[k], k) for k in ("merge", "gate", "trace", "prefill")]
-            self.note("ttaudit: instrumentation summary (pid %d): %s event(s); %d target(s) "
-                      "missing, %d kit error(s), %d keep step(s) unobserved, %d audit line(s) "
-                      "lost, %d call(s) rejected"
-                      % (os.getpid(), ", ".join(parts), len(self.missing), self.faults,
-                         self.keep_unobserved, a.errors, a.rejected))
+            text = ("ttaudit: instrumentation summary (pid %d): %s event(s); %d target(s) "
+                    "missing, %d kit error(s), %d keep step(s) unobserved, %d audit line(s) "
+                    "lost, %d call(s) rejected"
+                    % (os.getpid(), ", ".join(parts), len(self.missing), self.faults,
+                       self.keep_unobserved, a.errors, a.rejected))
+            if a.errors:        # the sink is failing: say it where it will be seen
+                sys.stderr.write(text + "\n")
+                sys.stderr.flush()
+            else:
+                self.note(text)
         except Exception:
             pass
 
@@ -394,7 +401,8 @@ class Kit:
             self.wrapped.append(where)
         note = names.NOTES.get((t["role"], t["module"], t["name"]))
         if note:
-            self.note("ttaudit: %s is an unverified name (%s)" % (where, note))
+            self.note("ttaudit: %s: a name not checked against upstream source (%s)"
+                      % (where, note))
 
     def _report_missing(self, where, why):
         self.missing.append(where)

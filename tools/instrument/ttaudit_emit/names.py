@@ -90,9 +90,7 @@ DEFAULT = {
 # predate PR #47359); docs/instrumenting.md lists them with the evidence.
 NOTES = {
     ("keep", GENERATOR, "merge_async_ahead_decode_tokens"):
-        "name and signature taken from tt-metal's gemma4 helper "
-        "(models/demos/gemma4/tt/async_decode.py); the shared Generator's own helper "
-        "was not in any stored copy",
+        "taken from tt-metal's gemma4 helper; docs/instrumenting.md",
 }
 
 

@@ -13,7 +13,6 @@ import json
 import zlib
 
 import ttnn
-from models.tt_transformers.tt.generator_vllm import Qwen36ForCausalLM
 from vllm_tt_plugin.model_runner import Request, TTModelRunner
 
 
@@ -72,6 +71,8 @@ class EngineCoreProc:
     def run_engine_core(*args, dp_rank: int = 0, local_dp_rank: int = 0, **kwargs):
         """Runs the engine core: `vllm_config` (a dict here: max_num_seqs,
         max_model_len, scenario) and `conn`, the pipe to the API server."""
+        # the model is loaded in the engine core, never in the API server
+        from models.tt_transformers.tt.generator_vllm import Qwen36ForCausalLM
         cfg = kwargs["vllm_config"]
         conn = kwargs["conn"]
         mesh = ttnn.MeshDevice()
