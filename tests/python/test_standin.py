@@ -89,20 +89,8 @@ def clean_env(extra):
 def baseline(extra):
     """The scenario's outputs and the completion's tokens from the same engine
     without the kit and without the server: what a served run must return."""
-    prog = r"""
-import json, sys, zlib
-sys.path.insert(0, %r)
-from vllm.v1.engine.core import EngineCoreProc
-class Conn:
-    def __init__(self): self.msgs = [("complete", "kit-1", [zlib.crc32(w.encode()) %% 50021 for w in %r.split()], 6), ("stop",)]; self.out = []
-    def send(self, m): self.out.append(m)
-    def recv(self): return self.msgs.pop(0)
-    def close(self): pass
-c = Conn()
-EngineCoreProc.run_engine_core(vllm_config={"max_num_seqs": 4, "max_model_len": %d, "scenario": %r}, conn=c, dp_rank=0)
-print(json.dumps({"scenario": c.out[0][1], "completion": c.out[1][1]}))
-""" % (STANDIN, PROMPT, MAX_LEN, SCENARIO)
-    p = subprocess.run([PYTHON, "-c", prog], env=clean_env(extra), stdout=subprocess.PIPE,
+    p = subprocess.run([PYTHON, os.path.join(STANDIN, "standin_engine.py"), SCENARIO, PROMPT,
+                        "6"], env=clean_env(extra), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
     if p.returncode != 0:
         raise AssertionError("baseline engine failed: %s" % p.stderr[-2000:])

@@ -77,25 +77,29 @@ def guard_banners(env):
     return out
 
 
-def initial_rank(env):
+def initial_rank(env, process_name=None):
     """The process's data-parallel rank as far as its environment and name
     tell: TTAUDIT_RANK, vLLM's process name EngineCore_DP<n>, the MPI rank
     tt-run gives; None when nothing says."""
-    for v in (env.get(RANK_VAR),):
-        if v is not None and v.isdigit():
-            return int(v)
-    try:
-        import multiprocessing
-        m = re.match(r"EngineCore_DP(\d+)$", multiprocessing.current_process().name)
-        if m:
-            return int(m.group(1))
-    except Exception:
-        pass
+    v = env.get(RANK_VAR)
+    if v is not None and v.isdigit():
+        return int(v)
+    m = re.match(r"EngineCore_DP(\d+)$", process_name or "")
+    if m:
+        return int(m.group(1))
     for k in ("OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         v = env.get(k)
         if v is not None and v.isdigit():
             return int(v)
     return None
+
+
+def _process_name():
+    try:
+        import multiprocessing
+        return multiprocessing.current_process().name
+    except Exception:
+        return None
 
 
 def _flat(x):
@@ -182,10 +186,10 @@ class Kit:
         self._tls = threading.local()
         self.audit = None
         self._sink_auto = True
-        self.rank = initial_rank(self.env)
+        self.rank = None
         self.common = {}
-        if self.rank is not None:
-            self.common["rank"] = self.rank
+        self._rank_known = False        # from the engine entry: better than any guess
+        self._guess_rank()
         self.step = -1
         self.trace_state = {}           # (key text, dp) -> (step, request ids or None)
         self._prev_trace = {}           # id(generator) -> (on_device_sampling, batch)
@@ -195,6 +199,7 @@ class Kit:
         self.faults = 0
         self._fault_said = set()
         self.keep_unobserved = 0
+        self._config_done = False
         self.counts = collections.Counter()
         self._triggered = False
         self._said = set()
@@ -217,6 +222,19 @@ class Kit:
     def _after_fork(self):
         self._lock = threading.RLock()
         self._tls = threading.local()
+        # a fork child is another process: its rank is its own (guessed again
+        # when it imports the generator or enters the engine)
+        self._rank_known = False
+        self.rank = None
+        self.common.pop("rank", None)
+
+    def _guess_rank(self):
+        if self._rank_known:
+            return
+        r = initial_rank(self.env, _process_name())
+        if r is not None:
+            self.rank = r
+            self.common["rank"] = r
 
     def _on_import(self, module):
         name = module.__name__
@@ -234,6 +252,7 @@ class Kit:
         # registered now, after the generator's logger: atexit runs it first,
         # while that logger still has its handlers
         atexit.register(self._at_exit)
+        self._guess_rank()      # a multiprocessing child has its name only by now
         if self._sink_auto and self.env.get(SINK_VAR) is None:
             lg = getattr(module, "logger", None)
             if sink_kind(lg) in ("loguru", "logging"):
@@ -436,8 +455,18 @@ class Kit:
             return g
 
     def set_rank(self, rank):
+        self._rank_known = True
         self.rank = rank
         self.common["rank"] = rank
+
+    def _config(self, gen, slots):
+        """The config event, once, before any other event of the generator."""
+        if self._config_done:
+            return
+        self._config_done = True
+        ml = _attr_path(gen, self.attrs["max_model_len"])
+        self._audit().config(slots=slots,
+                             max_model_len=ml if type(ml) is int and ml > 0 else None)
 
     # -- roles --
 
@@ -492,6 +521,7 @@ class Kit:
         rows = _rows(g["tokens"](args, kwargs))
         es = g["empty_slots"](args, kwargs)
         slots = list(range(rows)) if es is None else _ints(es)
+        self._config(args[0] if args else None, None)
         a = self._audit()
         a.prefill(step, slots)
         self.counts["prefill"] += 1
@@ -563,10 +593,7 @@ class Kit:
         force = self.env.get(a["force_env"]) == "1"
         d.allowed = supports is not False or force
         aud = self._audit()
-        if not getattr(self, "_config_done", False):
-            self._config_done = True
-            ml = _attr_path(gen, a["max_model_len"])
-            aud.config(slots=bs, max_model_len=ml if type(ml) is int and ml > 0 else None)
+        self._config(gen, bs)
         if supports is False and not force:
             self._say_once("keep-off", "ttaudit: keep off (%s declares %s[%r] False)"
                            % (type(gen).__name__, a["capabilities"], a["capability"]))

@@ -10,6 +10,7 @@ request that has a free row, or else a decode of the whole batch; a request
 that has all its tokens leaves the batch before the next step."""
 
 import json
+import os
 import zlib
 
 import ttnn
@@ -70,14 +71,16 @@ class EngineCoreProc:
     @staticmethod
     def run_engine_core(*args, dp_rank: int = 0, local_dp_rank: int = 0, **kwargs):
         """Runs the engine core: `vllm_config` (a dict here: max_num_seqs,
-        max_model_len, scenario) and `conn`, the pipe to the API server."""
+        max_model_len, scenario) and `conn`, the pipe to the API server.
+        STANDIN_DP=n splits the generator's batch into n data-parallel chunks."""
         # the model is loaded in the engine core, never in the API server
         from models.tt_transformers.tt.generator_vllm import Qwen36ForCausalLM
         cfg = kwargs["vllm_config"]
         conn = kwargs["conn"]
         mesh = ttnn.MeshDevice()
         model = Qwen36ForCausalLM.initialize_vllm_model(
-            None, mesh, cfg["max_num_seqs"], cfg["max_model_len"])
+            None, mesh, cfg["max_num_seqs"], cfg["max_model_len"],
+            tt_data_parallel=int(os.environ.get("STANDIN_DP", "1")))
         engine = Engine(TTModelRunner(model, cfg["max_num_seqs"]), cfg["max_num_seqs"])
         outputs = {}
         if cfg.get("scenario"):

@@ -1,0 +1,47 @@
+"""The stand-in engine core run in this process, without the server (tests
+only): runs SCENARIO, then one completion of PROMPT (max_tokens N) if given,
+and prints {"scenario": {request id: tokens}, "completion": tokens} as JSON.
+
+usage: standin_engine.py SCENARIO [PROMPT N]"""
+
+import json
+import os
+import sys
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from vllm.v1.engine.core import EngineCoreProc  # noqa: E402
+
+
+class _Conn:
+    def __init__(self, msgs):
+        self.msgs = list(msgs) + [("stop",)]
+        self.out = []
+
+    def send(self, m):
+        self.out.append(m)
+
+    def recv(self):
+        return self.msgs.pop(0)
+
+    def close(self):
+        pass
+
+
+def main(argv):
+    msgs = []
+    if len(argv) > 3:
+        prompt = [zlib.crc32(w.encode()) % 50021 for w in argv[2].split()] or [1]
+        msgs.append(("complete", "kit-1", prompt, int(argv[3])))
+    c = _Conn(msgs)
+    EngineCoreProc.run_engine_core(vllm_config={"max_num_seqs": 4, "max_model_len": 4096,
+                                                "scenario": os.path.abspath(argv[1])},
+                                   conn=c, dp_rank=0)
+    print(json.dumps({"scenario": c.out[0][1],
+                      "completion": c.out[1][1] if len(c.out) > 1 else None}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
