@@ -44,10 +44,12 @@ extern const struct cmd_doc cmd_lock_doc;
 extern const struct cmd_doc cmd_pair_doc;
 extern const struct cmd_doc cmd_report_doc;
 extern const struct cmd_doc cmd_plan_doc;
+extern const struct cmd_doc cmd_passthrough_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_passthrough(int argc, char **argv);
 
 #endif

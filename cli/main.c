@@ -30,6 +30,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "ready", cmd_ready, "wait until a server generates a real token, each rung timed", NULL },
 	{ "arm", cmd_arm, "confirm the engaged guard arm from the server's own output", NULL },
 	{ "plan", cmd_plan, NULL, &cmd_plan_doc },
+	{ "passthrough", cmd_passthrough, NULL, &cmd_passthrough_doc },
 	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load", NULL },
 };
 

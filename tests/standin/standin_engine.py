@@ -2,7 +2,10 @@
 only): runs SCENARIO, then one completion of PROMPT (max_tokens N) if given,
 and prints {"scenario": {request id: tokens}, "completion": tokens} as JSON.
 
-usage: standin_engine.py SCENARIO [PROMPT N]"""
+usage: standin_engine.py SCENARIO [PROMPT N]
+
+Under MPI (tt-run) the data-parallel rank is the MPI rank, as the TT
+plugin's launcher makes it (one DP rank per MPI rank here)."""
 
 import json
 import os
@@ -37,7 +40,8 @@ def main(argv):
     c = _Conn(msgs)
     EngineCoreProc.run_engine_core(vllm_config={"max_num_seqs": 4, "max_model_len": 4096,
                                                 "scenario": os.path.abspath(argv[1])},
-                                   conn=c, dp_rank=0)
+                                   conn=c, dp_rank=int(os.environ.get(
+                                       "OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))))
     print(json.dumps({"scenario": c.out[0][1],
                       "completion": c.out[1][1] if len(c.out) > 1 else None}))
     return 0

@@ -1,0 +1,268 @@
+/*
+ * cmd_passthrough.c - `ttaudit passthrough`: what a multi-rank (tt-run)
+ * launch must forward so that every rank is captured and instrumented.
+ *
+ * The TT plugin's launcher copies into the ranks' environment only the
+ * variables matching its `env_passthrough` patterns, by default VLLM_* and
+ * MESH_DEVICE (vllm_tt_plugin/launcher.py), so LD_PRELOAD, the capture's
+ * TTAUDIT_* variables, PYTHONPATH with the kit's sitecustomize, the guard
+ * flags and TT_FORCE_ASYNC_AHEAD_KEEP never reach the ranks unless added.
+ * This command takes the options `ttaudit capture` would take, works out the
+ * environment that capture gives the server (capture/launch.c, without
+ * touching the capture file), and prints the patterns and the values.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "launch.h"
+#include "opt.h"
+
+extern char **environ;
+
+/* The plugin's default, kept first: env_passthrough replaces it. */
+static const char *const pt_default[] = { "VLLM_*", "MESH_DEVICE" };
+static const char *const pt_ours[] = {
+	"LD_PRELOAD", "PYTHONPATH", "TTAUDIT_*", "QWEN36_*", "TT_FORCE_ASYNC_AHEAD_KEEP",
+};
+
+static const struct { const char *arm, *flag; } pt_guards[] = {
+	{ "prefilled", "QWEN36_PREFILLED_SLOTS_FIX" },
+	{ "batch", "QWEN36_MERGE_BATCH_GUARD" },
+	{ "lifetime", "QWEN36_MERGE_LIFETIME_GUARD" },
+	{ "stamp", "QWEN36_MERGE_STAMP_GUARD" },
+	{ "bound", "QWEN36_MERGE_GARBAGE_BOUND" },
+};
+
+static const char *pt_out = "ttaudit.cap.jsonl", *pt_rules, *pt_env, *pt_watch, *pt_kit;
+static bool pt_all_lines, pt_per_pid, pt_force_keep, pt_json;
+static struct opt_list pt_guard;
+
+static const char *const pt_usage[] = {
+	"passthrough [CAPTURE-OPTIONS] [--guard ARM]... [--force-keep] [--kit DIR] [--json]",
+	NULL,
+};
+
+static const struct opt pt_opts[] = {
+	OPT_GROUP("the capture, as for `ttaudit capture`"),
+	OPT_STRING('o', "output", &pt_out, "FILE", "capture file (default ttaudit.cap.jsonl); not touched here"),
+	OPT_STRING(0, "rules", &pt_rules, "FILE", "banner rules file"),
+	OPT_STRING(0, "env", &pt_env, "PATTERNS", "more environment names the capture records"),
+	OPT_BOOL(0, "all-lines", &pt_all_lines, "the capture records every line"),
+	OPT_STRING(0, "watch", &pt_watch, "GLOB", "the capture watches files matching GLOB"),
+	OPT_BOOL(0, "per-pid", &pt_per_pid, "one capture file per process (FILE.<pid>)"),
+	OPT_GROUP("the engine"),
+	OPT_LIST(0, "guard", &pt_guard, "ARM",
+		 "engage a guard: prefilled, batch, lifetime, stamp or bound (sets its QWEN36_* flag to 1)"),
+	OPT_BOOL(0, "force-keep", &pt_force_keep, "set TT_FORCE_ASYNC_AHEAD_KEEP=1 (keep despite the capability)"),
+	OPT_STRING(0, "kit", &pt_kit, "DIR",
+		   "the ttaudit_emit package directory: put its sitecustomize on PYTHONPATH and set TTAUDIT_EMIT=1"),
+	OPT_BOOL(0, "json", &pt_json, "patterns, values and the --additional-config object as JSON"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_passthrough_doc = {
+	.name = "passthrough",
+	.summary = "what a tt-run (multi-rank) launch must forward for capture and the kit",
+	.usage = pt_usage,
+	.description =
+		"A tt-run launch forwards to its ranks only the variables that match the TT "
+		"plugin's env_passthrough patterns (default VLLM_* and MESH_DEVICE). This prints "
+		"the patterns to give instead (the default plus LD_PRELOAD, PYTHONPATH, TTAUDIT_*, "
+		"QWEN36_* and TT_FORCE_ASYNC_AHEAD_KEEP), ready for --additional-config, and the "
+		"values they forward: the environment `ttaudit capture` with the same options "
+		"gives the server, the guard flags and the kit. The values also serve as the "
+		"rank binding's global_env.\n"
+		"\n"
+		"The preload library and the capture file's directory must exist at the same "
+		"paths on every host; with ranks on several hosts, --per-pid keeps one file per "
+		"process.",
+	.opts = pt_opts,
+};
+
+static int pt_wanted(const char *name, size_t len)
+{
+	char buf[256];
+	size_t i;
+
+	if (len >= sizeof(buf))
+		return 0;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	for (i = 0; i < sizeof(pt_ours) / sizeof(pt_ours[0]); i++)
+		if (!fnmatch(pt_ours[i], buf, 0))
+			return 1;
+	return 0;
+}
+
+static int pt_setenv(const char *name, const char *value)
+{
+	if (setenv(name, value, 1)) {
+		fprintf(stderr, "ttaudit passthrough: cannot set %s\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* PYTHONPATH with DIR/boot and DIR's parent first, and TTAUDIT_EMIT=1: what
+ * `python3 -m ttaudit_emit.run` gives the server. */
+static int pt_add_kit(const char *dir)
+{
+	const char *old = getenv("PYTHONPATH");
+	size_t n = strlen(dir);
+	char *pp, *parent, *slash;
+	int rc;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	parent = strndup(dir, n);
+	if (!parent)
+		return -1;
+	slash = strrchr(parent, '/');
+	if (!slash)
+		strcpy(parent, ".");
+	else if (slash == parent)
+		parent[1] = '\0';
+	else
+		*slash = '\0';
+	pp = malloc(n + strlen(parent) + (old ? strlen(old) : 0) + 16);
+	if (!pp) {
+		free(parent);
+		return -1;
+	}
+	sprintf(pp, "%.*s/boot:%s%s%s", (int)n, dir, parent, old && *old ? ":" : "",
+		old && *old ? old : "");
+	rc = pt_setenv("PYTHONPATH", pp) || pt_setenv("TTAUDIT_EMIT", "1") ? -1 : 0;
+	free(pp);
+	free(parent);
+	return rc;
+}
+
+static int pt_apply_guards(void)
+{
+	size_t i, j;
+
+	for (i = 0; i < pt_guard.n; i++) {
+		for (j = 0; j < sizeof(pt_guards) / sizeof(pt_guards[0]); j++)
+			if (!strcmp(pt_guard.v[i], pt_guards[j].arm))
+				break;
+		if (j == sizeof(pt_guards) / sizeof(pt_guards[0])) {
+			cli_usage_error("passthrough", "--guard '%s' is not an arm (prefilled, batch, "
+					"lifetime, stamp, bound)", pt_guard.v[i]);
+			return -1;
+		}
+		if (pt_setenv(pt_guards[j].flag, "1"))
+			return -1;
+	}
+	if (pt_force_keep && pt_setenv("TT_FORCE_ASYNC_AHEAD_KEEP", "1"))
+		return -1;
+	return 0;
+}
+
+static int pt_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int cmd_passthrough(int argc, char **argv)
+{
+	struct launch_opts lo = { 0 };
+	struct status_info si;
+	cJSON *root = NULL, *pats, *env, *tt, *ac;
+	const char **names = NULL;
+	char shim[4096], *txt = NULL;
+	size_t n_env = 0, i, n_names = 0;
+	enum status st;
+	int n, rc = CLI_USAGE;
+
+	n = opt_parse(&cmd_passthrough_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n > 0)
+		return cli_usage_error("passthrough", "takes no operands ('%s')", argv[0]);
+	if (!*pt_out)
+		return cli_usage_error("passthrough", "-o needs a file name");
+	if (pt_apply_guards() || (pt_kit && pt_add_kit(pt_kit)))
+		return CLI_USAGE;
+	lo.out = pt_out;
+	lo.rules = pt_rules;
+	lo.env = pt_env;
+	lo.watch = pt_watch;
+	lo.all_lines = pt_all_lines;
+	lo.per_pid = pt_per_pid;
+	lo.append = 1;          /* the capture file is the launch's business, not ours */
+	status_info_clear(&si);
+	st = launch_find_shim(shim, sizeof(shim), &si);
+	if (st == STATUS_OK)
+		st = launch_setup(&lo, shim, &si);
+	if (st != STATUS_OK) {
+		cli_report_status("passthrough", st, &si);
+		return CLI_USAGE;
+	}
+	while (environ[n_env])
+		n_env++;
+	names = calloc(n_env + 1, sizeof(*names));
+	if (!names)
+		goto nomem;
+	for (i = 0; i < n_env; i++) {
+		const char *eq = strchr(environ[i], '=');
+
+		if (eq && pt_wanted(environ[i], (size_t)(eq - environ[i])))
+			names[n_names++] = environ[i];
+	}
+	qsort(names, n_names, sizeof(*names), pt_cmp);
+
+	root = cJSON_CreateObject();
+	pats = cJSON_AddArrayToObject(root, "env_passthrough");
+	env = cJSON_AddObjectToObject(root, "env");
+	ac = cJSON_AddObjectToObject(root, "additional_config");
+	tt = ac ? cJSON_AddObjectToObject(ac, "tt") : NULL;
+	if (!pats || !env || !tt)
+		goto nomem;
+	for (i = 0; i < sizeof(pt_default) / sizeof(pt_default[0]); i++)
+		cJSON_AddItemToArray(pats, cJSON_CreateString(pt_default[i]));
+	for (i = 0; i < sizeof(pt_ours) / sizeof(pt_ours[0]); i++)
+		cJSON_AddItemToArray(pats, cJSON_CreateString(pt_ours[i]));
+	cJSON_AddItemToObject(tt, "env_passthrough", cJSON_Duplicate(pats, 1));
+	for (i = 0; i < n_names; i++) {
+		const char *eq = strchr(names[i], '=');
+		char *name = strndup(names[i], (size_t)(eq - names[i]));
+
+		if (!name)
+			goto nomem;
+		cJSON_AddStringToObject(env, name, eq + 1);
+		free(name);
+	}
+	if (pt_json) {
+		txt = cJSON_Print(root);
+		if (!txt)
+			goto nomem;
+		printf("%s\n", txt);
+	} else {
+		txt = cJSON_PrintUnformatted(cJSON_GetObjectItem(root, "additional_config"));
+		if (!txt)
+			goto nomem;
+		printf("tt-run forwards only the variables matching env_passthrough; give it\n"
+		       "  --additional-config '%s'\n"
+		       "(merge the \"tt\" object with yours). These values are forwarded "
+		       "(also usable as the rank binding's global_env):\n", txt);
+		for (i = 0; i < n_names; i++)
+			printf("  %s\n", names[i]);
+		printf("The preload library and the capture file's directory must exist at these "
+		       "paths on every host.\n");
+	}
+	rc = CLI_OK;
+	goto out;
+nomem:
+	fprintf(stderr, "ttaudit passthrough: out of memory\n");
+	rc = CLI_USAGE;
+out:
+	cJSON_free(txt);
+	cJSON_Delete(root);
+	free(names);
+	return rc;
+}
