@@ -344,13 +344,12 @@ class MergeAudit:
     # -- events: each public method checks `on` first, then hands its
     # arguments to the checking builder; a wrong call is counted, not raised --
 
-    def merge(self, *args, **kwargs):
-        """merge(step, host_pos, dev_pos, *, reset_batch, mode_switched, host_tok=None,
-        dev_tok=None, prefilled=None, buf_step=None, gen=None, buf_gen=None,
-        slot_gen=None, buf_slot_gen=None, slot_req=None, buf_req=None, taken=None,
-        arm=None, dp=None, rank=None, taken_inferred=None, fallback=None)
-
-        One evaluation of the merge block: what it compared and why it ran.
+    def merge(self, step=_NOT_GIVEN, host_pos=_NOT_GIVEN, dev_pos=_NOT_GIVEN, *extra,
+              reset_batch=_NOT_GIVEN, mode_switched=_NOT_GIVEN, host_tok=None, dev_tok=None,
+              prefilled=None, buf_step=None, gen=None, buf_gen=None, slot_gen=None,
+              buf_slot_gen=None, slot_req=None, buf_req=None, taken=None, arm=None,
+              dp=None, rank=None, taken_inferred=None, fallback=None, **unknown):
+        """One evaluation of the merge block: what it compared and why it ran.
         host_pos[H] and dev_pos[D] as compared (-1 = inactive; D < H is the
         shape fallback). Per-slot lists (slot_gen, buf_slot_gen, slot_req,
         buf_req, taken) have H entries, host_tok H and dev_tok D. `prefilled`
@@ -360,9 +359,26 @@ class MergeAudit:
         slots whose `taken` the writer could not observe and inferred;
         `fallback`: why the code kept the host tokens without comparing.
         """
+        # Named parameters, not **kwargs: binding them costs less than building a
+        # dict, and this is the call a disabled audit must make cheap.
         if not self._on:
             return
-        self._call(_merge_event, args, kwargs)
+        if extra or unknown or dev_pos is _NOT_GIVEN:
+            what = []
+            if dev_pos is _NOT_GIVEN:
+                what.append("step, host_pos and dev_pos are required")
+            if extra:
+                what.append("%d positional argument(s) too many" % len(extra))
+            if unknown:
+                what.append("unknown keyword(s) %s" % ", ".join(sorted(unknown)))
+            self._reject("merge: " + "; ".join(what), TypeError)
+            return
+        self._call(_merge_event, (step, host_pos, dev_pos), {
+            "reset_batch": reset_batch, "mode_switched": mode_switched, "host_tok": host_tok,
+            "dev_tok": dev_tok, "prefilled": prefilled, "buf_step": buf_step, "gen": gen,
+            "buf_gen": buf_gen, "slot_gen": slot_gen, "buf_slot_gen": buf_slot_gen,
+            "slot_req": slot_req, "buf_req": buf_req, "taken": taken, "arm": arm, "dp": dp,
+            "rank": rank, "taken_inferred": taken_inferred, "fallback": fallback})
 
     def config(self, *args, **kwargs):
         """config(*, slots=None, max_model_len=None, arm=None): the batch width,
