@@ -796,219 +796,46 @@ class TestReplay(unittest.TestCase):
         after = replay_json(path)
         self.assertEqual(after["rules"]["bare"]["taken"], before["rules"]["bare"]["taken"] + 1)
 
-
-class FakeTensor:
-    """Just enough of a 1-d torch tensor for the documentation's excerpt."""
-    __hash__ = None
-
-    def __init__(self, v):
-        self.v = list(v)
-
-    @property
-    def shape(self):
-        return (len(self.v),)
-
-    def __getitem__(self, k):
-        return FakeTensor(self.v[k])
-
-    def _bin(self, o, f):
-        ov = o.v if isinstance(o, FakeTensor) else [o] * len(self.v)
-        return FakeTensor(f(a, b) for a, b in zip(self.v, ov))
-
-    def __eq__(self, o):
-        return self._bin(o, lambda a, b: a == b)
-
-    def __add__(self, o):
-        return self._bin(o, lambda a, b: a + b)
-
-    def __or__(self, o):
-        return self._bin(o, lambda a, b: a or b)
-
-    def __iand__(self, o):
-        self.v = [a and b for a, b in zip(self.v, o.v)]
-        return self
-
-    def tolist(self):
-        return list(self.v)
-
-
-def apply_unified_diff(text, diff):
-    """Applies a unified diff to text, strictly: every context and removed
-    line must match where its hunk says."""
-    old = text.split("\n")
-    out, i = [], 0
-    lines = diff.split("\n")
-    k = 0
-    while k < len(lines):
-        ln = lines[k]
-        k += 1
-        if not ln.startswith("@@"):
-            continue
-        start = int(ln.split()[1].split(",")[0][1:]) - 1
-        if start < i:
-            raise ValueError("hunk %r overlaps the one before" % ln)
-        out.extend(old[i:start])
-        i = start
-        while k < len(lines) and lines[k][:1] in (" ", "-", "+") or \
-                (k < len(lines) and lines[k] == "" and k + 1 < len(lines)
-                 and lines[k + 1][:1] in (" ", "-", "+")):
-            ln = lines[k]
-            k += 1
-            tag, body = (ln[:1], ln[1:]) if ln else (" ", "")
-            if tag in (" ", "-"):
-                if old[i] != body:
-                    raise ValueError("diff does not apply at line %d: %r != %r"
-                                     % (i + 1, old[i], body))
-                i += 1
-                if tag == " ":
-                    out.append(body)
-            else:
-                out.append(body)
-    out.extend(old[i:])
-    return "\n".join(out)
-
-
-def doc_blocks():
+def doc_example():
+    """The python block of docs/instrumenting.md's "By hand" section."""
     with open(os.path.join(ROOT, "docs", "instrumenting.md"), encoding="utf-8") as f:
         doc = f.read()
-    part = doc[doc.index("## Where the calls go"):]
-    excerpt = part[part.index("```python\n") + 10:]
-    excerpt = excerpt[:excerpt.index("```\n")]
-    diff = part[part.index("```diff\n") + 8:]
-    diff = diff[:diff.index("```\n")]
-    return excerpt, diff
+    part = doc[doc.index("## By hand"):]
+    block = part[part.index("```python\n") + 10:]
+    return block[:block.index("```\n")]
 
 
 class TestDocExample(unittest.TestCase):
-    """docs/instrumenting.md: its diff applies to its excerpt, and the
-    instrumented excerpt, run against a stand-in for torch through a known
-    scenario, writes the audit the scenario implies."""
+    """docs/instrumenting.md's example runs as it stands, through loguru, and
+    writes the event a replay reads."""
 
-    def run_doc_generator(self, guard):
-        excerpt, diff = doc_blocks()
-        src = apply_unified_diff(excerpt, diff)
-        self.assertIn("self._audit.merge(", src)
-        torch = type(sys)("torch")
-        torch.tensor = FakeTensor
-        torch.where = lambda c, a, b: FakeTensor(x if cc else y for cc, x, y in zip(c.v, a.v, b.v))
-        saved = sys.modules.get("torch")
-        sys.modules["torch"] = torch
-        old_env = {k: os.environ.get(k) for k in ("TTAUDIT_EMIT", "QWEN36_MERGE_STAMP_GUARD")}
-        os.environ["TTAUDIT_EMIT"] = "1"
-        if guard:
-            os.environ["QWEN36_MERGE_STAMP_GUARD"] = "1"
-        else:
-            os.environ.pop("QWEN36_MERGE_STAMP_GUARD", None)
-        mod = type(sys)("doc_generator")
-        out = io.StringIO()
-        lg = logging.getLogger("doc_generator")
-        lg.handlers[:] = []
-        lg.propagate = False
-        h = logging.StreamHandler(out)
-        h.setFormatter(logging.Formatter("INFO 11-29 20:41:02 [generator.py:%(lineno)d] %(message)s"))
-        lg.addHandler(h)
-        lg.setLevel(logging.INFO)
+    def test_by_hand_example(self):
         try:
-            exec(compile(src, "generator.py", "exec"), mod.__dict__)
-            garbage = {5: {2: 1206993122}}
-
-            class Gen(mod.Generator):
-                def _copy_host_to_device(self, tokens, start_pos, page_table):
-                    self._pos_in = start_pos.tolist()
-
-                def _execute_trace(self):
-                    return None
-
-                def _read_ahead(self, tt_out):
-                    pos = [p + 1 if p != -1 else -1 for p in self._pos_in]
-                    for s, v in garbage.get(self._step, {}).items():
-                        pos[s] = v
-                    return FakeTensor([1000 + s for s in range(4)]), FakeTensor(pos)
-
-            class Model:
-                def prefill(self, *a):
-                    return None
-            g = Gen(Model(), 4, 4096)
-            T = FakeTensor
-            toks = T([7, 7, 7, 7])
-            g.prefill_forward(None, None, None, [10, 20], [0, 1])                 # step 0
-            g.decode_forward(toks, T([10, 20, -1, -1]), None, None, True)         # 1: no buffer yet
-            g.decode_forward(toks, T([11, 21, -1, -1]), None, None, False)        # 2
-            g.prefill_forward(None, None, None, [22], [1])                        # 3: slot 1 reused
-            g.decode_forward(toks, T([12, 22, -1, -1]), None, None, True)         # 4: stale match
-            g.decode_forward(toks, T([13, -1, -1, -1]), None, None, True)         # 5: slot 1 done
-            g.prefill_forward(None, None, None, [30], [1])                        # 6
-            g.decode_forward(toks, T([14, 30, -1, -1]), None, None, True)         # 7: garbage
+            from loguru import logger
+        except ImportError:
+            self.skipTest("python3-loguru is not installed")
+        out = io.StringIO()
+        logger.remove()
+        hid = logger.add(out, format="{time} | {level} | {name}:{line} - {message}")
+        try:
+            ns = {}
+            with with_env("1"):
+                exec(compile(doc_example(), "instrumenting.md", "exec"), ns)
+            got = ns["audited_use_dev"](141, [22, 25, 27, 25], [29, -1, -1, 26], {1}, True,
+                                        False)
+            ns["audited_use_dev"](142, [1, 2], [2.5, 3], set(), True, False)   # a wrong call
         finally:
-            if saved is None:
-                sys.modules.pop("torch", None)
-            else:
-                sys.modules["torch"] = saved
-            for k, v in old_env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            logger.remove(hid)
+            logger.add(sys.stderr)
+        self.assertEqual(got, [False, False, False, True])
         lines = out.getvalue().splitlines()
-        audit = [json.loads(ln[ln.index("{"):]) for ln in lines if "MERGE_AUDIT {" in ln]
-        return lines, audit
-
-    def test_doc_excerpt_with_stamp_guard(self):
-        lines, audit = self.run_doc_generator(guard=True)
-        self.assertTrue(any("QWEN36_MERGE_STAMP_GUARD engaged" in ln for ln in lines))
-        merges = [e for e in audit if e["ev"] == "merge"]
-        self.assertEqual(audit[0], {"ev": "config", "slots": 4, "max_model_len": 4096,
-                                    "arm": "stamp"})
-        self.assertEqual([m["step"] for m in merges], [4, 5, 7])
-        self.assertEqual([m.get("buf_step") for m in merges], [2, 4, 5])
-        # inactive slots compare -1 with -1 and come out "taken": harmless,
-        # and faithful to what the code computed; only active slots count
-        self.assertEqual([m["taken"][:2] for m in merges], [[True, False]] * 3)
-        m4 = merges[0]
-        self.assertEqual((m4["prefilled"], m4["mode_switched"]), ([1], True))
-        self.assertNotEqual(m4["slot_gen"][1], m4["buf_slot_gen"][1])
-        self.assertEqual(m4["slot_gen"][0], m4["buf_slot_gen"][0])
-        self.assertEqual(merges[2]["dev_pos"], [14, -1, 1206993122, -1])
-
-        e = Expected(BASE_RULES)
-        for m in merges:
-            e.add(m, 4096)
-        hand = {  # rule: (taken, substitutions, prevented, forgone, fired)
-            "bare": (4, 1, 0, 0, 0), "prefilled": (3, 0, 1, 0, 2), "batch": (2, 1, 0, 2, 2),
-            "lifetime": (1, 0, 1, 2, 2), "stamp": (3, 0, 1, 0, 2), "bound": (4, 1, 0, 0, 0)}
-        for r, want in hand.items():
-            c = e.counts[r]
-            self.assertEqual((c["taken"], c["substitutions"], c["prevented"], c["forgone"],
-                              c["fired"]), want, r)
-        self.assertEqual((e.garbage, e.float32_like), (1, 1))
-        self.assertEqual(e.consistent(), ["prefilled", "stamp"])
-
-        why = have_command("replay")
-        if why:
-            self.skipTest(why)
-        path = os.path.join(tempfile.mkdtemp(), "doc.jsonl")
-        with open(path, "w") as f:
-            f.writelines(json.dumps(o) + "\n" for o in audit)
-        got = replay_json(path)
-        for r, want in hand.items():
-            c = got["rules"][r]
-            self.assertEqual((c["taken"], c["substitutions"], c["prevented"], c["forgone"],
-                              c["fired"]), want, r)
-        self.assertEqual(sorted(got["fingerprint"]["consistent"]), ["prefilled", "stamp"])
-
-    def test_doc_excerpt_bare(self):
-        lines, audit = self.run_doc_generator(guard=False)
-        self.assertFalse(any("engaged" in ln for ln in lines))
-        merges = [e for e in audit if e["ev"] == "merge"]
-        self.assertEqual(merges[0]["taken"][:2], [True, True])   # the stale slot taken
-        self.assertEqual({m["arm"] for m in merges}, {"bare"})
-
-    def test_doc_diff_applies_strictly(self):
-        # the applier is not lenient: a diff that does not fit the excerpt fails
-        excerpt, diff = doc_blocks()
-        apply_unified_diff(excerpt, diff)
-        with self.assertRaises(ValueError):
-            apply_unified_diff(excerpt.replace("use_dev = (dev_pos", "use_dev = (dpos"), diff)
+        self.assertEqual(len(lines), 1, lines)
+        ev = json.loads(lines[0][lines[0].index("MERGE_AUDIT ") + 12:])
+        self.assertEqual(ev, {"ev": "merge", "step": 141, "host_pos": [22, 25, 27, 25],
+                              "dev_pos": [29, -1, -1, 26], "reset_batch": True,
+                              "mode_switched": False, "prefilled": [1],
+                              "taken": [False, False, False, True], "dp": 0})
+        self.assertEqual((ns["audit"].lines, ns["audit"].rejected), (1, 1))
 
 
 BANNERS = {

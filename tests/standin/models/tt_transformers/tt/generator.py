@@ -257,9 +257,8 @@ class Generator:
                 merged, merged_pos, src = _keep(
                     tok_chunks[i], pos_chunks[i], dev_toks_full, dev_pos_full,
                     slot_remap_local=remap_local, prefilled_local=prefilled_local)
-                self._account(step, i, reset_batch, mode_switched, tok_chunks[i], pos_chunks[i],
-                              trace_in, remap_local, prefilled_local, merged, merged_pos, src,
-                              rows[i * bs:(i + 1) * bs])
+                self._account(step, i, reset_batch, mode_switched, pos_chunks[i], trace_in[1],
+                              remap_local, prefilled_local, src, rows[i * bs:(i + 1) * bs])
                 new_tok.append(merged)
                 new_pos.append(merged_pos)
             tok_chunks, pos_chunks = new_tok, new_pos
@@ -269,10 +268,8 @@ class Generator:
             on_device_sampling=on_device_sampling, reset_batch=reset_batch or mode_switched)
         return Vec([t for chunk in out for t in chunk.data])
 
-    def _account(self, step, dp, reset, switched, htok, hpos, trace_in, remap, prefilled,
-                 merged, merged_pos, src, rows):
+    def _account(self, step, dp, reset, switched, hpos, pos_t, remap, prefilled, src, rows):
         """What the keep did, from the stand-in's own state (the truth)."""
-        tok_t, pos_t = trace_in[0], trace_in[1]
         h = len(hpos)
         hp = hpos.tolist()
         rec = {"kind": "merge", "step": step, "dp": dp, "host_pos": hp, "reset_batch": reset,
