@@ -171,3 +171,23 @@ def replay_json(path):
 def read_jsonl(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+def run_tests(module, after=None):
+    """Runs the unittest cases of `module`; exit status 0 all passed, 1 a
+    failure, 77 when something was skipped for a missing prerequisite.
+    `after` runs between the tests and the verdict (verbose reports)."""
+    import sys
+    import unittest
+    verbosity = 2 if "-v" in sys.argv[1:] else 1
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    res = unittest.TextTestRunner(verbosity=verbosity, stream=sys.stdout).run(suite)
+    if after is not None:
+        after()
+    if res.failures or res.errors:
+        return 1
+    missing = sorted({why for _, why in res.skipped if why.startswith(MISSING)})
+    if missing:
+        print("passed what could run; skipped: " + "; ".join(missing))
+        return 77
+    return 0

@@ -32,8 +32,8 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "instrument"))
 
 from ttaudit_emit import MergeAudit, Stamp  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rules import (BASE_RULES, BUILD, COUNT_KEYS, MISSING, TTAUDIT, Expected,  # noqa: E402
-                   have_command, read_jsonl, replay_json)
+from rules import (BASE_RULES, BUILD, COUNT_KEYS, TTAUDIT, Expected,  # noqa: E402
+                   have_command, read_jsonl, replay_json, run_tests)
 
 PYTHON = os.environ.get("PYTHON", sys.executable)
 SLOTS = 8
@@ -543,13 +543,7 @@ class TestOff(unittest.TestCase):
 
 
 class TestFailures(unittest.TestCase):
-    def capture_stderr(self, fn):
-        old, sys.stderr = sys.stderr, io.StringIO()
-        try:
-            fn()
-            return sys.stderr.getvalue()
-        finally:
-            sys.stderr = old
+    capture_stderr = staticmethod(lambda fn: capture_stderr(fn))
 
     def test_stream_error_counted_and_reported_once(self):
         with with_env("1"):
@@ -925,16 +919,7 @@ class TestCapture(unittest.TestCase):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--emit":
         return emit_main(sys.argv[1:])
-    verbosity = 2 if "-v" in sys.argv[1:] else 1
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(verbosity=verbosity, stream=sys.stdout).run(suite)
-    if res.failures or res.errors:
-        return 1
-    missing = sorted({why for _, why in res.skipped if why.startswith(MISSING)})
-    if missing:
-        print("passed what could run; skipped: " + "; ".join(missing))
-        return 77
-    return 0
+    return run_tests(sys.modules[__name__])
 
 
 if __name__ == "__main__":

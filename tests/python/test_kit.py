@@ -27,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tools", "instrument"))
 sys.path.insert(0, HERE)
 
+from rules import run_tests  # noqa: E402
 from ttaudit_emit import MergeAudit, hook, kit, names  # noqa: E402
 
 PYTHON = os.environ.get("PYTHON", sys.executable)
@@ -475,10 +476,7 @@ class TestProcesses(unittest.TestCase):
 
 
 def main():
-    verbosity = 2 if "-v" in sys.argv[1:] else 1
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(verbosity=verbosity, stream=sys.stdout).run(suite)
-    return 1 if res.failures or res.errors else 0
+    return run_tests(sys.modules[__name__])
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from rules import (BASE_RULES, BUILD, COUNT_KEYS, MISSING, ROOT, TTAUDIT,  # noqa: E402
-                   Expected, have_command, read_jsonl, replay_json)
+                   Expected, have_command, read_jsonl, replay_json, run_tests)
 
 PYTHON = os.environ.get("PYTHON", sys.executable)
 STANDIN = os.path.join(ROOT, "tests", "standin")
@@ -456,18 +456,7 @@ def report():
 
 
 def main():
-    verbosity = 2 if "-v" in sys.argv[1:] else 1
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(verbosity=verbosity, stream=sys.stdout).run(suite)
-    if "-v" in sys.argv[1:]:
-        report()
-    if res.failures or res.errors:
-        return 1
-    missing = sorted({why for _, why in res.skipped if why.startswith(MISSING)})
-    if missing:
-        print("passed what could run; skipped: " + "; ".join(missing))
-        return 77
-    return 0
+    return run_tests(sys.modules[__name__], report if "-v" in sys.argv[1:] else None)
 
 
 if __name__ == "__main__":

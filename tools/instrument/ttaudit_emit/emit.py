@@ -441,14 +441,7 @@ class MergeAudit:
             self._reject("note: text is a %s, want a one-line string" % _describe(text),
                          TypeError)
             return
-        with self._lock:
-            if not self._on:
-                return
-            try:
-                self._write(text, note=True)
-                self.notes += 1
-            except Exception as e:
-                self._fail_write(e)
+        self._put(text, True)
 
     # -- output --
 
@@ -483,13 +476,21 @@ class MergeAudit:
         except (TypeError, ValueError) as e:     # a bad `common` value
             self._reject("event cannot be written as JSON: %s" % e, type(e))
             return
+        self._put(line, False)
+
+    def _put(self, text, note):
+        """Writes one line under the lock and counts it; a failure is counted,
+        never raised (an audit failure never reaches the generator)."""
         with self._lock:
             if not self._on:
                 return
             try:
-                self._write(line, note=False)
-                self.lines += 1
-            except Exception as e:     # an audit failure never reaches the generator
+                self._write(text, note)
+                if note:
+                    self.notes += 1
+                else:
+                    self.lines += 1
+            except Exception as e:
                 self._fail_write(e)
 
     def _write(self, line, note):

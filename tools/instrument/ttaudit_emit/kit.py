@@ -546,6 +546,16 @@ class Kit:
                     return k, bool(tid[k])
             except Exception:
                 continue
+        try:
+            others = [k for k in tid if tid[k]]
+        except Exception:
+            others = []
+        if others:
+            self._say_once("trace-key", "ttaudit: %s is keyed by %s, neither %r nor %r: the "
+                           "gate and the keep's buffer steps cannot be judged"
+                           % (self.attrs["trace_inputs"], ", ".join(map(repr, others[:4])),
+                              (ods, bs), ods))
+            return None, None
         return (ods, bs), False
 
     def _decode_enter(self, args, kwargs, g, t):

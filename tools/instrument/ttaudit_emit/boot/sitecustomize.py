@@ -9,6 +9,12 @@ the sitecustomize this one shadows, if there is one (Debian ships one)."""
 def _ttaudit_start():
     import os
     import sys
+
+    def _ttaudit_say(what, e):
+        try:
+            sys.stderr.write("ttaudit_emit: %s: %s: %s\n" % (what, type(e).__name__, e))
+        except Exception:
+            pass
     here = os.path.dirname(os.path.abspath(__file__))
     if os.environ.get("TTAUDIT_EMIT") == "1":
         pkg_parent = os.path.dirname(os.path.dirname(here))
@@ -18,11 +24,7 @@ def _ttaudit_start():
             from ttaudit_emit import auto
             auto.install_from_env()
         except Exception as e:
-            try:
-                sys.stderr.write("ttaudit_emit: instrumentation not started: %s: %s\n"
-                                 % (type(e).__name__, e))
-            except Exception:
-                pass
+            _ttaudit_say("instrumentation not started", e)
     # the next sitecustomize on the path, as if this one were not there
     try:
         import importlib
@@ -40,11 +42,7 @@ def _ttaudit_start():
             if me is not None:
                 sys.modules[__name__] = me
     except Exception as e:
-        try:
-            sys.stderr.write("ttaudit_emit: the shadowed sitecustomize failed: %s: %s\n"
-                             % (type(e).__name__, e))
-        except Exception:
-            pass
+        _ttaudit_say("the shadowed sitecustomize failed", e)
 
 
 _ttaudit_start()
