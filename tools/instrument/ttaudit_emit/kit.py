@@ -550,6 +550,10 @@ class Kit:
             others = [k for k in tid if tid[k]]
         except Exception:
             others = []
+        if any(isinstance(k, tuple) and len(k) == 2 for k in others):
+            return (ods, bs), False         # keyed by batch too: this width has none yet
+        if any(isinstance(k, bool) for k in others):
+            return ods, False
         if others:
             self._say_once("trace-key", "ttaudit: %s is keyed by %s, neither %r nor %r: the "
                            "gate and the keep's buffer steps cannot be judged"
