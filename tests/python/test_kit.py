@@ -258,6 +258,22 @@ class TestBanners(unittest.TestCase):
         self.assertIsNone(kit.initial_rank({}))
 
 
+class TestTraceKey(unittest.TestCase):
+    def test_keys_found_missing_and_unknown(self):
+        k = kit.Kit(names.build(), {"TTAUDIT_EMIT_SINK": "stderr"})
+        notes = []
+        k.note = notes.append
+        self.assertEqual(k._find_key({(True, 4): [1]}, True, 4), ((True, 4), True))
+        self.assertEqual(k._find_key({True: [1]}, True, 4), (True, True))
+        self.assertEqual(k._find_key({(True, 4): [1]}, True, 2), ((True, 2), False))
+        self.assertEqual(k._find_key({False: [1]}, True, 2), (True, False))
+        self.assertEqual(k._find_key(kit._MISSING, True, 2), (None, None))
+        self.assertEqual(notes, [])
+        self.assertEqual(k._find_key({"decode-b4": [1]}, True, 4), (None, None))
+        self.assertEqual(len(notes), 1)
+        self.assertIn("is keyed by 'decode-b4'", notes[0])
+
+
 @unittest.skipIf(loguru is None, "python3-loguru is not installed")
 class TestLoguruSink(unittest.TestCase):
     def setUp(self):

@@ -309,6 +309,10 @@ class TestKeepRuns(StandinCase):
         self.assertGreaterEqual(len(starts), 2, "no start record of the spawned engine core")
         self.assertNotEqual(pids, {starts[0]["pid"]}, "the audit came from the API server")
         self.assertGreater(len(run.events("trace")), len(want))
+        self.assertEqual(run.count("ttaudit: kit error"), 0)
+        self.assertEqual(run.count("is keyed by"), 0)
+        self.assertEqual(run.count("0 target(s) missing, 0 kit error(s), 0 keep step(s) "
+                                   "unobserved, 0 audit line(s) lost, 0 call(s) rejected"), 1)
 
     def test_slot_reuse_mask(self):
         run = self.served("masked", MASKED)
