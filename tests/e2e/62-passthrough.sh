@@ -7,6 +7,19 @@
 
 KIT="$PWD/tools/instrument/ttaudit_emit"
 
+# the command-line contract (as tests/e2e/12 checks it for the others)
+expect_rc 0 "$TTAUDIT" passthrough --help
+cp "$T/out" "$T/help"
+contains "$T/help" "usage: ttaudit passthrough"
+expect_rc 0 "$TTAUDIT" passthrough -h
+cmp -s "$T/out" "$T/help" || fail "-h and --help differ"
+expect_rc 0 "$TTAUDIT" help passthrough
+cmp -s "$T/out" "$T/help" || fail "help passthrough and --help differ"
+expect_rc 2 "$TTAUDIT" passthrough --no-such-option
+contains "$T/err" "ttaudit passthrough: unknown option '--no-such-option'"
+expect_rc 2 "$TTAUDIT" passthrough --kit
+contains "$T/err" "ttaudit passthrough: option '--kit' needs a value"
+
 # usage and input errors
 expect_rc 2 "$TTAUDIT" passthrough --guard nope
 contains "$T/err" "--guard 'nope' is not an arm"
