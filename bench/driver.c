@@ -1095,6 +1095,11 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 			dc->arm_index, rep->arms[dc->arm_index].arm[0] ? rep->arms[dc->arm_index].arm : "-", lv,
 			dc->n_requests, dc->n_failed, m->makespan, m->out_tok_s, t1, t2, t3, pf,
 			dc->spread * 100, dc->unstable ? " UNSTABLE" : "");
+		if (m->reasoning_tokens > 0)
+			fprintf(f, "    reasoning: %ld reasoning and %ld answer tokens; ttft to the first answer token "
+				"p50/p90/p99 %.1f/%.1f/%.1f ms (ttft above counts reasoning)\n", m->reasoning_tokens,
+				m->answer_tokens, m->ttft_answer.p50 * 1e3, m->ttft_answer.p90 * 1e3,
+				m->ttft_answer.p99 * 1e3);
 		if (dc->first_failure[0])
 			fprintf(f, "    first failure: %s\n", dc->first_failure);
 		if (rep->correctness)
@@ -1109,8 +1114,12 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 			fprintf(f, "    cold claim unchecked in %zu runs (no prefix-cache counter)\n",
 				dc->n_cold_unchecked);
 	}
-	fprintf(f, "token counts from %s; figures are the median repeat by output tokens/s\n",
-		rep->n_cells ? rep->cells[0].median.tps_source : "none");
+	fprintf(f, "token counts from %s; figures are the median repeat by output tokens/s; itl %s\n",
+		rep->n_cells ? rep->cells[0].median.tps_source : "none",
+		rep->n_cells && rep->cells[0].median.itl_source &&
+		strcmp(rep->cells[0].median.itl_source, "chunks") ?
+		"per token (the stream said how many tokens each chunk carried)" :
+		"per chunk (one token per chunk assumed)");
 	/* how the figures were timed, so a reader can judge them */
 	fprintf(f, "token times: %llu of %llu chunks by kernel receive stamps; times counted from the request "
 		"written (client queue up to %.1f ms before that, not charged to the server)\n",

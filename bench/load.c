@@ -160,10 +160,13 @@ static int load_keep_text(struct load_result *r, const char *s, size_t n)
  * spans (not NUL-terminated): the fast path points into the chunk itself.
  */
 struct load_fields {
-	const char *id, *content, *finish;
-	size_t n_id, n_content, n_finish;
-	bool has_id, has_content, has_finish, has_role;
-	const struct jval *usage;   /* full parse only; valid until the next parse */
+	const char *id, *content, *finish, *reasoning;
+	size_t n_id, n_content, n_finish, n_reasoning;
+	bool has_id, has_content, has_finish, has_role, has_reasoning;
+	long n_token_ids;           /* elements of the choice's `token_ids`; -1: none */
+	bool has_usage;             /* a `usage` object */
+	long usage_prompt, usage_completion;   /* its integers; -1: absent */
+	bool choice;                /* choices[0] is an object (a per-choice chunk) */
 };
 
 /* --- fast path ------------------------------------------------------------ *
@@ -171,8 +174,10 @@ struct load_fields {
  * that subset finds the few fields needed without building a tree. It gives
  * up (returns 1) on anything outside the subset: whitespace, an escape or a
  * control byte in a string, a number other than a short integer, deep nesting,
- * an "error" or "usage" member, a root that is not an object. The full parse
- * then decides, so errors, escapes and usage are read exactly as by jdoc. */
+ * an "error" member that is not null, a root that is not an object. The full
+ * parse then decides, so errors and escapes are read exactly as by jdoc. The
+ * real chunk shapes are inside it: `usage` null or an object of integers,
+ * `stop_reason`, `token_ids`, `prompt_token_ids`, reasoning deltas. */
 
 #define LOAD_FAST_DEPTH 8
 
@@ -318,6 +323,56 @@ static int load_scan_value(struct load_scan *x, int depth)
 	return 0;
 }
 
+/* A short integer (as load_scan_value reads one) into *v, or null (*v = -1);
+ * 1 to give up on anything else. */
+static int load_scan_int(struct load_scan *x, long *v)
+{
+	const char *q = x->p;
+	long n = 0;
+	bool neg = false;
+
+	if (q < x->e && *q == 'n') {
+		*v = -1;
+		return load_scan_value(x, 0);
+	}
+	if (q < x->e && *q == '-') {
+		neg = true;
+		q++;
+	}
+	if (load_scan_value(x, 0))
+		return 1;
+	for (; q < x->p; q++)
+		n = n * 10 + (*q - '0');   /* at most 18 digits: no overflow */
+	*v = neg ? -n : n;
+	return 0;
+}
+
+/* At '[' (or anything else: skipped, *n = -1): counts the elements. */
+static int load_scan_count(struct load_scan *x, int depth, long *n)
+{
+	*n = -1;
+	if (x->p >= x->e || *x->p != '[')
+		return load_scan_value(x, depth);
+	*n = 0;
+	x->p++;
+	if (x->p < x->e && *x->p == ']') {
+		x->p++;
+		return 0;
+	}
+	for (;;) {
+		if (load_scan_value(x, depth + 1))
+			return 1;
+		(*n)++;
+		if (x->p >= x->e)
+			return 1;
+		if (*x->p == ',') {
+			x->p++;
+			continue;
+		}
+		return *x->p++ == ']' ? 0 : 1;
+	}
+}
+
 #define LOAD_KEY(k, nk, lit) ((nk) == sizeof(lit) - 1 && !memcmp((k), lit, sizeof(lit) - 1))
 
 /* A string member: sets *has and the span, or clears *has for another type. */
@@ -337,9 +392,9 @@ struct load_fast {
 	struct load_fields *f;
 	enum load_api api;
 	/* the delta's members, kept apart: only the last "delta" counts */
-	bool has_content, has_role;
-	const char *content;
-	size_t n_content;
+	bool has_content, has_role, has_reasoning;
+	const char *content, *reasoning;
+	size_t n_content, n_reasoning;
 };
 
 static int load_scan_delta(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
@@ -352,6 +407,21 @@ static int load_scan_delta(struct load_scan *x, const char *k, size_t nk, void *
 		return load_scan_strval(x, depth, &ff->has_content, &ff->content, &ff->n_content);
 	if (LOAD_KEY(k, nk, "role"))
 		return load_scan_strval(x, depth, &ff->has_role, &s, &n);
+	/* the thinking text: `reasoning` on current vLLM, `reasoning_content`
+	 * before (and on other servers) */
+	if (LOAD_KEY(k, nk, "reasoning") || LOAD_KEY(k, nk, "reasoning_content"))
+		return load_scan_strval(x, depth, &ff->has_reasoning, &ff->reasoning, &ff->n_reasoning);
+	return load_scan_value(x, depth);
+}
+
+static int load_scan_usage(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
+{
+	struct load_fields *f = ctx;
+
+	if (LOAD_KEY(k, nk, "prompt_tokens"))
+		return load_scan_int(x, &f->usage_prompt);
+	if (LOAD_KEY(k, nk, "completion_tokens"))
+		return load_scan_int(x, &f->usage_completion);
 	return load_scan_value(x, depth);
 }
 
@@ -364,8 +434,10 @@ static int load_scan_choice(struct load_scan *x, const char *k, size_t nk, void 
 		return load_scan_strval(x, depth, &f->has_finish, &f->finish, &f->n_finish);
 	if (ff->api != LOAD_API_CHAT && LOAD_KEY(k, nk, "text"))
 		return load_scan_strval(x, depth, &f->has_content, &f->content, &f->n_content);
+	if (LOAD_KEY(k, nk, "token_ids"))
+		return load_scan_count(x, depth, &f->n_token_ids);
 	if (ff->api == LOAD_API_CHAT && LOAD_KEY(k, nk, "delta")) {
-		ff->has_content = ff->has_role = false;
+		ff->has_content = ff->has_role = ff->has_reasoning = false;
 		if (x->p < x->e && *x->p == '{')
 			return load_scan_object(x, depth, load_scan_delta, ff);
 		return load_scan_value(x, depth);
@@ -378,20 +450,31 @@ static int load_scan_root(struct load_scan *x, const char *k, size_t nk, void *c
 	struct load_fast *ff = ctx;
 	struct load_fields *f = ff->f;
 
-	if (LOAD_KEY(k, nk, "error") || LOAD_KEY(k, nk, "usage"))
-		return 1;
+	if (LOAD_KEY(k, nk, "error"))
+		return x->p < x->e && *x->p == 'n' ? load_scan_value(x, depth) : 1;
+	if (LOAD_KEY(k, nk, "usage")) {
+		f->has_usage = false;
+		f->usage_prompt = f->usage_completion = -1;
+		if (x->p < x->e && *x->p == '{') {
+			f->has_usage = true;
+			return load_scan_object(x, depth, load_scan_usage, f);
+		}
+		return load_scan_value(x, depth);
+	}
 	if (LOAD_KEY(k, nk, "id"))
 		return load_scan_strval(x, depth, &f->has_id, &f->id, &f->n_id);
 	if (!LOAD_KEY(k, nk, "choices"))
 		return load_scan_value(x, depth);
 	/* a later "choices" replaces everything an earlier one gave */
-	f->has_content = f->has_finish = false;
-	ff->has_content = ff->has_role = false;
+	f->has_content = f->has_finish = f->choice = false;
+	f->n_token_ids = -1;
+	ff->has_content = ff->has_role = ff->has_reasoning = false;
 	if (x->p >= x->e || *x->p != '[')
 		return load_scan_value(x, depth);
 	if (x->p + 1 < x->e && x->p[1] == '{') {
 		/* the first element is the choice; the rest are skipped */
 		x->p++;
+		f->choice = true;
 		if (load_scan_object(x, depth + 1, load_scan_choice, ff))
 			return 1;
 		for (;;) {
@@ -415,6 +498,7 @@ static int load_chunk_fast(enum load_api api, const char *data, size_t len, stru
 	struct load_fast ff = { .f = f, .api = api };
 
 	memset(f, 0, sizeof(*f));
+	f->n_token_ids = f->usage_prompt = f->usage_completion = -1;
 	if (len > LOAD_MAX_CHUNK || load_scan_object(&x, 0, load_scan_root, &ff) || x.p != x.e)
 		return 1;
 	if (api == LOAD_API_CHAT) {
@@ -422,6 +506,9 @@ static int load_chunk_fast(enum load_api api, const char *data, size_t len, stru
 		f->content = ff.content;
 		f->n_content = ff.n_content;
 		f->has_role = ff.has_role;
+		f->has_reasoning = ff.has_reasoning;
+		f->reasoning = ff.reasoning;
+		f->n_reasoning = ff.n_reasoning;
 	}
 	return 0;
 }
@@ -443,10 +530,12 @@ static int load_chunk_full(struct load_chunk_parser *cp, struct load_result *r, 
 			   const char *data, size_t len, struct load_fields *f)
 {
 	struct status_info si;
-	const struct jval *root, *v, *choices, *c, *content = NULL, *role = NULL;
+	const struct jval *root, *v, *choices, *c, *content = NULL, *role = NULL, *reasoning = NULL;
+	const struct jval *usage;
 	struct jdoc *d = cp->doc;
 
 	memset(f, 0, sizeof(*f));
+	f->n_token_ids = f->usage_prompt = f->usage_completion = -1;
 	if (jdoc_parse(d, data, len, &si)) {
 		load_set_fail(r, LOAD_FAIL_PROTOCOL, "chunk is not json at byte %ld: %s", si.byte, si.msg);
 		return -1;
@@ -475,11 +564,23 @@ static int load_chunk_full(struct load_chunk_parser *cp, struct load_result *r, 
 	choices = load_get(d, root, "choices", JT_ARR);
 	c = choices ? jdoc_kid(d, choices) : NULL;
 	if (c && c->type == JT_OBJ) {
+		f->choice = true;
+		v = load_get(d, c, "token_ids", JT_ARR);
+		if (v) {
+			const struct jval *e;
+
+			f->n_token_ids = 0;
+			for (e = jdoc_kid(d, v); e; e = jdoc_next(d, e))
+				f->n_token_ids++;
+		}
 		if (api == LOAD_API_CHAT) {
 			const struct jval *delta = load_get(d, c, "delta", JT_OBJ);
 
 			content = load_get(d, delta, "content", JT_STR);
 			role = load_get(d, delta, "role", JT_STR);
+			reasoning = load_get(d, delta, "reasoning", JT_STR);
+			if (!reasoning)
+				reasoning = load_get(d, delta, "reasoning_content", JT_STR);
 		} else {
 			content = load_get(d, c, "text", JT_STR);
 		}
@@ -495,8 +596,22 @@ static int load_chunk_full(struct load_chunk_parser *cp, struct load_result *r, 
 		f->content = content->u.s;
 		f->n_content = content->n;
 	}
+	if (reasoning) {
+		f->has_reasoning = true;
+		f->reasoning = reasoning->u.s;
+		f->n_reasoning = reasoning->n;
+	}
 	f->has_role = role != NULL;
-	f->usage = load_get(d, root, "usage", JT_OBJ);
+	usage = load_get(d, root, "usage", JT_OBJ);
+	if (usage) {
+		f->has_usage = true;
+		v = load_get(d, usage, "prompt_tokens", JT_INT);
+		if (v)
+			f->usage_prompt = (long)v->u.i;
+		v = load_get(d, usage, "completion_tokens", JT_INT);
+		if (v)
+			f->usage_completion = (long)v->u.i;
+	}
 	return 0;
 }
 
@@ -504,6 +619,9 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 	       bool keep_text, const char *data, size_t len, double now)
 {
 	struct load_fields f;
+	bool answer, thought;
+	long k = 1;
+	enum load_count src = LOAD_COUNT_CHUNKS;
 
 	if (load_chunk_fast(api, data, len, &f) == 0)
 		cp->n_fast++;
@@ -513,22 +631,55 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 		snprintf(r->id, sizeof(r->id), "%.*s", (int)f.n_id, f.id);
 	if (f.has_finish)
 		snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)f.n_finish, f.finish);
-	if (f.has_content && f.n_content > 0) {
+	answer = f.has_content && f.n_content > 0;
+	thought = f.has_reasoning && f.n_reasoning > 0;
+	/* how many tokens this chunk carries: the server says it with
+	 * token_ids, or with per-chunk usage (continuous_usage_stats, a
+	 * running total); otherwise one per chunk, and the record says so */
+	if (answer || thought) {
+		if (f.n_token_ids > 0) {
+			k = f.n_token_ids;
+			src = LOAD_COUNT_TOKEN_IDS;
+		} else if (f.has_usage && f.choice && f.usage_completion >= 0) {
+			k = f.usage_completion - (r->usage_seen > 0 ? r->usage_seen : 0);
+			if (k < 1)
+				k = 1;
+			src = LOAD_COUNT_USAGE;
+		}
+		if (k > (long)UINT32_MAX)
+			k = (long)UINT32_MAX;
+		if (src > r->count_src)
+			r->count_src = src;
+	}
+	if (f.has_usage && f.choice && f.usage_completion >= 0)
+		r->usage_seen = f.usage_completion;
+	if (answer || thought) {
 		if (!r->n_chunks)
 			r->t_first = now;
+		if (answer && r->t_first_answer == 0)
+			r->t_first_answer = now;
 		r->t_last = now;
+		r->n_tokens += (size_t)k;
+		/* a chunk with both (the end of the thinking) counts as answer */
+		if (answer)
+			r->n_answer_tokens += (size_t)k;
+		else
+			r->n_reasoning_tokens += (size_t)k;
 		if (r->n_chunks < LOAD_MAX_TOKENS) {
-			if (load_grow((void **)&r->tok_t, r->n_chunks, sizeof(double))) {
+			if (load_grow((void **)&r->tok_t, r->n_chunks, sizeof(double)) ||
+			    load_grow((void **)&r->tok_n, r->n_chunks, sizeof(uint32_t))) {
 				load_set_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token times");
 				return -1;
 			}
 			r->tok_t[r->n_chunks] = now;
+			r->tok_n[r->n_chunks] = (uint32_t)k;
 			if (keep_text) {
 				if (load_grow((void **)&r->tok_off, r->n_chunks + 1, sizeof(size_t)))
 					return -1;
 				if (!r->n_chunks)
 					r->tok_off[0] = 0;
-				if (load_keep_text(r, f.content, f.n_content))
+				/* the answer only: reasoning text is not the output compared */
+				if (answer && load_keep_text(r, f.content, f.n_content))
 					return -1;
 				r->tok_off[r->n_chunks + 1] = r->text_len;
 			}
@@ -539,16 +690,42 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 	} else if (f.has_role) {
 		r->n_role_chunks++;
 	}
-	if (f.usage) {
-		const struct jval *v = load_get(cp->doc, f.usage, "prompt_tokens", JT_INT);
-
-		if (v)
-			r->usage_prompt = (long)v->u.i;
-		v = load_get(cp->doc, f.usage, "completion_tokens", JT_INT);
-		if (v)
-			r->usage_completion = (long)v->u.i;
-	}
+	if (f.usage_prompt >= 0)
+		r->usage_prompt = f.usage_prompt;
+	if (f.usage_completion >= 0)
+		r->usage_completion = f.usage_completion;
 	return 0;
+}
+
+int load_event(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+	       bool keep_text, const struct sse *p, const char *data, size_t len, double now)
+{
+	const char *err = sse_event_error(p, NULL), *m;
+	const struct jval *v;
+	struct status_info si;
+
+	if (!err && strcmp(sse_event_type(p), "error"))
+		return load_chunk(cp, r, api, keep_text, data, len, now);
+	/* the server ended the stream with an error: its message, from the
+	 * error field (llama-server) or the data of an `event: error` */
+	if (!err)
+		err = data;
+	m = err;
+	if (!jdoc_parse(cp->doc, err, strlen(err), &si) && jdoc_root(cp->doc)->type == JT_OBJ) {
+		v = jdoc_get(cp->doc, jdoc_root(cp->doc), "error");
+		if (!v || v->type != JT_OBJ)
+			v = jdoc_root(cp->doc);
+		v = load_get(cp->doc, v, "message", JT_STR);
+		if (v)
+			m = v->u.s;
+	}
+	load_set_fail(r, LOAD_FAIL_SERVER, "error event in stream: %.160s", *m ? m : "(no message)");
+	return -1;
+}
+
+const char *load_count_name(enum load_count c)
+{
+	return c == LOAD_COUNT_TOKEN_IDS ? "token_ids" : c == LOAD_COUNT_USAGE ? "usage" : "chunks";
 }
 
 /* --- the event loop ------------------------------------------------------- */
@@ -622,7 +799,7 @@ static int load_on_event(void *ctx, const char *data, size_t len)
 		return 0;
 	}
 	before = r->n_chunks;
-	if (load_chunk(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, data, len, x->now))
+	if (load_event(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, x->sse, data, len, x->now))
 		return 1;
 	x->lp->n_chunks += r->n_chunks - before;
 	if (x->now_kernel)
@@ -1135,6 +1312,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		run->res[i].prompt_index = reqs[i].prompt_index;
 		run->res[i].usage_prompt = -1;
 		run->res[i].usage_completion = -1;
+		run->res[i].usage_seen = -1;
 	}
 	st = load_loop_init(&lp, o, n_xf, si);
 	if (st)
@@ -1270,6 +1448,7 @@ void load_run_free(struct load_run *r)
 		return;
 	for (i = 0; r->res && i < r->n; i++) {
 		free(r->res[i].tok_t);
+		free(r->res[i].tok_n);
 		free(r->res[i].text);
 		free(r->res[i].tok_off);
 	}

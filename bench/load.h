@@ -62,6 +62,16 @@ enum load_fail {
 /* "ok", "http", "connect", "reset", "truncated", "stall", "timeout", "server", "protocol". */
 const char *load_fail_name(enum load_fail f);
 
+/* Where a chunk's token count came from (ITL per token needs it). */
+enum load_count {
+	LOAD_COUNT_CHUNKS = 0, /* one token per output chunk: nothing in the stream says more */
+	LOAD_COUNT_TOKEN_IDS,  /* the chunk's `token_ids` (return_token_ids) */
+	LOAD_COUNT_USAGE,      /* deltas of per-chunk usage (continuous_usage_stats) */
+};
+
+/* "chunks", "token_ids", "usage". */
+const char *load_count_name(enum load_count c);
+
 /* One request to send. Strings are the caller's and must outlive the run. */
 struct load_request {
 	const char *url;       /* full endpoint, e.g. http://127.0.0.1:8000/v1/completions */
@@ -81,11 +91,17 @@ struct load_result {
 	double t_launch;       /* given to libcurl */
 	double t_sent;         /* the request handed to its connection, right before it is
 				* written (libcurl's pre-request callback); 0: never */
-	double t_first;        /* first content chunk */
-	double t_last;         /* last content chunk */
+	double t_first;        /* first output token: reasoning or answer text */
+	double t_first_answer; /* first answer token (content / text); 0: none */
+	double t_last;         /* last output chunk */
 	double t_end;          /* end of the transfer */
 	double *tok_t;         /* n_chunks receive times; owned by the run */
-	size_t n_chunks;       /* counted content chunks */
+	uint32_t *tok_n;       /* n_chunks token counts (count_src says from what); owned */
+	size_t n_chunks;       /* output chunks (reasoning or answer text) */
+	size_t n_tokens;       /* output tokens over every chunk, by count_src */
+	size_t n_reasoning_tokens, n_answer_tokens;
+	enum load_count count_src;   /* the best source any chunk of the stream had */
+	long usage_seen;       /* completion_tokens of the latest per-chunk usage; -1 none */
 	bool chunks_capped;    /* more than LOAD_MAX_TOKENS: later ones counted, not timed */
 	size_t n_role_chunks;  /* chunks with a role and no content (chat) */
 	char *text;            /* concatenated content when keep_text; owned by the run */
@@ -178,6 +194,15 @@ void load_chunk_parser_free(struct load_chunk_parser *cp);
 size_t load_chunk_parser_fast(const struct load_chunk_parser *cp);
 int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const char *data, size_t len, double now);
+/*
+ * One event of the stream as sse dispatched it (call from its callback: the
+ * event's type and `error:` field are read from p): an `event: error` or an
+ * `error:` field is a server failure with the server's message; anything else
+ * is load_chunk. Returns 0, or -1 with r failed.
+ */
+struct sse;
+int load_event(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+	       bool keep_text, const struct sse *p, const char *data, size_t len, double now);
 
 /* CLOCK_MONOTONIC, CLOCK_REALTIME and the calling thread's CPU time, in seconds. */
 double load_now(void);

@@ -227,6 +227,10 @@ cJSON *record_stats_json(const struct stats_run *st)
 	cJSON_AddItemToObject(o, "ttlt_s", record_dist(&st->ttlt));
 	cJSON_AddItemToObject(o, "e2e_s", record_dist(&st->e2e));
 	cJSON_AddItemToObject(o, "itl_s", record_dist(&st->itl));
+	cJSON_AddStringToObject(o, "itl_source", st->itl_source ? st->itl_source : "chunks");
+	cJSON_AddItemToObject(o, "ttft_answer_s", record_dist(&st->ttft_answer));
+	cJSON_AddNumberToObject(o, "reasoning_tokens", (double)st->reasoning_tokens);
+	cJSON_AddNumberToObject(o, "answer_tokens", (double)st->answer_tokens);
 	sc = cJSON_AddArrayToObject(o, "ttft_staircase_s");
 	for (i = 0; sc && i < st->n_staircase; i++)
 		cJSON_AddItemToArray(sc, st->staircase[i] < 0 ? cJSON_CreateNull()
@@ -354,6 +358,10 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddNullToObject(o, "ttft_s");
 		cJSON_AddNullToObject(o, "ttlt_s");
 	}
+	if (r->t_first_answer > 0)
+		cJSON_AddNumberToObject(o, "ttft_answer_s", r->t_first_answer - t0);
+	else
+		cJSON_AddNullToObject(o, "ttft_answer_s");
 	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - t0);
 	if (r->n_chunks > 1) {
 		double gap = 0;
@@ -368,6 +376,10 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	}
 	cJSON_AddNumberToObject(o, "content_chunks", (double)r->n_chunks);
 	cJSON_AddNumberToObject(o, "role_chunks", (double)r->n_role_chunks);
+	cJSON_AddNumberToObject(o, "counted_tokens", (double)r->n_tokens);
+	cJSON_AddNumberToObject(o, "reasoning_tokens", (double)r->n_reasoning_tokens);
+	cJSON_AddNumberToObject(o, "answer_tokens", (double)r->n_answer_tokens);
+	cJSON_AddStringToObject(o, "token_count_source", load_count_name(r->count_src));
 	if (r->usage_prompt >= 0)
 		cJSON_AddNumberToObject(o, "prompt_tokens", (double)r->usage_prompt);
 	else
@@ -376,7 +388,7 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddNumberToObject(o, "output_tokens", (double)r->usage_completion);
 		cJSON_AddStringToObject(o, "tps_source", "usage");
 	} else {
-		cJSON_AddNumberToObject(o, "output_tokens", (double)r->n_chunks);
+		cJSON_AddNumberToObject(o, "output_tokens", (double)r->n_tokens);
 		cJSON_AddStringToObject(o, "tps_source", "chunks");
 	}
 	record_str(o, "finish_reason", r->finish_reason[0] ? r->finish_reason : NULL);

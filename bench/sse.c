@@ -12,6 +12,10 @@ struct sse {
 	char *data;         /* the current event's data, NUL-terminated */
 	size_t n_data, sz_data;
 	int has_data;       /* a data line was seen in this event */
+	char type[64];      /* the event's `event:` field ("" = message), cut at 63 bytes */
+	char *error;        /* the event's `error:` field (llama-server), NUL-terminated */
+	size_t n_error, sz_error;
+	int has_error;
 	int after_cr;       /* the last byte fed was CR: a following LF is not a line */
 	size_t n_events;
 	enum status failed; /* sticky */
@@ -35,6 +39,7 @@ void sse_free(struct sse *p)
 		return;
 	free(p->line);
 	free(p->data);
+	free(p->error);
 	free(p);
 }
 
@@ -43,6 +48,9 @@ void sse_reset(struct sse *p)
 	p->n_line = 0;
 	p->n_data = 0;
 	p->has_data = 0;
+	p->has_error = 0;
+	p->n_error = 0;
+	p->type[0] = '\0';
 	p->after_cr = 0;
 	p->n_events = 0;
 	p->failed = STATUS_OK;
@@ -55,7 +63,21 @@ size_t sse_events(const struct sse *p)
 
 int sse_pending(const struct sse *p)
 {
-	return p->n_line > 0 || p->has_data;
+	return p->n_line > 0 || p->has_data || p->has_error;
+}
+
+const char *sse_event_type(const struct sse *p)
+{
+	return p->type;
+}
+
+const char *sse_event_error(const struct sse *p, size_t *len)
+{
+	if (!p->has_error)
+		return NULL;
+	if (len)
+		*len = p->n_error;
+	return p->error;
 }
 
 /* Grows *buf to hold need+1 bytes, doubling, never past cap+1. */
@@ -91,6 +113,29 @@ static enum status sse_fail(struct sse *p, enum status st, struct status_info *s
 	return status_set(si, st, "event stream: stopped by the caller");
 }
 
+/* The value of a field line: after the colon, one optional space dropped. */
+static const char *sse_value(const char *s, size_t n, size_t name_len, size_t *vlen)
+{
+	const char *v = s + name_len;
+
+	*vlen = n - name_len;
+	if (*vlen) {
+		v++;
+		(*vlen)--;
+		if (*vlen && *v == ' ') {
+			v++;
+			(*vlen)--;
+		}
+	}
+	return v;
+}
+
+/* s[0..n) is field `name` (followed by ':' or the line's end). */
+static int sse_is_field(const char *s, size_t n, const char *name, size_t name_len)
+{
+	return n >= name_len && !memcmp(s, name, name_len) && (n == name_len || s[name_len] == ':');
+}
+
 /* One complete line (without its terminator). */
 static enum status sse_line(struct sse *p, const char *s, size_t n, struct status_info *si)
 {
@@ -99,29 +144,52 @@ static enum status sse_line(struct sse *p, const char *s, size_t n, struct statu
 	const char *v;
 
 	if (n == 0) {
-		if (!p->has_data)
+		if (!p->has_data && !p->has_error) {
+			p->type[0] = '\0';
 			return STATUS_OK;
+		}
+		if (!p->has_data && sse_reserve(&p->data, &p->sz_data, 0, p->cap))
+			return sse_fail(p, STATUS_NOMEM, si, NULL);
 		p->data[p->n_data] = '\0';
 		p->n_events++;
-		p->has_data = 0;
 		n = p->n_data;
 		p->n_data = 0;
 		if (p->fn && p->fn(p->ctx, p->data, n))
 			return sse_fail(p, STATUS_USAGE, si, NULL);
+		/* the type and error field belong to the event just dispatched */
+		p->has_data = 0;
+		p->has_error = 0;
+		p->n_error = 0;
+		p->type[0] = '\0';
 		return STATUS_OK;
 	}
-	if (n < 4 || memcmp(s, "data", 4) || (n > 4 && s[4] != ':'))
-		return STATUS_OK;   /* comment, another field, or "dataX": ignored */
-	v = s + 4;
-	vlen = n - 4;
-	if (vlen) {
-		v++;
-		vlen--;
-		if (vlen && *v == ' ') {
-			v++;
-			vlen--;
-		}
+	if (sse_is_field(s, n, "event", 5)) {
+		v = sse_value(s, n, 5, &vlen);
+		if (vlen >= sizeof(p->type))
+			vlen = sizeof(p->type) - 1;
+		memcpy(p->type, v, vlen);
+		p->type[vlen] = '\0';
+		return STATUS_OK;
 	}
+	if (sse_is_field(s, n, "error", 5)) {
+		/* not a field of the grammar, but llama-server ends a failed
+		 * stream with one: kept so that the caller can see it */
+		v = sse_value(s, n, 5, &vlen);
+		need = p->n_error + (p->has_error ? 1 : 0) + vlen;
+		st = sse_reserve(&p->error, &p->sz_error, need, p->cap);
+		if (st)
+			return sse_fail(p, st, si, "error field");
+		if (p->has_error)
+			p->error[p->n_error++] = '\n';
+		memcpy(p->error + p->n_error, v, vlen);
+		p->n_error += vlen;
+		p->error[p->n_error] = '\0';
+		p->has_error = 1;
+		return STATUS_OK;
+	}
+	if (!sse_is_field(s, n, "data", 4))
+		return STATUS_OK;   /* comment, another field, or "dataX": ignored */
+	v = sse_value(s, n, 4, &vlen);
 	need = p->n_data + (p->has_data ? 1 : 0) + vlen;
 	st = sse_reserve(&p->data, &p->sz_data, need, p->cap);
 	if (st)

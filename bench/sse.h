@@ -9,8 +9,12 @@
  * Follows the event-stream grammar: lines end in CR LF, LF or CR (a CR LF
  * split across two feeds is one line end); "data:" lines (one optional space
  * after the colon is dropped) accumulate, joined by LF; a blank line ends the
- * event; comment lines (":") and the other fields (event, id, retry) are
- * ignored. An event without data lines is not dispatched.
+ * event; comment lines (":") and the fields id and retry are ignored. The
+ * `event:` field (the event's type) is kept for the callback, and so is an
+ * `error:` field, which is no field of the grammar but is how llama-server
+ * ends a failed stream (`error: {...}` then `data: [DONE]`). An event with
+ * neither data lines nor an error field is not dispatched; one with only an
+ * error field is dispatched with empty data.
  *
  *	struct sse *p = sse_new(0, on_event, ctx);
  *	while (bytes) if (sse_feed(p, buf, n, &si)) ...stop...
@@ -47,6 +51,12 @@ void sse_reset(struct sse *p);
  * same status) until sse_reset.
  */
 enum status sse_feed(struct sse *p, const char *buf, size_t n, struct status_info *si);
+
+/* During the callback: the event's `event:` field, "" when it had none. */
+const char *sse_event_type(const struct sse *p);
+/* During the callback: the event's `error:` field (NUL-terminated, *len its
+ * length when len is not NULL), or NULL when it had none. */
+const char *sse_event_error(const struct sse *p, size_t *len);
 
 /* Events dispatched since the last reset. */
 size_t sse_events(const struct sse *p);

@@ -54,8 +54,8 @@ void stats_run_release(struct stats_run *s)
 enum status stats_run_compute(const struct load_run *run, struct stats_run *s, struct status_info *si)
 {
 	enum status st = STATUS_OK;
-	double *ttft = NULL, *ttlt = NULL, *e2e = NULL, *itl = NULL;
-	size_t i, j, n_ttft = 0, n_ttlt = 0, n_e2e = 0, n_itl = 0, n_gaps = 0;
+	double *ttft = NULL, *ttlt = NULL, *e2e = NULL, *itl = NULL, *ttfa = NULL;
+	size_t i, j, n_ttft = 0, n_ttlt = 0, n_e2e = 0, n_itl = 0, n_gaps = 0, n_ttfa = 0, n_per_token = 0;
 	size_t n_usage = 0, n_prompt = 0;
 	long prompt = 0;
 	double t0;
@@ -64,16 +64,22 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 	memset(s, 0, sizeof(*s));
 	s->n = run->n;
 	s->prompt_tokens = -1;
-	for (i = 0; i < run->n; i++)
-		if (!run->res[i].fail && run->res[i].n_chunks > 1)
-			n_gaps += (run->res[i].n_chunks < LOAD_MAX_TOKENS ? run->res[i].n_chunks
-									  : LOAD_MAX_TOKENS) - 1;
+	/* one gap per token after the first chunk: a chunk of k tokens stands
+	 * for k gaps of a k-th of its own */
+	for (i = 0; i < run->n; i++) {
+		r = &run->res[i];
+		if (r->fail)
+			continue;
+		for (j = 1; j < r->n_chunks && j < LOAD_MAX_TOKENS; j++)
+			n_gaps += r->tok_n ? r->tok_n[j] : 1;
+	}
 	ttft = malloc((run->n + 1) * sizeof(double));
 	ttlt = malloc((run->n + 1) * sizeof(double));
 	e2e = malloc((run->n + 1) * sizeof(double));
 	itl = malloc((n_gaps + 1) * sizeof(double));
+	ttfa = malloc((run->n + 1) * sizeof(double));
 	s->staircase = malloc((run->n + 1) * sizeof(double));
-	if (!ttft || !ttlt || !e2e || !itl || !s->staircase) {
+	if (!ttft || !ttlt || !e2e || !itl || !ttfa || !s->staircase) {
 		st = status_set(si, STATUS_NOMEM, "stats: out of memory");
 		goto out;
 	}
@@ -98,12 +104,23 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 			if (r->t_first - t0 > s->max_ttft)
 				s->max_ttft = r->t_first - t0;
 		}
-		for (j = 1; j < r->n_chunks && j < LOAD_MAX_TOKENS; j++)
-			itl[n_itl++] = r->tok_t[j] - r->tok_t[j - 1];
+		if (r->t_first_answer > 0)
+			ttfa[n_ttfa++] = r->t_first_answer - t0;
+		for (j = 1; j < r->n_chunks && j < LOAD_MAX_TOKENS; j++) {
+			size_t k = r->tok_n ? r->tok_n[j] : 1, m;
+			double g = r->tok_t[j] - r->tok_t[j - 1];
+
+			for (m = 0; m < k && n_itl < n_gaps; m++)
+				itl[n_itl++] = g / (double)k;
+		}
+		if (r->count_src != LOAD_COUNT_CHUNKS)
+			n_per_token++;
 		s->out_chunks += (long)r->n_chunks;
+		s->reasoning_tokens += (long)r->n_reasoning_tokens;
+		s->answer_tokens += (long)r->n_answer_tokens;
 		if (r->usage_completion >= 0) {
 			n_usage++;
-			if ((size_t)r->usage_completion != r->n_chunks)
+			if ((size_t)r->usage_completion != r->n_tokens)
 				s->n_usage_mismatch++;
 		}
 		if (r->usage_prompt >= 0) {
@@ -123,7 +140,7 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 		r = &run->res[i];
 		if (r->fail)
 			continue;
-		s->out_tokens += r->usage_completion >= 0 ? r->usage_completion : (long)r->n_chunks;
+		s->out_tokens += r->usage_completion >= 0 ? r->usage_completion : (long)r->n_tokens;
 	}
 	if (s->n_ok && n_prompt == s->n_ok)
 		s->prompt_tokens = prompt;
@@ -138,7 +155,10 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 	stats_dist_of(ttlt, n_ttlt, &s->ttlt);
 	stats_dist_of(e2e, n_e2e, &s->e2e);
 	stats_dist_of(itl, n_itl, &s->itl);
+	stats_dist_of(ttfa, n_ttfa, &s->ttft_answer);
+	s->itl_source = !n_per_token ? "chunks" : n_per_token == s->n_ok ? "tokens" : "mixed";
 out:
+	free(ttfa);
 	free(ttft);
 	free(ttlt);
 	free(e2e);

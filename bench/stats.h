@@ -53,6 +53,14 @@ struct stats_run {
 	double prefill_tok_s;             /* batch: prompt tokens / max(TTFT); 0 otherwise or unknown */
 	double max_ttft;
 	struct stats_dist ttft, ttlt, e2e, itl;
+	/* TTFT counts to the first output token, reasoning included; this one
+	 * to the first answer token (equal without a reasoning parser) */
+	struct stats_dist ttft_answer;
+	long reasoning_tokens, answer_tokens;   /* successful requests, as counted */
+	/* "tokens": every request's chunks said how many tokens they carried
+	 * (token_ids or per-chunk usage), so itl is per token; "chunks": one
+	 * token per chunk was assumed; "mixed" */
+	const char *itl_source;
 	double *staircase;                /* n entries, TTFT in launch order, -1 for no token */
 	size_t n_staircase;
 };

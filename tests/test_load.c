@@ -88,6 +88,7 @@ static void fast_read(struct load_chunk_parser *cp, struct load_result *r, enum 
 static void fast_free(struct load_result *r)
 {
 	free(r->tok_t);
+	free(r->tok_n);
 	free(r->text);
 	free(r->tok_off);
 }
@@ -145,7 +146,11 @@ static void test_chunk_fast(void **state)
 		"{\"choices\":[{\"text\":\"t\",\"x\":[true,false,null,-0,12,{\"a\":[]}]}]}",
 		"{}",
 		"{\"choices\":[]}",
-		"{\"error\":null,\"choices\":[{\"text\":\"e\"}]}",            /* fast: no; error member */
+		"{\"error\":null,\"choices\":[{\"text\":\"e\"}]}",            /* an error member that is null */
+		"{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}",
+		"{\"choices\":[{\"text\":\"a\",\"stop_reason\":null,\"prompt_token_ids\":null,\"token_ids\":[1,2]}],\"usage\":null}",
+		"{\"choices\":[{\"text\":\"a\",\"token_ids\":7}],\"usage\":{\"prompt_tokens\":null}}",
+		"{\"choices\":[{\"text\":\"\"}],\"usage\":{\"completion_tokens\":-2,\"x\":{\"y\":[1]}}}",
 	};
 	static const char *const fast_chat[] = {
 		"{\"id\":\"c\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
@@ -160,8 +165,8 @@ static void test_chunk_fast(void **state)
 		"{\"choices\":[{\"text\":\"a\\nb\"}]}",                       /* an escape */
 		"{\"choices\":[{\"text\":\"\\u0041\\ud83d\\ude00\\ud800x\"}]}",
 		"{\"ch\\u006fices\":[{\"text\":\"k\"}]}",                     /* an escaped key */
-		"{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}",
 		"{\"error\":{\"message\":\"boom\"}}",
+		"{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":1.5}}",
 		"{\"choices\":[{\"text\":\"a\"}],\"n\":1.5}",
 		"{\"choices\":[{\"text\":\"a\"}],\"n\":1e3}",
 		"{\"choices\":[{\"text\":\"a\"}],\"n\":01}",                  /* invalid: full parse says */
@@ -181,7 +186,7 @@ static void test_chunk_fast(void **state)
 	(void)state;
 	assert_non_null(cp);
 	for (i = 0; i < sizeof(fast_comp) / sizeof(*fast_comp); i++)
-		fast_same(cp, LOAD_API_COMPLETIONS, fast_comp[i], i + 1 < sizeof(fast_comp) / sizeof(*fast_comp));
+		fast_same(cp, LOAD_API_COMPLETIONS, fast_comp[i], 1);
 	for (i = 0; i < sizeof(fast_chat) / sizeof(*fast_chat); i++)
 		fast_same(cp, LOAD_API_CHAT, fast_chat[i], 1);
 	for (i = 0; i < sizeof(full) / sizeof(*full); i++) {
@@ -223,8 +228,8 @@ static void test_chunk_fast(void **state)
 	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[2], &rc);
 	assert_string_equal(r.text, "k");
 	fast_free(&r);
-	/* a usage chunk is read in full */
-	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[3], &rc);
+	/* a usage chunk, by the fast path */
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, fast_comp[12], &rc);
 	assert_int_equal(rc, 0);
 	assert_int_equal(r.usage_prompt, 3);
 	assert_int_equal(r.usage_completion, 4);
@@ -281,11 +286,156 @@ static void test_chunk_split(void **state)
 		assert_int_equal(s.r.usage_completion, 2);
 		/* a token is timed by the read that completed its event */
 		assert_true(s.r.tok_t[0] == (cut < strlen("data: {\"id\":\"s\",\"choices\":[{\"text\":\" one\"}]}\n\n") ? 2.0 : 1.0));
-		/* only the first chunk has neither an escape nor usage */
-		assert_int_equal(load_chunk_parser_fast(s.cp), 1);
+		/* the second has an escape: the full parse reads it */
+		assert_int_equal(load_chunk_parser_fast(s.cp), 2);
 		sse_free(p);
 		load_chunk_parser_free(s.cp);
 		fast_free(&s.r);
+	}
+}
+
+
+/* --- the field's bytes: the transcripts of fixtures/sse, one event per second --- */
+
+struct fix_ctx {
+	struct load_chunk_parser *cp;
+	struct sse *sse;
+	struct load_result r;
+	enum load_api api;
+	double now;
+	size_t n_events;
+};
+
+static int fix_on_event(void *ctx, const char *data, size_t len)
+{
+	struct fix_ctx *f = ctx;
+
+	f->now += 1.0;
+	f->n_events++;
+	if (f->r.done || f->r.fail)
+		return 0;
+	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+		f->r.done = true;
+		return 0;
+	}
+	return load_event(f->cp, &f->r, f->api, true, f->sse, data, len, f->now) ? 1 : 0;
+}
+
+/* Replays one transcript in pieces of `step` bytes; the caller frees f->r. */
+static void fix_replay(struct fix_ctx *f, const char *name, enum load_api api, size_t step)
+{
+	char path[256], buf[16384];
+	size_t n, i;
+	FILE *fp;
+
+	memset(f, 0, sizeof(*f));
+	f->r.usage_prompt = f->r.usage_completion = -1;
+	f->api = api;
+	f->cp = load_chunk_parser_new();
+	f->sse = sse_new(0, fix_on_event, f);
+	assert_non_null(f->cp);
+	assert_non_null(f->sse);
+	snprintf(path, sizeof(path), "fixtures/sse/%s", name);
+	fp = fopen(path, "rb");
+	assert_non_null(fp);
+	n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	for (i = 0; i < n; i += step)
+		(void)sse_feed(f->sse, buf + i, n - i < step ? n - i : step, NULL);
+	sse_free(f->sse);
+	f->sse = NULL;
+}
+
+static void fix_done(struct fix_ctx *f)
+{
+	load_chunk_parser_free(f->cp);
+	fast_free(&f->r);
+}
+
+static void test_fixtures(void **state)
+{
+	struct fix_ctx f;
+	size_t step;
+
+	(void)state;
+	for (step = 1; step <= 4096; step *= 8) {
+		/* llama-server's error event inside a 200 stream is a failure with its message */
+		fix_replay(&f, "llamacpp-error.sse", LOAD_API_CHAT, step);
+		assert_int_equal(f.r.fail, LOAD_FAIL_SERVER);
+		assert_non_null(strstr(f.r.reason, "exceeds the available context size"));
+		fix_done(&f);
+
+		fix_replay(&f, "vllm-chat-error.sse", LOAD_API_CHAT, step);
+		assert_int_equal(f.r.fail, LOAD_FAIL_SERVER);
+		assert_non_null(strstr(f.r.reason, "Internal server error"));
+		fix_done(&f);
+
+		/* reasoning: TTFT at the first reasoning token, the answer's apart */
+		fix_replay(&f, "vllm-chat-reasoning.sse", LOAD_API_CHAT, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_true(f.r.done);
+		assert_string_equal(f.r.id, "chatcmpl-9f0c2d4e6a8b1c3d-7");
+		assert_int_equal(f.r.n_role_chunks, 1);
+		assert_true(f.r.t_first == 2.0);
+		assert_true(f.r.t_first_answer == 8.0);
+		assert_int_equal(f.r.n_reasoning_tokens, 6);
+		assert_int_equal(f.r.n_answer_tokens, 4);
+		assert_int_equal(f.r.n_tokens, 10);
+		assert_int_equal(f.r.n_chunks, 10);
+		assert_int_equal(f.r.usage_completion, 10);
+		assert_string_equal(f.r.text, "\n\nParis is the");
+		assert_string_equal(f.r.finish_reason, "length");
+		/* every chunk of the real shapes by the fast path, but the one
+		 * whose text has an escape ("\n\n") */
+		assert_int_equal(load_chunk_parser_fast(f.cp), 11);
+		fix_done(&f);
+
+		fix_replay(&f, "vllm-0.10-chat-reasoning-content.sse", LOAD_API_CHAT, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_int_equal(f.r.n_reasoning_tokens, 3);
+		assert_int_equal(f.r.n_answer_tokens, 2);
+		assert_true(f.r.t_first == 2.0 && f.r.t_first_answer == 5.0);
+		fix_done(&f);
+
+		/* completions: usage null, stop_reason, token_ids null in every chunk */
+		fix_replay(&f, "vllm-completions.sse", LOAD_API_COMPLETIONS, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_int_equal(f.r.n_chunks, 3);
+		assert_int_equal(f.r.n_tokens, 3);
+		assert_int_equal(f.r.usage_completion, 3);
+		assert_string_equal(f.r.text, " time river stone");
+		assert_int_equal(load_chunk_parser_fast(f.cp), 4);
+		fix_done(&f);
+
+		/* several tokens per chunk: token_ids (the usage deltas agree) */
+		fix_replay(&f, "vllm-completions-multi-token.sse", LOAD_API_COMPLETIONS, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_int_equal(f.r.n_chunks, 3);
+		assert_int_equal(f.r.n_tokens, 7);
+		assert_int_equal(f.r.tok_n[0], 1);
+		assert_int_equal(f.r.tok_n[1], 2);
+		assert_int_equal(f.r.tok_n[2], 4);
+		assert_int_equal(f.r.count_src, LOAD_COUNT_TOKEN_IDS);
+		assert_int_equal(f.r.usage_completion, 7);
+		assert_int_equal(load_chunk_parser_fast(f.cp), 4);
+		fix_done(&f);
+
+		/* llama-server: no role chunk, usage and timings on the last chunk */
+		fix_replay(&f, "llamacpp-chat.sse", LOAD_API_CHAT, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_int_equal(f.r.n_role_chunks, 0);
+		assert_int_equal(f.r.n_chunks, 3);
+		assert_int_equal(f.r.usage_completion, 3);
+		assert_int_equal(f.r.usage_prompt, 6);
+		assert_string_equal(f.r.text, "Hello world!");
+		assert_true(f.r.t_first == 1.0);
+		fix_done(&f);
+
+		fix_replay(&f, "llamacpp-completions.sse", LOAD_API_COMPLETIONS, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_int_equal(f.r.n_chunks, 2);
+		assert_int_equal(f.r.usage_completion, 2);
+		fix_done(&f);
 	}
 }
 
@@ -485,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_chunks),
 		cmocka_unit_test(test_chunk_fast),
 		cmocka_unit_test(test_chunk_split),
+		cmocka_unit_test(test_fixtures),
 		cmocka_unit_test(test_outcomes),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_opts),

@@ -116,6 +116,60 @@ static void test_limit(void **state)
 	sse_free(p);
 }
 
+/* llama-server's failed stream: an `error:` field, then data: [DONE]; and
+ * an `event: error`. Both reach the callback with their type and field. */
+struct got_err {
+	int n;
+	char type[16][64];
+	char err[16][128];
+};
+
+static struct sse *err_p;
+
+static int on_err_event(void *ctx, const char *data, size_t len)
+{
+	struct got_err *g = ctx;
+	const char *e = sse_event_error(err_p, NULL);
+
+	(void)data;
+	(void)len;
+	if (g->n < 16) {
+		snprintf(g->type[g->n], sizeof(g->type[0]), "%s", sse_event_type(err_p));
+		snprintf(g->err[g->n], sizeof(g->err[0]), "%s", e ? e : "-");
+	}
+	g->n++;
+	return 0;
+}
+
+static void test_error_field(void **state)
+{
+	static const char s[] = "data: {\"a\":1}\n\n"
+				"error: {\"code\":500,\"message\":\"boom\"}\n\n"
+				"data: [DONE]\n\n"
+				"event: error\ndata: {\"message\":\"x\"}\n\n"
+				"event: ping\n\n"
+				"data: after\n\n";
+	struct got_err g;
+	size_t step;
+
+	(void)state;
+	for (step = 1; step < sizeof(s); step++) {
+		memset(&g, 0, sizeof(g));
+		err_p = sse_new(0, on_err_event, &g);
+		assert_non_null(err_p);
+		feed_all(err_p, s, step);
+		assert_int_equal(g.n, 5);
+		assert_string_equal(g.err[0], "-");
+		assert_string_equal(g.err[1], "{\"code\":500,\"message\":\"boom\"}");
+		assert_string_equal(g.type[1], "");
+		assert_string_equal(g.err[2], "-");
+		assert_string_equal(g.type[3], "error");
+		/* a type without data is not dispatched and does not carry over */
+		assert_string_equal(g.type[4], "");
+		sse_free(err_p);
+	}
+}
+
 static void test_stop(void **state)
 {
 	struct got g = { .n = 0, .stop_at = 1 };
@@ -134,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_stop),
+		cmocka_unit_test(test_error_field),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,7 @@ static void req(struct load_result *r, size_t seq, double launch, double ttft, s
 	r->usage_prompt = usage_prompt;
 	r->fail = fail;
 	r->n_chunks = n;
+	r->n_tokens = n;
 	r->tok_t = calloc(n ? n : 1, sizeof(double));
 	for (i = 0; i < n; i++)
 		r->tok_t[i] = launch + ttft + 0.001 * (double)i;
@@ -55,8 +56,37 @@ static void free_run(struct load_run *run)
 {
 	size_t i;
 
-	for (i = 0; i < run->n; i++)
+	for (i = 0; i < run->n; i++) {
 		free(run->res[i].tok_t);
+		free(run->res[i].tok_n);
+	}
+}
+
+/* Chunks of several tokens: one gap per token, the chunk's gap shared out. */
+static void test_itl_per_token(void **state)
+{
+	struct load_result res[1];
+	struct load_run run = { .res = res, .n = 1, .arrival = LOAD_CLOSED, .t_start = 100, .t_end = 101 };
+	struct stats_run s;
+
+	(void)state;
+	req(&res[0], 0, 100.0, 0.1, 3, 7, 5, LOAD_OK);
+	res[0].tok_n = calloc(3, sizeof(uint32_t));
+	assert_non_null(res[0].tok_n);
+	res[0].tok_n[0] = 1;
+	res[0].tok_n[1] = 2;
+	res[0].tok_n[2] = 4;
+	res[0].tok_t[1] = 100.3;   /* 0.2 s after the first: two gaps of 0.1 */
+	res[0].tok_t[2] = 100.7;   /* 0.4 s later: four of 0.1 */
+	res[0].n_tokens = 7;
+	res[0].count_src = LOAD_COUNT_TOKEN_IDS;
+	assert_int_equal(stats_run_compute(&run, &s, NULL), STATUS_OK);
+	assert_int_equal(s.itl.n, 6);
+	assert_true(fabs(s.itl.p50 - 0.1) < 1e-9 && fabs(s.itl.max - 0.1) < 1e-9);
+	assert_string_equal(s.itl_source, "tokens");
+	assert_int_equal(s.n_usage_mismatch, 0);
+	stats_run_release(&s);
+	free_run(&run);
 }
 
 static void test_run_figures(void **state)
@@ -144,6 +174,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_percentile),
 		cmocka_unit_test(test_run_figures),
+		cmocka_unit_test(test_itl_per_token),
 		cmocka_unit_test(test_repeats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
