@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <strings.h>
 
 struct prom_family {
 	const char *name;
@@ -163,6 +165,44 @@ static enum status prom_comment(struct prom *p, struct prom_cursor *c)
 }
 
 /* The label set after '{'; leaves c->p after '}'. */
+/*
+ * A sample value as the text format allows it: whatever Go's
+ * strconv.ParseFloat accepts. Infinities and NaN in any case ("inf",
+ * "+Inf", "-Infinity", "NaN"; llama-server writes "inf"), decimal numbers
+ * with an optional exponent, and hexadecimal ones only with their 'p'
+ * exponent. 0 with *v, or -1.
+ */
+static int prom_value(const char *tok, double *v)
+{
+	const char *t = tok, *hex;
+	char *end;
+
+	if (*t == '+' || *t == '-')
+		t++;
+	if (!strcasecmp(t, "inf") || !strcasecmp(t, "infinity")) {
+		*v = *tok == '-' ? -INFINITY : INFINITY;
+		return 0;
+	}
+	if (t == tok && !strcasecmp(t, "nan")) {
+		*v = NAN;
+		return 0;
+	}
+	/* strtod would take "nan(...)", "infinite" prefixes and hex without an
+	 * exponent: ParseFloat does not */
+	if (strpbrk(t, "nNiI"))
+		return -1;
+	hex = (t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) ? t : NULL;
+	if (hex && !strpbrk(hex, "pP"))
+		return -1;
+	if (!hex && strpbrk(t, "xXpP"))
+		return -1;
+	errno = 0;
+	*v = strtod(tok, &end);
+	if (end == tok || *end)
+		return -1;
+	return 0;
+}
+
 static enum status prom_labels(struct prom *p, struct prom_cursor *c, size_t first)
 {
 	char *name, *w;
@@ -306,20 +346,9 @@ static enum status prom_sample_line(struct prom *p, struct prom_cursor *c)
 	tok = prom_token(c);
 	if (!tok)
 		return prom_err(c, STATUS_PARSE, "sample without a value:", name);
-	if (!strcmp(tok, "NaN") || !strcmp(tok, "+Inf") || !strcmp(tok, "-Inf") ||
-	    !strcmp(tok, "Inf")) {
-		s->value = strtod(tok, NULL);
-	} else {
-		if (strpbrk(tok, "xXnNiI")) {
-			c->p = tok;
-			return prom_err(c, STATUS_PARSE, "bad sample value", tok);
-		}
-		errno = 0;
-		s->value = strtod(tok, &end);
-		if (end == tok || *end) {
-			c->p = tok;
-			return prom_err(c, STATUS_PARSE, "bad sample value", tok);
-		}
+	if (prom_value(tok, &s->value)) {
+		c->p = tok;
+		return prom_err(c, STATUS_PARSE, "bad sample value", tok);
 	}
 	tok = prom_token(c);
 	if (tok) {

@@ -113,6 +113,47 @@ static void test_escapes_and_specials(void **state)
 }
 
 /* A metric name inside a label value is not the metric. */
+/* Every value the text format allows (it defers to Go's ParseFloat):
+ * llama-server writes `inf`. */
+static void test_values(void **state)
+{
+	static const char text[] =
+		"llamacpp:a inf\n"
+		"llamacpp:b +Inf\n"
+		"llamacpp:c -inf\n"
+		"llamacpp:d NaN\n"
+		"llamacpp:e nan\n"
+		"llamacpp:f 1.5e3\n"
+		"llamacpp:g -2E-2 1395066363000\n"
+		"llamacpp:h +Infinity\n"
+		"llamacpp:i 0x1p-2\n"
+		"llamacpp:j 7 -12\n"
+		"llamacpp:k .5\n";
+	struct prom *p = NULL;
+	struct status_info si = { 0 };
+
+	(void)state;
+	assert_int_equal(prom_parse(text, strlen(text), &p, &si), STATUS_OK);
+	assert_int_equal(prom_n_samples(p), 11);
+	assert_true(isinf(prom_sample(p, 0)->value) && prom_sample(p, 0)->value > 0);
+	assert_true(isinf(prom_sample(p, 1)->value) && prom_sample(p, 1)->value > 0);
+	assert_true(isinf(prom_sample(p, 2)->value) && prom_sample(p, 2)->value < 0);
+	assert_true(isnan(prom_sample(p, 3)->value));
+	assert_true(isnan(prom_sample(p, 4)->value));
+	assert_true(prom_sample(p, 5)->value == 1500.0);
+	assert_true(prom_sample(p, 6)->value == -0.02);
+	assert_true(prom_sample(p, 6)->has_timestamp && prom_sample(p, 6)->timestamp == 1395066363000);
+	assert_true(isinf(prom_sample(p, 7)->value));
+	assert_true(prom_sample(p, 8)->value == 0.25);
+	assert_true(prom_sample(p, 9)->timestamp == -12);
+	assert_true(prom_sample(p, 10)->value == 0.5);
+	prom_free(p);
+	/* still refused: what ParseFloat refuses */
+	assert_int_equal(prom_parse("m infx\n", 7, &p, &si), STATUS_PARSE);
+	assert_int_equal(prom_parse("m nan(1)\n", 9, &p, &si), STATUS_PARSE);
+	assert_int_equal(prom_parse("m 1e\n", 5, &p, &si), STATUS_PARSE);
+}
+
 static void test_name_in_label_is_not_metric(void **state)
 {
 	struct prom *p = parse_ok("other{help=\"vllm:cache_config_info{cache_dtype=\\\"bf8\\\"} 1\"} 1\n");
@@ -146,7 +187,7 @@ static void test_errors(void **state)
 	parse_bad("m\n", STATUS_PARSE, 1, "without a value");
 	parse_bad("m one\n", STATUS_PARSE, 1, "bad sample value");
 	parse_bad("m 0x10\n", STATUS_PARSE, 1, "bad sample value");
-	parse_bad("m nan\n", STATUS_PARSE, 1, "bad sample value");
+	parse_bad("m nanx\n", STATUS_PARSE, 1, "bad sample value");
 	parse_bad("m 1 12.5\n", STATUS_PARSE, 1, "bad timestamp");
 	parse_bad("m 1 2 3\n", STATUS_PARSE, 1, "after the timestamp");
 	parse_bad("9m 1\n", STATUS_PARSE, 1, "metric name expected");
@@ -190,6 +231,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vllm_page),
 		cmocka_unit_test(test_escapes_and_specials),
+		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_name_in_label_is_not_metric),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_errors),
