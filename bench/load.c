@@ -654,6 +654,10 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 	if (f.has_usage && f.choice && f.usage_completion >= 0)
 		r->usage_seen = f.usage_completion;
 	if (answer || thought) {
+		/* a chunk timed by the loop and the next by its kernel stamp can
+		 * disagree on order; a stream's times never go back */
+		if (r->n_chunks && now < r->t_last)
+			now = r->t_last;
 		if (!r->n_chunks)
 			r->t_first = now;
 		if (answer && r->t_first_answer == 0)
@@ -819,8 +823,10 @@ static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	/* libcurl gives us the bytes of its latest read before reading again */
 	x->now = now;
 	x->now_kernel = false;
-	if (!x->lp->o->loop_times && !rxstamp_last(&kt) && kt <= now) {
-		x->now = kt;
+	if (!x->lp->o->loop_times && !rxstamp_last(&kt)) {
+		/* the run's one clock relation is exact to tens of ns: a stamp
+		 * that reads a hair after the loop's clock came now */
+		x->now = kt <= now ? kt : now;
 		x->now_kernel = true;
 	}
 	x->last_byte = x->now;
@@ -1178,6 +1184,7 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	lp->mark_ep = -1;
 	lp->timer_at = -1.0;
 	if (!o->loop_times) {
+		rxstamp_clock_sync();
 		lp->stamp_hold = rxstamp_hold();
 		lp->mark_evs = calloc(LOAD_MAX_EVENTS, sizeof(*lp->mark_evs));
 		lp->mark_ep = epoll_create1(EPOLL_CLOEXEC);

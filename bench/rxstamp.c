@@ -85,22 +85,51 @@ void rxstamp_untrack(int fd)
 	memset(&rx_marks[fd], 0, sizeof(rx_marks[fd]));
 }
 
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns, for the run (rxstamp_clock_sync);
+ * rx_synced 0: not taken yet. */
+static int64_t rx_offset_ns;
+static int rx_synced;
+
+static int64_t rxstamp_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void rxstamp_clock_sync(void)
+{
+	int64_t m1, r, m2, best = INT64_MAX;
+	int i;
+
+	/* a realtime reading between two monotonic ones: the narrowest
+	 * bracket gives the relation to within its width */
+	for (i = 0; i < 16; i++) {
+		m1 = rxstamp_ns(CLOCK_MONOTONIC);
+		r = rxstamp_ns(CLOCK_REALTIME);
+		m2 = rxstamp_ns(CLOCK_MONOTONIC);
+		if (m2 - m1 < best) {
+			best = m2 - m1;
+			rx_offset_ns = r - (m1 + (m2 - m1) / 2);
+		}
+	}
+	rx_synced = 1;
+}
+
 int rxstamp_last(double *mono)
 {
-	struct timespec r, m;
-	int64_t now_ns, age_ns;
+	int64_t m_ns;
 
 	if (!rx_last_ns)
 		return -1;
-	/* the stamp is on the real-time clock; its age is carried over to the
-	 * monotonic one, read as close together as two vDSO calls allow */
-	clock_gettime(CLOCK_REALTIME, &r);
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	now_ns = (int64_t)r.tv_sec * 1000000000 + r.tv_nsec;
-	age_ns = now_ns - rx_last_ns;
-	if (age_ns < 0)
+	if (!rx_synced)
+		rxstamp_clock_sync();
+	/* one relation for every stamp: the order of stamps is kept exactly */
+	m_ns = rx_last_ns - rx_offset_ns;
+	if (m_ns < 0)
 		return -1;
-	*mono = (double)m.tv_sec + (double)m.tv_nsec * 1e-9 - (double)age_ns * 1e-9;
+	*mono = (double)(m_ns / 1000000000) + (double)(m_ns % 1000000000) * 1e-9;
 	return 0;
 }
 

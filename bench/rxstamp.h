@@ -77,6 +77,16 @@ int rxstamp_mark(int fd);
 void rxstamp_untrack(int fd);
 
 /*
+ * Fixes the relation between CLOCK_REALTIME (the kernel's stamps) and
+ * CLOCK_MONOTONIC that rxstamp_last uses, from the tightest of a few
+ * paired readings. Call once before a run: every stamp of the run is then
+ * converted with the same relation, so stamps in order stay in order and a
+ * stamp converts to the same time however often it is asked for. Taken on
+ * first use when never called. Not thread-safe against rxstamp_last.
+ */
+void rxstamp_clock_sync(void);
+
+/*
  * The kernel receive time of the newest bytes the calling thread's latest
  * data-returning read returned, on CLOCK_MONOTONIC, in seconds. 0 and
  * *mono, or -1 when there is none (see above; also a stamp in the future,

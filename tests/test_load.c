@@ -352,6 +352,24 @@ static void fix_done(struct fix_ctx *f)
 	fast_free(&f->r);
 }
 
+/* A chunk timed earlier than the one before it (a loop time, then a kernel
+ * stamp) takes the earlier one's time: no gap is negative. */
+static void test_times_never_go_back(void **state)
+{
+	struct load_chunk_parser *cp = load_chunk_parser_new();
+	struct load_result r;
+	const char *c = "{\"choices\":[{\"text\":\" a\"}]}";
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.usage_prompt = r.usage_completion = r.usage_seen = -1;
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_COMPLETIONS, false, c, strlen(c), 2.0), 0);
+	assert_int_equal(load_chunk(cp, &r, LOAD_API_COMPLETIONS, false, c, strlen(c), 1.999999759), 0);
+	assert_true(r.tok_t[1] == 2.0 && r.t_last == 2.0);
+	fast_free(&r);
+	load_chunk_parser_free(cp);
+}
+
 static void test_fixtures(void **state)
 {
 	struct fix_ctx f;
@@ -636,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_chunk_fast),
 		cmocka_unit_test(test_chunk_split),
 		cmocka_unit_test(test_fixtures),
+		cmocka_unit_test(test_times_never_go_back),
 		cmocka_unit_test(test_outcomes),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_opts),

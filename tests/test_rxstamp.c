@@ -149,6 +149,29 @@ static void test_peek_and_eagain_keep_stamp(void **state)
 	assert_true(t1 - t2 < 1e-6 && t2 - t1 < 1e-6);   /* the same stamp, converted again */
 }
 
+/* One clock relation per run: the same stamp always converts to the same
+ * time, and later stamps never to earlier times (a fresh pair of clock
+ * readings per conversion made gaps of -1 to -241 ns). */
+static void test_one_clock_relation(void **state)
+{
+	struct pair *p = *state;
+	char buf[64];
+	double t1, t2, prev = 0;
+	int i;
+
+	rxstamp_clock_sync();
+	assert_int_equal(rxstamp_track(p->fd[0]), 0);
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(write(p->fd[1], "a", 1), 1);
+		assert_int_equal(recv(p->fd[0], buf, sizeof(buf), 0), 1);
+		assert_int_equal(rxstamp_last(&t1), 0);
+		assert_int_equal(rxstamp_last(&t2), 0);
+		assert_true(t1 == t2);
+		assert_true(t1 >= prev);
+		prev = t1;
+	}
+}
+
 /* Bytes read from an untracked socket have no stamp: none may be taken for them. */
 static void test_untracked_read_clears(void **state)
 {
@@ -330,6 +353,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merged_reads_newest, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_peek_and_eagain_keep_stamp, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_untracked_read_clears, pair_setup, pair_teardown),
+		cmocka_unit_test_setup_teardown(test_one_clock_relation, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mark_splits_merged, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mark_partial_reads, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_marks_queue, pair_setup, pair_teardown),
