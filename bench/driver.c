@@ -535,7 +535,9 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	st = driver_requests(c, a, n, nonce_mode, cell_key, temperature, &rq, si);
 	if (st)
 		goto out;
+	snprintf(run_id, sizeof(run_id), "%016" PRIx64 "-%s-a%zu-%g-r%u", o->corpus_seed, phase, a, level, rep);
 	memset(&lo, 0, sizeof(lo));
+	lo.request_id_prefix = run_id;
 	lo.arrival = arr;
 	lo.concurrency = arr == LOAD_CLOSED ? (unsigned)level : 0;
 	lo.rate = arr == LOAD_POISSON ? level : 0;
@@ -567,7 +569,6 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 			goto out;
 	}
 	memset(&cell, 0, sizeof(cell));
-	snprintf(run_id, sizeof(run_id), "%016" PRIx64 "-%s-a%zu-%g-r%u", o->corpus_seed, phase, a, level, rep);
 	cell.run_id = run_id;
 	cell.phase = phase;
 	cell.arm_index = a;

@@ -748,6 +748,10 @@ struct load_xfer {
 	char errbody[LOAD_MAX_ERROR_BODY + 1];
 	size_t n_errbody;
 	char errbuf[CURL_ERROR_SIZE];
+	/* the request's headers: the loop's, then its X-Request-Id. libcurl
+	 * only reads the list, so it lives here and costs no allocation */
+	struct curl_slist hdr[4];
+	char xrid[200];
 };
 
 /* While the loop works through ready streams, how often it marks what has
@@ -779,7 +783,6 @@ struct load_loop {
 	double marked_at;             /* the last mark pass */
 	double timer_at;              /* libcurl's timeout; < 0: none */
 	struct load_chunk_parser *cp;
-	struct curl_slist *hdrs;
 	struct load_xfer *xf;
 	size_t n_xf;
 	size_t *free_xf;              /* stack of free slot indexes */
@@ -789,6 +792,10 @@ struct load_loop {
 	uint64_t n_stamp_kernel, n_stamp_loop;   /* content chunks by source of their time */
 	enum status fatal;            /* an error that stops the run (memory) */
 };
+
+static char load_hdr_ctype[] = "Content-Type: application/json";
+static char load_hdr_accept[] = "Accept: text/event-stream";
+static char load_hdr_expect[] = "Expect:";
 
 static int load_on_event(void *ctx, const char *data, size_t len)
 {
@@ -1007,6 +1014,13 @@ static enum status load_launch(struct load_loop *lp, const struct load_request *
 	if (!r->t_sched)
 		r->t_sched = r->t_launch;
 	x->last_byte = 0;
+	if (o->request_id_prefix) {
+		snprintf(x->xrid, sizeof(x->xrid), "X-Request-Id: %.120s-%zu", o->request_id_prefix, r->index);
+		snprintf(r->xid, sizeof(r->xid), "%s", x->xrid + strlen("X-Request-Id: "));
+		x->hdr[2].next = &x->hdr[3];
+	} else {
+		x->hdr[2].next = NULL;
+	}
 	curl_easy_setopt(x->easy, CURLOPT_URL, rq->url);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, rq->body);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
@@ -1166,7 +1180,6 @@ static void load_loop_release(struct load_loop *lp)
 	free(lp->mark_evs);
 	if (lp->mark_ep >= 0)
 		close(lp->mark_ep);
-	curl_slist_free_all(lp->hdrs);
 	load_chunk_parser_free(lp->cp);
 }
 
@@ -1175,7 +1188,7 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 {
 	size_t i;
 	struct load_xfer *x;
-	struct curl_slist *h;
+
 
 	memset(lp, 0, sizeof(*lp));
 	lp->o = o;
@@ -1205,13 +1218,6 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	if (!lp->multi || !lp->cp || !lp->xf || !lp->free_xf || !lp->busy || !lp->busy_cpu)
 		return status_set(si, STATUS_NOMEM, "load: out of memory");
 	lp->n_xf = n_xf;
-	/* Expect: empty stops a 100-continue round trip on bodies over 1 KiB */
-	h = curl_slist_append(NULL, "Content-Type: application/json");
-	if (h)
-		lp->hdrs = h;
-	if (!h || !(h = curl_slist_append(lp->hdrs, "Accept: text/event-stream")) ||
-	    !(h = curl_slist_append(lp->hdrs, "Expect:")))
-		return status_set(si, STATUS_NOMEM, "load: out of memory");
 	curl_multi_setopt(lp->multi, CURLMOPT_SOCKETFUNCTION, load_sock_cb);
 	curl_multi_setopt(lp->multi, CURLMOPT_SOCKETDATA, lp);
 	curl_multi_setopt(lp->multi, CURLMOPT_TIMERFUNCTION, load_timer_cb);
@@ -1229,7 +1235,14 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, load_write_cb);
 		curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
 		curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
-		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, lp->hdrs);
+		/* Expect: empty stops a 100-continue round trip on bodies over 1 KiB */
+		x->hdr[0].data = load_hdr_ctype;
+		x->hdr[0].next = &x->hdr[1];
+		x->hdr[1].data = load_hdr_accept;
+		x->hdr[1].next = &x->hdr[2];
+		x->hdr[2].data = load_hdr_expect;
+		x->hdr[3].data = x->xrid;
+		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdr);
 		curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
 		curl_easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);

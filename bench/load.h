@@ -86,7 +86,8 @@ struct load_result {
 	size_t index;          /* position in the request array (launch order for CLOSED and BATCH) */
 	size_t prompt_index;
 	size_t launch_seq;     /* the order in which it was actually launched, 0-based */
-	char id[128];          /* the response's `id` (request id an audit carries); "" when none */
+	char id[128];          /* the response's `id`; "" when none */
+	char xid[128];         /* the X-Request-Id sent (load_opts.request_id_prefix); "" none */
 	double t_sched;        /* when it was due (POISSON: its arrival time; else = t_launch) */
 	double t_launch;       /* given to libcurl */
 	double t_sent;         /* the request handed to its connection, right before it is
@@ -130,6 +131,10 @@ struct load_opts {
 	double timeout_s;      /* whole-request limit; 0: none */
 	double stall_s;        /* limit on silence within a request; 0: none */
 	bool keep_text;        /* keep each request's content and chunk offsets */
+	/* every request carries `X-Request-Id: <prefix>-<index>`, so an audit
+	 * written inside the server can be joined with it (vLLM makes it the
+	 * external request id); NULL: no such header */
+	const char *request_id_prefix;
 	/* time chunks when the loop reads them, not by the kernel's receive
 	 * stamp (rxstamp.h); for comparing the two */
 	bool loop_times;

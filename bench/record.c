@@ -339,6 +339,7 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	cJSON_AddNumberToObject(o, "launch_seq", (double)r->launch_seq);
 	cJSON_AddNumberToObject(o, "prompt_index", (double)r->prompt_index);
 	record_str(o, "id", r->id[0] ? r->id : NULL);
+	record_str(o, "request_id", r->xid[0] ? r->xid : NULL);
 	cJSON_AddBoolToObject(o, "ok", !r->fail);
 	cJSON_AddStringToObject(o, "outcome", load_fail_name(r->fail));
 	if (r->fail)

@@ -14,6 +14,7 @@
 /* One request record. */
 struct preq {
 	char id[PAIR_ID_MAX];
+	char xid[PAIR_ID_MAX];       /* the X-Request-Id the client sent; "" when none */
 	size_t run;
 	size_t index, prompt_index;
 	long prompt_tokens;          /* -1 unknown */
@@ -57,7 +58,8 @@ static uint64_t pair_fnv(const char *s)
 	return h;
 }
 
-static struct preq *pair_find(const struct pair *p, const char *id)
+/* A request by its response id or the X-Request-Id it was sent with. */
+static struct preq *pair_find_exact(const struct pair *p, const char *id)
 {
 	size_t i, k;
 
@@ -65,28 +67,61 @@ static struct preq *pair_find(const struct pair *p, const char *id)
 		return NULL;
 	i = (size_t)(pair_fnv(id) & (p->n_hash - 1));
 	for (; (k = p->hash[i]); i = (i + 1) & (p->n_hash - 1))
-		if (!strcmp(p->reqs[k - 1].id, id))
+		if (!strcmp(p->reqs[k - 1].id, id) || !strcmp(p->reqs[k - 1].xid, id))
 			return &p->reqs[k - 1];
 	return NULL;
 }
 
+/*
+ * The request an audit's id names. vLLM makes its engine id
+ * `<external id>-<8 lower-case hex>` (the external id being the response id,
+ * or the client's X-Request-Id), and a model sees only that: one such
+ * suffix is stripped when the id itself is no request's.
+ */
+static struct preq *pair_find(const struct pair *p, const char *id)
+{
+	struct preq *q = pair_find_exact(p, id);
+	char base[PAIR_ID_MAX];
+	size_t n, i;
+
+	if (q || !id)
+		return q;
+	n = strlen(id);
+	if (n < 10 || n - 9 >= sizeof(base) || id[n - 9] != '-')
+		return NULL;
+	for (i = n - 8; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return NULL;
+	memcpy(base, id, n - 9);
+	base[n - 9] = '\0';
+	return pair_find_exact(p, base);
+}
+
+static void pair_hash_put(struct pair *p, const char *key, size_t i)
+{
+	size_t j, n = p->n_hash;
+
+	if (!key[0] || pair_find_exact(p, key))
+		return;   /* a repeated id keeps its first record */
+	j = (size_t)(pair_fnv(key) & (n - 1));
+	while (p->hash[j])
+		j = (j + 1) & (n - 1);
+	p->hash[j] = i + 1;
+}
+
 static enum status pair_index_ids(struct pair *p, struct status_info *si)
 {
-	size_t n = 1024, i, j;
+	size_t n = 1024, i;
 
-	while (n < 2 * p->n_reqs)
+	while (n < 4 * p->n_reqs)
 		n <<= 1;
 	p->hash = calloc(n, sizeof(*p->hash));
 	if (!p->hash)
 		return status_set(si, STATUS_NOMEM, "out of memory");
 	p->n_hash = n;
 	for (i = 0; i < p->n_reqs; i++) {
-		if (!p->reqs[i].id[0] || pair_find(p, p->reqs[i].id))
-			continue;   /* a repeated id keeps its first record */
-		j = (size_t)(pair_fnv(p->reqs[i].id) & (n - 1));
-		while (p->hash[j])
-			j = (j + 1) & (n - 1);
-		p->hash[j] = i + 1;
+		pair_hash_put(p, p->reqs[i].id, i);
+		pair_hash_put(p, p->reqs[i].xid, i);
 	}
 	return STATUS_OK;
 }
@@ -186,6 +221,8 @@ static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file,
 	q->run = i - 1;
 	s = pair_str(o, "id");
 	snprintf(q->id, sizeof(q->id), "%s", s ? s : "");
+	s = pair_str(o, "request_id");
+	snprintf(q->xid, sizeof(q->xid), "%s", s ? s : "");
 	q->index = (size_t)pair_num(o, "index", 0);
 	q->prompt_index = (size_t)pair_num(o, "prompt_index", 0);
 	q->prompt_tokens = (long)pair_num(o, "prompt_tokens", -1);
@@ -413,8 +450,14 @@ static enum status pair_add_subst(struct pair_run *r, const struct merge_event *
 	x = &r->substs[r->n_substs++];
 	memset(x, 0, sizeof(*x));
 	if (m->has_req) {
-		snprintf(x->req, sizeof(x->req), "%s", m->slot_req[s] ? m->slot_req[s] : "");
-		snprintf(x->buf_req, sizeof(x->buf_req), "%s", m->buf_req[s] ? m->buf_req[s] : "");
+		/* under the request's own id, so a failure finds it */
+		const struct preq *q = m->slot_req[s] ? pair_find(p, m->slot_req[s]) : NULL;
+		const struct preq *b = m->buf_req[s] ? pair_find(p, m->buf_req[s]) : NULL;
+
+		snprintf(x->req, sizeof(x->req), "%s", q && q->id[0] ? q->id :
+			 m->slot_req[s] ? m->slot_req[s] : "");
+		snprintf(x->buf_req, sizeof(x->buf_req), "%s", b && b->id[0] ? b->id :
+			 m->buf_req[s] ? m->buf_req[s] : "");
 	}
 	x->step = m->step;
 	x->slot = s;

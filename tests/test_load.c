@@ -516,6 +516,21 @@ static void *srv_conn(void *arg)
 	} else if (!strncmp(s, "bad", 3)) {
 		srv_write(fd, hdr);
 		srv_write(fd, "data: {not json}\n\n");
+	} else if (!strncmp(s, "xrid", 4)) {
+		/* as vLLM: the response id is made from the client's X-Request-Id */
+		const char *h = strstr(buf, "\r\nX-Request-Id: ");
+		char line[300];
+		size_t hn = 0;
+
+		if (h) {
+			h += strlen("\r\nX-Request-Id: ");
+			hn = strcspn(h, "\r");
+		}
+		srv_write(fd, hdr);
+		snprintf(line, sizeof(line), "data: {\"id\":\"cmpl-%.*s\",\"choices\":[{\"text\":\" a\"}]}\n\n",
+			 (int)hn, h ? h : "");
+		srv_write(fd, line);
+		srv_write(fd, "data: [DONE]\n\n");
 	} else if (!strncmp(s, "stall", 5)) {
 		srv_write(fd, hdr);
 		srv_write(fd, c1);
@@ -599,6 +614,18 @@ static void test_outcomes(void **state)
 	for (i = 0; i < N; i++)
 		assert_true(run->res[i].t_end >= run->res[i].t_launch && run->res[i].t_launch > 0);
 	load_run_free(run);
+
+	/* every request carries an X-Request-Id unique to the run */
+	o.request_id_prefix = "run7";
+	snprintf(bodies[0], sizeof(bodies[0]), "{\"s\":\"xrid\"}");
+	rq[0].body_len = strlen(bodies[0]);
+	rq[1] = rq[0];
+	assert_int_equal(load_run_exec(&o, rq, 2, &run, NULL), STATUS_OK);
+	assert_string_equal(run->res[0].xid, "run7-0");
+	assert_string_equal(run->res[0].id, "cmpl-run7-0");
+	assert_string_equal(run->res[1].id, "cmpl-run7-1");
+	load_run_free(run);
+	o.request_id_prefix = NULL;
 
 	/* batch: all in flight at once */
 	o.arrival = LOAD_BATCH;

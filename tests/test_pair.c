@@ -312,6 +312,35 @@ static void test_contradicted(void **state)
 	pair_free(p);
 }
 
+/* The engine's request ids are `<external id>-<8 hex>`: an audit written
+ * inside the model holds those; the join strips the suffix, and also knows
+ * the X-Request-Id the client sent. */
+static void test_engine_suffix(void **state)
+{
+	const char runs[] =
+		"{\"kind\":\"run\",\"run_id\":\"s\",\"phase\":\"bench\",\"identity\":{\"arm\":\"bare\"},"
+		"\"wall_start\":1,\"wall_end\":2}\n"
+		"{\"kind\":\"request\",\"run_id\":\"s\",\"index\":0,\"id\":\"cmpl-9f0c-1\","
+		"\"request_id\":\"9f0c-1\",\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"diverged\",\"diverged_at\":3}\n"
+		"{\"kind\":\"request\",\"run_id\":\"s\",\"index\":1,\"id\":\"chatcmpl-x\","
+		"\"request_id\":\"9f0c-2\",\"ok\":true}\n";
+	const char audit[] =
+		MERGE(20, "cmpl-9f0c-1-0be5c9d4", 13, 500)   /* vLLM: response id + engine suffix */
+		MERGE(21, "9f0c-2-a1b2c3d4", 13, 500)        /* a server that uses the header as is */
+		MERGE(22, "cmpl-9f0c-1-0BE5C9D4", 13, 500);  /* upper case hex is no engine suffix */
+	struct pair *p = build(runs, audit);
+	const struct pair_run *r = run_named(p, "s");
+
+	(void)state;
+	assert_int_equal(r->by_id, 2);
+	assert_int_equal(pair_merges_outside(p), 1);
+	assert_int_equal(r->subst, 2);
+	/* the substitution is attributed to the request under its own id */
+	assert_string_equal(failure_of(r, "cmpl-9f0c-1")->match == PAIR_EXPLAINED ? "explained" : "other",
+			    "explained");
+	pair_free(p);
+}
+
 static void test_bad_input(void **state)
 {
 	const char *rp[1], *ap[1];
@@ -441,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_pid_filter),
 		cmocka_unit_test(test_mono_window),
 		cmocka_unit_test(test_contradicted),
+		cmocka_unit_test(test_engine_suffix),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_series),
 		cmocka_unit_test(test_series_unnamed),
