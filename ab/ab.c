@@ -214,6 +214,10 @@ static void ab_child(struct ab_ctx *c, const struct ab_boot *b, const char *serv
 	setenv("TTAUDIT_AB_PORT_FILE", b->port_file, 1);
 	memset(&lo, 0, sizeof(lo));
 	lo.out = b->capture;
+	/* every line the server prints, with the built-in rules naming the
+	 * banners: any server's log lines can then be evidence, and an absent
+	 * line is one the server did not print, not one the capture dropped */
+	lo.all_lines = 1;
 	if (launch_setup(&lo, c->shim, &si)) {
 		fprintf(stderr, "ttaudit ab: capture setup failed: %s\n", si.msg);
 		_exit(127);

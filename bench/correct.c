@@ -110,7 +110,15 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 				it->verdict = CORRECT_IDENTICAL;
 			} else {
 				it->verdict = CORRECT_DIVERGED;
-				it->at = correct_token_at(b, off);
+				{
+					size_t c = correct_token_at(b, off), j;
+
+					/* in tokens: a chunk may carry several */
+					it->at = 0;
+					for (j = 0; j < c; j++)
+						it->at += b->tok_n ? b->tok_n[j] : 1;
+					it->at_span = b->tok_n && c < b->n_chunks && c < LOAD_MAX_TOKENS ? b->tok_n[c] : 1;
+				}
 				correct_excerpt(a->text ? a->text + off : "", la - off, it->ref_excerpt,
 						sizeof(it->ref_excerpt));
 				correct_excerpt(b->text ? b->text + off : "", lb - off, it->got_excerpt,

@@ -44,6 +44,8 @@ struct correct_item {
 	size_t prompt_index;
 	enum correct_verdict verdict;
 	size_t at;              /* DIVERGED: first differing content token of the output under test */
+	size_t at_span;         /* DIVERGED: tokens of the chunk that holds it (a chunk can carry
+				 * several: the divergent one is among at .. at + at_span - 1) */
 	char ref_excerpt[48];   /* DIVERGED: text from the point of divergence */
 	char got_excerpt[48];
 	const char *missing;    /* WRONG: the first expect string missing (the suite's) */

@@ -312,6 +312,8 @@ static void record_verdict(cJSON *o, const struct correct_item *it)
 	cJSON_AddStringToObject(o, "verdict", correct_verdict_name(it->verdict));
 	if (it->verdict == CORRECT_DIVERGED) {
 		cJSON_AddNumberToObject(o, "diverged_at", (double)it->at);
+		if (it->at_span > 1)
+			cJSON_AddNumberToObject(o, "diverged_tokens", (double)it->at_span);
 		cJSON_AddStringToObject(o, "reference_from", it->ref_excerpt);
 		cJSON_AddStringToObject(o, "output_from", it->got_excerpt);
 	}

@@ -557,8 +557,12 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 	    !cJSON_AddTrueToObject(b, "stream"))
 		goto out;
 	if (!o->no_usage) {
+		/* continuous_usage_stats (vLLM): every chunk says how many tokens
+		 * the stream has carried so far, so a chunk of several tokens is
+		 * known for what it is; servers without it ignore the field */
 		so = cJSON_AddObjectToObject(b, "stream_options");
-		if (!so || !cJSON_AddTrueToObject(so, "include_usage"))
+		if (!so || !cJSON_AddTrueToObject(so, "include_usage") ||
+		    !cJSON_AddTrueToObject(so, "continuous_usage_stats"))
 			goto out;
 	}
 	if (o->temperature >= 0 && !cJSON_AddNumberToObject(b, "temperature", o->temperature))

@@ -20,6 +20,7 @@ struct preq {
 	long prompt_tokens;          /* -1 unknown */
 	char verdict[16];            /* "" when the run has no correctness */
 	long at;                     /* diverged_at, -1 */
+	long span;                   /* diverged_tokens: the divergent chunk's tokens (1) */
 	bool ok;
 };
 
@@ -230,6 +231,9 @@ static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file,
 	s = pair_str(o, "verdict");
 	snprintf(q->verdict, sizeof(q->verdict), "%s", s ? s : "");
 	q->at = (long)pair_num(o, "diverged_at", -1);
+	q->span = (long)pair_num(o, "diverged_tokens", 1);
+	if (q->span < 1)
+		q->span = 1;
 	if (!p->runs[q->run].n_requests)
 		p->runs[q->run].req_lo = p->n_reqs - 1;
 	p->runs[q->run].req_hi = p->n_reqs;
@@ -682,10 +686,11 @@ static void pair_scan(const struct pair_run *x, const char *id, struct pair_fail
 		f->n_subst++;
 		if (f->match == PAIR_EXPLAINED && f->exact)
 			continue;
-		if (f->at >= 0 && s->token >= 0 && (s->token == f->at || s->token + 1 == f->at)) {
+		if (f->at >= 0 && s->token >= 0 && s->token + 1 >= f->at && s->token < f->at + f->span) {
 			/* at k - 1: outputs are compared as text, so a stale token whose
-			 * text is a prefix of the right one shows from the next token on */
-			bool exact = s->token == f->at;
+			 * text is a prefix of the right one shows from the next token on;
+			 * up to k + span - 1: the chunk that diverged carried span tokens */
+			bool exact = s->token >= f->at;
 
 			if (f->match != PAIR_EXPLAINED || exact) {
 				f->match = PAIR_EXPLAINED;
@@ -751,6 +756,7 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 		f->index = q->index;
 		f->prompt_index = q->prompt_index;
 		f->at = !strcmp(q->verdict, "diverged") ? q->at : -1;
+		f->span = q->span;
 		f->step = -1;
 		f->token = -1;
 		f->match = PAIR_UNEXPLAINED;

@@ -94,6 +94,7 @@ struct pair_failure {
 	size_t prompt_index;
 	char verdict[16];            /* "diverged", "wrong", "failed" */
 	long at;                     /* first divergent token; -1 when the verdict has none */
+	long span;                   /* the divergent chunk's tokens: at .. at + span - 1 */
 	enum pair_match match;
 	bool in_reference;           /* the matching substitution was in the reference request */
 	bool exact;                  /* explained at token k itself, not at k - 1 (see pair.c) */

@@ -32,6 +32,7 @@ struct arm_item {
 	const struct jval *equals;    /* models, env: NULL = presence only */
 	const char *model;            /* models: the entry to look at; NULL = any */
 	struct rule rule;             /* audit */
+	const char *banner_rule;      /* log: the capture banner rule that records its lines */
 	char label[256];              /* for reports */
 };
 
@@ -59,6 +60,7 @@ const char *arm_verdict_name(enum arm_verdict v)
 	case ARM_ABSENT: return "absent";
 	case ARM_FORBIDDEN_PRESENT: return "forbidden-present";
 	case ARM_CLEAR: return "clear";
+	case ARM_NOT_EVALUABLE: return "not-evaluable";
 	default: return "source-unreachable";
 	}
 }
@@ -181,7 +183,7 @@ static enum status arm_parse_item(struct arm_spec *s, struct arm_def *a, const s
 			it->what = m->u.s;
 			it->what_len = m->n;
 		} else if (!strcmp(m->key, "labels") || !strcmp(m->key, "equals") ||
-			   !strcmp(m->key, "model") || !strcmp(m->key, "why")) {
+			   !strcmp(m->key, "model") || !strcmp(m->key, "why") || !strcmp(m->key, "rule")) {
 			/* checked below, once the kind is known */
 		} else {
 			return arm_bad(s, m, si, "arm '%s': %s[%zu]: unknown key '%s'", a->name, list, idx,
@@ -225,6 +227,11 @@ static enum status arm_parse_item(struct arm_spec *s, struct arm_def *a, const s
 				return arm_bad(s, m, si, "arm '%s': %s[%zu]: equals must be a scalar",
 					       a->name, list, idx);
 			it->equals = m;
+		} else if (!strcmp(m->key, "rule")) {
+			if (it->kind != ARM_LOG || m->type != JT_STR || !m->n)
+				return arm_bad(s, m, si, "arm '%s': %s[%zu]: rule belongs to log, as the name "
+					       "of a built-in banner rule", a->name, list, idx);
+			it->banner_rule = m->u.s;
 		} else if (!strcmp(m->key, "model")) {
 			if (it->kind != ARM_MODELS || m->type != JT_STR)
 				return arm_bad(s, m, si, "arm '%s': %s[%zu]: model belongs to models, as a "
@@ -559,18 +566,36 @@ out:
 	return rc;
 }
 
-/* Scans a capture's banner and line records for re; -1 when unreadable or empty. */
-static int arm_scan_capture(const char *path, const pcre2_code *re, struct arm_item_result *res,
-			    bool *found, char *reason, size_t n_reason)
+/* Rule name `name` is `want`, or has its prefix when want ends in '*' ("arm:*"). */
+static bool arm_rule_is(const char *want, const char *name)
 {
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	size_t n = strlen(want);
+
+	if (n && want[n - 1] == '*')
+		return !strncmp(want, name, n - 1);
+	return !strcmp(want, name);
+}
+
+/*
+ * Scans a capture's banner and line records for re; -1 when unreadable or
+ * empty. *blind is set when the capture could not have recorded the line:
+ * it was taken without --all-lines (no `line` record, and its processes
+ * saw more lines than it recorded), and the item names no banner rule
+ * whose lines it records. With a rule, only that rule's banner records are
+ * looked at: the capture recorded every line the rule matched.
+ */
+static int arm_scan_capture(const char *path, const struct arm_item *ai, struct arm_item_result *res,
+			    bool *found, bool *blind, char *reason, size_t n_reason)
+{
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(ai->re, NULL);
 	struct audit_reader *r = NULL;
 	struct status_info si = { 0 };
 	struct audit_item it;
-	unsigned long texts = 0;
+	unsigned long texts = 0, n_line = 0, recorded = 0, seen = 0, ends = 0;
 	enum status st;
 	int rc = -1;
 
+	*blind = false;
 	if (!md) {
 		snprintf(reason, n_reason, "out of memory");
 		goto out;
@@ -580,7 +605,7 @@ static int arm_scan_capture(const char *path, const pcre2_code *re, struct arm_i
 		goto out;
 	}
 	while ((st = audit_reader_next(r, &it, &si)) != STATUS_EOF) {
-		const struct jval *text;
+		const struct jval *text, *v;
 
 		if (st == STATUS_PARSE || st == STATUS_LIMIT)
 			continue;
@@ -588,25 +613,53 @@ static int arm_scan_capture(const char *path, const pcre2_code *re, struct arm_i
 			snprintf(reason, n_reason, "%s: %.400s", path, si.msg);
 			goto out;
 		}
-		if (!it.src || (strcmp(it.src, "banner") && strcmp(it.src, "line")))
+		if (!it.src)
 			continue;
+		if (!strcmp(it.src, "end")) {
+			v = jdoc_get(it.doc, it.record, "lines");
+			ends++;
+			if (v && v->type == JT_INT && v->u.i > 0)
+				seen += (unsigned long)v->u.i;
+			continue;
+		}
+		if (!strcmp(it.src, "audit")) {
+			recorded++;
+			continue;
+		}
+		if (strcmp(it.src, "banner") && strcmp(it.src, "line"))
+			continue;
+		recorded++;
+		if (!strcmp(it.src, "line"))
+			n_line++;
 		text = jdoc_get(it.doc, it.record, "text");
 		if (!text || text->type != JT_STR)
 			continue;
+		if (ai->banner_rule) {
+			v = jdoc_get(it.doc, it.record, "rule");
+			if (strcmp(it.src, "banner") || !v || v->type != JT_STR || !arm_rule_is(ai->banner_rule, v->u.s))
+				continue;
+		}
 		texts++;
-		if (pcre2_match(re, (PCRE2_SPTR)text->u.s, text->n, 0, 0, md, NULL) >= 0) {
+		if (!*found && pcre2_match(ai->re, (PCRE2_SPTR)text->u.s, text->n, 0, 0, md, NULL) >= 0) {
 			*found = true;
 			snprintf(res->where, sizeof(res->where), "%s:%ld", path, it.line);
 			arm_excerpt(text->u.s, text->n, res->quote, sizeof(res->quote));
-			break;
 		}
 	}
 	if (!*found && audit_reader_stats(r)->lines - audit_reader_stats(r)->blank == 0) {
 		snprintf(reason, n_reason, "%s is empty", path);
 		goto out;
 	}
-	if (!*found)
-		snprintf(reason, n_reason, "not in %s (%lu banner/line records)", path, texts);
+	if (!*found && !ai->banner_rule && !n_line && (!ends || seen > recorded)) {
+		*blind = true;
+		snprintf(reason, n_reason, "%s recorded only the lines its banner rules matched (taken "
+			 "without --all-lines; %lu lines seen, %lu recorded): a line matching this pattern "
+			 "could not have been recorded; capture with --all-lines, give --log, or name the "
+			 "banner rule that records it (\"rule\")", path, seen, recorded);
+	} else if (!*found) {
+		snprintf(reason, n_reason, "not in %s (%lu %s records)", path, texts,
+			 ai->banner_rule ? ai->banner_rule : "banner/line");
+	}
 	rc = 0;
 out:
 	audit_reader_free(r);
@@ -615,10 +668,12 @@ out:
 }
 
 static void arm_conclude(const struct arm_item *it, struct arm_item_result *res, bool found,
-			 bool unreachable)
+			 int unreachable)
 {
 	if (found)
 		res->verdict = it->forbid ? ARM_FORBIDDEN_PRESENT : ARM_MET;
+	else if (unreachable < 0)
+		res->verdict = ARM_NOT_EVALUABLE;
 	else if (unreachable)
 		res->verdict = ARM_UNREACHABLE;
 	else
@@ -628,7 +683,7 @@ static void arm_conclude(const struct arm_item *it, struct arm_item_result *res,
 static void arm_eval_log(struct arm_ctx *c, const struct arm_item *it, struct arm_item_result *res)
 {
 	char r1[512] = "", r2[512] = "";
-	bool found = false, unreachable = false;
+	bool found = false, unreachable = false, blind = false;
 
 	if (!c->src->log && !c->src->capture) {
 		snprintf(res->reason, sizeof(res->reason), "no engine log or capture given (--log, --capture)");
@@ -638,11 +693,13 @@ static void arm_eval_log(struct arm_ctx *c, const struct arm_item *it, struct ar
 	if (c->src->log && arm_scan_log(c->src->log, it->re, res, &found, r1, sizeof(r1)) < 0)
 		unreachable = true;
 	if (!found && c->src->capture &&
-	    arm_scan_capture(c->src->capture, it->re, res, &found, r2, sizeof(r2)) < 0)
+	    arm_scan_capture(c->src->capture, it, res, &found, &blind, r2, sizeof(r2)) < 0)
 		unreachable = true;
 	if (!found)
 		snprintf(res->reason, sizeof(res->reason), "%.250s%s%.250s", r1, r1[0] && r2[0] ? "; " : "", r2);
-	arm_conclude(it, res, found, unreachable);
+	/* absence in a source that could not have shown the line is no
+	 * evidence: not evaluable (unless a log that has every line was read) */
+	arm_conclude(it, res, found, unreachable ? 1 : blind && !c->src->log ? -1 : 0);
 }
 
 /*
@@ -827,6 +884,47 @@ static void arm_eval_models(struct arm_ctx *c, const struct arm_item *it, struct
 	arm_conclude(it, res, found, false);
 }
 
+/*
+ * Which process's environment is evidence: the one that wrote the audit (the
+ * engine: on vLLM a child of the API server, on tt-run a rank whose
+ * environment is what the launcher forwarded), else the one that printed a
+ * guard banner, else the first. 0 with *pid and a note in `why`; -1 when the
+ * capture has no process with a pid.
+ */
+static int arm_evidence_pid(const char *path, long long *pid, const char **why)
+{
+	struct audit_reader *r = NULL;
+	struct status_info si = { 0 };
+	struct audit_item ai;
+	enum status st;
+	long long first = -1, banner = -1, audit = -1;
+
+	if (audit_reader_open(&r, path, NULL, &si))
+		return -1;
+	while ((st = audit_reader_next(r, &ai, &si)) != STATUS_EOF && audit < 0) {
+		const struct jval *v, *rule;
+
+		if (st || !ai.src)
+			continue;
+		v = jdoc_get(ai.doc, ai.record, "pid");
+		if (!v || v->type != JT_INT)
+			continue;
+		if (!strcmp(ai.src, "start") && first < 0)
+			first = v->u.i;
+		else if (!strcmp(ai.src, "audit"))
+			audit = v->u.i;
+		else if (!strcmp(ai.src, "banner") && banner < 0 && (rule = jdoc_get(ai.doc, ai.record, "rule")) &&
+			 rule->type == JT_STR && !strncmp(rule->u.s, "arm:", 4))
+			banner = v->u.i;
+	}
+	audit_reader_free(r);
+	*pid = audit >= 0 ? audit : banner >= 0 ? banner : first;
+	*why = audit >= 0 ? "the process that wrote the audit" : banner >= 0 ?
+		"the process that printed the guard banner (no audit record)" :
+		"the first process (no audit record, no guard banner)";
+	return *pid >= 0 ? 0 : -1;
+}
+
 static void arm_eval_env(struct arm_ctx *c, const struct arm_item *it, struct arm_item_result *res)
 {
 	struct audit_reader *r = NULL;
@@ -834,18 +932,21 @@ static void arm_eval_env(struct arm_ctx *c, const struct arm_item *it, struct ar
 	struct audit_item ai;
 	enum status st;
 	bool found = false, start = false, unreachable = true;
+	long long pid = -1;
+	const char *whose = "";
 
 	if (!c->src->capture) {
 		snprintf(res->reason, sizeof(res->reason), "no capture given (--capture): the server's "
 			 "environment is known only from a capture's start record");
 		goto out;
 	}
+	(void)arm_evidence_pid(c->src->capture, &pid, &whose);
 	if (audit_reader_open(&r, c->src->capture, NULL, &si)) {
 		snprintf(res->reason, sizeof(res->reason), "%.500s", si.msg);
 		goto out;
 	}
 	while ((st = audit_reader_next(r, &ai, &si)) != STATUS_EOF) {
-		const struct jval *env, *v;
+		const struct jval *env, *v, *p;
 
 		if (st == STATUS_PARSE || st == STATUS_LIMIT)
 			continue;
@@ -854,6 +955,9 @@ static void arm_eval_env(struct arm_ctx *c, const struct arm_item *it, struct ar
 			goto out;
 		}
 		if (!ai.src || strcmp(ai.src, "start"))
+			continue;
+		p = jdoc_get(ai.doc, ai.record, "pid");
+		if (pid >= 0 && (!p || p->type != JT_INT || p->u.i != pid))
 			continue;
 		start = true;
 		env = jdoc_get(ai.doc, ai.record, "env");
@@ -865,8 +969,8 @@ static void arm_eval_env(struct arm_ctx *c, const struct arm_item *it, struct ar
 		unreachable = false;
 		v = jdoc_get(ai.doc, env, it->what);
 		if (!v) {
-			snprintf(res->reason, sizeof(res->reason), "%s:%ld: %s is not in the server's "
-				 "environment", c->src->capture, ai.line, it->what);
+			snprintf(res->reason, sizeof(res->reason), "%s:%ld: %s is not in the environment of "
+				 "%s", c->src->capture, ai.line, it->what, whose);
 		} else if (v->type != JT_STR) {
 			snprintf(res->reason, sizeof(res->reason), "%s:%ld: %s is %s, not a string",
 				 c->src->capture, ai.line, it->what, jdoc_typename(v));
@@ -876,11 +980,14 @@ static void arm_eval_env(struct arm_ctx *c, const struct arm_item *it, struct ar
 		} else {
 			found = true;
 			snprintf(res->where, sizeof(res->where), "%s:%ld", c->src->capture, ai.line);
-			snprintf(res->quote, sizeof(res->quote), "%s=%.300s", it->what, v->u.s);
+			snprintf(res->quote, sizeof(res->quote), "%s=%.300s (%s)", it->what, v->u.s, whose);
 		}
 		break;
 	}
-	if (!start)
+	if (!start && pid >= 0)
+		snprintf(res->reason, sizeof(res->reason), "%s has no start record of pid %lld (%s)",
+			 c->src->capture, pid, whose);
+	else if (!start)
 		snprintf(res->reason, sizeof(res->reason), "%s has no start record", c->src->capture);
 out:
 	audit_reader_free(r);

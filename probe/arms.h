@@ -38,6 +38,8 @@ enum arm_verdict {
 	ARM_FORBIDDEN_PRESENT,  /* forbidden evidence found */
 	ARM_CLEAR,              /* forbidden evidence not found in a source that was read */
 	ARM_UNREACHABLE,        /* the source could not be read, or was empty */
+	ARM_NOT_EVALUABLE,      /* the source read could not have recorded the evidence (a
+				 * capture without --all-lines, for a line no banner rule names) */
 };
 
 struct arm_spec;
@@ -94,7 +96,7 @@ struct arm_result {
 enum status arm_check(const struct arm_spec *s, const char *arm, const struct arm_sources *src,
 		      struct arm_result *r, struct status_info *si);
 
-/* "met", "absent", "forbidden-present", "clear", "source-unreachable". */
+/* "met", "absent", "forbidden-present", "clear", "source-unreachable", "not-evaluable". */
 const char *arm_verdict_name(enum arm_verdict v);
 const char *arm_kind_name(enum arm_kind k);
 

@@ -147,6 +147,8 @@ static const char offline_spec[] =
 	"  \"forbids\": [{\"log\": \"unguarded position match\"}]},\n"
 	" \"bare\": {\"requires\": [{\"log\": \"unguarded position match\"}],\n"
 	"  \"forbids\": [{\"log\": \"QWEN36_[A-Z_]+ engaged\"}]},\n"
+	" \"batch_rule\": {\"requires\": [{\"log\": \"QWEN36_MERGE_BATCH_GUARD engaged\"}, {\"audit\": \"batch\"}],\n"
+	"  \"forbids\": [{\"log\": \"unguarded position match|guard none engaged\", \"rule\": \"arm:bare\"}]},\n"
 	" \"env\": {\"requires\": [{\"env\": \"QWEN36_MERGE_BATCH_GUARD\", \"equals\": \"1\"}],\n"
 	"  \"forbids\": [{\"env\": \"QWEN36_MERGE_STAMP_GUARD\"}]},\n"
 	" \"http\": {\"requires\": [{\"metrics\": \"vllm:cache_config_info\"},\n"
@@ -261,13 +263,27 @@ static void test_unreachable(void **state)
 static void test_capture(void **state)
 {
 	(void)state;
+	/* a capture taken with its rules only could not have recorded the
+	 * forbidden line: its absence there is no evidence, and the arm fails */
 	check("batch", NULL, F("batch.cap.jsonl"));
-	verdicts(ARM_MET, ARM_MET, ARM_CLEAR, 1);
+	verdicts(ARM_MET, ARM_MET, ARM_NOT_EVALUABLE, 0);
 	contains(res->items[0].where, "batch.cap.jsonl:2");
+	contains(res->items[2].reason, "without --all-lines");
+	/* naming the banner rule that records the line makes it evaluable */
+	check("batch_rule", NULL, F("batch.cap.jsonl"));
+	verdicts(ARM_MET, ARM_MET, ARM_CLEAR, 1);
+	/* and so does a log, which has every line */
+	check("batch", F("batch.log"), F("batch.cap.jsonl"));
+	verdicts(ARM_MET, ARM_MET, ARM_CLEAR, 1);
 	check("env", NULL, F("batch.cap.jsonl"));
 	verdicts(ARM_MET, ARM_CLEAR, 0, 1);
-	assert_string_equal(res->items[0].quote, "QWEN36_MERGE_BATCH_GUARD=1");
-	contains(res->items[0].where, "batch.cap.jsonl:1");
+	assert_string_equal(res->items[0].quote, "QWEN36_MERGE_BATCH_GUARD=1 (the process that wrote the audit)");
+	/* the environment is the engine's (the audit writer's), not the
+	 * launcher's: a flag the launcher had and did not forward is absent */
+	check("env", NULL, F("engine-child.cap.jsonl"));
+	verdicts(ARM_ABSENT, ARM_CLEAR, 0, 0);
+	contains(res->items[0].reason, "engine-child.cap.jsonl:2");
+	contains(res->items[0].reason, "the process that wrote the audit");
 	check("env", NULL, F("no-start.cap.jsonl"));
 	verdicts(ARM_UNREACHABLE, ARM_UNREACHABLE, 0, 0);
 	contains(res->items[0].reason, "no start record");
@@ -291,7 +307,7 @@ static void test_env_mismatch(void **state)
 	assert_int_equal(arm_check(s, "x", &src, res, &si), STATUS_OK);
 	verdicts(ARM_ABSENT, ARM_ABSENT, ARM_FORBIDDEN_PRESENT, 0);
 	contains(res->items[0].reason, "QWEN36_MERGE_BATCH_GUARD=1");
-	contains(res->items[1].reason, "not in the server's environment");
+	contains(res->items[1].reason, "not in the environment of the process that wrote the audit");
 	arm_spec_free(s);
 }
 

@@ -8,14 +8,24 @@
 sim_start s --seed 5 --time-scale 0 --slots 4 --send-log "$T/send.jsonl"
 P='-s -H Content-Type:application/json'
 
-# banners in the vLLM and tt-metal style, and the bare arm's engaged line
-contains "$T/s.err" "non-default args: {"
+# vLLM's lines as it prints them: process prefixes, the logo's version, the
+# engine's lines from the engine process, thousands separators, the TT
+# plugin and tt-metal lines, the kit's guard banner through loguru
+grep -q '^(APIServer pid=[0-9]*) INFO [0-9-]* [0-9:]* \[utils.py:326\] non-default args: {' "$T/s.err" ||
+	fail "no prefixed non-default args line"
 contains "$T/s.err" "'max_num_seqs': 4"
-contains "$T/s.err" "GPU KV cache size: 524288 tokens"
-contains "$T/s.err" "TT model runner: trace mode enabled"
-contains "$T/s.err" "[generator.py:1930] async merge: unguarded position match (no merge guard engaged)"
+grep -q '^(APIServer pid=[0-9]*) INFO .* version 0.16.0+ttsim' "$T/s.err" || fail "no logo version line"
+grep -q '^(EngineCore_DP0 pid=[0-9]*) INFO .*\[core.py:108\] Initializing a V1 LLM engine (v0.16.0+ttsim) with config: ' "$T/s.err" ||
+	fail "no engine line from the engine process"
+contains "$T/s.err" "GPU KV cache size: 524,288 tokens"
+contains "$T/s.err" "Maximum concurrency for 131,072 tokens per request: 4.00x"
+contains "$T/s.err" "TTModelRunner: trace_mode=all, sample_on_device_mode=decode_only, enable_model_warmup=True"
+grep -q '^(EngineCore_DP0 pid=[0-9]*) [0-9-]* [0-9:.]* | INFO | ttaudit_emit:88 - ttaudit: guard none engaged (unguarded merge)$' "$T/s.err" ||
+	fail "no kit banner in loguru form"
 contains "$T/s.err" "ttsim: listening on 127.0.0.1:$PORT"
 lacks "$T/s.err" "engaged:"
+# no colour when the output is not a terminal
+lacks "$T/s.err" "$(printf '\033')"
 
 eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" 200 "/health"
 curl -s "$URL/v1/models" >"$T/models.json"
@@ -46,9 +56,15 @@ case "$(jget "$T/c1.json" .id)" in cmpl-????????????????????????????????) ;; *) 
 eq "$(jget "$T/c1.json" '.choices[0].text')" "$(jget "$T/c2.json" '.choices[0].text')" "same prompt, same text"
 [ "$(jget "$T/c1.json" .id)" != "$(jget "$T/c2.json" .id)" ] || fail "ids repeat"
 
-# streamed completion: the same text, chunk by chunk, then [DONE]
-curl -sN $P "$URL/v1/completions" -d '{"prompt":"the river and the stone","max_tokens":7,"stream":true}' >"$T/s1.txt"
-eq "$(grep -c '^data: {' "$T/s1.txt")" 7 "stream chunks"
+# streamed completion: the same text, then [DONE]; chunks as vLLM dumps them
+# (exclude_unset=False: usage null, stop_reason, prompt_token_ids,
+# token_ids in every chunk); several tokens to a chunk when they piled up
+curl -sN $P "$URL/v1/completions" -H 'X-Request-Id: e2e-7' -d '{"prompt":"the river and the stone","max_tokens":7,"stream":true,"return_token_ids":true}' >"$T/s1.txt"
+n=$(grep -c '^data: {' "$T/s1.txt")
+[ "$n" -ge 1 ] && [ "$n" -le 7 ] || fail "stream chunks: $n"
+eq "$(grep '^data: {' "$T/s1.txt" | sed 's/^data: //' | jq -s '[.[].choices[0].token_ids | length] | add')" 7 "token_ids over the stream"
+eq "$(grep -m1 '^data: {' "$T/s1.txt" | sed 's/^data: //' | jq -c '[.usage, .choices[0].stop_reason, .choices[0].prompt_token_ids]')" '[null,null,null]' "completions chunk fields"
+eq "$(grep -m1 '^data: {' "$T/s1.txt" | sed 's/^data: //' | jq -r .id)" cmpl-e2e-7 "X-Request-Id is the external id"
 eq "$(tail -n 2 "$T/s1.txt" | head -n 1)" "data: [DONE]" "stream ends with [DONE]"
 st=$(grep '^data: {' "$T/s1.txt" | sed 's/^data: //' | jq -j '.choices[0].text')
 eq "$st" "$(jget "$T/c1.json" '.choices[0].text')" "streamed text"
@@ -60,7 +76,8 @@ grep '^data: {' "$T/chat.txt" | sed 's/^data: //' >"$T/chat.jsonl"
 eq "$(head -n 1 "$T/chat.jsonl" | jq -r '.choices[0].delta.role')" assistant "role chunk first"
 eq "$(tail -n 1 "$T/chat.jsonl" | jq -r .usage.completion_tokens)" 5 "chat usage"
 eq "$(tail -n 1 "$T/chat.jsonl" | jq -r '.choices | length')" 0 "usage chunk has no choices"
-eq "$(sed -n 6p "$T/chat.jsonl" | jq -r '.choices[0].finish_reason')" length "last token carries finish_reason"
+eq "$(jq -s -r '[.[] | select(.choices | length > 0)] | last | .choices[0].finish_reason' "$T/chat.jsonl")" length "last token carries finish_reason"
+eq "$(jq -s -r '[.[] | select(.choices | length > 0)] | last | .choices[0] | has("stop_reason") and has("token_ids")' "$T/chat.jsonl")" true "finishing chunk fields"
 eq "$(head -n 1 "$T/chat.jsonl" | jq -r .object)" chat.completion.chunk "chunk object"
 case "$(head -n 1 "$T/chat.jsonl" | jq -r .id)" in chatcmpl-*) ;; *) fail "chat id" ;; esac
 curl $P "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":[{"type":"text","text":"hello there"}]}],"max_completion_tokens":5}' >"$T/chat.json"
@@ -93,19 +110,20 @@ curl -s "$URL/metrics" >"$T/metrics.txt"
 for m in 'vllm:cache_config_info{' 'vllm:num_requests_running{' 'vllm:num_requests_waiting{' \
 	'vllm:prompt_tokens_total{' 'vllm:generation_tokens_total{' 'vllm:prefix_cache_queries_total{' \
 	'vllm:time_to_first_token_seconds_bucket{' 'vllm:inter_token_latency_seconds_bucket{' \
+	'vllm:request_time_per_output_token_seconds_bucket{' \
 	'vllm:e2e_request_latency_seconds_count{' 'vllm:request_success_total{'; do
 	contains "$T/metrics.txt" "$m"
 done
 grep -q '^vllm:cache_config_info{.*} 1.0$' "$T/metrics.txt" || fail "cache_config_info value"
 grep -q '^vllm:num_requests_running{.*} 0.0$' "$T/metrics.txt" || fail "running after the requests"
+lacks "$T/metrics.txt" "vllm:time_per_output_token_seconds"
 
-# errors: vLLM's shape, and the server keeps serving
+# errors: vLLM's nested shape (PR #22099), and the server keeps serving
 code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt": oops}')
 eq "$code" 400 "malformed JSON status"
-eq "$(jget "$T/e.json" .object)" error "error object"
-eq "$(jget "$T/e.json" .type)" BadRequestError "error type"
-eq "$(jget "$T/e.json" .code)" 400 "error code"
-eq "$(jget "$T/e.json" .param)" null "error param"
+eq "$(jget "$T/e.json" .error.type)" BadRequestError "error type"
+eq "$(jget "$T/e.json" .error.code)" 400 "error code"
+eq "$(jget "$T/e.json" .error.param)" null "error param"
 code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt":"a","max_tokens":500000}')
 eq "$code" 400 "huge max_tokens"
 contains "$T/e.json" "maximum context length is 131072 tokens"
@@ -121,7 +139,32 @@ code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" --data-bin
 eq "$code" 400 "oversized body"
 eq "$(curl $P "$URL/v1/completions" -d "$body" | jq -r .usage.completion_tokens)" 7 "still serving"
 
-# the audit went to stderr as log lines
-contains "$T/s.err" '[generator.py:1930] MERGE_AUDIT {"ev":"config","slots":4'
+# the audit: the engine process's loguru lines, request ids suffixed as the
+# engine's are (<external id>-<8 hex>)
+grep -q '^(EngineCore_DP0 pid=[0-9]*) .* | INFO | generator:1930 - MERGE_AUDIT {"ev":"config","slots":4' "$T/s.err" ||
+	fail "no audit config line from the engine process"
 grep -q 'MERGE_AUDIT {"ev":"merge",' "$T/s.err" || fail "no merge event on stderr"
+grep -q '"req":"cmpl-e2e-7-[0-9a-f]\{8\}"' "$T/s.err" || fail "engine id not suffixed"
+sim_stop
+
+# reasoning (a reasoning parser): thinking text in delta.reasoning, then the
+# answer; an in-stream error as vLLM sends it; 0.10's field and error shape
+sim_start r --seed 5 --time-scale 0 --reasoning 3 --stream-error-rate 1 --no-merge
+curl -sN $P "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"hello"}],"max_tokens":6,"stream":true}' >"$T/r.txt"
+grep '^data: {' "$T/r.txt" | sed 's/^data: //' >"$T/r.jsonl"
+eq "$(sed -n 2p "$T/r.jsonl" | jq -r '.choices[0].delta | keys[0]')" reasoning "thinking text in delta.reasoning"
+contains "$T/r.txt" 'data: {"error": {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}'
+eq "$(tail -n 2 "$T/r.txt" | head -n 1)" "data: [DONE]" "an in-stream error, then [DONE]"
+sim_stop
+sim_start old --seed 5 --time-scale 0 --reasoning 2 --vllm-version 0.10 --no-merge
+curl -sN $P "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"hello"}],"max_tokens":4,"stream":true}' >"$T/o.txt"
+grep '^data: {' "$T/o.txt" | sed 's/^data: //' >"$T/o.jsonl"
+eq "$(sed -n 2p "$T/o.jsonl" | jq -r '.choices[0].delta | keys[0]')" reasoning_content "0.10: delta.reasoning_content"
+code=$(curl $P -o "$T/e.json" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt": oops}')
+eq "$(jget "$T/e.json" .object)" error "0.10: the flat error body"
+contains "$T/old.err" "vLLM API server version 0.10.1+ttsim"
+curl -s "$URL/metrics" >"$T/m10.txt"
+contains "$T/m10.txt" "vllm:time_per_output_token_seconds_bucket{"
+contains "$T/m10.txt" "vllm:gpu_prefix_cache_hits_total{"
+grep -q '"req":"chatcmpl-[0-9a-f]\{32\}"' "$T/old.err" || fail "0.10: the engine id is the response id"
 sim_stop

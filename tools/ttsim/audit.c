@@ -20,6 +20,7 @@ struct ttsim_audit {
 	int fd;                  /* where lines go */
 	bool own_fd;             /* opened by ttsim_audit_open */
 	bool prefixed;           /* log-line form */
+	const char *tag;         /* engine-pipe form: this literal before MERGE_AUDIT; NULL none */
 	char *buf;               /* the line being built, AUDIT_LINE_MAX bytes */
 	size_t len;              /* bytes used in buf */
 	bool overflow;           /* the line hit the cap: it is dropped */
@@ -66,6 +67,11 @@ enum status ttsim_audit_open(const char *path, bool prefixed, struct ttsim_audit
 	a->own_fd = fd != STDOUT_FILENO;
 	*out = a;
 	return STATUS_OK;
+}
+
+void ttsim_audit_set_tag(struct ttsim_audit *a, const char *tag)
+{
+	a->tag = tag;
 }
 
 void ttsim_audit_free(struct ttsim_audit *a)
@@ -133,7 +139,9 @@ static void audit_begin(struct ttsim_audit *a, const char *ev)
 {
 	a->len = 0;
 	a->overflow = false;
-	if (a->prefixed) {
+	if (a->tag) {
+		audit_put(a, "%sMERGE_AUDIT ", a->tag);
+	} else if (a->prefixed) {
 		a->len = ttsim_log_prefix("INFO", "generator.py:1930", a->buf, AUDIT_LINE_MAX);
 		audit_put(a, "MERGE_AUDIT ");
 	}

@@ -22,6 +22,9 @@ enum status ttsim_audit_open(const char *path, bool prefixed, struct ttsim_audit
 			     struct status_info *si);
 /* Writes to fd, which stays the caller's. NULL on allocation failure. */
 struct ttsim_audit *ttsim_audit_new_fd(int fd, bool prefixed);
+/* Lines begin with `tag` (a static string) instead of the log prefix: the
+ * engine process's pipe form, which adds its own (main.c). */
+void ttsim_audit_set_tag(struct ttsim_audit *a, const char *tag);
 /* Closes the file if ttsim_audit_open opened it. NULL is fine. */
 void ttsim_audit_free(struct ttsim_audit *a);
 

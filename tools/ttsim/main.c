@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -301,39 +303,238 @@ static unsigned main_raise_nofile(void)
 	return rl.rlim_cur > 128 ? (unsigned)(rl.rlim_cur - 64) : 64;
 }
 
-static void main_banners(const struct ttsim_server_config *c, unsigned banner_arm,
-			 bool banner, int port_arg)
+/* --- the engine core process ---------------------------------------------- *
+ * vLLM runs its engine in a child process whose lines carry its own prefix
+ * "(EngineCore_DP0 pid=N) ". ttsim does the same: `ttsim engine-core` is
+ * exec'd with the read end of a pipe on fd 3 and writes, with its prefix,
+ * what the server sends it, one line per record:
+ *   L|LEVEL|where|text   a vLLM logger line on its stdout
+ *   G|LEVEL|where|text   a loguru line on its stderr (tt-metal's model code,
+ *                        the generator's audit and guard lines)
+ *   S|text               a tt-metal C++ (spdlog) line on its stdout, as is
+ * So the engine lines, the audit and the guard lines are written by the
+ * engine process, whose start record a capture has, as on the real stack. */
+
+#define ENGINE_LINE_MAX (1u << 20)
+
+static int main_engine_fd = -1;   /* the pipe to the engine process; -1 none */
+static pid_t main_engine_pid = -1;
+
+/* One record to the engine process (or, without one, printed here). */
+static void main_eng(char tag, const char *level, const char *where, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void main_eng(char tag, const char *level, const char *where, const char *fmt, ...)
+{
+	char line[8192], msg[7000];
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (main_engine_fd < 0) {
+		if (tag == 'G')
+			ttsim_loguru(STDERR_FILENO, level, where, "%s", msg);
+		else if (tag == 'S')
+			(void)dprintf(STDOUT_FILENO, "%s%s\n", ttsim_log_proc_prefix(1), msg);
+		else
+			ttsim_log(STDOUT_FILENO, level, where, "%s", msg);
+		return;
+	}
+	if (tag == 'S')
+		w = snprintf(line, sizeof(line), "S|%s\n", msg);
+	else
+		w = snprintf(line, sizeof(line), "%c|%s|%s|%s\n", tag, level, where, msg);
+	if (w > 0)
+		(void)ttsim_log_write_all(main_engine_fd, line, (size_t)w < sizeof(line) ? (size_t)w : sizeof(line) - 1);
+}
+
+/* Starts `ttsim engine-core`; without it the engine's lines are this
+ * process's (said on stderr). */
+static void main_engine_start(void)
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		goto none;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		goto none;
+	}
+	if (pid == 0) {
+		/* fd 3 without close-on-exec (dup2 onto itself keeps the flag) */
+		if (pfd[0] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(pfd[0], 3) < 0)
+			_exit(127);
+		execl("/proc/self/exe", "ttsim", "engine-core", (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[0]);
+	main_engine_fd = pfd[1];
+	main_engine_pid = pid;
+	return;
+none:
+	fprintf(stderr, "ttsim serve: no engine process (%s): its lines are printed by this one\n",
+		strerror(errno));
+}
+
+static void main_engine_stop(void)
+{
+	int st;
+
+	if (main_engine_fd < 0)
+		return;
+	close(main_engine_fd);
+	main_engine_fd = -1;
+	while (waitpid(main_engine_pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* `ttsim engine-core`: prefixes what fd 3 brings until it closes. */
+static int cmd_engine_core(void)
+{
+	char *buf = malloc(ENGINE_LINE_MAX + 1), *line, *nl, *f1, *f2, *f3;
+	size_t len = 0, off;
+	ssize_t got;
+	sigset_t sigs;
+
+	if (!buf)
+		return 1;
+	/* the server stops it by closing the pipe, after its last line */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	ttsim_log_setup("EngineCore_DP0");
+	for (;;) {
+		got = read(3, buf + len, ENGINE_LINE_MAX - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+		off = 0;
+		while ((nl = memchr(buf + off, '\n', len - off)) || len == ENGINE_LINE_MAX) {
+			line = buf + off;
+			if (!nl)
+				nl = buf + len - 1;   /* an overlong record: cut */
+			*nl = '\0';
+			off = (size_t)(nl - buf) + 1;
+			if (line[0] == 'S' && line[1] == '|') {
+				(void)dprintf(STDOUT_FILENO, "%s%s\n", ttsim_log_proc_prefix(1), line + 2);
+				continue;
+			}
+			f1 = line[1] == '|' ? line + 2 : NULL;
+			f2 = f1 ? strchr(f1, '|') : NULL;
+			f3 = f2 ? strchr(f2 + 1, '|') : NULL;
+			if (!f3)
+				continue;
+			*f2 = *f3 = '\0';
+			if (line[0] == 'G')
+				ttsim_loguru(STDERR_FILENO, f1, f2 + 1, "%s", f3 + 1);
+			else
+				ttsim_log(STDOUT_FILENO, f1, f2 + 1, "%s", f3 + 1);
+			if (len == off)
+				break;
+		}
+		memmove(buf, buf + off, len - off);
+		len -= off;
+	}
+	free(buf);
+	return 0;
+}
+
+/* A number with thousands separators, as vLLM prints token counts. */
+static const char *main_thousands(long long v, char *buf, size_t n)
+{
+	char raw[32];
+	size_t len, i, k = 0;
+
+	snprintf(raw, sizeof(raw), "%lld", v);
+	len = strlen(raw);
+	for (i = 0; i < len && k + 2 < n; i++) {
+		if (i && (len - i) % 3 == 0 && raw[i - 1] != '-')
+			buf[k++] = ',';
+		buf[k++] = raw[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+/* The start-up lines vLLM's API server prints (this process). */
+static void main_api_banners(const struct ttsim_server_config *c, int port_arg)
 {
 	const struct ttsim_model_config *m = &c->model;
-	const char *lines[TTSIM_RULE_COUNT + 1];
-	size_t i, n;
-	int fd = STDERR_FILENO;
+	const char *ver = ttsim_server_version(c);
 
-	ttsim_log(fd, "INFO", "api_server.py:1805", "vLLM API server version 0.10.1+ttsim");
-	ttsim_log(fd, "INFO", "utils.py:326", "non-default args: {'model': '%s', 'host': "
+	/* vLLM PR #32796: the logo (no colour unless the stream is coloured);
+	 * 0.10 printed "vLLM API server version X" */
+	if (c->vllm_minor == 10)
+		ttsim_log(STDOUT_FILENO, "INFO", "api_server.py:1805", "vLLM API server version %s", ver);
+	else if (getenv("VLLM_DISABLE_LOG_LOGO") && strcmp(getenv("VLLM_DISABLE_LOG_LOGO"), "0"))
+		ttsim_log(STDOUT_FILENO, "INFO", "utils.py:299", "vLLM server version %s, serving model %s",
+			  ver, c->model_name);
+	else
+		ttsim_log(STDOUT_FILENO, "INFO", "utils.py:299",
+			  "\n       \u2588     \u2588     \u2588\u2584   \u2584\u2588\n"
+			  " \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version %s\n"
+			  "  \u2588\u2584\u2588\u2580 \u2588     \u2588     \u2588     \u2588  model   %s\n"
+			  "   \u2580\u2580  \u2580\u2580\u2580\u2580\u2580 \u2580\u2580\u2580\u2580\u2580 \u2580     \u2580\n",
+			  ver, c->model_name);
+	ttsim_log(STDOUT_FILENO, "INFO", "utils.py:326", "non-default args: {'model': '%s', 'host': "
 		  "'127.0.0.1', 'port': %d, 'seed': %llu, 'max_model_len': %lld, "
 		  "'max_num_seqs': %d, 'enable_prefix_caching': %s}", c->model_name, port_arg,
 		  m->seed, m->max_model_len, m->slots, m->cache_blocks > 0 ? "True" : "False");
-	ttsim_log(fd, "INFO", "core.py:69", "Initializing a V1 LLM engine (v0.10.1+ttsim) with "
-		  "config: model='%s', speculative_config=None, tokenizer='%s', "
-		  "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
-		  "trust_remote_code=False, dtype=torch.bfloat16, max_seq_len=%lld, "
-		  "download_dir=None, load_format=auto, tensor_parallel_size=1, "
-		  "pipeline_parallel_size=1, device_config=tt, seed=%llu, served_model_name=%s, "
-		  "enable_prefix_caching=%s, max_num_seqs=%d, async_output_proc=True",
-		  c->model_name, c->model_name, m->max_model_len, m->seed, c->model_name,
-		  m->cache_blocks > 0 ? "True" : "False", m->slots);
-	ttsim_log(fd, "INFO", "tt_model_runner.py:212", "TT model runner: trace mode enabled "
-		  "(decode), sampling on device: decode_only, async-ahead decode: on, host buffer "
-		  "refresh every %d decode(s)", m->refresh_every);
-	ttsim_log(fd, "INFO", "kv_cache_utils.py:829", "GPU KV cache size: %lld tokens",
-		  (long long)m->slots * m->max_model_len);
-	ttsim_log(fd, "INFO", "kv_cache_utils.py:833", "Maximum concurrency for %lld tokens per "
-		  "request: %d.00x", m->max_model_len, m->slots);
-	if (banner) {
-		n = ttsim_guard_banners(banner_arm, lines, TTSIM_RULE_COUNT + 1);
-		for (i = 0; i < n && i < TTSIM_RULE_COUNT + 1; i++)
-			ttsim_log(fd, "INFO", "generator.py:1930", "%s", lines[i]);
+}
+
+/* The engine's start-up lines: vLLM's engine, the TT plugin, tt-metal. */
+static void main_engine_banners(const struct ttsim_server_config *c, unsigned banner_arm,
+				bool banner, bool arm_from_env)
+{
+	const struct ttsim_model_config *m = &c->model;
+	char a[32], b[32];
+	unsigned i;
+
+	main_eng('S', NULL, NULL, "                 Device | INFO     | Opening user mode device driver (tt_cluster.cpp:211)");
+	main_eng('S', NULL, NULL, "                 Device | INFO     | Established cluster ETH FW version: 6.14.0 (tt_cluster.cpp:1145)");
+	main_eng('L', "INFO", "core.py:108", "Initializing a V1 LLM engine (v%s) with config: model='%s', "
+		 "speculative_config=None, tokenizer='%s', skip_tokenizer_init=False, tokenizer_mode=auto, "
+		 "revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len=%lld, "
+		 "download_dir=None, load_format=auto, tensor_parallel_size=1, pipeline_parallel_size=1, "
+		 "device_config=tt, seed=%llu, served_model_name=%s, enable_prefix_caching=%s, max_num_seqs=%d",
+		 ttsim_server_version(c), c->model_name, c->model_name, m->max_model_len, m->seed,
+		 c->model_name, m->cache_blocks > 0 ? "True" : "False", m->slots);
+	main_eng('L', "INFO", "platform.py:500", "Automatic prefix caching is %s",
+		 m->cache_blocks > 0 ? "enabled" : "disabled");
+	main_eng('G', "INFO", "ttnn.distributed:120", "Attempting to open mesh device with grid shape (1, 4)");
+	main_eng('G', "INFO", "ttnn.distributed:131", "multidevice with 4 devices and grid (1, 4) is created");
+	main_eng('L', "INFO", "model_runner.py:271", "TTModelRunner: trace_mode=all, sample_on_device_mode=decode_only, "
+		 "enable_model_warmup=True");
+	main_eng('L', "INFO", "kv_cache_utils.py:1319", "GPU KV cache size: %s tokens",
+		 main_thousands((long long)m->slots * m->max_model_len, a, sizeof(a)));
+	main_eng('L', "INFO", "kv_cache_utils.py:1325", "Maximum concurrency for %s tokens per request: %d.00x",
+		 main_thousands(m->max_model_len, b, sizeof(b)), m->slots);
+	if (!banner)
+		return;
+	/* the instrumentation kit's lines (its guard banners): one per guard
+	 * flag the engine process has, or "none" */
+	if (!(banner_arm & TTSIM_RULE_ALL)) {
+		main_eng('G', "INFO", "ttaudit_emit:88", "ttaudit: guard none engaged (unguarded merge)");
+		return;
+	}
+	for (i = 0; i < TTSIM_RULE_COUNT; i++) {
+		char nm[TTSIM_ARM_NAME_MAX];
+
+		if (!(banner_arm & (1u << i)))
+			continue;
+		if (arm_from_env)
+			main_eng('G', "INFO", "ttaudit_emit:88", "ttaudit: guard %s engaged (env %s=1)",
+				 ttsim_guard_env_name(1u << i), ttsim_guard_env_name(1u << i));
+		else
+			main_eng('G', "INFO", "ttaudit_emit:88", "ttaudit: guard %s engaged (ttsim --arm %s)",
+				 ttsim_guard_env_name(1u << i), ttsim_guard_name(banner_arm, nm, sizeof(nm)));
 	}
 }
 
@@ -376,6 +577,13 @@ static int cmd_serve(int argc, char **argv)
 		{ "noise", required_argument, NULL, 'o' },
 		{ "load-time", required_argument, NULL, 'l' },
 		{ "never-generate", no_argument, NULL, 'X' },
+		{ "profile", required_argument, NULL, 'Y' },
+		{ "vllm-version", required_argument, NULL, 'V' },
+		{ "stream-interval", required_argument, NULL, 'I' },
+		{ "no-merge", no_argument, NULL, 'M' },
+		{ "reasoning", required_argument, NULL, 'Q' },
+		{ "stream-error-rate", required_argument, NULL, 'E' },
+		{ "metrics", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ttsim_server_config c;
@@ -432,6 +640,41 @@ static int cmd_serve(int argc, char **argv)
 		case 'S':
 			c.send_log = optarg;
 			break;
+		case 'Y':
+			if (!strcmp(optarg, "vllm"))
+				c.profile = TTSIM_VLLM;
+			else if (!strcmp(optarg, "llamacpp"))
+				c.profile = TTSIM_LLAMACPP;
+			else
+				return main_usage_error("serve", "--profile '%s': want vllm or llamacpp", optarg);
+			break;
+		case 'V':
+			if (!strncmp(optarg, "0.10", 4))
+				c.vllm_minor = 10;
+			else if (!strcmp(optarg, "current") || !strcmp(optarg, "0.16"))
+				c.vllm_minor = 0;
+			else
+				return main_usage_error("serve", "--vllm-version '%s': want current or 0.10", optarg);
+			break;
+		case 'I':
+			if (!main_ll(optarg, 1, 64, &v))
+				return main_usage_error("serve", "--stream-interval '%s': want 1..64", optarg);
+			c.stream_interval = (int)v;
+			break;
+		case 'M':
+			c.no_merge = true;
+			break;
+		case 'Q':
+			if (!main_ll(optarg, 0, 1 << 20, &v))
+				return main_usage_error("serve", "--reasoning '%s': want a token count", optarg);
+			c.reasoning = (int)v;
+			break;
+		case 'E':
+			dp = &c.stream_error_rate;
+			break;
+		case 'K':
+			c.metrics = true;
+			break;
 		case 'f':
 			if (!strcmp(optarg, "banner-only"))
 				fault_banner_only = true;
@@ -485,7 +728,16 @@ static int cmd_serve(int argc, char **argv)
 			       "  --truncate-rate P   end a stream early without [DONE]\n"
 			       "  --noise P           step time x (1 + P*u), u redrawn every 256 steps\n"
 			       "  --load-time S       every route answers 503 for S seconds\n"
-			       "  --never-generate    accept requests, never produce a token\n%s",
+			       "  --never-generate    accept requests, never produce a token\n"
+			       "  --stream-error-rate P  end a stream with an in-stream error after a token\n"
+			       "the server it is:\n"
+			       "  --profile P         vllm (default) or llamacpp (llama-server's surfaces)\n"
+			       "  --vllm-version V    current (default) or 0.10 (flat errors, reasoning_content,\n"
+			       "                      0.10 metric names, no engine id suffix)\n"
+			       "  --stream-interval N at least N tokens per chunk (vLLM --stream-interval)\n"
+			       "  --no-merge          one token per chunk even when tokens piled up\n"
+			       "  --reasoning N       chat: the first N tokens are thinking text (delta.reasoning)\n"
+			       "  --metrics           llamacpp: serve /metrics (501 without it)\n%s",
 			       main_model_help);
 			return 0;
 		default:
@@ -526,25 +778,53 @@ static int cmd_serve(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	main_banners(&c, arm, !fault_no_banner, c.port);
+	if (c.profile == TTSIM_VLLM) {
+		ttsim_log_setup("APIServer");
+		main_api_banners(&c, c.port);
+		main_engine_start();
+		if (audit && !audit_path && main_engine_fd >= 0) {
+			/* the audit is the engine's, through loguru on its stderr */
+			ttsim_audit_free(audit);
+			audit = ttsim_audit_new_fd(main_engine_fd, true);
+			if (!audit) {
+				fprintf(stderr, "ttsim serve: out of memory\n");
+				goto out;
+			}
+			ttsim_audit_set_tag(audit, "G|INFO|generator:1930|");
+			c.audit = audit;
+		}
+		main_engine_banners(&c, arm, !fault_no_banner, !arm_set);
+	} else {
+		ttsim_log_setup(NULL);
+		fprintf(stderr, "build: 6000 (ttsim) with cc for x86_64-linux-gnu\n"
+			"main: loading model\n");
+	}
 	if (ttsim_server_start(&c, &srv, &si)) {
 		fprintf(stderr, "ttsim serve: %s\n", si.msg);
 		goto out;
 	}
-	ttsim_log(STDERR_FILENO, "INFO", "api_server.py:1880", "Starting vLLM API server 0 on "
-		  "http://127.0.0.1:%d", ttsim_server_port(srv));
+	if (c.profile == TTSIM_VLLM)
+		ttsim_log(STDOUT_FILENO, "INFO", "api_server.py:1880", "Starting vLLM API server 0 on "
+			  "http://127.0.0.1:%d", ttsim_server_port(srv));
+	else
+		fprintf(stderr, "main: server is listening on http://127.0.0.1:%d - starting the main loop\n",
+			ttsim_server_port(srv));
 	fprintf(stderr, "ttsim: listening on 127.0.0.1:%d\n", ttsim_server_port(srv));
 	if (port_file && main_write_port_file(port_file, ttsim_server_port(srv)) < 0) {
 		fprintf(stderr, "ttsim serve: %s: cannot write the port file: %s\n", port_file,
 			strerror(errno));
 		goto out;
 	}
-	fprintf(stderr, "INFO:     Application startup complete.\n");
+	if (c.profile == TTSIM_VLLM)
+		(void)dprintf(STDOUT_FILENO, "%sINFO:     Application startup complete.\n",
+			      ttsim_log_proc_prefix(1));
 	sigwait(&sigs, &sig);
-	ttsim_log(STDERR_FILENO, "INFO", "launcher.py:80", "Shutting down FastAPI HTTP server.");
+	if (c.profile == TTSIM_VLLM)
+		ttsim_log(STDOUT_FILENO, "INFO", "launcher.py:80", "Shutting down FastAPI HTTP server.");
 	rc = 0;
 out:
 	ttsim_server_stop(srv);
+	main_engine_stop();
 	if (audit && ttsim_audit_lost(audit)) {
 		fprintf(stderr, "ttsim serve: %llu audit lines could not be written\n",
 			ttsim_audit_lost(audit));
@@ -581,6 +861,8 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "engine-core"))
+		return cmd_engine_core();
 	fprintf(stderr, "ttsim: '%s' is not a command\n", argv[1]);
 	main_usage(stderr);
 	return 2;

@@ -40,7 +40,7 @@
 #include "status.h"
 
 #define TTSIM_MAX_SLOTS 256
-#define TTSIM_ID_MAX 64
+#define TTSIM_ID_MAX 128
 #define TTSIM_MAX_TRACKED 16
 
 struct ttsim_model_config {

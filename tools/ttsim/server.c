@@ -43,7 +43,8 @@
 #include "vocab.h"
 
 #define SRV_BODY_MAX (8u << 20)      /* request body cap */
-#define SRV_CHUNK_MAX 2048           /* one SSE chunk; token text is short */
+#define SRV_CHUNK_MAX 8192           /* one SSE chunk: up to SRV_MERGE_MAX tokens */
+#define SRV_MERGE_MAX 64             /* tokens one chunk carries at most */
 #define SRV_BLOCK 16384              /* bytes MHD asks a stream for at most */
 #define SRV_PROBE_S 0.5              /* a waiting connection checks for a gone client */
 #define SRV_NAME_MAX 256
@@ -61,15 +62,19 @@ struct hist {
 	double sum;
 };
 
-enum sphase { SP_ROLE = 0, SP_TOKENS, SP_USAGE, SP_DONE, SP_END };
+enum sphase { SP_ROLE = 0, SP_TOKENS, SP_FINAL, SP_ERROR, SP_USAGE, SP_DONE, SP_END };
 
 /* One completion request, shared by its connection thread and the model. */
 struct sreq {
 	struct ttsim_server *srv;
 	struct sreq *prev, *next;    /* srv->live */
 	struct MHD_Connection *conn; /* for the disconnect probe */
-	char id[TTSIM_ID_MAX];
+	char id[TTSIM_ID_MAX];       /* the response's id */
+	char eid[TTSIM_ID_MAX];      /* the engine's id (the audit's): vLLM suffixes the response id */
 	bool chat, stream, include_usage;
+	bool continuous_usage;       /* stream_options.continuous_usage_stats */
+	bool return_token_ids;       /* return_token_ids: token_ids in every chunk */
+	int error_at;                /* stream error fault: after this many tokens, -1 = none */
 	int n_prompt, max_tokens;
 	int *toks, n_tok;            /* delivered by the model, cap max_tokens */
 	int n_sent;                  /* token chunks formatted for the client */
@@ -82,7 +87,7 @@ struct sreq {
 	enum sphase phase;
 	char chunk[SRV_CHUNK_MAX];
 	size_t chunk_len, chunk_off;
-	int chunk_tok;               /* token index rq->chunk carries, -1 = none */
+	int chunk_lo, chunk_hi;      /* token indexes rq->chunk carries, lo > hi = none */
 	long created;
 	/* Waiting (srv->mu): suspended by us, to be resumed once. */
 	bool suspended;
@@ -121,8 +126,9 @@ struct ttsim_server {
 	pthread_cond_t work_cv;
 	pthread_cond_t hk_cv;        /* CLOCK_MONOTONIC */
 	double hk_next;              /* when the housekeeping thread wakes next */
-	pthread_t gen_thread, hk_thread;
-	bool gen_started, hk_started, stopping;
+	pthread_t gen_thread, hk_thread, listen_thread;
+	bool gen_started, hk_started, listen_started, stopping;
+	int lfd;                     /* the bound socket, until MHD has it; -1 */
 	struct ttsim_model *model;
 	struct sreq *live;
 	uint64_t rng;                /* fault decisions and ids */
@@ -201,7 +207,8 @@ static void sreq_release(struct sreq *rq)
 	free(rq);
 }
 
-static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, int max_tokens)
+static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, int max_tokens,
+			     const char *xrid)
 {
 	struct sreq *rq = calloc(1, sizeof(*rq));
 	uint64_t a, b;
@@ -218,7 +225,9 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	rq->n_prompt = n_prompt;
 	rq->max_tokens = max_tokens;
 	rq->reset_at = rq->truncate_at = rq->stall_at = -1;
-	rq->chunk_tok = -1;
+	rq->chunk_lo = 0;
+	rq->chunk_hi = -1;
+	rq->error_at = -1;
 	rq->pend_lo = 0;
 	rq->pend_hi = -1;
 	rq->fd = -1;
@@ -227,8 +236,20 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	rq->t_arrival = srv_mono();
 	a = srv_rand64(&srv->rng);
 	b = srv_rand64(&srv->rng);
-	snprintf(rq->id, sizeof(rq->id), "%s-%016llx%016llx", chat ? "chatcmpl" : "cmpl",
-		 (unsigned long long)a, (unsigned long long)b);
+	if (xrid && *xrid && srv->c.profile == TTSIM_VLLM)
+		/* vLLM: the X-Request-Id is the external id (engine/serving.py) */
+		snprintf(rq->id, sizeof(rq->id), "%s-%.*s", chat ? "chatcmpl" : "cmpl",
+			 TTSIM_ID_MAX - 30, xrid);
+	else
+		snprintf(rq->id, sizeof(rq->id), "%s-%016llx%016llx", chat ? "chatcmpl" : "cmpl",
+			 (unsigned long long)a, (unsigned long long)b);
+	/* since vLLM PR #27987 the engine's id is `<external id>-<8 hex>`
+	 * (v1/engine/input_processor.py); the model, and so the audit, sees that */
+	if (srv->c.profile == TTSIM_VLLM && srv->c.vllm_minor != 10)
+		snprintf(rq->eid, sizeof(rq->eid), "%.*s-%08llx", TTSIM_ID_MAX - 10, rq->id,
+			 (unsigned long long)(srv_rand64(&srv->rng) & 0xffffffffu));
+	else
+		snprintf(rq->eid, sizeof(rq->eid), "%s", rq->id);
 	rq->next = srv->live;
 	if (srv->live)
 		srv->live->prev = rq;
@@ -423,12 +444,47 @@ static const char *srv_err_type(unsigned code)
 	}
 }
 
-/* vLLM's error body: {"object":"error","message":...,"type":...,"param":...,"code":N}. */
-static enum MHD_Result srv_error(struct MHD_Connection *conn, unsigned code, const char *param,
-				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/*
+ * The error body each server sends. vLLM since PR #22099 nests it,
+ * {"error":{"message","type","param","code"}} (engine/protocol.py ErrorResponse);
+ * 0.10 sent {"object":"error","message",...} flat; llama-server
+ * {"error":{"code","message","type"}}.
+ */
+static cJSON *srv_error_body(const struct ttsim_server *srv, unsigned code, const char *param,
+			     const char *msg)
+{
+	cJSON *j = cJSON_CreateObject(), *e = j;
 
-static enum MHD_Result srv_error(struct MHD_Connection *conn, unsigned code, const char *param,
-				 const char *fmt, ...)
+	if (!j)
+		return NULL;
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		e = cJSON_AddObjectToObject(j, "error");
+		cJSON_AddNumberToObject(e, "code", code);
+		cJSON_AddStringToObject(e, "message", msg);
+		cJSON_AddStringToObject(e, "type", code == 404 ? "not_found_error" : code >= 500 ?
+					"server_error" : "invalid_request_error");
+		return j;
+	}
+	if (srv->c.vllm_minor == 10)
+		cJSON_AddStringToObject(j, "object", "error");
+	else
+		e = cJSON_AddObjectToObject(j, "error");
+	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddStringToObject(e, "type", srv_err_type(code));
+	if (param)
+		cJSON_AddStringToObject(e, "param", param);
+	else
+		cJSON_AddNullToObject(e, "param");
+	cJSON_AddNumberToObject(e, "code", code);
+	return j;
+}
+
+static enum MHD_Result srv_error(const struct ttsim_server *srv, struct MHD_Connection *conn,
+				 unsigned code, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static enum MHD_Result srv_error(const struct ttsim_server *srv, struct MHD_Connection *conn,
+				 unsigned code, const char *param, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -438,17 +494,9 @@ static enum MHD_Result srv_error(struct MHD_Connection *conn, unsigned code, con
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	j = cJSON_CreateObject();
+	j = srv_error_body(srv, code, param, msg);
 	if (!j)
 		return MHD_NO;
-	cJSON_AddStringToObject(j, "object", "error");
-	cJSON_AddStringToObject(j, "message", msg);
-	cJSON_AddStringToObject(j, "type", srv_err_type(code));
-	if (param)
-		cJSON_AddStringToObject(j, "param", param);
-	else
-		cJSON_AddNullToObject(j, "param");
-	cJSON_AddNumberToObject(j, "code", code);
 	ret = srv_send_json(conn, code, j);
 	cJSON_Delete(j);
 	return ret;
@@ -686,25 +734,133 @@ static void srv_chunk(struct sreq *rq, const char *fmt, ...)
 	rq->chunk_off = 0;
 }
 
-static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int i)
+/* Appends printf output to rq->chunk (truncated at the cap, never overrun). */
+static void srv_cat(struct sreq *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void srv_cat(struct sreq *rq, const char *fmt, ...)
 {
-	char text[96];
-	size_t tl = 0;
-	const char *fin = rq->finished && !rq->aborted && i == rq->n_tok - 1 ? "\"length\"" : "null";
+	va_list ap;
+	int w;
+	size_t room = sizeof(rq->chunk) - rq->chunk_len;
+
+	if (room <= 1)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(rq->chunk + rq->chunk_len, room, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		rq->chunk_len += (size_t)w < room ? (size_t)w : room - 1;
+}
+
+/* The usage object: prompt, total, completion, in vLLM's field order
+ * (UsageInfo); with details, its prompt_tokens_details null as
+ * exclude_unset=False dumps it. */
+static void srv_cat_usage(struct sreq *rq, int n_out, bool details)
+{
+	srv_cat(rq, "{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d%s}",
+		rq->n_prompt, rq->n_prompt + n_out, n_out, details ? ",\"prompt_tokens_details\":null" : "");
+}
+
+/* The text of tokens [lo, hi] as a JSON string's inside; token_ids as a list. */
+static void srv_token_text(const struct sreq *rq, int lo, int hi, char *text, size_t cap, char *ids,
+			   size_t ids_cap)
+{
+	size_t tl = 0, il = 0;
+	int i, w;
 
 	text[0] = 0;
-	ttsim_vocab_append(rq->toks[i], text, sizeof(text), &tl);
+	ids[il++] = '[';
+	for (i = lo; i <= hi; i++) {
+		ttsim_vocab_append(rq->toks[i], text, cap, &tl);
+		w = snprintf(ids + il, ids_cap - il, "%s%d", i > lo ? "," : "", rq->toks[i]);
+		if (w > 0 && (size_t)w < ids_cap - il)
+			il += (size_t)w;
+	}
+	if (il + 2 <= ids_cap) {
+		ids[il++] = ']';
+		ids[il] = 0;
+	}
+}
+
+/*
+ * One chunk carrying tokens [lo, hi] (several when they piled up or with a
+ * stream interval), in the server's own shape. The bytes follow upstream:
+ * vLLM chat (chat_completion/serving.py, model_dump_json(exclude_unset=True):
+ * token_ids is set on every choice, stop_reason on the finishing one),
+ * vLLM completions (completion/serving.py, exclude_unset=False: usage,
+ * stop_reason, prompt_token_ids and token_ids in every chunk), llama-server
+ * (keys in nlohmann::json's sorted order, no stop_reason).
+ */
+static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int lo, int hi)
+{
+	char text[SRV_MERGE_MAX * 24 + 8], ids[SRV_MERGE_MAX * 8 + 8];
+	bool last = rq->finished && !rq->aborted && hi == rq->n_tok - 1;
+	bool v010 = srv->c.vllm_minor == 10;
+	bool think = rq->chat && lo < srv->c.reasoning;
+	const char *tids = rq->return_token_ids ? ids : "null";
+
+	srv_token_text(rq, lo, hi, text, sizeof(text), ids, sizeof(ids));
+	rq->chunk_len = rq->chunk_off = 0;
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		if (rq->chat)
+			srv_cat(rq, "data: {\"choices\":[{\"delta\":{\"content\":\"%s\"},\"finish_reason\":null,"
+				"\"index\":0}],\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"object\":"
+				"\"chat.completion.chunk\",\"system_fingerprint\":\"b6000-ttsim\"}\n\n", text,
+				rq->created, rq->id, srv->model_json);
+		else
+			srv_cat(rq, "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"logprobs\":null,"
+				"\"text\":\"%s\"}],\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"object\":"
+				"\"text_completion\",\"system_fingerprint\":\"b6000-ttsim\"}\n\n", text,
+				rq->created, rq->id, srv->model_json);
+	} else if (rq->chat) {
+		srv_cat(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
+			"\"model\":%s,\"choices\":[{\"index\":0,\"delta\":{\"%s\":\"%s\"},\"logprobs\":null,"
+			"\"finish_reason\":%s%s", rq->id, rq->created, srv->model_json,
+			think ? (v010 ? "reasoning_content" : "reasoning") : "content", text,
+			last ? "\"length\"" : "null", last ? ",\"stop_reason\":null" : "");
+		if (!v010)
+			srv_cat(rq, ",\"token_ids\":%s", tids);
+		srv_cat(rq, "}]");
+		if (rq->continuous_usage) {
+			srv_cat(rq, ",\"usage\":");
+			srv_cat_usage(rq, hi + 1, false);
+		}
+		srv_cat(rq, "}\n\n");
+	} else {
+		srv_cat(rq, "data: {\"id\":\"%s\",\"object\":\"text_completion\",\"created\":%ld,"
+			"\"model\":%s,\"choices\":[{\"index\":0,\"text\":\"%s\",\"logprobs\":null,"
+			"\"finish_reason\":%s,\"stop_reason\":null", rq->id, rq->created, srv->model_json,
+			text, last ? "\"length\"" : "null");
+		if (!v010)
+			srv_cat(rq, ",\"prompt_token_ids\":null,\"token_ids\":%s", tids);
+		srv_cat(rq, "}],\"usage\":");
+		if (rq->continuous_usage)
+			srv_cat_usage(rq, hi + 1, true);
+		else
+			srv_cat(rq, "null");
+		srv_cat(rq, "}\n\n");
+	}
+	rq->chunk_lo = lo;
+	rq->chunk_hi = hi;
+}
+
+/* llama-server's last chunk: no text, the finish, timings and usage (sent
+ * without include_usage too). */
+static void srv_llama_final(struct ttsim_server *srv, struct sreq *rq)
+{
+	double pred_ms = (rq->t_last - rq->t_arrival) * 1e3;
+
+	rq->chunk_len = rq->chunk_off = 0;
 	if (rq->chat)
-		srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
-			  "\"model\":%s,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},"
-			  "\"logprobs\":null,\"finish_reason\":%s}]}\n\n", rq->id, rq->created,
-			  srv->model_json, text, fin);
+		srv_cat(rq, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\",\"index\":0}],");
 	else
-		srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"text_completion\",\"created\":%ld,"
-			  "\"model\":%s,\"choices\":[{\"index\":0,\"text\":\"%s\",\"logprobs\":null,"
-			  "\"finish_reason\":%s,\"stop_reason\":null}]}\n\n", rq->id, rq->created,
-			  srv->model_json, text, fin);
-	rq->chunk_tok = i;
+		srv_cat(rq, "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"logprobs\":null,"
+			"\"text\":\"\"}],");
+	srv_cat(rq, "\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"object\":\"%s\",\"system_fingerprint\":"
+		"\"b6000-ttsim\",\"timings\":{\"predicted_ms\":%.3f,\"predicted_n\":%d,\"prompt_n\":%d},"
+		"\"usage\":{\"completion_tokens\":%d,\"prompt_tokens\":%d,\"total_tokens\":%d}}\n\n",
+		rq->created, rq->id, srv->model_json, rq->chat ? "chat.completion.chunk" : "text_completion",
+		pred_ms, rq->n_tok, rq->n_prompt, rq->n_tok, rq->n_prompt, rq->n_prompt + rq->n_tok);
 }
 
 /*
@@ -716,29 +872,41 @@ static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int i)
 static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wake_at)
 {
 	double now;
+	int hi, lim;
 
-	rq->chunk_tok = -1;
+	rq->chunk_lo = 0;
+	rq->chunk_hi = -1;
 	for (;;) {
 		if (srv->stopping)
 			return -1;
 		switch (rq->phase) {
 		case SP_ROLE:
-			rq->phase = SP_TOKENS;
-			if (rq->chat) {
-				srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
-					  "\"created\":%ld,\"model\":%s,\"choices\":[{\"index\":0,"
-					  "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
-					  "\"logprobs\":null,\"finish_reason\":null}]}\n\n", rq->id,
-					  rq->created, srv->model_json);
-				return 1;
+			if (!rq->chat || srv->c.profile == TTSIM_LLAMACPP) {
+				rq->phase = SP_TOKENS;
+				continue;
 			}
-			continue;
+			/* vLLM sends the role when the engine's first output arrives,
+			 * not before the prefill */
+			if (!rq->n_tok && !rq->finished)
+				break;
+			rq->phase = SP_TOKENS;
+			srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
+				  "\"created\":%ld,\"model\":%s,\"choices\":[{\"index\":0,"
+				  "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+				  "\"logprobs\":null,\"finish_reason\":null}]", rq->id,
+				  rq->created, srv->model_json);
+			if (rq->continuous_usage) {
+				srv_cat(rq, ",\"usage\":");
+				srv_cat_usage(rq, 0, false);
+			}
+			srv_cat(rq, "%s}\n\n", srv->c.vllm_minor == 10 ? "" : ",\"prompt_token_ids\":null");
+			return 1;
 		case SP_TOKENS:
 			if (rq->n_sent < rq->n_tok) {
-				/* The last token's chunk carries finish_reason: wait for the
-				 * finish before sending it. */
-				if (rq->n_sent == rq->max_tokens - 1 && !rq->finished)
-					break;
+				if (rq->error_at == rq->n_sent) {
+					rq->phase = SP_ERROR;
+					continue;
+				}
 				if (rq->reset_at == rq->n_sent)
 					return -1;
 				if (rq->truncate_at == rq->n_sent)
@@ -753,25 +921,78 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wak
 					}
 					rq->stalled = true;
 				}
-				srv_token_chunk(srv, rq, rq->n_sent++);
+				/* every token that is here goes in one chunk, as vLLM's
+				 * output processor merges outputs a slow reader left */
+				hi = rq->n_tok - 1;
+				lim = srv->c.no_merge ? 1 : SRV_MERGE_MAX;
+				if (srv->c.stream_interval > 1 && srv->c.no_merge)
+					lim = srv->c.stream_interval;
+				if (hi > rq->n_sent + lim - 1)
+					hi = rq->n_sent + lim - 1;
+				/* the last token's chunk carries finish_reason: wait for
+				 * the finish before sending it */
+				if (hi == rq->max_tokens - 1 && !rq->finished) {
+					if (hi == rq->n_sent)
+						break;
+					hi--;
+				}
+				/* a fault's token starts a chunk of its own */
+				if (rq->error_at > rq->n_sent && rq->error_at <= hi)
+					hi = rq->error_at - 1;
+				if (rq->reset_at > rq->n_sent && rq->reset_at <= hi)
+					hi = rq->reset_at - 1;
+				if (rq->truncate_at > rq->n_sent && rq->truncate_at <= hi)
+					hi = rq->truncate_at - 1;
+				if (rq->stall_at > rq->n_sent && rq->stall_at <= hi && !rq->stalled)
+					hi = rq->stall_at - 1;
+				/* thinking text and the answer never share a chunk */
+				if (rq->chat && rq->n_sent < srv->c.reasoning && hi >= srv->c.reasoning)
+					hi = srv->c.reasoning - 1;
+				/* --stream-interval: at least that many tokens a chunk,
+				 * unless the stream ends first */
+				if (srv->c.stream_interval > 1 && hi - rq->n_sent + 1 < srv->c.stream_interval &&
+				    !rq->finished)
+					break;
+				srv_token_chunk(srv, rq, rq->n_sent, hi);
+				rq->n_sent = hi + 1;
 				return 1;
 			}
 			if (rq->finished) {
 				if (rq->aborted)
 					return -1;
-				rq->phase = SP_USAGE;
+				rq->phase = srv->c.profile == TTSIM_LLAMACPP ? SP_FINAL : SP_USAGE;
 				continue;
 			}
 			break;
+		case SP_FINAL:
+			rq->phase = SP_DONE;
+			srv_llama_final(srv, rq);
+			return 1;
+		case SP_ERROR:
+			/* the engine failed the request inside the stream: vLLM sends
+			 * the error as a data chunk (json.dumps separators), llama-server
+			 * as an error field; both then end with [DONE] */
+			rq->phase = SP_DONE;
+			if (srv->c.profile == TTSIM_LLAMACPP)
+				srv_chunk(rq, "error: {\"code\":500,\"message\":\"decode failed (injected "
+					  "fault)\",\"type\":\"server_error\"}\n\n");
+			else if (srv->c.vllm_minor == 10)
+				srv_chunk(rq, "data: {\"object\": \"error\", \"message\": \"Internal server "
+					  "error\", \"type\": \"InternalServerError\", \"param\": null, \"code\": "
+					  "500}\n\n");
+			else
+				srv_chunk(rq, "data: {\"error\": {\"message\": \"Internal server error\", "
+					  "\"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n");
+			return 1;
 		case SP_USAGE:
 			rq->phase = SP_DONE;
 			if (rq->include_usage) {
 				srv_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%ld,"
-					  "\"model\":%s,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,"
-					  "\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n", rq->id,
+					  "\"model\":%s,\"choices\":[],\"usage\":", rq->id,
 					  rq->chat ? "chat.completion.chunk" : "text_completion",
-					  rq->created, srv->model_json, rq->n_prompt,
-					  rq->n_prompt + rq->n_tok, rq->n_tok);
+					  rq->created, srv->model_json);
+				srv_cat_usage(rq, rq->n_tok, false);
+				srv_cat(rq, "}\n\n");
 				return 1;
 			}
 			continue;
@@ -889,10 +1110,10 @@ static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf + n, rq->chunk + rq->chunk_off, k);
 		n += k;
 		rq->chunk_off += k;
-		if (rq->chunk_off >= rq->chunk_len && rq->chunk_tok >= 0) {
+		if (rq->chunk_off >= rq->chunk_len && rq->chunk_lo <= rq->chunk_hi) {
 			if (tok_lo < 0)
-				tok_lo = rq->chunk_tok;
-			tok_hi = rq->chunk_tok;
+				tok_lo = rq->chunk_lo;
+			tok_hi = rq->chunk_hi;
 		}
 	}
 	if (!n) {
@@ -1042,7 +1263,8 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	char err[512];
 	int *toks = NULL, n_prompt = 0;
 	long long max_tokens = srv->c.default_max_tokens, n;
-	bool stream = false, include_usage = false;
+	bool stream = false, include_usage = false, continuous = false, token_ids = false;
+	const char *xrid;
 	struct sreq *rq;
 	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *resp;
@@ -1059,22 +1281,23 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		req = NULL;
 	}
 	if (!req) {
-		ret = srv_error(conn, 400, NULL, "JSON decode error at byte %ld",
+		ret = srv_error(srv, conn, 400, NULL, "JSON decode error at byte %ld",
 				perr && sc->body && perr >= sc->body ? (long)(perr - sc->body) + 1 : 1L);
 		goto out;
 	}
 	if (!cJSON_IsObject(req)) {
-		ret = srv_error(conn, 400, NULL, "body: Input should be a valid dictionary");
+		ret = srv_error(srv, conn, 400, NULL, "body: Input should be a valid dictionary");
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "model");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsString(v)) {
-			ret = srv_error(conn, 400, "model", "model: Input should be a valid string");
+			ret = srv_error(srv, conn, 400, "model", "model: Input should be a valid string");
 			goto out;
 		}
-		if (strcmp(v->valuestring, srv->model_name)) {
-			ret = srv_error(conn, 404, "model", "The model `%s` does not exist.",
+		/* llama-server serves whatever name a request gives */
+		if (srv->c.profile == TTSIM_VLLM && strcmp(v->valuestring, srv->model_name)) {
+			ret = srv_error(srv, conn, 404, "model", "The model `%s` does not exist.",
 					v->valuestring);
 			goto out;
 		}
@@ -1082,7 +1305,7 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	v = cJSON_GetObjectItemCaseSensitive(req, "stream");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsBool(v)) {
-			ret = srv_error(conn, 400, "stream", "stream: Input should be a valid boolean");
+			ret = srv_error(srv, conn, 400, "stream", "stream: Input should be a valid boolean");
 			goto out;
 		}
 		stream = cJSON_IsTrue(v);
@@ -1091,21 +1314,23 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	if (so && !cJSON_IsNull(so)) {
 		v = cJSON_GetObjectItemCaseSensitive(so, "include_usage");
 		if (!cJSON_IsObject(so) || (v && !cJSON_IsBool(v) && !cJSON_IsNull(v))) {
-			ret = srv_error(conn, 400, "stream_options",
+			ret = srv_error(srv, conn, 400, "stream_options",
 					"stream_options: Input should be a valid dictionary with a "
 					"boolean include_usage");
 			goto out;
 		}
 		if (!stream) {
-			ret = srv_error(conn, 400, "stream_options",
+			ret = srv_error(srv, conn, 400, "stream_options",
 					"Stream options can only be defined when `stream=True`.");
 			goto out;
 		}
 		include_usage = cJSON_IsTrue(v);
+		continuous = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "continuous_usage_stats"));
 	}
+	token_ids = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "return_token_ids"));
 	v = cJSON_GetObjectItemCaseSensitive(req, "n");
 	if (v && !cJSON_IsNull(v) && (!srv_json_int(v, 1, 1, &n))) {
-		ret = srv_error(conn, 400, "n", "n: only n=1 is supported");
+		ret = srv_error(srv, conn, 400, "n", "n: only n=1 is supported");
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "max_tokens");
@@ -1113,23 +1338,23 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		v = cJSON_GetObjectItemCaseSensitive(req, "max_completion_tokens");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble)) {
-			ret = srv_error(conn, 400, "max_tokens",
+			ret = srv_error(srv, conn, 400, "max_tokens",
 					"max_tokens: Input should be a valid integer");
 			goto out;
 		}
 		if (v->valuedouble < 1) {
-			ret = srv_error(conn, 400, "max_tokens",
+			ret = srv_error(srv, conn, 400, "max_tokens",
 					"max_tokens must be at least 1, got %.0f.", v->valuedouble);
 			goto out;
 		}
 		max_tokens = v->valuedouble > 1e15 ? (long long)1e15 : (long long)v->valuedouble;
 	}
 	if (!srv_prompt(req, chat, &toks, &n_prompt, &param, err, sizeof(err))) {
-		ret = srv_error(conn, 400, param, "%s", err);
+		ret = srv_error(srv, conn, 400, param, "%s", err);
 		goto out;
 	}
 	if (n_prompt + max_tokens > srv->c.model.max_model_len) {
-		ret = srv_error(conn, 400, NULL,
+		ret = srv_error(srv, conn, 400, NULL,
 				"'max_tokens' or 'max_completion_tokens' is too large: %lld. This "
 				"model's maximum context length is %lld tokens and your request has %d "
 				"input tokens (%lld > %lld - %d).", max_tokens,
@@ -1142,13 +1367,14 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	if (srv->c.error_rate > 0 && srv_rand(&srv->rng) < srv->c.error_rate) {
 		srv->req_errors++;
 		pthread_mutex_unlock(&srv->mu);
-		ret = srv_error(conn, 500, NULL, "EngineCore encountered an issue (injected fault)");
+		ret = srv_error(srv, conn, 500, NULL, "EngineCore encountered an issue (injected fault)");
 		goto out;
 	}
-	rq = sreq_new(srv, chat, n_prompt, (int)max_tokens);
+	xrid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+	rq = sreq_new(srv, chat, n_prompt, (int)max_tokens, xrid);
 	if (!rq) {
 		pthread_mutex_unlock(&srv->mu);
-		ret = srv_error(conn, 500, NULL, "out of memory");
+		ret = srv_error(srv, conn, 500, NULL, "out of memory");
 		goto out;
 	}
 	rq->conn = conn;
@@ -1156,15 +1382,19 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	rq->fd = ci ? ci->connect_fd : -1;
 	rq->stream = stream;
 	rq->include_usage = include_usage;
+	rq->continuous_usage = continuous && srv->c.profile == TTSIM_VLLM;
+	rq->return_token_ids = token_ids && srv->c.profile == TTSIM_VLLM && srv->c.vllm_minor != 10;
+	if (stream)
+		rq->error_at = srv_fault_at(srv, srv->c.stream_error_rate, (int)max_tokens);
 	rq->reset_at = srv_fault_at(srv, srv->c.reset_rate, (int)max_tokens);
 	rq->stall_at = srv_fault_at(srv, srv->c.stall_rate, (int)max_tokens);
 	rq->truncate_at = srv_fault_at(srv, srv->c.truncate_rate, (int)max_tokens);
 	sc->rq = rq;
 	if (!srv->c.never_generate) {
-		if (ttsim_model_submit(srv->model, rq->id, toks, n_prompt, (int)max_tokens, rq,
+		if (ttsim_model_submit(srv->model, rq->eid, toks, n_prompt, (int)max_tokens, rq,
 				       &rq->handle, &si)) {
 			pthread_mutex_unlock(&srv->mu);
-			ret = srv_error(conn, 400, NULL, "%s", si.msg);
+			ret = srv_error(srv, conn, 400, NULL, "%s", si.msg);
 			goto out;
 		}
 		rq->submitted = true;
@@ -1187,6 +1417,11 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		}
 		MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
 		MHD_add_response_header(resp, "Cache-Control", "no-cache");
+		if (srv->c.profile == TTSIM_LLAMACPP) {
+			/* it says keep-alive and closes after the stream all the same */
+			MHD_add_response_header(resp, "Connection", "keep-alive");
+			MHD_add_response_header(resp, "Keep-Alive", "timeout=5, max=100");
+		}
 		ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
 		MHD_destroy_response(resp);
 		goto out;
@@ -1214,12 +1449,35 @@ static enum MHD_Result srv_tokenize(struct ttsim_server *srv, struct MHD_Connect
 
 	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	if (!req || !cJSON_IsObject(req)) {
-		ret = srv_error(conn, 400, NULL, "JSON decode error or body not an object");
+		ret = srv_error(srv, conn, 400, NULL, "JSON decode error or body not an object");
+		goto out;
+	}
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		/* llama-server tokenizes `content` and answers {"tokens":[...]}
+		 * only; any other body gets an empty list */
+		cJSON *c = cJSON_GetObjectItemCaseSensitive(req, "content");
+
+		out = cJSON_CreateObject();
+		arr = out ? cJSON_AddArrayToObject(out, "tokens") : NULL;
+		if (!arr) {
+			ret = MHD_NO;
+			goto out;
+		}
+		if (cJSON_IsString(c)) {
+			cJSON *tmp = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(tmp, "prompt", c->valuestring);
+			if (srv_prompt(tmp, false, &toks, &n, &param, err, sizeof(err)))
+				for (i = 0; i < n; i++)
+					cJSON_AddItemToArray(arr, cJSON_CreateNumber(toks[i]));
+			cJSON_Delete(tmp);
+		}
+		ret = srv_send_json(conn, MHD_HTTP_OK, out);
 		goto out;
 	}
 	chat = cJSON_GetObjectItemCaseSensitive(req, "messages") != NULL;
 	if (!srv_prompt(req, chat, &toks, &n, &param, err, sizeof(err))) {
-		ret = srv_error(conn, 400, param, "%s", err);
+		ret = srv_error(srv, conn, 400, param, "%s", err);
 		goto out;
 	}
 	out = cJSON_CreateObject();
@@ -1254,7 +1512,7 @@ static enum MHD_Result srv_detokenize(struct ttsim_server *srv, struct MHD_Conne
 	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	arr = req ? cJSON_GetObjectItemCaseSensitive(req, "tokens") : NULL;
 	if (!cJSON_IsArray(arr)) {
-		ret = srv_error(conn, 400, "tokens", "tokens: Input should be a valid list");
+		ret = srv_error(srv, conn, 400, "tokens", "tokens: Input should be a valid list");
 		goto out;
 	}
 	cap = (size_t)cJSON_GetArraySize(arr) * 64 + 1;
@@ -1266,7 +1524,7 @@ static enum MHD_Result srv_detokenize(struct ttsim_server *srv, struct MHD_Conne
 	text[0] = 0;
 	cJSON_ArrayForEach(v, arr) {
 		if (!srv_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
-			ret = srv_error(conn, 400, "tokens", "tokens[%zu]: not a token id (0..%d)", i,
+			ret = srv_error(srv, conn, 400, "tokens", "tokens[%zu]: not a token id (0..%d)", i,
 					TTSIM_VOCAB_SIZE - 1);
 			goto out;
 		}
@@ -1301,6 +1559,15 @@ static enum MHD_Result srv_models(struct ttsim_server *srv, struct MHD_Connectio
 	cJSON_AddStringToObject(m, "id", srv->model_name);
 	cJSON_AddStringToObject(m, "object", "model");
 	cJSON_AddNumberToObject(m, "created", (double)time(NULL));
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		/* the id is the model path; no max_model_len */
+		cJSON_AddStringToObject(m, "owned_by", "llamacpp");
+		p = cJSON_AddObjectToObject(m, "meta");
+		cJSON_AddNumberToObject(p, "n_ctx_train", (double)srv->c.model.max_model_len);
+		ret = srv_send_json(conn, MHD_HTTP_OK, j);
+		cJSON_Delete(j);
+		return ret;
+	}
 	cJSON_AddStringToObject(m, "owned_by", "vllm");
 	cJSON_AddStringToObject(m, "root", srv->model_name);
 	cJSON_AddNullToObject(m, "parent");
@@ -1404,16 +1671,73 @@ static enum MHD_Result srv_metrics(struct ttsim_server *srv, struct MHD_Connecti
 	       lbl, srv->req_ok, lbl, srv->req_aborted);
 	mb_hist(&b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in "
 		"seconds.", lbl, &srv->ttft, srv_ttft_buckets, SRV_NB_TTFT);
-	mb_hist(&b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in "
-		"seconds.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
-	mb_hist(&b, "vllm:time_per_output_token_seconds", "Histogram of time per output token in "
-		"seconds.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
+	if (srv->c.vllm_minor != 10)
+		mb_hist(&b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in "
+			"seconds.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
+	if (srv->c.vllm_minor == 10) {
+		/* 0.10.1: this name, and the gpu_ prefix-cache counters beside */
+		mb_hist(&b, "vllm:time_per_output_token_seconds", "Histogram of time per output token in "
+			"seconds.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
+		mb_put(&b, "# HELP vllm:gpu_prefix_cache_queries_total GPU prefix cache queries.\n"
+			   "# TYPE vllm:gpu_prefix_cache_queries_total counter\n"
+			   "vllm:gpu_prefix_cache_queries_total{%s} %llu.0\n", lbl, st.prompt_tokens);
+		mb_put(&b, "# HELP vllm:gpu_prefix_cache_hits_total GPU prefix cache hits.\n"
+			   "# TYPE vllm:gpu_prefix_cache_hits_total counter\n"
+			   "vllm:gpu_prefix_cache_hits_total{%s} %llu.0\n", lbl, st.cached_tokens);
+	} else {
+		mb_hist(&b, "vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds "
+			"per request.", lbl, &srv->itl, srv_itl_buckets, SRV_NB_ITL);
+	}
 	mb_hist(&b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in "
 		"seconds.", lbl, &srv->e2e, srv_ttft_buckets, SRV_NB_TTFT);
 	pthread_mutex_unlock(&srv->mu);
 	ret = srv_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.s, b.len);
 	free(b.s);
 	return ret;
+}
+
+/* llama-server's /metrics (with --metrics): llamacpp:* names, no *_info
+ * gauge, no prefix-cache counter, and rates that read `inf` before any
+ * time was measured. */
+static enum MHD_Result srv_metrics_llama(struct ttsim_server *srv, struct MHD_Connection *conn)
+{
+	struct mbuf b = { NULL, 0, 16 * 1024, false };
+	struct ttsim_model_stats st;
+	enum MHD_Result ret;
+	int running, waiting;
+
+	b.s = malloc(b.cap);
+	if (!b.s)
+		return MHD_NO;
+	pthread_mutex_lock(&srv->mu);
+	ttsim_model_stats(srv->model, &st);
+	running = ttsim_model_running(srv->model);
+	waiting = ttsim_model_waiting(srv->model);
+	pthread_mutex_unlock(&srv->mu);
+	mb_put(&b, "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n"
+		   "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %llu\n",
+	       st.prompt_tokens);
+	mb_put(&b, "# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.\n"
+		   "# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total %llu\n",
+	       st.generation_tokens);
+	mb_put(&b, "# HELP llamacpp:prompt_tokens_seconds Average prompt throughput in tokens/s.\n"
+		   "# TYPE llamacpp:prompt_tokens_seconds gauge\nllamacpp:prompt_tokens_seconds inf\n");
+	mb_put(&b, "# HELP llamacpp:predicted_tokens_seconds Average generation throughput in tokens/s.\n"
+		   "# TYPE llamacpp:predicted_tokens_seconds gauge\nllamacpp:predicted_tokens_seconds inf\n");
+	mb_put(&b, "# HELP llamacpp:requests_processing Number of requests processing.\n"
+		   "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n", running);
+	mb_put(&b, "# HELP llamacpp:requests_deferred Number of requests deferred.\n"
+		   "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred %d\n", waiting);
+	ret = srv_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", b.s, b.len);
+	free(b.s);
+	return ret;
+}
+
+const char *ttsim_server_version(const struct ttsim_server_config *c)
+{
+	if (c->profile == TTSIM_LLAMACPP)
+		return "b6000-ttsim";
+	return c->vllm_minor == 10 ? "0.10.1+ttsim" : "0.16.0+ttsim";
 }
 
 static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection *conn,
@@ -1427,6 +1751,19 @@ static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection
 		return srv_detail(conn, 404, "Not Found");
 	memcpy(q, url, ul);
 	q[ul] = 0;
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		/* llama-server answers while it loads: 503 "Loading model" */
+		static const char loading[] = "{\"error\":{\"code\":503,\"message\":\"Loading model\","
+			"\"type\":\"unavailable_error\"}}";
+
+		if (srv_loading(srv))
+			return srv_send(conn, 503, "application/json", loading, sizeof(loading) - 1);
+		if (!strcmp(q, "/health"))
+			return srv_send(conn, MHD_HTTP_OK, "application/json", "{\"status\":\"ok\"}", 15);
+		if (!strcmp(q, "/metrics") && !srv->c.metrics)
+			return srv_error(srv, conn, 501, NULL, "This server does not support metrics endpoint. "
+					 "Start it with `--metrics`");
+	}
 	if (!strcmp(q, "/health") || !strcmp(q, "/ping")) {
 		if (!get && !post)
 			return srv_detail(conn, 405, "Method Not Allowed");
@@ -1435,15 +1772,20 @@ static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection
 		return srv_send(conn, MHD_HTTP_OK, "application/json", "", 0);
 	}
 	if (srv_loading(srv))
-		return srv_error(conn, 503, NULL, "the model is still loading");
+		return srv_error(srv, conn, 503, NULL, "the model is still loading");
+	if (!strcmp(q, "/metrics") && srv->c.profile == TTSIM_LLAMACPP)
+		return get ? srv_metrics_llama(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/metrics"))
 		return get ? srv_metrics(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/v1/models"))
 		return get ? srv_models(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
-	if (!strcmp(q, "/version"))
-		return get ? srv_send(conn, MHD_HTTP_OK, "application/json",
-				      "{\"version\":\"0.10.1+ttsim\"}", 26)
+	if (!strcmp(q, "/version") && srv->c.profile == TTSIM_VLLM) {
+		char vb[64];
+		int vn = snprintf(vb, sizeof(vb), "{\"version\":\"%s\"}", ttsim_server_version(&srv->c));
+
+		return get ? srv_send(conn, MHD_HTTP_OK, "application/json", vb, (size_t)vn)
 			   : srv_detail(conn, 405, "Method Not Allowed");
+	}
 	if (!post) {
 		if (!strcmp(q, "/v1/completions") || !strcmp(q, "/v1/chat/completions") ||
 		    !strcmp(q, "/tokenize") || !strcmp(q, "/detokenize") ||
@@ -1452,7 +1794,7 @@ static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection
 		return srv_detail(conn, 404, "Not Found");
 	}
 	if (sc->too_big)
-		return srv_error(conn, 400, NULL, "request body exceeds %u bytes", SRV_BODY_MAX);
+		return srv_error(srv, conn, 400, NULL, "request body exceeds %u bytes", SRV_BODY_MAX);
 	if (!strcmp(q, "/v1/completions"))
 		return srv_completion(srv, conn, sc, false);
 	if (!strcmp(q, "/v1/chat/completions"))
@@ -1518,10 +1860,18 @@ static void srv_completed(void *cls, struct MHD_Connection *conn, void **con_cls
 	struct ttsim_server *srv = cls;
 	struct sconn *sc = *con_cls;
 
-	(void)conn;
 	(void)toe;
 	if (!sc)
 		return;
+	if (sc->rq && sc->rq->stream && srv->c.profile == TTSIM_LLAMACPP) {
+		/* llama-server closes after every streamed answer, though it said
+		 * keep-alive: a client that reuses the connection finds it dead */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+			MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (ci)
+			(void)shutdown(ci->connect_fd, SHUT_RDWR);
+	}
 	if (sc->rq) {
 		srv_log_stamps(srv, sc->rq);
 		pthread_mutex_lock(&srv->mu);
@@ -1538,13 +1888,60 @@ static void srv_completed(void *cls, struct MHD_Connection *conn, void **con_cls
 
 /* --- lifecycle -------------------------------------------------------------- */
 
+/* Listens on the bound socket and hands it to MHD. 0, or -1 (errno). */
+static int srv_listen_now(struct ttsim_server *srv)
+{
+	struct MHD_Daemon *d;
+	int fd = srv->lfd;
+
+	if (listen(fd, 4096))
+		return -1;
+	/* One polling thread over epoll, connections suspended while they wait
+	 * (see the top of this file). */
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			     MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, srv_handler, srv,
+			     MHD_OPTION_LISTEN_SOCKET, fd,
+			     MHD_OPTION_CONNECTION_LIMIT, srv->c.max_connections,
+			     MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u * 1024u),
+			     MHD_OPTION_NOTIFY_COMPLETED, srv_completed, srv,
+			     MHD_OPTION_END);
+	if (!d)
+		return -1;
+	pthread_mutex_lock(&srv->mu);
+	srv->d = d;
+	srv->lfd = -1;   /* MHD's now */
+	pthread_mutex_unlock(&srv->mu);
+	return 0;
+}
+
+/* vLLM while it loads: bound, not listening, until --load-time has passed. */
+static void *srv_listen_later(void *arg)
+{
+	struct ttsim_server *srv = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&srv->mu);
+		if (srv->stopping) {
+			pthread_mutex_unlock(&srv->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&srv->mu);
+		if (srv_mono() - srv->t_start >= srv->c.load_time_s)
+			break;
+		srv_sleep(0.02);
+	}
+	if (srv_listen_now(srv))
+		ttsim_log(2, "ERROR", "ttsim", "cannot listen on 127.0.0.1:%d: %s", srv->port, strerror(errno));
+	return NULL;
+}
+
 enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim_server **out,
 			       struct status_info *si)
 {
 	struct ttsim_server *srv = NULL;
 	struct ttsim_model_sink sink;
 	struct sockaddr_in sa;
-	const union MHD_DaemonInfo *di;
 	enum status st;
 	pthread_condattr_t ca;
 	cJSON *jname;
@@ -1557,6 +1954,7 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	if (!srv)
 		return status_set(si, STATUS_NOMEM, "server: out of memory");
 	srv->c = *c;
+	srv->lfd = -1;
 	srv->c.model.audit_wall_time = true;
 	snprintf(srv->model_name, sizeof(srv->model_name), "%s", c->model_name);
 	jname = cJSON_CreateString(srv->model_name);
@@ -1606,27 +2004,37 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 		goto fail;
 	}
 	srv->hk_started = true;
+	/* Bound now, so the port is known; listening only once loaded: vLLM's
+	 * API server binds its socket and then loads the engine, and a client
+	 * meanwhile gets connection refused (about 510 s on Tenstorrent). */
+	srv->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)c->port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	/* One polling thread over epoll, connections suspended while they wait
-	 * (see the top of this file). */
-	srv->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-				  MHD_ALLOW_SUSPEND_RESUME, (uint16_t)c->port, NULL, NULL, srv_handler, srv,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				  MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
-				  MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u * 1024u),
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
-				  MHD_OPTION_NOTIFY_COMPLETED, srv_completed, srv,
-				  MHD_OPTION_END);
-	if (!srv->d) {
-		st = status_set(si, STATUS_IO, "cannot listen on 127.0.0.1:%d", c->port);
+	{
+		int one = 1;
+		socklen_t sl = sizeof(sa);
+
+		if (srv->lfd >= 0)
+			(void)setsockopt(srv->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (srv->lfd < 0 || bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    getsockname(srv->lfd, (struct sockaddr *)&sa, &sl)) {
+			st = status_set(si, STATUS_IO, "cannot bind 127.0.0.1:%d: %s", c->port, strerror(errno));
+			goto fail;
+		}
+		srv->port = ntohs(sa.sin_port);
+	}
+	if (c->profile == TTSIM_VLLM && c->load_time_s > 0) {
+		if (pthread_create(&srv->listen_thread, NULL, srv_listen_later, srv)) {
+			st = status_set(si, STATUS_NOMEM, "cannot start the listening thread");
+			goto fail;
+		}
+		srv->listen_started = true;
+	} else if (srv_listen_now(srv)) {
+		st = status_set(si, STATUS_IO, "cannot listen on 127.0.0.1:%d", srv->port);
 		goto fail;
 	}
-	di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
-	srv->port = di ? di->port : c->port;
 	*out = srv;
 	return STATUS_OK;
 fail:
@@ -1655,6 +2063,10 @@ void ttsim_server_stop(struct ttsim_server *srv)
 		pthread_join(srv->gen_thread, NULL);
 	if (srv->hk_started)
 		pthread_join(srv->hk_thread, NULL);
+	if (srv->listen_started)
+		pthread_join(srv->listen_thread, NULL);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
 	if (srv->d) {
 		/* MHD must not be stopped with connections suspended: resume them,
 		 * their callbacks see stopping and end them. */

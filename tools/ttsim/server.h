@@ -37,9 +37,23 @@ struct ttsim_server_config {
 	double stall_s;
 	double truncate_rate;       /* end a stream early without [DONE] */
 	double noise;               /* per-step time factor 1 + noise*u, redrawn every 256 steps */
+	/* Which server it is (docs/ttsim.md): vLLM (current main, or 0.10 with
+	 * vllm_minor 10: flat error bodies, reasoning_content, no token_ids, the
+	 * 0.10 metric names, unsuffixed engine ids) or llama.cpp's llama-server. */
+	enum ttsim_profile { TTSIM_VLLM = 0, TTSIM_LLAMACPP } profile;
+	int vllm_minor;             /* 0: current; 10: 0.10 */
+	int stream_interval;        /* vLLM --stream-interval: tokens per chunk at least (1) */
+	bool no_merge;              /* one token per chunk even when tokens piled up */
+	int reasoning;              /* chat: the first N output tokens are thinking text */
+	double stream_error_rate;   /* end a stream with an error after its first token */
+	bool metrics;               /* llama-server: /metrics only with --metrics */
+	double close_delay_s;       /* llama-server: close the connection this long after a
+				     * stream ends, though the answer said keep-alive */
 };
 
 void ttsim_server_config_default(struct ttsim_server_config *c);
+/* The version string the configured server reports ("0.16.0+ttsim" ...). */
+const char *ttsim_server_version(const struct ttsim_server_config *c);
 
 struct ttsim_server;
 
