@@ -122,6 +122,9 @@ static bool driver_read_hits(const char *base, double *hits)
 struct driver_sizer {
 	const char *base;
 	const char *model;
+	int shape;           /* how /tokenize answered: 0 not yet, 1 vLLM's `prompt`,
+			      * 2 llama-server's `content` */
+	bool empty;          /* it answered no tokens for non-empty text */
 };
 
 static cJSON *driver_prompt_json(const struct driver_sizer *z, const char *text, bool chat)
@@ -188,6 +191,12 @@ static enum status driver_count(void *ctx, const char *text, bool chat, long *n,
 
 	if (!b)
 		return STATUS_NOMEM;
+	if (z->shape == 2) {
+		/* llama-server's shape: {"content": text}, no chat template */
+		cJSON_DeleteItemFromObjectCaseSensitive(b, "prompt");
+		cJSON_DeleteItemFromObjectCaseSensitive(b, "model");
+		cJSON_AddStringToObject(b, "content", text);
+	}
 	st = driver_post(z->base, "/tokenize", b, &r, &status, si);
 	cJSON_Delete(b);
 	if (st)
@@ -208,6 +217,19 @@ static enum status driver_count(void *ctx, const char *text, bool chat, long *n,
 		return status_set(si, STATUS_PARSE, "%s/tokenize: answer has no count", z->base);
 	}
 	cJSON_Delete(r);
+	/* no tokens for text that has some is no tokenizer's answer (llama-server
+	 * sent `prompt` answers {"tokens": []}): try its own shape once, for
+	 * plain text only (it applies no chat template), else there is none */
+	if (*n == 0 && *text) {
+		if (z->shape == 0 && !chat) {
+			z->shape = 2;
+			return driver_count(ctx, text, chat, n, si);
+		}
+		z->empty = true;
+		return status_set(si, STATUS_NOTFOUND, "%s/tokenize: no tokens for non-empty text", z->base);
+	}
+	if (!z->shape)
+		z->shape = 1;
 	return STATUS_OK;
 }
 
@@ -636,6 +658,7 @@ static void driver_tally(struct driver_cell *dc, const struct load_run *run, con
 	dc->n_requests += st->n;
 	dc->n_failed += st->n_failed;
 	dc->stamped_kernel += run->n_stamp_kernel;
+	dc->retried += run->n_retried;
 	dc->stamped_loop += run->n_stamp_loop;
 	for (i = 0; i < run->n; i++)
 		if (run->res[i].t_sent > 0 && run->res[i].t_sent - run->res[i].t_launch > dc->send_delay_max)
@@ -721,6 +744,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	memset(&c, 0, sizeof(c));
 	memset(&st_run, 0, sizeof(st_run));
 	memset(&corr, 0, sizeof(corr));
+	memset(&z, 0, sizeof(z));
 	st = driver_check_opts(o, si);
 	if (st)
 		return st;
@@ -781,6 +805,11 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	}
 	snprintf(rep->suite_hash, sizeof(rep->suite_hash), "%s", c.suite->hash);
 	snprintf(rep->suite_source, sizeof(rep->suite_source), "%s", c.suite->source);
+	/* how the server's tokenizer was asked, or why it was not used */
+	if (!o->suite && !strcmp(c.suite->sizing, "tokenize") && z.shape == 2)
+		snprintf(c.suite->sizing, sizeof(c.suite->sizing), "tokenize:content");
+	else if (!o->suite && !strcmp(c.suite->sizing, "probe") && z.empty)
+		snprintf(c.suite->sizing, sizeof(c.suite->sizing), "probe:tokenize-empty");
 	snprintf(rep->sizing, sizeof(rep->sizing), "%s", c.suite->sizing);
 	rep->suite_n = c.suite->n;
 	driver_fill_identity(&c);
@@ -852,6 +881,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 		rep->total_requests += dc->n_requests;
 		rep->total_failed += dc->n_failed;
 		rep->stamped_kernel += dc->stamped_kernel;
+		rep->retried += dc->retried;
 		rep->stamped_loop += dc->stamped_loop;
 		if (dc->send_delay_max > rep->send_delay_max)
 			rep->send_delay_max = dc->send_delay_max;
@@ -955,6 +985,7 @@ char *driver_report_json(const struct driver_report *rep)
 	x = cJSON_AddObjectToObject(o, "token_times");
 	if (x) {
 		cJSON_AddNumberToObject(x, "stamped_kernel", (double)rep->stamped_kernel);
+		cJSON_AddNumberToObject(x, "retried_dead_connection", (double)rep->retried);
 		cJSON_AddNumberToObject(x, "stamped_loop", (double)rep->stamped_loop);
 		cJSON_AddNumberToObject(x, "send_delay_max_s", rep->send_delay_max);
 	}
@@ -1126,4 +1157,8 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 		"written (client queue up to %.1f ms before that, not charged to the server)\n",
 		(unsigned long long)rep->stamped_kernel,
 		(unsigned long long)(rep->stamped_kernel + rep->stamped_loop), rep->send_delay_max * 1e3);
+	if (rep->retried)
+		fprintf(f, "connections: %llu request(s) sent again on a new connection: the reused one had been "
+			"closed by the server and the request never reached it (not failures)\n",
+			(unsigned long long)rep->retried);
 }

@@ -93,6 +93,7 @@ struct driver_cell {
 	size_t n_cold_unchecked;    /* runs where the counter could not be read */
 	double prefix_hits;         /* summed over repeats */
 	uint64_t stamped_kernel, stamped_loop;  /* content chunks by the clock that timed them */
+	uint64_t retried;                       /* requests sent again: a reused connection was dead */
 	double send_delay_max;      /* the longest launch-to-written wait (load_result_origin) */
 };
 
@@ -112,7 +113,7 @@ struct driver_report {
 	size_t n_cells;
 	enum load_arrival arrival;
 	bool correctness, warm;
-	char suite_hash[32], suite_source[1024], sizing[16];
+	char suite_hash[32], suite_source[1024], sizing[48];
 	size_t suite_n;
 	uint64_t corpus_seed;
 	size_t total_requests, total_failed;
@@ -120,6 +121,7 @@ struct driver_report {
 	size_t corr_requests, corr_failing, ref_wrong, ref_failed;
 	bool any_unstable, any_cold_invalid;
 	uint64_t stamped_kernel, stamped_loop;
+	uint64_t retried;                       /* requests sent again on a new connection */
 	double send_delay_max;
 	bool gate_failed;           /* a readiness gate or an arm check failed: nothing ran */
 	char gate_message[1024];

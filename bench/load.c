@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "jdoc.h"
 #include "rxstamp.h"
 #include "sse.h"
@@ -750,7 +751,7 @@ struct load_xfer {
 	char errbuf[CURL_ERROR_SIZE];
 	/* the request's headers: the loop's, then its X-Request-Id. libcurl
 	 * only reads the list, so it lives here and costs no allocation */
-	struct curl_slist hdr[4];
+	struct curl_slist hdr[5];
 	char xrid[200];
 };
 
@@ -790,6 +791,7 @@ struct load_loop {
 	size_t n_inflight, n_done, n_failed;
 	uint64_t n_chunks;
 	uint64_t n_stamp_kernel, n_stamp_loop;   /* content chunks by source of their time */
+	uint64_t n_retried;           /* requests sent again: a reused connection was dead */
 	enum status fatal;            /* an error that stops the run (memory) */
 };
 
@@ -982,8 +984,43 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 	}
 }
 
+/*
+ * A request that never reached a live connection: libcurl reused a
+ * connection the server had already closed (llama-server closes after every
+ * stream while its answers say keep-alive), the request went nowhere and
+ * nothing came back. No server fault: it is sent again on a new
+ * connection, at most LOAD_MAX_RETRIES times, and the record says so.
+ */
+#define LOAD_MAX_RETRIES 2
+
+static bool load_retry(struct load_loop *lp, struct load_xfer *x, CURLcode rc)
+{
+	struct load_result *r = x->r;
+	long n_connects = -1;
+
+	if (rc != CURLE_SEND_ERROR && rc != CURLE_RECV_ERROR && rc != CURLE_GOT_NOTHING)
+		return false;
+	if (r->fail || x->status || x->last_byte > 0 || r->retries >= LOAD_MAX_RETRIES)
+		return false;
+	/* only a reused connection: a new one that dies is the server's */
+	if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &n_connects) != CURLE_OK || n_connects != 0)
+		return false;
+	curl_multi_remove_handle(lp->multi, x->easy);
+	r->retries++;
+	lp->n_retried++;
+	r->t_sent = 0;
+	x->errbuf[0] = '\0';
+	sse_reset(x->sse);
+	curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
+	if (curl_multi_add_handle(lp->multi, x->easy) != CURLM_OK)
+		return false;
+	return true;
+}
+
 static void load_retire(struct load_loop *lp, struct load_xfer *x, CURLcode rc)
 {
+	if (load_retry(lp, x, rc))
+		return;
 	load_conclude(x, rc);
 	curl_multi_remove_handle(lp->multi, x->easy);
 	if (x->r->fail)
@@ -1014,13 +1051,17 @@ static enum status load_launch(struct load_loop *lp, const struct load_request *
 	if (!r->t_sched)
 		r->t_sched = r->t_launch;
 	x->last_byte = 0;
+	x->hdr[2].next = x->hdr[4].data ? &x->hdr[4] : NULL;
+	x->hdr[4].next = NULL;
 	if (o->request_id_prefix) {
 		snprintf(x->xrid, sizeof(x->xrid), "X-Request-Id: %.120s-%zu", o->request_id_prefix, r->index);
 		snprintf(r->xid, sizeof(r->xid), "%s", x->xrid + strlen("X-Request-Id: "));
-		x->hdr[2].next = &x->hdr[3];
-	} else {
-		x->hdr[2].next = NULL;
+		if (x->hdr[4].data)
+			x->hdr[4].next = &x->hdr[3];
+		else
+			x->hdr[2].next = &x->hdr[3];
 	}
+	curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 0L);
 	curl_easy_setopt(x->easy, CURLOPT_URL, rq->url);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, rq->body);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
@@ -1242,6 +1283,8 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		x->hdr[1].next = &x->hdr[2];
 		x->hdr[2].data = load_hdr_expect;
 		x->hdr[3].data = x->xrid;
+		/* the API key from the environment (http.h), never recorded */
+		x->hdr[4].data = (char *)http_auth_header();
 		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdr);
 		curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
@@ -1447,6 +1490,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 	run->cpu_s = load_cpu() - cpu0;
 	run->n_stamp_kernel = lp.n_stamp_kernel;
 	run->n_stamp_loop = lp.n_stamp_loop;
+	run->n_retried = lp.n_retried;
 	load_progress(&lp, n, t0);
 out:
 	free(sched);

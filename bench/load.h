@@ -112,6 +112,7 @@ struct load_result {
 	long usage_completion;
 	char finish_reason[24];
 	bool done;             /* saw data: [DONE] */
+	unsigned retries;      /* sent again on a new connection: the reused one was dead */
 	enum load_fail fail;
 	long http_status;
 	char reason[200];      /* lower case, for the record; "" when ok */
@@ -166,6 +167,9 @@ struct load_run {
 	/* content chunks timed by the kernel's receive stamp and by the loop
 	 * (loop_times, or a socket or read without a stamp) */
 	uint64_t n_stamp_kernel, n_stamp_loop;
+	/* requests that never reached a live connection (a reused one the
+	 * server had closed) and were sent again on a new one: not failures */
+	uint64_t n_retried;
 };
 
 /*

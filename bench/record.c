@@ -289,6 +289,7 @@ static void record_cell_json(cJSON *o, const struct record_cell *c, const struct
 		 * stamp, or the loop when it read them */
 		cJSON_AddNumberToObject(a, "stamped_kernel", (double)run->n_stamp_kernel);
 		cJSON_AddNumberToObject(a, "stamped_loop", (double)run->n_stamp_loop);
+		cJSON_AddNumberToObject(a, "retried_dead_connection", (double)run->n_retried);
 		record_send_delay(a, run);
 	}
 	cJSON_AddStringToObject(o, "cache_claim", c->cache_claim ? c->cache_claim : "cold");
@@ -379,6 +380,7 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	}
 	cJSON_AddNumberToObject(o, "content_chunks", (double)r->n_chunks);
 	cJSON_AddNumberToObject(o, "role_chunks", (double)r->n_role_chunks);
+	cJSON_AddNumberToObject(o, "retries", (double)r->retries);
 	cJSON_AddNumberToObject(o, "counted_tokens", (double)r->n_tokens);
 	cJSON_AddNumberToObject(o, "reasoning_tokens", (double)r->n_reasoning_tokens);
 	cJSON_AddNumberToObject(o, "answer_tokens", (double)r->n_answer_tokens);

@@ -58,7 +58,7 @@ struct suite {
 	size_t n;
 	char hash[32];          /* "fnv1a64:<16 hex>" of the file, or of the generated texts */
 	char source[1024];      /* file name, or "generated" */
-	char sizing[16];        /* "file", "tokenize" or "probe" */
+	char sizing[48];        /* "file", "tokenize" or "probe" (the driver may add how: driver.c) */
 	long target_tokens;     /* generated: the target input length; else 0 */
 	double probe_a, probe_b;/* sizing "probe": tokens = a * words + b */
 };

@@ -48,6 +48,26 @@ static size_t http_write(char *data, size_t size, size_t nmemb, void *ctx)
 	return res->truncated ? 0 : n;
 }
 
+static char http_auth[1024];
+static pthread_once_t http_auth_once = PTHREAD_ONCE_INIT;
+
+static void http_auth_init(void)
+{
+	const char *k = getenv("TTAUDIT_API_KEY");
+
+	if (!k || !*k)
+		k = getenv("OPENAI_API_KEY");
+	/* a key with a line break would make a second header: refused */
+	if (k && *k && !strpbrk(k, "\r\n") && strlen(k) < sizeof(http_auth) - 32)
+		snprintf(http_auth, sizeof(http_auth), "Authorization: Bearer %s", k);
+}
+
+const char *http_auth_header(void)
+{
+	pthread_once(&http_auth_once, http_auth_init);
+	return http_auth[0] ? http_auth : NULL;
+}
+
 static enum status http_do(const char *url, const char *json, double timeout_s,
 			   size_t max_body, struct http_response *res, struct status_info *si)
 {
@@ -88,7 +108,19 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 			st = status_set(si, STATUS_NOMEM, "out of memory");
 			goto out;
 		}
+	}
+	if (http_auth_header()) {
+		struct curl_slist *h2 = curl_slist_append(hdr, http_auth_header());
+
+		if (!h2) {
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+			goto out;
+		}
+		hdr = h2;
+	}
+	if (hdr)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	if (json) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
 	}

@@ -44,6 +44,15 @@ enum status http_post_json(const char *url, const char *json, double timeout_s,
 void http_response_release(struct http_response *res);
 
 /*
+ * "Authorization: Bearer <key>" when the environment holds an API key
+ * (TTAUDIT_API_KEY, else OPENAI_API_KEY; vLLM's --api-key and llama-server's
+ * --api-key check it), or NULL. Read once. Every request of http_get,
+ * http_post_json and the load driver carries it; no report or record ever
+ * holds it.
+ */
+const char *http_auth_header(void);
+
+/*
  * base + path without a doubled '/': ("http://h:1/", "/v1/models") gives
  * "http://h:1/v1/models". STATUS_LIMIT when it does not fit in n.
  */

@@ -143,9 +143,11 @@ static bool ready_attempt(const struct ready_opts *o, enum ready_rung rung, doub
 	char url[HTTP_MAX_URL], *body = NULL;
 	enum status st;
 	bool ok = false;
+	unsigned lacking;
 
 	rr->attempts++;
 	rr->last_error[0] = rr->excerpt[0] = '\0';
+	lacking = rr->lacking;
 	http_join(o->url, paths[rung], url, sizeof(url));
 	if (budget > 60)
 		budget = 60;
@@ -170,11 +172,29 @@ static bool ready_attempt(const struct ready_opts *o, enum ready_rung rung, doub
 	rr->last_status = res.status;
 	http_excerpt(res.body, res.n_body, 200, rr->excerpt, sizeof(rr->excerpt));
 	if (st) {
-		snprintf(rr->last_error, sizeof(rr->last_error), "%.250s", res.error[0] ? res.error : si.msg);
+		snprintf(rr->last_error, sizeof(rr->last_error), "%.160s%s", res.error[0] ? res.error : si.msg,
+			 rung == READY_HEALTH && strstr(res.error, "onnect") ?
+			 " (vLLM binds its port but listens only once the engine has loaded)" : "");
 		goto out;
 	}
 	if (res.status != 200) {
-		snprintf(rr->last_error, sizeof(rr->last_error), "answered %ld", res.status);
+		/* say what the answer means: a rung the server lacks is not one
+		 * that is still loading */
+		if (res.status == 401 || res.status == 403)
+			snprintf(rr->last_error, sizeof(rr->last_error), "answered %ld: the server wants an API "
+				 "key%s", res.status, http_auth_header() ? " and refused the one given" :
+				 " (set TTAUDIT_API_KEY)");
+		else if ((res.status == 404 || res.status == 405 || res.status == 501) && rung != READY_HEALTH &&
+			 ++rr->lacking)
+			snprintf(rr->last_error, sizeof(rr->last_error), "answered %ld: the server lacks %s "
+				 "(this rung cannot pass)%s", res.status, paths[rung],
+				 rung == READY_METRICS && res.status == 501 ?
+				 "; llama-server serves it only when started with --metrics" : "");
+		else if (res.status == 503)
+			snprintf(rr->last_error, sizeof(rr->last_error), "answered 503: still loading, or the "
+				 "engine is dead");
+		else
+			snprintf(rr->last_error, sizeof(rr->last_error), "answered %ld", res.status);
 		goto out;
 	}
 	switch (rung) {
@@ -184,6 +204,8 @@ static bool ready_attempt(const struct ready_opts *o, enum ready_rung rung, doub
 	default: ok = ready_generate(&res, r, rr); break;
 	}
 out:
+	if (rr->lacking == lacking)
+		rr->lacking = 0;   /* only answers in a row count */
 	http_response_release(&res);
 	return ok;
 }
@@ -218,7 +240,9 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 		r->rung[rung].seconds = now - r->rung[rung].started;
 		if (o->progress)
 			o->progress(o->ctx, r, rung, now);
-		if (now + 0.001 >= timeout) {
+		/* a route the server lacks does not appear by waiting: three
+		 * answers in a row that say so end the ladder now */
+		if (now + 0.001 >= timeout || r->rung[rung].lacking >= 3) {
 			r->failed = rung;
 			r->total = now;
 			return status_set(si, STATUS_TIMEOUT, "%s: not ready after %.1f s: rung '%s' did not pass: %s",

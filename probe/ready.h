@@ -33,6 +33,7 @@ struct ready_rung_result {
 	long last_status;      /* HTTP status of the last attempt, 0 if none arrived */
 	char last_error[256];  /* why the last attempt did not pass */
 	char excerpt[256];     /* start of the last response body */
+	unsigned lacking;      /* attempts in a row answered "no such route" (404, 405, 501) */
 };
 
 struct ready_report {

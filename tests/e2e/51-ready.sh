@@ -78,3 +78,25 @@ case "$(rung metrics last_error)" in *"do not parse"*) ;; *) fail "metrics error
 expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 1 --interval 0.2 --json
 eq "$(jget "$T/out" .failed_rung)" health "closed port"
 eq "$(rung health last_status)" 0 "no HTTP status from a closed port"
+
+# an API key from the environment, never recorded; without it the server's
+# 401 is named; a rung the server lacks is named as such (llama-server's
+# /metrics without --metrics)
+sim_start key --time-scale 0 --api-key s3cret-key
+TTAUDIT_API_KEY=s3cret-key expect_rc 0 "$TTAUDIT" ready --url "$URL" --timeout 5 --interval 0.2 --json
+lacks "$T/out" "s3cret-key"
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 1 --interval 0.2 --json
+eq "$(jget "$T/out" .failed_rung)" models "no key"
+case "$(rung models last_error)" in *"wants an API key"*TTAUDIT_API_KEY*) ;; *) fail "401 not named: $(rung models last_error)" ;; esac
+sim_stop
+sim_start nometrics --time-scale 0 --profile llamacpp
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 1 --interval 0.2 --json
+eq "$(jget "$T/out" .failed_rung)" metrics "llama-server without --metrics"
+case "$(rung metrics last_error)" in *"answered 501: the server lacks /metrics"*--metrics*) ;; *) fail "lacking rung not named: $(rung metrics last_error)" ;; esac
+sim_stop
+# ... and the ladder ends without waiting out its deadline
+sim_start nometrics2 --time-scale 0 --profile llamacpp
+t0=$(date +%s)
+expect_rc 1 "$TTAUDIT" ready --url "$URL" --timeout 60 --interval 0.1
+[ $(( $(date +%s) - t0 )) -lt 10 ] || fail "waited for a route the server lacks"
+sim_stop

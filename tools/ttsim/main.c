@@ -584,6 +584,7 @@ static int cmd_serve(int argc, char **argv)
 		{ "reasoning", required_argument, NULL, 'Q' },
 		{ "stream-error-rate", required_argument, NULL, 'E' },
 		{ "metrics", no_argument, NULL, 'K' },
+		{ "api-key", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ttsim_server_config c;
@@ -675,6 +676,9 @@ static int cmd_serve(int argc, char **argv)
 		case 'K':
 			c.metrics = true;
 			break;
+		case 'k':
+			c.api_key = optarg;
+			break;
 		case 'f':
 			if (!strcmp(optarg, "banner-only"))
 				fault_banner_only = true;
@@ -737,7 +741,8 @@ static int cmd_serve(int argc, char **argv)
 			       "  --stream-interval N at least N tokens per chunk (vLLM --stream-interval)\n"
 			       "  --no-merge          one token per chunk even when tokens piled up\n"
 			       "  --reasoning N       chat: the first N tokens are thinking text (delta.reasoning)\n"
-			       "  --metrics           llamacpp: serve /metrics (501 without it)\n%s",
+			       "  --metrics           llamacpp: serve /metrics (501 without it)\n"
+			       "  --api-key KEY       /v1/* answer 401 without Authorization: Bearer KEY\n%s",
 			       main_model_help);
 			return 0;
 		default:

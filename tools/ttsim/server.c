@@ -107,6 +107,15 @@ struct sreq {
 	bool logged;                 /* the stamps are in the send log */
 };
 
+/* Per socket (MHD's socket context): a llama-server connection is dead
+ * once a stream on it ended. */
+struct ssock {
+	int fd;
+	bool dead;                   /* a new request on it is closed unanswered */
+	bool shut;                   /* the housekeeping thread shut it down */
+	struct ssock *next_dead;     /* srv->dead, mu held */
+};
+
 /* Per-connection state (MHD's con_cls). */
 struct sconn {
 	char *body;
@@ -131,6 +140,7 @@ struct ttsim_server {
 	int lfd;                     /* the bound socket, until MHD has it; -1 */
 	struct ttsim_model *model;
 	struct sreq *live;
+	struct ssock *dead;          /* dead connections not yet shut down */
 	uint64_t rng;                /* fault decisions and ids */
 	uint64_t noise_rng;
 	double noise_factor;
@@ -386,6 +396,17 @@ static void *srv_hk_main(void *arg)
 	while (!srv->stopping) {
 		now = srv_mono();
 		next = now + SRV_PROBE_S;
+		/* llama-server: connections whose stream ended are closed, a
+		 * housekeeping turn after the stream at the latest */
+		while (srv->dead) {
+			struct ssock *k = srv->dead;
+
+			srv->dead = k->next_dead;
+			k->next_dead = NULL;
+			if (!k->shut)
+				(void)shutdown(k->fd, SHUT_RDWR);
+			k->shut = true;
+		}
 		for (rq = srv->live; rq; rq = rq->next) {
 			if (!rq->suspended)
 				continue;
@@ -1773,6 +1794,13 @@ static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection
 	}
 	if (srv_loading(srv))
 		return srv_error(srv, conn, 503, NULL, "the model is still loading");
+	if (srv->c.api_key && !strncmp(q, "/v1/", 4)) {
+		/* vLLM's --api-key (entrypoints/openai/api_server.py): 401 on /v1 */
+		const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+
+		if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->c.api_key))
+			return srv_send(conn, 401, "application/json", "{\"error\":\"Unauthorized\"}", 24);
+	}
 	if (!strcmp(q, "/metrics") && srv->c.profile == TTSIM_LLAMACPP)
 		return get ? srv_metrics_llama(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/metrics"))
@@ -1823,6 +1851,14 @@ static enum MHD_Result srv_handler(void *cls, struct MHD_Connection *conn, const
 
 	(void)version;
 	if (!sc) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+			MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		const struct ssock *k = ci ? ci->socket_context : NULL;
+
+		/* a request on a connection llama-server has finished with: it
+		 * never reaches the server; the connection closes unanswered */
+		if (k && k->dead)
+			return MHD_NO;
 		sc = calloc(1, sizeof(*sc));
 		if (!sc)
 			return MHD_NO;
@@ -1865,12 +1901,19 @@ static void srv_completed(void *cls, struct MHD_Connection *conn, void **con_cls
 		return;
 	if (sc->rq && sc->rq->stream && srv->c.profile == TTSIM_LLAMACPP) {
 		/* llama-server closes after every streamed answer, though it said
-		 * keep-alive: a client that reuses the connection finds it dead */
+		 * keep-alive: a client that reuses the connection before the close
+		 * reaches it finds it dead (its request is never read) */
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
-			MHD_CONNECTION_INFO_CONNECTION_FD);
+			MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		struct ssock *k = ci ? ci->socket_context : NULL;
 
-		if (ci)
-			(void)shutdown(ci->connect_fd, SHUT_RDWR);
+		if (k && !k->dead) {
+			pthread_mutex_lock(&srv->mu);
+			k->dead = true;
+			k->next_dead = srv->dead;
+			srv->dead = k;
+			pthread_mutex_unlock(&srv->mu);
+		}
 	}
 	if (sc->rq) {
 		srv_log_stamps(srv, sc->rq);
@@ -1887,6 +1930,35 @@ static void srv_completed(void *cls, struct MHD_Connection *conn, void **con_cls
 }
 
 /* --- lifecycle -------------------------------------------------------------- */
+
+/* Socket contexts: one per connection, for the llama-server profile. */
+static void srv_notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+			    enum MHD_ConnectionNotificationCode toe)
+{
+	struct ttsim_server *srv = cls;
+	struct ssock *k = *socket_context, **pp;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		k = calloc(1, sizeof(*k));
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (k)
+			k->fd = ci ? ci->connect_fd : -1;
+		*socket_context = k;
+		return;
+	}
+	if (!k)
+		return;
+	pthread_mutex_lock(&srv->mu);
+	for (pp = &srv->dead; *pp; pp = &(*pp)->next_dead)
+		if (*pp == k) {
+			*pp = k->next_dead;
+			break;
+		}
+	pthread_mutex_unlock(&srv->mu);
+	free(k);
+	*socket_context = NULL;
+}
 
 /* Listens on the bound socket and hands it to MHD. 0, or -1 (errno). */
 static int srv_listen_now(struct ttsim_server *srv)
@@ -1905,6 +1977,7 @@ static int srv_listen_now(struct ttsim_server *srv)
 			     MHD_OPTION_CONNECTION_TIMEOUT, 0u,
 			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u * 1024u),
 			     MHD_OPTION_NOTIFY_COMPLETED, srv_completed, srv,
+			     MHD_OPTION_NOTIFY_CONNECTION, srv_notify_conn, srv,
 			     MHD_OPTION_END);
 	if (!d)
 		return -1;

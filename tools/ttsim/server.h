@@ -47,8 +47,7 @@ struct ttsim_server_config {
 	int reasoning;              /* chat: the first N output tokens are thinking text */
 	double stream_error_rate;   /* end a stream with an error after its first token */
 	bool metrics;               /* llama-server: /metrics only with --metrics */
-	double close_delay_s;       /* llama-server: close the connection this long after a
-				     * stream ends, though the answer said keep-alive */
+	const char *api_key;        /* vLLM --api-key: the /v1 routes want "Authorization: Bearer KEY" */
 };
 
 void ttsim_server_config_default(struct ttsim_server_config *c);
