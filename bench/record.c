@@ -406,6 +406,11 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
 		for (i = 0; tt && i < n; i++)
 			cJSON_AddItemToArray(tt, cJSON_CreateNumber(r->tok_t[i]));
+		/* the tokens each of those chunks carried (token_count_source says
+		 * how that was known) */
+		tt = cJSON_AddArrayToObject(o, "token_n");
+		for (i = 0; tt && i < n; i++)
+			cJSON_AddItemToArray(tt, cJSON_CreateNumber(r->tok_n ? r->tok_n[i] : 1));
 	}
 	return o;
 }

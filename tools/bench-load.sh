@@ -67,7 +67,7 @@ fi
 sim_start() {
 	rm -f "$W/port" "$W/send.jsonl"
 	$SERVER_PIN "$TTSIM" serve --port 0 --port-file "$W/port" --time-scale "$TIME_SCALE" --no-audit \
-		--slots 256 --send-log "$W/send.jsonl" 2>"$W/sim.err" &
+		--slots 256 --send-log "$W/send.jsonl" ${SIM_SHAPE:---no-merge} >"$W/sim.err" 2>&1 &
 	SIMPID=$!
 	n=0
 	while [ ! -s "$W/port" ]; do
@@ -101,14 +101,20 @@ with open(sys.argv[2]) as f:
         d = json.loads(line)
         if d.get("kind") != "request" or not d.get("ok"):
             continue
-        for i, t in enumerate(d.get("token_t", [])):
-            s = sent.get((d["id"], i))
+        # a chunk of n tokens is the send of its tokens k .. k+n-1 (ttsim
+        # stamps them all with the call that carried the chunk)
+        k = 0
+        ns = d.get("token_n") or [1] * len(d.get("token_t", []))
+        for t, n in zip(d.get("token_t", []), ns):
+            s = sent.get((d["id"], k))
+            k += n
             if s is None:
                 missing += 1
                 continue
             a, b = s
-            errs.append(t - a if t < a else t - b if t > b else 0.0)
-            calls.append(b - a)
+            for _ in range(n):
+                errs.append(t - a if t < a else t - b if t > b else 0.0)
+                calls.append(b - a)
 # "n |err| p50 |err| p99 min max missing call-p50", in microseconds
 size = sorted(abs(e) for e in errs)
 calls.sort()
@@ -205,5 +211,26 @@ done
 sim_start
 floor=$($CLIENT_PIN "$PYTHON" "$W/floor.py" "$(cat "$W/port")" "$W/send.jsonl" 2>&1)
 sim_stop
+
+# The real chunk shapes at the highest level: vLLM's completions chunks
+# (usage null, stop_reason, prompt_token_ids, token_ids in every chunk; the
+# client asks continuous_usage_stats, so each carries its usage), tokens
+# merged into one chunk when they pile up (vLLM's output processor), and
+# --stream-interval 4; beside the one-token-per-chunk 0.10 shape of the
+# ladder above (the old figure). Errors per token, a chunk's tokens sharing
+# its time.
+top=${LEVELS##* }
+echo "real chunk shapes at $top streams (us/tok = client CPU per token; |error| p99 per token, kernel-stamped):"
+printf '%-46s %6s %9s %7s %8s %22s %8s\n' shape failed inflight "tok/s" "us/tok" "kernel p50/p99 min/max" "tok/chunk"
+for shape in "--no-merge --vllm-version 0.10|0.10, one token per chunk (the old figure)" \
+	"--no-merge|current vLLM chunks, one token per chunk" \
+	"|current vLLM chunks, merged when tokens pile up" \
+	"--stream-interval 4|current vLLM chunks, --stream-interval 4"; do
+	SIM_SHAPE="${shape%%|*} " label=${shape#*|}
+	level_run "$top" || continue
+	tpc=$(jq -s -r '[.[] | select(.kind == "request" and .ok) | .counted_tokens / .content_chunks] | add / length | . * 100 | round / 100' "$W/run.jsonl")
+	printf '%-46s %6s %9s %7s %8s %22s %8s\n' "$label" "$failed" "$inflight" "$tps" "$per_tok" "$err" "$tpc"
+done
+unset SIM_SHAPE
 echo "highest concurrency sustained by one client core: $best streams (kernel-stamped |error| p50/p99 us, signed min/max: $best_err)"
 echo "user-space floor, raw-socket reader timing its reads, one stream, same send log: tokens/|error| p50/p99 us = $(echo "$floor" | tr ' ' /)"
