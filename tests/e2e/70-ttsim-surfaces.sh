@@ -168,3 +168,21 @@ contains "$T/m10.txt" "vllm:time_per_output_token_seconds_bucket{"
 contains "$T/m10.txt" "vllm:gpu_prefix_cache_hits_total{"
 grep -q '"req":"chatcmpl-[0-9a-f]\{32\}"' "$T/old.err" || fail "0.10: the engine id is the response id"
 sim_stop
+
+# the capability gate (tt-metal PR #54565): Qwen3.6 declares no
+# supports_async_decode, so the keep never runs, and each refusal is a gate
+# event; TT_FORCE_ASYNC_AHEAD_KEEP=1 overrides it, said once
+sim_start gate --seed 5 --time-scale 0 --supports-async-decode false
+sim_load 20
+sim_stop
+contains "$T/gate.err" "Async scheduling was requested, but TT model"
+contains "$T/gate.err" "ttaudit: keep off (model does not declare supports_async_decode)"
+grep -q 'MERGE_AUDIT {"ev":"gate","step":[0-9]*,"keep":false,"supports_async_decode":false,"force":false,"reason":"model does not declare supports_async_decode"}' "$T/gate.err" ||
+	fail "no gate event"
+lacks "$T/gate.err" 'MERGE_AUDIT {"ev":"merge"'
+TT_FORCE_ASYNC_AHEAD_KEEP=1 sim_start forced --seed 5 --time-scale 0 --supports-async-decode false
+sim_load 20
+sim_stop
+contains "$T/forced.err" "ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)"
+eq "$(grep -c '"ev":"gate","step":[0-9]*,"keep":true,"supports_async_decode":false,"force":true' "$T/forced.err")" 1 "forced keep said once"
+grep -q 'MERGE_AUDIT {"ev":"merge"' "$T/forced.err" || fail "forced keep made no merge"

@@ -279,6 +279,18 @@ void ttsim_audit_decode(struct ttsim_audit *a, long long step, const int *slots,
 	audit_end(a);
 }
 
+void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool keep, bool supports, bool force,
+		      const char *reason)
+{
+	if (!a)
+		return;
+	audit_begin(a, "gate");
+	audit_put(a, ",\"step\":%lld,\"keep\":%s,\"supports_async_decode\":%s,\"force\":%s,\"reason\":", step,
+		  keep ? "true" : "false", supports ? "true" : "false", force ? "true" : "false");
+	audit_str(a, reason);
+	audit_end(a);
+}
+
 void ttsim_audit_request(struct ttsim_audit *a, const char *phase, const char *req, int slot,
 			 long long step, int n_tokens, int n_subs, bool aborted)
 {

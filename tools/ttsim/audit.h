@@ -34,6 +34,10 @@ void ttsim_audit_merge(struct ttsim_audit *a, const struct ttsim_merge *m);
 void ttsim_audit_prefill(struct ttsim_audit *a, long long step, int slot, const char *req,
 			 int prompt_tokens, int cached_tokens);
 void ttsim_audit_decode(struct ttsim_audit *a, long long step, const int *slots, size_t n);
+/* The capability gate's decision (interfaces: `gate`), at a step where the
+ * keep would otherwise have run. */
+void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool keep, bool supports, bool force,
+		      const char *reason);
 /* phase "start" or "finish" (finish carries the token count and substitutions). */
 void ttsim_audit_request(struct ttsim_audit *a, const char *phase, const char *req, int slot,
 			 long long step, int n_tokens, int n_subs, bool aborted);

@@ -516,6 +516,16 @@ static void main_engine_banners(const struct ttsim_server_config *c, unsigned ba
 		 main_thousands((long long)m->slots * m->max_model_len, a, sizeof(a)));
 	main_eng('L', "INFO", "kv_cache_utils.py:1325", "Maximum concurrency for %s tokens per request: %d.00x",
 		 main_thousands(m->max_model_len, b, sizeof(b)), m->slots);
+	if (m->keep_gate && !m->supports_async_decode) {
+		main_eng('L', "WARNING", "platform.py:460", "Async scheduling was requested, but TT model "
+			 "Qwen3_6ForCausalLM (qwen3_6) does not declare support "
+			 "(`model_capabilities['supports_async_decode']`). Disabling async scheduling.");
+		if (m->force_keep)
+			main_eng('G', "INFO", "ttaudit_emit:91", "ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)");
+		else
+			main_eng('G', "INFO", "ttaudit_emit:91", "ttaudit: keep off (model does not declare "
+				 "supports_async_decode)");
+	}
 	if (!banner)
 		return;
 	/* the instrumentation kit's lines (its guard banners): one per guard
@@ -585,6 +595,7 @@ static int cmd_serve(int argc, char **argv)
 		{ "stream-error-rate", required_argument, NULL, 'E' },
 		{ "metrics", no_argument, NULL, 'K' },
 		{ "api-key", required_argument, NULL, 'k' },
+		{ "supports-async-decode", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ttsim_server_config c;
@@ -679,6 +690,14 @@ static int cmd_serve(int argc, char **argv)
 		case 'k':
 			c.api_key = optarg;
 			break;
+		case 'U':
+			/* the capability gate (tt-metal PR #54565) on, with the
+			 * model's declared capability */
+			if (strcmp(optarg, "true") && strcmp(optarg, "false"))
+				return main_usage_error("serve", "--supports-async-decode '%s': want true or false", optarg);
+			c.model.keep_gate = true;
+			c.model.supports_async_decode = !strcmp(optarg, "true");
+			break;
 		case 'f':
 			if (!strcmp(optarg, "banner-only"))
 				fault_banner_only = true;
@@ -742,7 +761,9 @@ static int cmd_serve(int argc, char **argv)
 			       "  --no-merge          one token per chunk even when tokens piled up\n"
 			       "  --reasoning N       chat: the first N tokens are thinking text (delta.reasoning)\n"
 			       "  --metrics           llamacpp: serve /metrics (501 without it)\n"
-			       "  --api-key KEY       /v1/* answer 401 without Authorization: Bearer KEY\n%s",
+			       "  --api-key KEY       /v1/* answer 401 without Authorization: Bearer KEY\n"
+			       "  --supports-async-decode B  the keep's capability gate (true|false); with false\n"
+			       "                      the keep runs only with TT_FORCE_ASYNC_AHEAD_KEEP=1\n%s",
 			       main_model_help);
 			return 0;
 		default:
@@ -756,6 +777,7 @@ static int cmd_serve(int argc, char **argv)
 	if (fault_banner_only && fault_no_banner)
 		return main_usage_error("serve", "--fault banner-only and no-banner exclude each other");
 	arm = arm_set ? c.model.arm : ttsim_guard_from_env();
+	c.model.force_keep = getenv("TT_FORCE_ASYNC_AHEAD_KEEP") && !strcmp(getenv("TT_FORCE_ASYNC_AHEAD_KEEP"), "1");
 	c.model.arm = fault_banner_only ? 0 : arm;
 	c.model.arm_claimed = arm;
 

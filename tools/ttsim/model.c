@@ -61,6 +61,7 @@ struct ttsim_model {
 	struct ttsim_model_sink sink;
 	struct ttsim_audit *audit;
 	char arm_name[TTSIM_ARM_NAME_MAX];
+	bool gate_said;              /* the forced keep's gate event was written */
 	struct slot slots[TTSIM_MAX_SLOTS];
 	struct devbuf dev, copy;
 	unsigned char prefilled[TTSIM_MAX_SLOTS];
@@ -640,7 +641,17 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	for (s = 0; s < m->c.slots; s++)
 		if (m->slots[s].req)
 			active[n_active++] = s;
-	if (m->reset_batch || m->mode_switched) {
+	if ((m->reset_batch || m->mode_switched) && m->c.keep_gate && !m->c.supports_async_decode &&
+	    !m->c.force_keep) {
+		/* the gate refuses: host tokens only, no merge, said each time */
+		ttsim_audit_gate(m->audit, m->step, false, false, false,
+				 "model does not declare supports_async_decode");
+	} else if (m->reset_batch || m->mode_switched) {
+		if (m->c.keep_gate && !m->c.supports_async_decode && !m->gate_said) {
+			ttsim_audit_gate(m->audit, m->step, true, false, true,
+					 "TT_FORCE_ASYNC_AHEAD_KEEP=1 overrides supports_async_decode false");
+			m->gate_said = true;
+		}
 		n_forgone = model_merge(m);
 		st->merged = true;
 	}
