@@ -62,6 +62,7 @@ static void test_chunks(void **state)
 	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
 	assert_int_equal(r.fail, LOAD_FAIL_SERVER);
 	free(r.tok_t);
+	free(r.tok_n);
 	free(r.text);
 	free(r.tok_off);
 	memset(&r, 0, sizeof(r));
