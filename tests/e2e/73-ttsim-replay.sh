@@ -6,11 +6,17 @@
 . tests/e2e/ttsim.inc
 "$TTAUDIT" replay --help >/dev/null 2>&1 || skip "ttaudit replay is not built"
 
-for spec in "1 bare 8 0 0" "2 stamp 8 0.2 0" "3 batch 4 0.5 0.2" "4 prefilled+bound 8 0.3 0.15" \
-	"5 lifetime 16 0 0" "6 batch+lifetime 8 0.3 0.12"; do
+# the last two: the keep per data-parallel chunk (--dp), one event per chunk
+for spec in "1 bare 8 0 0 1" "2 stamp 8 0.2 0 1" "3 batch 4 0.5 0.2 1" "4 prefilled+bound 8 0.3 0.15 1" \
+	"5 lifetime 16 0 0 1" "6 batch+lifetime 8 0.3 0.12 1" "7 batch 8 0.3 0.3 2" "8 bare 16 0 0 4"; do
 	set -- $spec
 	"$TTSIM" run --steps 4000 --seed "$1" --arm "$2" --slots "$3" --garbage-rate "$4" \
-		--arrival "$5" --refresh-every 3 --audit "$T/a.jsonl" --json >"$T/sim.json"
+		--arrival "$5" --dp "$6" --refresh-every 3 --audit "$T/a.jsonl" --json >"$T/sim.json"
+	if [ "$6" -gt 1 ]; then
+		eq "$(jq -s -c '[.[] | select(.ev == "merge") | [.dp, (.host_pos | length)]] | unique | map(.[1]) | unique' "$T/a.jsonl")" \
+			"[$(( $3 / $6 ))]" "seed $1: chunk width"
+		eq "$(jq -s '[.[] | select(.ev == "merge") | .dp] | unique | length' "$T/a.jsonl")" "$6" "seed $1: every chunk merges"
+	fi
 	rc=0
 	"$TTAUDIT" replay --json --rules "bare,prefilled,batch,lifetime,stamp,bound,$2" "$T/a.jsonl" \
 		>"$T/rep.json" || rc=$?

@@ -217,6 +217,8 @@ void ttsim_audit_merge(struct ttsim_audit *a, const struct ttsim_merge *m)
 	audit_begin(a, "merge");
 	audit_put(a, ",\"step\":%lld,\"reset_batch\":%s,\"mode_switched\":%s", m->step,
 		  m->reset_batch ? "true" : "false", m->mode_switched ? "true" : "false");
+	if (m->has_dp)
+		audit_put(a, ",\"dp\":%d", m->dp);
 	audit_ll_array(a, "host_pos", m->host_pos, m->n_host);
 	audit_ll_array(a, "dev_pos", m->dev_pos, m->n_dev);
 	if (m->host_tok)

@@ -64,6 +64,8 @@ struct ttsim_merge {
 	const unsigned char *taken;          /* flags: what the running code took */
 	const char *arm;                     /* what the running code says it applies */
 	long long max_pos;                   /* <= 0: unknown */
+	bool has_dp;                         /* several data-parallel chunks: dp is this one */
+	int dp;
 	double t;                            /* wall seconds; 0 = omit */
 };
 

@@ -140,6 +140,12 @@ static int main_model_opt(const char *cmd, int opt, const char *arg,
 						TTSIM_MAX_SLOTS);
 		mc->max_prefills = (int)v;
 		return 1;
+	case 'Z':
+		if (!main_ll(arg, 1, TTSIM_MAX_SLOTS, &v))
+			return main_usage_error(cmd, "--dp '%s': want 1..%d, dividing --slots", arg,
+						TTSIM_MAX_SLOTS);
+		mc->dp = (int)v;
+		return 1;
 	case 'C':
 		if (!main_ll(arg, 0, 1 << 22, &v))
 			return main_usage_error(cmd, "--cache-blocks '%s': want 0..2^22", arg);
@@ -159,6 +165,7 @@ static int main_model_opt(const char *cmd, int opt, const char *arg,
 	{ "garbage-rate", required_argument, NULL, 'g' }, \
 	{ "max-prefills", required_argument, NULL, 'P' }, \
 	{ "cache-blocks", required_argument, NULL, 'C' }, \
+	{ "dp", required_argument, NULL, 'Z' }, \
 	{ "help", no_argument, NULL, 'h' }
 
 static const char main_model_help[] =
@@ -171,7 +178,9 @@ static const char main_model_help[] =
 	"                      (default 4; 1 = always fresh)\n"
 	"  --garbage-rate P    chance an idle slot's device position is float32 garbage (0)\n"
 	"  --max-prefills N    consecutive prefill steps before a decode (default: slots)\n"
-	"  --cache-blocks N    prefix cache capacity in 16-token blocks (default 4096, 0 = off)\n";
+	"  --cache-blocks N    prefix cache capacity in 16-token blocks (default 4096, 0 = off)\n"
+	"  --dp N              the keep runs per data-parallel chunk of slots/N slots: one merge\n"
+	"                      event with its \"dp\" per chunk (default 1)\n";
 
 /* --- ttsim run ----------------------------------------------------------- */
 

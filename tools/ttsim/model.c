@@ -167,6 +167,8 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 	if (c->refresh_every < 1)
 		return status_set(si, STATUS_USAGE, "refresh_every %d: must be >= 1",
 				  c->refresh_every);
+	if (c->dp > 1 && c->slots % c->dp)
+		return status_set(si, STATUS_USAGE, "dp %d: must divide the %d slots", c->dp, c->slots);
 	if (!(c->garbage_rate >= 0 && c->garbage_rate <= 1))
 		return status_set(si, STATUS_USAGE, "garbage rate: must be in [0, 1]");
 	if (c->max_prefills < 1 || c->block_size < 1 || c->cache_blocks < 0 ||
@@ -524,7 +526,7 @@ static int model_merge(struct ttsim_model *m)
 	struct ttsim_rule_stats *rs;
 	struct mreq *r;
 	enum ttsim_guard_eval ev;
-	int s, H = m->c.slots, i, n_forgone = 0, stale;
+	int s, H = m->c.slots, i, n_forgone = 0, stale, c, off, K;
 	bool fired;
 	struct timespec ts;
 
@@ -536,80 +538,86 @@ static int model_merge(struct ttsim_model *m)
 		slot_req[s] = r ? r->id : NULL;
 		buf_req[s] = m->copy.req[s][0] ? m->copy.req[s] : NULL;
 	}
-	memset(&mg, 0, sizeof(mg));
-	mg.step = m->step;
-	mg.reset_batch = m->reset_batch;
-	mg.mode_switched = m->mode_switched;
-	mg.n_host = mg.n_dev = (size_t)H;
-	mg.host_pos = host_pos;
-	mg.dev_pos = m->copy.pos;
-	mg.host_tok = host_tok;
-	mg.dev_tok = m->copy.tok;
-	mg.prefilled = m->prefilled;
-	mg.has_buf_step = true;
-	mg.buf_step = m->copy.step;
-	mg.has_gen = true;
-	mg.gen = m->gen;
-	mg.buf_gen = m->copy.gen;
-	mg.slot_gen = slot_gen;
-	mg.buf_slot_gen = m->copy.slot_gen;
-	mg.slot_req = slot_req;
-	mg.buf_req = buf_req;
-	mg.max_pos = m->c.max_model_len;
-	mg.arm = m->arm_name;
+	/* the real keep runs per data-parallel chunk i of the trace inputs
+	 * (trace_inputs_decode[key][i]): one merge, and one audit event with
+	 * its `dp`, per chunk */
+	K = H / (m->c.dp > 1 ? m->c.dp : 1);
+	for (c = 0, off = 0; off < H; c++, off += K) {
+		memset(&mg, 0, sizeof(mg));
+		mg.step = m->step;
+		mg.reset_batch = m->reset_batch;
+		mg.mode_switched = m->mode_switched;
+		mg.n_host = mg.n_dev = (size_t)K;
+		mg.has_dp = m->c.dp > 1;
+		mg.dp = c;
+		mg.host_pos = host_pos + off;
+		mg.dev_pos = m->copy.pos + off;
+		mg.host_tok = host_tok + off;
+		mg.dev_tok = m->copy.tok + off;
+		mg.prefilled = m->prefilled + off;
+		mg.has_buf_step = true;
+		mg.buf_step = m->copy.step;
+		mg.has_gen = true;
+		mg.gen = m->gen;
+		mg.buf_gen = m->copy.gen;
+		mg.slot_gen = slot_gen + off;
+		mg.buf_slot_gen = m->copy.slot_gen + off;
+		mg.slot_req = slot_req + off;
+		mg.buf_req = buf_req + off;
+		mg.max_pos = m->c.max_model_len;
+		mg.arm = m->arm_name;
 
-	ttsim_guard_take(0, &mg, bare, NULL);
-	for (i = 0; i < m->n_tracked; i++) {
-		rs = &m->tracked[i].st;
-		rs->merges++;
-		ev = ttsim_guard_take(m->tracked[i].mask, &mg, rt, &fired);
-		if (ev == TTSIM_GUARD_SKIPPED) {
-			rs->skipped++;
-			continue;
-		}
-		if (ev == TTSIM_GUARD_SHAPE_FALLBACK) {
-			rs->shape_fallback++;
-			continue;
-		}
-		rs->fired += fired;
-		for (s = 0; s < H; s++) {
-			if (host_pos[s] == -1)
+		ttsim_guard_take(0, &mg, bare, NULL);
+		for (i = 0; i < m->n_tracked; i++) {
+			rs = &m->tracked[i].st;
+			rs->merges++;
+			ev = ttsim_guard_take(m->tracked[i].mask, &mg, rt, &fired);
+			if (ev == TTSIM_GUARD_SKIPPED) {
+				rs->skipped++;
 				continue;
-			stale = ttsim_guard_stale(&mg, (size_t)s) == 1;
-			rs->taken += rt[s];
-			rs->substitutions += rt[s] && stale;
-			rs->prevented += bare[s] && !rt[s] && stale;
-			rs->forgone += bare[s] && !rt[s] && !stale;
+			}
+			if (ev == TTSIM_GUARD_SHAPE_FALLBACK) {
+				rs->shape_fallback++;
+				continue;
+			}
+			rs->fired += fired;
+			for (s = 0; s < K; s++) {
+				if (host_pos[off + s] == -1)
+					continue;
+				stale = ttsim_guard_stale(&mg, (size_t)s) == 1;
+				rs->taken += rt[s];
+				rs->substitutions += rt[s] && stale;
+				rs->prevented += bare[s] && !rt[s] && stale;
+				rs->forgone += bare[s] && !rt[s] && !stale;
+			}
 		}
-	}
 
-	ttsim_guard_take(m->c.arm, &mg, take, NULL);
-	for (s = 0; s < H; s++) {
-		r = m->slots[s].req;
-		if (bare[s] && !take[s])
-			n_forgone++;
-		if (!take[s])
-			continue;
-		m->st.takes++;
-		if (!buf_req[s] || strcmp(buf_req[s], r->id)) {
-			int want, index = (int)(m->copy.pos[s] - r->n_prompt);
+		ttsim_guard_take(m->c.arm, &mg, take, NULL);
+		for (s = off; s < off + K; s++) {
+			r = m->slots[s].req;
+			if (bare[s - off] && !take[s - off])
+				n_forgone++;
+			if (!take[s - off])
+				continue;
+			m->st.takes++;
+			if (!buf_req[s] || strcmp(buf_req[s], r->id)) {
+				int want, index = (int)(m->copy.pos[s] - r->n_prompt);
 
-			want = m->copy.pos[s] == host_pos[s] ? r->pending : model_greedy(r->h);
-			m->st.substitutions++;
-			if (m->copy.tok[s] != want)
-				m->st.changed++;
-			if (!r->n_subs || index < r->first_sub)
-				r->first_sub = index;
-			r->n_subs++;
+				want = m->copy.pos[s] == host_pos[s] ? r->pending : model_greedy(r->h);
+				m->st.substitutions++;
+				if (m->copy.tok[s] != want)
+					m->st.changed++;
+				if (!r->n_subs || index < r->first_sub)
+					r->first_sub = index;
+				r->n_subs++;
+			}
+			if (m->copy.pos[s] == host_pos[s]) {
+				r->pending = m->copy.tok[s];
+				r->h = model_absorb(r->h_prev, r->pending);
+			} else {
+				r->forced = m->copy.tok[s];
+			}
 		}
-		if (m->copy.pos[s] == host_pos[s]) {
-			r->pending = m->copy.tok[s];
-			r->h = model_absorb(r->h_prev, r->pending);
-		} else {
-			r->forced = m->copy.tok[s];
-		}
-	}
-	m->st.forgone += (unsigned long long)n_forgone;
 	m->st.merges++;
 	mg.taken = take;
 	if (m->audit && m->c.audit_wall_time) {
@@ -617,6 +625,8 @@ static int model_merge(struct ttsim_model *m)
 		mg.t = (double)ts.tv_sec + ts.tv_nsec / 1e9;
 	}
 	ttsim_audit_merge(m->audit, &mg);
+	}
+	m->st.forgone += (unsigned long long)n_forgone;
 	return n_forgone;
 }
 

@@ -63,6 +63,8 @@ struct ttsim_model_config {
 	 * model's supports_async_decode (Qwen3.6 upstream declares false),
 	 * unless TT_FORCE_ASYNC_AHEAD_KEEP=1. Off: the pre-#54565 code the
 	 * incident ran (no gate). */
+	int dp;                     /* data-parallel chunks the keep runs over (slots % dp
+				     * == 0); 1: one */
 	bool keep_gate;
 	bool supports_async_decode;
 	bool force_keep;
