@@ -251,11 +251,15 @@ static int load_skip_member(struct load_scan *x, const char *k, size_t nk, void 
 	return load_scan_value(x, depth);
 }
 
-/* At '[': skips the array. */
-static int load_scan_array(struct load_scan *x, int depth)
+/* At '[' (or anything else: skipped, *n = -1): counts the elements. */
+static int load_scan_count(struct load_scan *x, int depth, long *n)
 {
+	*n = -1;
+	if (x->p >= x->e || *x->p != '[')
+		return load_scan_value(x, depth);
 	if (depth >= LOAD_FAST_DEPTH)
 		return 1;
+	*n = 0;
 	x->p++;
 	if (x->p < x->e && *x->p == ']') {
 		x->p++;
@@ -264,6 +268,7 @@ static int load_scan_array(struct load_scan *x, int depth)
 	for (;;) {
 		if (load_scan_value(x, depth + 1))
 			return 1;
+		(*n)++;
 		if (x->p >= x->e)
 			return 1;
 		if (*x->p == ',') {
@@ -272,6 +277,14 @@ static int load_scan_array(struct load_scan *x, int depth)
 		}
 		return *x->p++ == ']' ? 0 : 1;
 	}
+}
+
+/* At '[': skips the array. */
+static int load_scan_array(struct load_scan *x, int depth)
+{
+	long n;
+
+	return load_scan_count(x, depth, &n);
 }
 
 /* Skips one value of the subset. */
@@ -346,32 +359,6 @@ static int load_scan_int(struct load_scan *x, long *v)
 		n = n * 10 + (*q - '0');   /* at most 18 digits: no overflow */
 	*v = neg ? -n : n;
 	return 0;
-}
-
-/* At '[' (or anything else: skipped, *n = -1): counts the elements. */
-static int load_scan_count(struct load_scan *x, int depth, long *n)
-{
-	*n = -1;
-	if (x->p >= x->e || *x->p != '[')
-		return load_scan_value(x, depth);
-	*n = 0;
-	x->p++;
-	if (x->p < x->e && *x->p == ']') {
-		x->p++;
-		return 0;
-	}
-	for (;;) {
-		if (load_scan_value(x, depth + 1))
-			return 1;
-		(*n)++;
-		if (x->p >= x->e)
-			return 1;
-		if (*x->p == ',') {
-			x->p++;
-			continue;
-		}
-		return *x->p++ == ']' ? 0 : 1;
-	}
 }
 
 #define LOAD_KEY(k, nk, lit) ((nk) == sizeof(lit) - 1 && !memcmp((k), lit, sizeof(lit) - 1))

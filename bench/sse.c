@@ -113,6 +113,24 @@ static enum status sse_fail(struct sse *p, enum status st, struct status_info *s
 	return status_set(si, st, "event stream: stopped by the caller");
 }
 
+/* Appends a field's value to *buf (NUL-terminated), joined by LF to what a
+ * line of the same field gave before in this event. */
+static enum status sse_append(char **buf, size_t *len, size_t *sz, int *has, const char *v, size_t vlen,
+			      size_t cap)
+{
+	enum status st = sse_reserve(buf, sz, *len + (*has ? 1 : 0) + vlen, cap);
+
+	if (st)
+		return st;
+	if (*has)
+		(*buf)[(*len)++] = '\n';
+	memcpy(*buf + *len, v, vlen);
+	*len += vlen;
+	(*buf)[*len] = '\0';
+	*has = 1;
+	return STATUS_OK;
+}
+
 /* The value of a field line: after the colon, one optional space dropped. */
 static const char *sse_value(const char *s, size_t n, size_t name_len, size_t *vlen)
 {
@@ -140,7 +158,7 @@ static int sse_is_field(const char *s, size_t n, const char *name, size_t name_l
 static enum status sse_line(struct sse *p, const char *s, size_t n, struct status_info *si)
 {
 	enum status st;
-	size_t vlen, need;
+	size_t vlen;
 	const char *v;
 
 	if (n == 0) {
@@ -175,31 +193,14 @@ static enum status sse_line(struct sse *p, const char *s, size_t n, struct statu
 		/* not a field of the grammar, but llama-server ends a failed
 		 * stream with one: kept so that the caller can see it */
 		v = sse_value(s, n, 5, &vlen);
-		need = p->n_error + (p->has_error ? 1 : 0) + vlen;
-		st = sse_reserve(&p->error, &p->sz_error, need, p->cap);
-		if (st)
-			return sse_fail(p, st, si, "error field");
-		if (p->has_error)
-			p->error[p->n_error++] = '\n';
-		memcpy(p->error + p->n_error, v, vlen);
-		p->n_error += vlen;
-		p->error[p->n_error] = '\0';
-		p->has_error = 1;
-		return STATUS_OK;
+		st = sse_append(&p->error, &p->n_error, &p->sz_error, &p->has_error, v, vlen, p->cap);
+		return st ? sse_fail(p, st, si, "error field") : STATUS_OK;
 	}
 	if (!sse_is_field(s, n, "data", 4))
 		return STATUS_OK;   /* comment, another field, or "dataX": ignored */
 	v = sse_value(s, n, 4, &vlen);
-	need = p->n_data + (p->has_data ? 1 : 0) + vlen;
-	st = sse_reserve(&p->data, &p->sz_data, need, p->cap);
-	if (st)
-		return sse_fail(p, st, si, "event data");
-	if (p->has_data)
-		p->data[p->n_data++] = '\n';
-	memcpy(p->data + p->n_data, v, vlen);
-	p->n_data += vlen;
-	p->has_data = 1;
-	return STATUS_OK;
+	st = sse_append(&p->data, &p->n_data, &p->sz_data, &p->has_data, v, vlen, p->cap);
+	return st ? sse_fail(p, st, si, "event data") : STATUS_OK;
 }
 
 enum status sse_feed(struct sse *p, const char *buf, size_t n, struct status_info *si)

@@ -186,3 +186,11 @@ sim_stop
 contains "$T/forced.err" "ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)"
 eq "$(grep -c '"ev":"gate","step":[0-9]*,"keep":true,"supports_async_decode":false,"force":true' "$T/forced.err")" 1 "forced keep said once"
 grep -q 'MERGE_AUDIT {"ev":"merge"' "$T/forced.err" || fail "forced keep made no merge"
+
+# colour as on a terminal (VLLM_LOGGING_COLOR=1 forces it): the process
+# prefix cyan, the level green; the message itself carries none
+VLLM_LOGGING_COLOR=1 sim_start colour --seed 5 --time-scale 0
+sim_stop
+grep -q "$(printf '\033\\[36m(APIServer pid=[0-9]*)\033\\[0m \033\\[32mINFO\033\\[0m')" "$T/colour.err" || fail "no colour when forced"
+grep -q "$(printf '\033\\[36m(EngineCore_DP0 pid=[0-9]*)\033\\[0m .*GPU KV cache size: 1,048,576 tokens$')" "$T/colour.err" ||
+	fail "engine lines not coloured"
