@@ -281,6 +281,20 @@ void ttsim_audit_decode(struct ttsim_audit *a, long long step, const int *slots,
 	audit_end(a);
 }
 
+void ttsim_audit_trace(struct ttsim_audit *a, long long step, const char *op, const char *key, int dp)
+{
+	if (!a)
+		return;
+	audit_begin(a, "trace");
+	audit_put(a, ",\"step\":%lld,\"op\":", step);
+	audit_str(a, op);
+	audit_put(a, ",\"key\":");
+	audit_str(a, key);
+	if (dp >= 0)
+		audit_put(a, ",\"dp\":%d", dp);
+	audit_end(a);
+}
+
 void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool keep, bool supports, bool force,
 		      const char *reason)
 {

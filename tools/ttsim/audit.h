@@ -34,6 +34,9 @@ void ttsim_audit_merge(struct ttsim_audit *a, const struct ttsim_merge *m);
 void ttsim_audit_prefill(struct ttsim_audit *a, long long step, int slot, const char *req,
 			 int prompt_tokens, int cached_tokens);
 void ttsim_audit_decode(struct ttsim_audit *a, long long step, const int *slots, size_t n);
+/* A capture point of the buffer the keep reads (interfaces: `trace`, context
+ * only): op "replay" or "restage", the trace key as text; dp < 0: none. */
+void ttsim_audit_trace(struct ttsim_audit *a, long long step, const char *op, const char *key, int dp);
 /* The capability gate's decision (interfaces: `gate`), at a step where the
  * keep would otherwise have run. */
 void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool keep, bool supports, bool force,

@@ -721,8 +721,17 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 		model_finish(m, r, done[i], false);
 	}
 	m->n_decodes++;
-	if (m->n_decodes % (unsigned long long)m->c.refresh_every == 0)
+	if (m->n_decodes % (unsigned long long)m->c.refresh_every == 0) {
+		/* the buffer the keep reads is rewritten: a trace replay of the
+		 * decode trace, whose key is (on-device sampling, batch) */
+		char key[48];
+		int c;
+
 		m->copy = m->dev;
+		snprintf(key, sizeof(key), "(True, %d)", m->c.slots / (m->c.dp > 1 ? m->c.dp : 1));
+		for (c = 0; c < (m->c.dp > 1 ? m->c.dp : 1); c++)
+			ttsim_audit_trace(m->audit, m->step, "replay", key, m->c.dp > 1 ? c : -1);
+	}
 	st->kind = TTSIM_STEP_DECODE;
 	st->width = n_active;
 	st->seconds = m->c.decode_base_s + m->c.decode_slot_s * n_active +
