@@ -1,8 +1,19 @@
+/*
+ * jdoc.c - the one JSON reader: the tree parser (jdoc_parse), the validating
+ * checker (jdoc_check) and the member-by-member scanner (jdoc_scan_*). All
+ * three run the same grammar functions (jp_*); the scanner adds word-at-a-time
+ * fast paths for the shapes audits are made of (integer, boolean and
+ * string-or-null arrays) and hands everything else to jp_value.
+ */
 #include "jdoc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 struct jdoc {
 	size_t max_len;
@@ -11,6 +22,8 @@ struct jdoc {
 	char *strs;           /* unescaped strings; sized to the input, never longer */
 	size_t cap_strs;
 	int32_t root;
+	unsigned max_depth;
+	int keep_surrogates;
 };
 
 /* Parser state. d == NULL: validate only (jdoc_check), nothing is stored. */
@@ -19,7 +32,8 @@ struct jp {
 	size_t n, i;
 	struct jdoc *d;
 	char *sp;            /* next free byte in d->strs */
-	int depth;
+	unsigned depth, max_depth;
+	int keep_surrogates;  /* lone surrogates as WTF-8, else U+FFFD */
 	const char *err;     /* static message of the first error */
 	size_t err_off;
 	enum status err_st;
@@ -200,8 +214,14 @@ static int jp_string(struct jp *p, const char **out, uint32_t *len)
 				else
 					p->i = save;   /* lone high surrogate; the next escape stands alone */
 			}
-			if (cp >= 0xD800 && cp <= 0xDFFF)
-				cp = 0xFFFD;   /* lone surrogate: replacement character */
+			/*
+			 * A lone surrogate keeps its own three bytes (WTF-8) where strings
+			 * are identities: \ud800 and \udbff stay different, and so do the
+			 * \udcNN escapes a capture writes for invalid bytes. Readers of
+			 * text may ask for U+FFFD instead.
+			 */
+			if (cp >= 0xD800 && cp <= 0xDFFF && !p->keep_surrogates)
+				cp = 0xFFFD;
 			jp_put_utf8(p, cp);
 			continue;
 		}
@@ -225,16 +245,20 @@ static int isdigit_c(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int jp_number(struct jp *p, int32_t idx)
+/*
+ * Validates the number literal at p->i and passes over it. *is_int: no
+ * fraction or exponent; *overflow: an integer literal whose magnitude *mag
+ * does not fit a uint64.
+ */
+static int jp_number_lit(struct jp *p, int *neg, uint64_t *mag_out, int *is_int_out,
+			 int *overflow_out)
 {
-	size_t start = p->i;
-	int neg = 0, is_int = 1;
+	int is_int = 1, overflow = 0;
 	uint64_t mag = 0;
-	int overflow = 0;
-	struct jval *v;
 
+	*neg = 0;
 	if (p->s[p->i] == '-') {
-		neg = 1;
+		*neg = 1;
 		p->i++;
 	}
 	if (p->i >= p->n || !isdigit_c(p->s[p->i]))
@@ -275,12 +299,35 @@ static int jp_number(struct jp *p, int32_t idx)
 		while (p->i < p->n && isdigit_c(p->s[p->i]))
 			p->i++;
 	}
+	*mag_out = mag;
+	*is_int_out = is_int;
+	*overflow_out = overflow;
+	return 0;
+}
+
+/* 1 when the literal read by jp_number_lit is an int64, with its value. */
+static int jp_number_int64(int neg, uint64_t mag, int is_int, int overflow, int64_t *out)
+{
+	if (!is_int || overflow || (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > (uint64_t)INT64_MAX))
+		return 0;
+	*out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+	return 1;
+}
+
+static int jp_number(struct jp *p, int32_t idx)
+{
+	size_t start = p->i;
+	int neg, is_int, overflow;
+	uint64_t mag;
+	struct jval *v;
+
+	if (jp_number_lit(p, &neg, &mag, &is_int, &overflow))
+		return -1;
 	if (!p->d)
 		return 0;
 	v = &p->d->nodes[idx];
-	if (is_int && !overflow && (neg ? mag <= (uint64_t)INT64_MAX + 1 : mag <= (uint64_t)INT64_MAX)) {
+	if (jp_number_int64(neg, mag, is_int, overflow, &v->u.i)) {
 		v->type = JT_INT;
-		v->u.i = neg ? (int64_t)(0 - mag) : (int64_t)mag;
 		return 0;
 	}
 	{
@@ -420,10 +467,10 @@ static int jp_value(struct jp *p, int32_t *out)
 	c = p->s[p->i];
 	switch (c) {
 	case '{': case '[':
-		if (++p->depth > JDOC_MAX_DEPTH) {
+		if (++p->depth > p->max_depth) {
 			p->err_st = STATUS_LIMIT;
 			if (!p->err) {
-				p->err = "nesting deeper than 64";
+				p->err = "nesting too deep";
 				p->err_off = p->i;
 			}
 			return -1;
@@ -480,7 +527,18 @@ struct jdoc *jdoc_new(size_t max_len)
 		return NULL;
 	d->max_len = max_len ? max_len : 1;
 	d->root = -1;
+	d->max_depth = JDOC_MAX_DEPTH;
 	return d;
+}
+
+void jdoc_set_keep_surrogates(struct jdoc *d, int keep)
+{
+	d->keep_surrogates = keep != 0;
+}
+
+void jdoc_set_max_depth(struct jdoc *d, unsigned depth)
+{
+	d->max_depth = depth < 1 ? 1 : depth > JDOC_DEPTH_LIMIT ? JDOC_DEPTH_LIMIT : depth;
 }
 
 void jdoc_free(struct jdoc *d)
@@ -514,6 +572,8 @@ enum status jdoc_parse(struct jdoc *d, const char *s, size_t n, struct status_in
 	p.n = n;
 	p.d = d;
 	p.sp = d->strs;
+	p.max_depth = d->max_depth;
+	p.keep_surrogates = d->keep_surrogates;
 	if (jp_value(&p, &root) == 0) {
 		jp_ws(&p);
 		if (p.i < p.n)
@@ -522,7 +582,11 @@ enum status jdoc_parse(struct jdoc *d, const char *s, size_t n, struct status_in
 	if (p.err) {
 		if (si) {
 			si->byte = (long)p.err_off + 1;
-			snprintf(si->msg, sizeof(si->msg), "%s at byte %zu", p.err, p.err_off + 1);
+			if (p.err_st == STATUS_LIMIT && !strcmp(p.err, "nesting too deep"))
+				snprintf(si->msg, sizeof(si->msg), "nesting deeper than %u at byte %zu",
+					 p.max_depth, p.err_off + 1);
+			else
+				snprintf(si->msg, sizeof(si->msg), "%s at byte %zu", p.err, p.err_off + 1);
 		}
 		return p.err_st;
 	}
@@ -558,6 +622,11 @@ const struct jval *jdoc_get(const struct jdoc *d, const struct jval *obj, const 
 	return found;
 }
 
+int jdoc_str_is(const struct jval *v, const char *z, size_t n)
+{
+	return v && v->type == JT_STR && v->n == n && !memcmp(v->u.s, z, n);
+}
+
 const char *jdoc_typename(const struct jval *v)
 {
 	static const char *const names[] = {
@@ -576,6 +645,7 @@ int jdoc_check(const char *s, size_t n, struct jdoc_check *out)
 	memset(&p, 0, sizeof(p));
 	p.s = s;
 	p.n = n;
+	p.max_depth = JDOC_MAX_DEPTH;
 	if (out)
 		out->has_ev = 0;
 	jp_ws(&p);
@@ -589,4 +659,455 @@ int jdoc_check(const char *s, size_t n, struct jdoc_check *out)
 	if (out)
 		out->has_ev = p.has_ev;
 	return 0;
+}
+
+/* --- the scanner ---------------------------------------------------------- */
+
+/*
+ * Word-at-a-time helpers. The scanner may read up to 16 bytes past the
+ * position it looks at; the caller guarantees a NUL at s[n] and
+ * JDOC_SCAN_PAD readable bytes after it, and every fast path stops on that
+ * NUL because it is neither a digit, a quote nor a separator.
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define JDOC_SWAR 1
+#else
+#define JDOC_SWAR 0
+#endif
+
+static inline uint64_t js_load64(const char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+	return w;
+}
+
+#if JDOC_SWAR
+/* The number of leading ASCII digits in the 8 bytes of w (first byte lowest). */
+static inline unsigned js_digits8(uint64_t w)
+{
+	uint64_t m = ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) &
+		     0x8080808080808080ull;
+
+	return m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
+}
+
+/* The value of 8 ASCII digits (or zero bytes standing for leading zeros). */
+static inline uint64_t js_eight_digits(uint64_t w)
+{
+	w = ((w & 0x0F0F0F0F0F0F0F0Full) * 2561) >> 8;
+	w = ((w & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+	return ((w & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
+}
+#endif
+
+/* Literals, compared as words (the compiler turns these into one or two loads). */
+#define JS_IS_NULL(p)  (!memcmp((p), "null", 4))
+#define JS_IS_TRUE(p)  (!memcmp((p), "true", 4))
+#define JS_IS_FALSE(p) (!memcmp((p), "false", 5))
+
+static inline const char *js_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/* Skips whitespace only where there is some: compact JSON has none. */
+#define JS_WS(p) do { if ((unsigned char)*(p) <= ' ') (p) = js_ws(p); } while (0)
+
+/*
+ * An integer literal at p within int64: its value in *out and the byte after
+ * it, or NULL for anything else (the tree reads it as a number, or rejects it).
+ */
+static inline const char *js_int(const char *p, int64_t *out)
+{
+	int neg = *p == '-';
+	uint64_t mag;
+	unsigned k;
+
+	p += neg;
+#if JDOC_SWAR
+	{
+		uint64_t w = js_load64(p);
+		k = js_digits8(w);
+		if (k == 0)
+			return NULL;
+		if (k < 8) {
+			if (k > 1 && *p == '0')
+				return NULL;
+			mag = js_eight_digits(w << (64 - 8 * k));
+			p += k;
+			goto tail;
+		}
+	}
+#endif
+	if (*p < '0' || *p > '9')
+		return NULL;
+	if (*p == '0') {
+		p++;
+		if (*p >= '0' && *p <= '9')
+			return NULL;
+		mag = 0;
+	} else {
+		mag = 0;
+		for (k = 0; *p >= '0' && *p <= '9'; k++, p++) {
+			unsigned d = (unsigned)(*p - '0');
+			if (k >= 19 && mag > (UINT64_MAX - d) / 10)
+				return NULL;
+			mag = mag * 10 + d;
+		}
+	}
+#if JDOC_SWAR
+tail:
+#endif
+	if (*p == '.' || *p == 'e' || *p == 'E')
+		return NULL;
+	if (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > (uint64_t)INT64_MAX)
+		return NULL;
+	*out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+	return p;
+}
+
+/*
+ * The end of a string whose opening quote is at p: the first '"', '\\' or
+ * control byte after it.
+ */
+static inline const char *js_str_stop(const char *q)
+{
+#if defined(__SSE2__)
+	const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+	const __m128i ctl = _mm_set1_epi8(0x1f);
+
+	for (;; q += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bs)),
+					   _mm_cmpeq_epi8(_mm_subs_epu8(x, ctl), _mm_setzero_si128()));
+		unsigned m = (unsigned)_mm_movemask_epi8(hit);
+		if (m)
+			return q + __builtin_ctz(m);
+	}
+#else
+	while (*q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+		q++;
+	return q;
+#endif
+}
+
+void jdoc_scan_init(struct jdoc_scan *sc, const char *s, size_t n, unsigned max_depth,
+		    char *arena, size_t arena_len)
+{
+	sc->s = s;
+	sc->p = s;
+	sc->end = s + n;
+	sc->depth = 0;
+	sc->max_depth = max_depth < 1 ? 1 : max_depth > JDOC_DEPTH_LIMIT ? JDOC_DEPTH_LIMIT : max_depth;
+	sc->first = 0;
+	sc->arena = arena;
+	sc->arena_end = arena + arena_len;
+}
+
+/* The grammar functions of the tree, positioned where the scan is. */
+static void js_jp(const struct jdoc_scan *sc, struct jp *p, char *sp)
+{
+	memset(p, 0, sizeof(*p));
+	p->s = sc->s;
+	p->n = (size_t)(sc->end - sc->s);
+	p->i = (size_t)(sc->p - sc->s);
+	p->sp = sp;
+	p->depth = sc->depth;
+	p->max_depth = sc->max_depth;
+	p->keep_surrogates = 1;
+}
+
+int jdoc_scan_object(struct jdoc_scan *sc)
+{
+	const char *p = sc->p;
+
+	JS_WS(p);
+	if (*p != '{' || sc->depth + 1 > sc->max_depth)
+		return -1;
+	sc->depth++;
+	sc->first = 1;
+	sc->p = p + 1;
+	return 1;
+}
+
+int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len)
+{
+	const char *p = sc->p, *q;
+
+	JS_WS(p);
+	if (*p == '}') {
+		sc->p = p + 1;
+		sc->depth--;
+		sc->first = 0;
+		return 0;
+	}
+	if (!sc->first) {
+		if (*p != ',')
+			return -1;
+		p++;
+		JS_WS(p);
+	}
+	if (*p != '"')
+		return -1;
+	q = js_str_stop(p + 1);
+	if (*q != '"')
+		return -1;    /* an escape in the name (or bad input): the tree decides */
+	*key = p + 1;
+	*len = (size_t)(q - p - 1);
+	p = q + 1;
+	JS_WS(p);
+	if (*p != ':')
+		return -1;
+	p++;
+	JS_WS(p);
+	sc->first = 0;
+	sc->p = p;
+	return 1;
+}
+
+int jdoc_scan_end(struct jdoc_scan *sc)
+{
+	const char *p = sc->p;
+
+	JS_WS(p);
+	return p == sc->end && sc->depth == 0 ? 1 : -1;
+}
+
+int jdoc_scan_skip(struct jdoc_scan *sc)
+{
+	struct jp p;
+	int32_t idx;
+	uint32_t n;
+
+	/* the common unknown member is an integer array: take the fast road first */
+	if (*sc->p == '[' && jdoc_scan_int_array(sc, NULL, SIZE_MAX, &n) == 1)
+		return 1;
+	js_jp(sc, &p, NULL);
+	if (jp_value(&p, &idx))
+		return -1;
+	sc->p = sc->s + p.i;
+	return 1;
+}
+
+int jdoc_scan_int(struct jdoc_scan *sc, int64_t *out)
+{
+	const char *p = sc->p;
+
+	if (JS_IS_NULL(p)) {
+		sc->p = p + 4;
+		return 0;
+	}
+	if (!(p = js_int(p, out)))
+		return -1;
+	sc->p = p;
+	return 1;
+}
+
+int jdoc_scan_bool(struct jdoc_scan *sc, int *out)
+{
+	const char *p = sc->p;
+
+	if (JS_IS_TRUE(p)) {
+		*out = 1;
+		sc->p = p + 4;
+		return 1;
+	}
+	if (JS_IS_NULL(p)) {
+		sc->p = p + 4;
+		return 0;
+	}
+	if (JS_IS_FALSE(p)) {
+		*out = 0;
+		sc->p = p + 5;
+		return 1;
+	}
+	return -1;
+}
+
+int jdoc_scan_number(struct jdoc_scan *sc, double *out)
+{
+	const char *p = sc->p;
+	int64_t i;
+	struct jp jp;
+	int neg, is_int, overflow;
+	uint64_t mag;
+
+	if (JS_IS_NULL(p)) {
+		sc->p = p + 4;
+		return 0;
+	}
+	if (*p != '-' && (*p < '0' || *p > '9'))
+		return -1;
+	js_jp(sc, &jp, NULL);
+	if (jp_number_lit(&jp, &neg, &mag, &is_int, &overflow))
+		return -1;
+	if (out) {
+		if (jp_number_int64(neg, mag, is_int, overflow, &i)) {
+			*out = (double)i;
+		} else {
+			/* strtod as the tree does, on a terminated copy in the arena */
+			size_t len = jp.i - (size_t)(p - sc->s);
+			if ((size_t)(sc->arena_end - sc->arena) < len + 1)
+				return -1;
+			memcpy(sc->arena, p, len);
+			sc->arena[len] = '\0';
+			*out = strtod(sc->arena, NULL);
+		}
+	}
+	sc->p = sc->s + jp.i;
+	return 1;
+}
+
+/* A string at p (on its quote) into the arena: its start, length and the byte after it. */
+static inline const char *js_str(struct jdoc_scan *sc, const char *p, const char **out,
+				 uint32_t *len)
+{
+	const char *q = js_str_stop(p + 1);
+	size_t n = (size_t)(q - p - 1);
+	char *a = sc->arena;
+
+	if (*q == '"') {
+		if ((size_t)(sc->arena_end - a) < n + 1)
+			return NULL;
+		memcpy(a, p + 1, n);
+		a[n] = '\0';
+		sc->arena = a + n + 1;
+		*out = a;
+		*len = (uint32_t)n;
+		return q + 1;
+	}
+	{
+		/* escapes: the tree's own unescaping, into the arena */
+		struct jp jp;
+		const char *z = NULL;
+		uint32_t zn = 0;
+		const char *save = sc->p;
+		if ((size_t)(sc->arena_end - a) < (size_t)(sc->end - p))
+			return NULL;
+		sc->p = p;
+		js_jp(sc, &jp, a);
+		sc->p = save;
+		if (jp_string(&jp, &z, &zn))
+			return NULL;
+		sc->arena = jp.sp;
+		*out = z;
+		*len = zn;
+		return sc->s + jp.i;
+	}
+}
+
+int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
+{
+	const char *p = sc->p;
+
+	if (JS_IS_NULL(p)) {
+		sc->p = p + 4;
+		return 0;
+	}
+	if (*p != '"' || !(p = js_str(sc, p, out, len)))
+		return -1;
+	sc->p = p;
+	return 1;
+}
+
+/*
+ * The shared frame of the array readers: '[' (or null), entries read by ENTRY
+ * (which advances p or leaves with -1), ',' between them, ']'.
+ */
+#define JS_ARRAY(sc, n, ENTRY) do {                                        \
+	const char *p = (sc)->p;                                           \
+	uint32_t k = 0;                                                    \
+	if (*p != '[') {                                                   \
+		if (JS_IS_NULL(p)) {                             \
+			(sc)->p = p + 4;                                   \
+			*(n) = 0;                                          \
+			return 0;                                          \
+		}                                                          \
+		return -1;                                                 \
+	}                                                                  \
+	if ((sc)->depth + 1 > (sc)->max_depth)                             \
+		return -1;                                                 \
+	p++;                                                               \
+	JS_WS(p);                                                          \
+	if (*p != ']') {                                                   \
+		for (;;) {                                                 \
+			if (k >= cap)                                      \
+				return -1;                                 \
+			ENTRY;                                             \
+			k++;                                               \
+			JS_WS(p);                                          \
+			if (*p == ',') {                                   \
+				p++;                                       \
+				JS_WS(p);                                  \
+				continue;                                  \
+			}                                                  \
+			if (*p != ']')                                     \
+				return -1;                                 \
+			break;                                             \
+		}                                                          \
+	}                                                                  \
+	(sc)->p = p + 1;                                                   \
+	*(n) = k;                                                          \
+	return 1;                                                          \
+} while (0)
+
+int jdoc_scan_int_array(struct jdoc_scan *sc, int64_t *dst, size_t cap, uint32_t *n)
+{
+	int64_t v;
+
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX;
+	JS_ARRAY(sc, n, {
+		if (!(p = js_int(p, &v)))
+			return -1;
+		if (dst)
+			dst[k] = v;
+	});
+}
+
+int jdoc_scan_bool_array(struct jdoc_scan *sc, uint8_t *dst, size_t cap, uint32_t *n)
+{
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX;
+	JS_ARRAY(sc, n, {
+		uint8_t b;
+		if (JS_IS_TRUE(p)) {
+			b = 1;
+			p += 4;
+		} else if (JS_IS_FALSE(p)) {
+			b = 0;
+			p += 5;
+		} else {
+			return -1;
+		}
+		if (dst)
+			dst[k] = b;
+	});
+}
+
+int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, size_t cap,
+			uint32_t *n)
+{
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX;
+	JS_ARRAY(sc, n, {
+		const char *z = NULL;
+		uint32_t zn = 0;
+		if (*p == '"') {
+			if (!(p = js_str(sc, p, &z, &zn)))
+				return -1;
+		} else if (JS_IS_NULL(p)) {
+			p += 4;
+		} else {
+			return -1;
+		}
+		if (dst) {
+			dst[k] = z;
+			lens[k] = zn;
+		}
+	});
 }

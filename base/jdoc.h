@@ -7,9 +7,23 @@
  * exact, reports the byte offset of the first error, and reuses its memory
  * from line to line so a reader's footprint stays flat.
  *
- * A parsed document is a tree of struct jval nodes owned by the struct jdoc;
- * every pointer it hands out is valid until the next jdoc_parse() on the same
- * jdoc or jdoc_free().
+ * Two ways in, one grammar:
+ *   jdoc_parse   builds a tree of struct jval nodes owned by the struct jdoc;
+ *                every pointer it hands out is valid until the next
+ *                jdoc_parse() on the same jdoc or jdoc_free().
+ *   jdoc_scan_*  reads one object member by member without building nodes or
+ *                allocating, for hot paths that know which members they want
+ *                (the replay reads 90 MB audits this way). It accepts only
+ *                what jdoc_parse accepts and reads the same values; whatever
+ *                it does not take (bad input, a limit, a form it leaves to the
+ *                tree such as an escaped member name) it declines with -1,
+ *                and the caller parses that line with jdoc_parse instead.
+ *   jdoc_check   validates without storing anything (the preload shim).
+ *
+ * Strings are byte strings with a length: "\u0000" is a NUL inside the
+ * string, and a lone surrogate escape (\ud800) is kept as its own three-byte
+ * sequence (the generalized UTF-8 of WTF-8), so two different escapes never
+ * read as the same bytes.
  */
 #ifndef TTAUDIT_JDOC_H
 #define TTAUDIT_JDOC_H
@@ -19,7 +33,10 @@
 
 #include "status.h"
 
+/* Default nesting bound (the root object is depth 1); jdoc_set_max_depth changes it. */
 #define JDOC_MAX_DEPTH 64
+/* The largest nesting bound jdoc_set_max_depth and jdoc_scan accept. */
+#define JDOC_DEPTH_LIMIT 4096
 
 enum jtype { JT_NULL, JT_FALSE, JT_TRUE, JT_INT, JT_REAL, JT_STR, JT_ARR, JT_OBJ };
 
@@ -35,7 +52,7 @@ struct jval {
 	union {
 		int64_t i;        /* JT_INT */
 		double d;         /* JT_REAL */
-		const char *s;    /* JT_STR, NUL-terminated, may contain NULs (\u0000) */
+		const char *s;    /* JT_STR, n bytes then a NUL; may hold NULs (\u0000) */
 	} u;
 };
 
@@ -47,6 +64,10 @@ struct jdoc;
  */
 struct jdoc *jdoc_new(size_t max_len);
 void jdoc_free(struct jdoc *d);
+/* Lone surrogates kept as WTF-8 (keep != 0) or read as U+FFFD (the default). */
+void jdoc_set_keep_surrogates(struct jdoc *d, int keep);
+/* Nesting deeper than depth (1 to JDOC_DEPTH_LIMIT, default JDOC_MAX_DEPTH) is STATUS_LIMIT. */
+void jdoc_set_max_depth(struct jdoc *d, unsigned depth);
 
 /*
  * Parses s[0..n) as exactly one JSON value with optional surrounding
@@ -62,6 +83,8 @@ const struct jval *jdoc_kid(const struct jdoc *d, const struct jval *v);
 const struct jval *jdoc_next(const struct jdoc *d, const struct jval *v);
 /* The member `key` of object obj (the last one if repeated), or NULL. */
 const struct jval *jdoc_get(const struct jdoc *d, const struct jval *obj, const char *key);
+/* 1 when string value v holds exactly the n bytes z (NULs count). */
+int jdoc_str_is(const struct jval *v, const char *z, size_t n);
 
 /* "null", "boolean", "integer", "number", "string", "array", "object". */
 const char *jdoc_typename(const struct jval *v);
@@ -79,5 +102,65 @@ struct jdoc_check {
 	int has_ev;
 };
 int jdoc_check(const char *s, size_t n, struct jdoc_check *out);
+
+/*
+ * jdoc_scan - one object, member by member, without nodes or allocation.
+ *
+ * The input s[0..n) must be followed by a NUL at s[n] and JDOC_SCAN_PAD more
+ * readable bytes: the scanner reads ahead in words and stops on the NUL.
+ * Strings are unescaped into the caller's arena (at least n + 1 bytes for one
+ * input), each followed by a NUL; they live as long as the arena.
+ *
+ *	jdoc_scan_init(&sc, line, n, JDOC_MAX_DEPTH, arena, n + 1);
+ *	if (jdoc_scan_object(&sc) < 0) fall back;
+ *	while ((rc = jdoc_scan_key(&sc, &key, &len)) == 1) {
+ *		switch on key: jdoc_scan_int(&sc, &v) ... or jdoc_scan_skip(&sc)
+ *	}
+ *	if (rc < 0 || jdoc_scan_end(&sc) < 0) fall back;
+ *
+ * Value functions return 1 when they read a value of their type, 0 when the
+ * value is null (the value is consumed either way), and -1 otherwise: the
+ * input is invalid, over a limit, of another type, or in a form left to
+ * jdoc_parse. After -1 the scan is over and the caller uses jdoc_parse on the
+ * same input, which then decides (and names the error) as it always has.
+ */
+#define JDOC_SCAN_PAD 32
+
+struct jdoc_scan {           /* on the caller's stack; members are private */
+	const char *s, *p, *end;
+	unsigned depth, max_depth;
+	int first;               /* the next member is the object's first */
+	char *arena, *arena_end;
+};
+
+void jdoc_scan_init(struct jdoc_scan *sc, const char *s, size_t n, unsigned max_depth,
+		    char *arena, size_t arena_len);
+/* Enters the object at the scan position (1), or -1. */
+int jdoc_scan_object(struct jdoc_scan *sc);
+/*
+ * The next member's name (raw bytes between the quotes; a name holding an
+ * escape declines with -1) and positions on its value: 1. At the end of the
+ * object consumes '}' and returns 0.
+ */
+int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len);
+/* After the root object: 1 when only whitespace is left, else -1. */
+int jdoc_scan_end(struct jdoc_scan *sc);
+/* Validates and passes over any value: 1, or -1. */
+int jdoc_scan_skip(struct jdoc_scan *sc);
+/* An integer literal within int64 (a fraction, exponent or overflow: -1). */
+int jdoc_scan_int(struct jdoc_scan *sc, int64_t *out);
+int jdoc_scan_bool(struct jdoc_scan *sc, int *out);
+/* Any number, as jdoc_parse reads it: an int64 literal converted, else strtod. out may be NULL. */
+int jdoc_scan_number(struct jdoc_scan *sc, double *out);
+int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len);
+/*
+ * Arrays, read in one call. dst may be NULL (validate and count only). More
+ * than cap entries: -1. The entry count goes to *n.
+ */
+int jdoc_scan_int_array(struct jdoc_scan *sc, int64_t *dst, size_t cap, uint32_t *n);
+int jdoc_scan_bool_array(struct jdoc_scan *sc, uint8_t *dst, size_t cap, uint32_t *n);
+/* Entries that are strings or null (NULL, length 0). */
+int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, size_t cap,
+			uint32_t *n);
 
 #endif

@@ -269,14 +269,29 @@ static void test_escapes(void **state)
 	v = root_of("\"\\ud83d\\ude00\"");                /* U+1F600 as a surrogate pair */
 	assert_int_equal(v->n, 4);
 	assert_string_equal(v->u.s, "\xf0\x9f\x98\x80");
-	v = root_of("\"x\\ud83dy\"");                     /* lone high surrogate */
+	/* text readers get U+FFFD for a lone surrogate */
+	v = root_of("\"x\\ud83dy\"");
 	assert_string_equal(v->u.s, "x\xef\xbf\xbdy");
-	v = root_of("\"\\ude00\"");                       /* lone low surrogate */
-	assert_string_equal(v->u.s, "\xef\xbf\xbd");
-	v = root_of("\"\\ud83d\\u0041\"");                /* high surrogate, then not a low one */
+	v = root_of("\"\\ud83d\\u0041\"");
 	assert_string_equal(v->u.s, "\xef\xbf\xbd" "A");
+	/* where strings are identities, lone surrogates keep their own three bytes (WTF-8) */
+	jdoc_set_keep_surrogates(doc, 1);
+	v = root_of("\"x\\ud83dy\"");                     /* lone high surrogate */
+	assert_string_equal(v->u.s, "x\xed\xa0\xbdy");
+	v = root_of("\"\\ude00\"");                       /* lone low surrogate */
+	assert_string_equal(v->u.s, "\xed\xb8\x80");
+	v = root_of("\"\\ud83d\\u0041\"");                /* high surrogate, then not a low one */
+	assert_string_equal(v->u.s, "\xed\xa0\xbd" "A");
 	v = root_of("\"\\ud83d\\ud83d\\ude00\"");         /* lone high, then a pair */
-	assert_string_equal(v->u.s, "\xef\xbf\xbd\xf0\x9f\x98\x80");
+	assert_string_equal(v->u.s, "\xed\xa0\xbd\xf0\x9f\x98\x80");
+	v = root_of("\"\\ud800\"");                       /* the two ends of the high range differ */
+	assert_memory_equal(v->u.s, "\xed\xa0\x80", 4);
+	v = root_of("\"\\udbff\"");
+	assert_memory_equal(v->u.s, "\xed\xaf\xbf", 4);
+	v = root_of("\"\\udc80\\udc81\"");                /* a capture's escaped invalid bytes */
+	assert_int_equal(v->n, 6);
+	assert_memory_equal(v->u.s, "\xed\xb2\x80\xed\xb2\x81", 7);
+	jdoc_set_keep_surrogates(doc, 0);
 	v = root_of("\"a\\u0000b\"");                     /* NUL inside: the length tells */
 	assert_int_equal(v->n, 3);
 	assert_memory_equal(v->u.s, "a\0b", 4);
