@@ -1,3 +1,7 @@
+/*
+ * event.c - audit events from a jdoc tree (event_decode) or straight from the
+ * line through the jdoc scanner (event_scan), with the same result.
+ */
 #include "event.h"
 
 #include <stdio.h>
@@ -5,21 +9,78 @@
 #include <string.h>
 
 struct event_decoder {
-	int64_t host_pos[EVENT_MAX_SLOTS], dev_pos[EVENT_MAX_SLOTS];
-	int64_t host_tok[EVENT_MAX_SLOTS], dev_tok[EVENT_MAX_SLOTS];
-	int64_t slot_gen[EVENT_MAX_SLOTS], buf_slot_gen[EVENT_MAX_SLOTS];
-	uint8_t prefilled[EVENT_MAX_SLOTS], taken[EVENT_MAX_SLOTS];
-	const char *slot_req[EVENT_MAX_SLOTS], *buf_req[EVENT_MAX_SLOTS];
+	uint32_t max_slots;
+	/* each array holds max_slots entries */
+	int64_t *host_pos, *dev_pos, *host_tok, *dev_tok, *slot_gen, *buf_slot_gen;
+	int64_t *prefilled_raw;        /* event_scan: the listed slots, applied once H is known */
+	uint8_t *prefilled, *taken;
+	const char **slot_req, **buf_req;
+	uint32_t *slot_req_len, *buf_req_len;
+	char *arena;                   /* event_scan: unescaped strings */
+	size_t cap_arena;
+	void *block;                   /* one allocation behind the arrays */
 };
+
+int event_str_is(const char *z, uint32_t n, const char *lit)
+{
+	size_t len = strlen(lit);
+
+	return z && n == len && !memcmp(z, lit, len);
+}
+
+struct event_decoder *event_decoder_new_opts(const struct event_decoder_opts *o)
+{
+	struct event_decoder *dec;
+	uint32_t n = o && o->max_slots ? o->max_slots : EVENT_MAX_SLOTS;
+	size_t sz;
+	char *b;
+
+	if (n > EVENT_SLOTS_LIMIT)
+		return NULL;
+	dec = calloc(1, sizeof(*dec));
+	if (!dec)
+		return NULL;
+	sz = (size_t)n * (7 * sizeof(int64_t) + 2 * sizeof(char *) + 2 * sizeof(uint32_t) + 2);
+	dec->block = calloc(1, sz);
+	if (!dec->block) {
+		free(dec);
+		return NULL;
+	}
+	dec->max_slots = n;
+	b = dec->block;
+	dec->host_pos = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->dev_pos = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->host_tok = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->dev_tok = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->slot_gen = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->buf_slot_gen = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->prefilled_raw = (int64_t *)(void *)b; b += n * sizeof(int64_t);
+	dec->slot_req = (const char **)(void *)b; b += n * sizeof(char *);
+	dec->buf_req = (const char **)(void *)b; b += n * sizeof(char *);
+	dec->slot_req_len = (uint32_t *)(void *)b; b += n * sizeof(uint32_t);
+	dec->buf_req_len = (uint32_t *)(void *)b; b += n * sizeof(uint32_t);
+	dec->prefilled = (uint8_t *)b; b += n;
+	dec->taken = (uint8_t *)b;
+	return dec;
+}
 
 struct event_decoder *event_decoder_new(void)
 {
-	return calloc(1, sizeof(struct event_decoder));
+	return event_decoder_new_opts(NULL);
 }
 
 void event_decoder_free(struct event_decoder *dec)
 {
+	if (!dec)
+		return;
+	free(dec->block);
+	free(dec->arena);
 	free(dec);
+}
+
+uint32_t event_decoder_max_slots(const struct event_decoder *dec)
+{
+	return dec->max_slots;
 }
 
 static enum status bad(struct status_info *si, const struct jval *v, enum status st,
@@ -65,17 +126,30 @@ static enum status get_bool(const struct jdoc *doc, const struct jval *obj, cons
 }
 
 static enum status get_str(const struct jdoc *doc, const struct jval *obj, const char *key,
-			   const char **out, struct status_info *si)
+			   const char **out, uint32_t *len, struct status_info *si)
 {
 	const struct jval *v = jdoc_get(doc, obj, key);
 
 	*out = NULL;
+	*len = 0;
 	if (!v || v->type == JT_NULL)
 		return STATUS_OK;
 	if (v->type != JT_STR)
 		return bad(si, v, STATUS_PARSE, "%s is not a string (%s)", key, jdoc_typename(v));
 	*out = v->u.s;
+	*len = v->n;
 	return STATUS_OK;
+}
+
+/* An optional count (dp, rank): an integer >= 0. */
+static enum status get_index(const struct jdoc *doc, const struct jval *obj, const char *key,
+			     bool *present, int64_t *out, struct status_info *si)
+{
+	enum status st = get_int(doc, obj, key, false, present, out, si);
+
+	if (!st && *present && *out < 0)
+		return bad(si, jdoc_get(doc, obj, key), STATUS_PARSE, "%s is %s", key, "negative");
+	return st;
 }
 
 /*
@@ -83,7 +157,8 @@ static enum status get_str(const struct jdoc *doc, const struct jval *obj, const
  * when absent (null counts as absent for optional fields).
  */
 static enum status get_int_array(const struct jdoc *doc, const struct jval *obj, const char *key,
-				 bool required, int64_t *dst, uint32_t *n, struct status_info *si)
+				 bool required, int64_t *dst, uint32_t max, uint32_t *n,
+				 struct status_info *si)
 {
 	const struct jval *v = jdoc_get(doc, obj, key), *e;
 	uint32_t i = 0;
@@ -97,11 +172,10 @@ static enum status get_int_array(const struct jdoc *doc, const struct jval *obj,
 	}
 	if (v->type != JT_ARR)
 		return bad(si, v, STATUS_PARSE, "%s is not an integer array (%s)", key, jdoc_typename(v));
-	if (v->n > EVENT_MAX_SLOTS) {
+	if (v->n > max) {
 		if (si)
 			si->byte = (long)v->off + 1;
-		return status_set(si, STATUS_LIMIT, "%s has %u entries, more than %d", key, v->n,
-				  EVENT_MAX_SLOTS);
+		return status_set(si, STATUS_LIMIT, "%s has %u entries, more than %u", key, v->n, max);
 	}
 	for (e = jdoc_kid(doc, v); e; e = jdoc_next(doc, e), i++) {
 		if (e->type == JT_INT) {
@@ -125,7 +199,8 @@ static enum status check_len(const char *key, uint32_t n, uint32_t h, struct sta
 }
 
 static enum status get_req_array(const struct jdoc *doc, const struct jval *obj, const char *key,
-				 uint32_t h, const char **dst, bool *present, struct status_info *si)
+				 uint32_t h, const char **dst, uint32_t *lens, bool *present,
+				 struct status_info *si)
 {
 	const struct jval *v = jdoc_get(doc, obj, key), *e;
 	uint32_t i = 0;
@@ -141,11 +216,13 @@ static enum status get_req_array(const struct jdoc *doc, const struct jval *obj,
 		return status_set(si, STATUS_PARSE, "%s has %u entries, host_pos %u", key, v->n, h);
 	}
 	for (e = jdoc_kid(doc, v); e; e = jdoc_next(doc, e), i++) {
-		if (e->type == JT_NULL)
+		if (e->type == JT_NULL) {
 			dst[i] = NULL;
-		else if (e->type == JT_STR)
+			lens[i] = 0;
+		} else if (e->type == JT_STR) {
 			dst[i] = e->u.s;
-		else {
+			lens[i] = e->n;
+		} else {
 			char name[64];
 			snprintf(name, sizeof(name), "%s[%u]", key, i);
 			return bad(si, e, STATUS_PARSE, "%s is not a string or null (%s)", name,
@@ -167,11 +244,11 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 	memset(m, 0, sizeof(*m));
 	if ((st = get_int(doc, obj, "step", true, &present, &m->step, si)))
 		return st;
-	if ((st = get_int_array(doc, obj, "host_pos", true, dec->host_pos, &n, si)))
+	if ((st = get_int_array(doc, obj, "host_pos", true, dec->host_pos, dec->max_slots, &n, si)))
 		return st;
 	h = m->n_host = n;
 	m->host_pos = dec->host_pos;
-	if ((st = get_int_array(doc, obj, "dev_pos", true, dec->dev_pos, &n, si)))
+	if ((st = get_int_array(doc, obj, "dev_pos", true, dec->dev_pos, dec->max_slots, &n, si)))
 		return st;
 	m->n_dev = n;
 	m->dev_pos = dec->dev_pos;
@@ -179,11 +256,11 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 	    (st = get_bool(doc, obj, "mode_switched", &m->mode_switched, si)))
 		return st;
 
-	if ((st = get_int_array(doc, obj, "host_tok", false, dec->host_tok, &n, si)))
+	if ((st = get_int_array(doc, obj, "host_tok", false, dec->host_tok, dec->max_slots, &n, si)))
 		return st;
 	m->n_host_tok = n == UINT32_MAX ? 0 : n;
 	m->host_tok = dec->host_tok;
-	if ((st = get_int_array(doc, obj, "dev_tok", false, dec->dev_tok, &n, si)))
+	if ((st = get_int_array(doc, obj, "dev_tok", false, dec->dev_tok, dec->max_slots, &n, si)))
 		return st;
 	m->n_dev_tok = n == UINT32_MAX ? 0 : n;
 	m->dev_tok = dec->dev_tok;
@@ -222,8 +299,8 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 		return st;
 	m->has_gen = present && p2;
 
-	if ((st = get_int_array(doc, obj, "slot_gen", false, dec->slot_gen, &n, si)) ||
-	    (st = get_int_array(doc, obj, "buf_slot_gen", false, dec->buf_slot_gen, &n2, si)))
+	if ((st = get_int_array(doc, obj, "slot_gen", false, dec->slot_gen, dec->max_slots, &n, si)) ||
+	    (st = get_int_array(doc, obj, "buf_slot_gen", false, dec->buf_slot_gen, dec->max_slots, &n2, si)))
 		return st;
 	if (n != UINT32_MAX && (st = check_len("slot_gen", n, h, si)))
 		return st;
@@ -233,12 +310,15 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 	m->slot_gen = dec->slot_gen;
 	m->buf_slot_gen = dec->buf_slot_gen;
 
-	if ((st = get_req_array(doc, obj, "slot_req", h, dec->slot_req, &present, si)) ||
-	    (st = get_req_array(doc, obj, "buf_req", h, dec->buf_req, &p2, si)))
+	if ((st = get_req_array(doc, obj, "slot_req", h, dec->slot_req, dec->slot_req_len, &present,
+				 si)) ||
+	    (st = get_req_array(doc, obj, "buf_req", h, dec->buf_req, dec->buf_req_len, &p2, si)))
 		return st;
 	m->has_req = present && p2;
 	m->slot_req = dec->slot_req;
 	m->buf_req = dec->buf_req;
+	m->slot_req_len = dec->slot_req_len;
+	m->buf_req_len = dec->buf_req_len;
 
 	v = jdoc_get(doc, obj, "taken");
 	m->taken = dec->taken;
@@ -264,7 +344,7 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 		}
 		m->has_taken = true;
 	}
-	if ((st = get_str(doc, obj, "arm", &m->arm, si)))
+	if ((st = get_str(doc, obj, "arm", &m->arm, &m->arm_len, si)))
 		return st;
 	v = jdoc_get(doc, obj, "t");
 	if (v && v->type != JT_NULL) {
@@ -276,6 +356,9 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 			return bad(si, v, STATUS_PARSE, "%s is not a number (%s)", "t", jdoc_typename(v));
 		m->has_t = true;
 	}
+	if ((st = get_index(doc, obj, "dp", &m->has_dp, &m->dp, si)) ||
+	    (st = get_index(doc, obj, "rank", &m->has_rank, &m->rank, si)))
+		return st;
 	return STATUS_OK;
 }
 
@@ -288,7 +371,8 @@ static enum status decode_config(const struct jdoc *doc, const struct jval *obj,
 	memset(c, 0, sizeof(*c));
 	if ((st = get_int(doc, obj, "slots", false, &present, &c->slots, si)) ||
 	    (st = get_int(doc, obj, "max_model_len", false, &present, &c->max_model_len, si)) ||
-	    (st = get_str(doc, obj, "arm", &c->arm, si)))
+	    (st = get_str(doc, obj, "arm", &c->arm, &c->arm_len, si)) ||
+	    (st = get_index(doc, obj, "rank", &c->has_rank, &c->rank, si)))
 		return st;
 	if (c->max_model_len < 0)
 		return status_set(si, STATUS_PARSE, "max_model_len is negative (%lld)",
@@ -305,10 +389,54 @@ static enum status decode_context(const struct jdoc *doc, const struct jval *obj
 	c->ev = ev;
 	if ((st = get_int(doc, obj, "step", false, &c->has_step, &c->step, si)) ||
 	    (st = get_int(doc, obj, "slot", false, &c->has_slot, &c->slot, si)) ||
-	    (st = get_str(doc, obj, "phase", &c->phase, si)) ||
-	    (st = get_str(doc, obj, "req", &c->req, si)))
+	    (st = get_str(doc, obj, "phase", &c->phase, &c->phase_len, si)) ||
+	    (st = get_str(doc, obj, "req", &c->req, &c->req_len, si)) ||
+	    (st = get_str(doc, obj, "op", &c->op, &c->op_len, si)) ||
+	    (st = get_str(doc, obj, "key", &c->key, &c->key_len, si)) ||
+	    (st = get_index(doc, obj, "dp", &c->has_dp, &c->dp, si)) ||
+	    (st = get_index(doc, obj, "rank", &c->has_rank, &c->rank, si)))
 		return st;
 	return STATUS_OK;
+}
+
+static enum status decode_gate(const struct jdoc *doc, const struct jval *obj,
+			       struct gate_event *g, struct status_info *si)
+{
+	enum status st;
+	const struct jval *v;
+
+	memset(g, 0, sizeof(*g));
+	if ((st = get_int(doc, obj, "step", false, &g->has_step, &g->step, si)) ||
+	    (st = get_bool(doc, obj, "keep", &g->keep, si)) ||
+	    (st = get_bool(doc, obj, "supports_async_decode", &g->supports_async_decode, si)) ||
+	    (st = get_bool(doc, obj, "force", &g->force, si)) ||
+	    (st = get_str(doc, obj, "reason", &g->reason, &g->reason_len, si)) ||
+	    (st = get_index(doc, obj, "dp", &g->has_dp, &g->dp, si)) ||
+	    (st = get_index(doc, obj, "rank", &g->has_rank, &g->rank, si)))
+		return st;
+	v = jdoc_get(doc, obj, "keep");
+	g->has_keep = v && v->type != JT_NULL;
+	v = jdoc_get(doc, obj, "supports_async_decode");
+	g->has_supports = v && v->type != JT_NULL;
+	return STATUS_OK;
+}
+
+/* The kind an "ev" string names: bytes and length, a NUL included. */
+static enum event_kind event_kind_of(const char *z, uint32_t n)
+{
+	switch (n) {
+	case 4: if (!memcmp(z, "gate", 4)) return EVENT_GATE; break;
+	case 5:
+		if (!memcmp(z, "merge", 5)) return EVENT_MERGE;
+		if (!memcmp(z, "trace", 5)) return EVENT_CONTEXT;
+		break;
+	case 6: if (!memcmp(z, "config", 6) || !memcmp(z, "decode", 6)) return
+			z[0] == 'c' ? EVENT_CONFIG : EVENT_CONTEXT;
+		break;
+	case 7: if (!memcmp(z, "prefill", 7) || !memcmp(z, "request", 7)) return EVENT_CONTEXT; break;
+	case 12: if (!memcmp(z, "width_change", 12)) return EVENT_CONTEXT; break;
+	}
+	return EVENT_OTHER;
 }
 
 enum status event_decode(struct event_decoder *dec, const struct jdoc *doc,
@@ -320,19 +448,380 @@ enum status event_decode(struct event_decoder *dec, const struct jdoc *doc,
 	if (!ev || ev->type != JT_STR)
 		return bad(si, ev, STATUS_PARSE, "%s is not a string (%s)", "ev", jdoc_typename(ev));
 	out->ev = ev->u.s;
-	if (!strcmp(ev->u.s, "merge")) {
-		out->kind = EVENT_MERGE;
-		return decode_merge(dec, doc, obj, &out->u.merge, si);
+	out->ev_len = ev->n;
+	out->kind = event_kind_of(ev->u.s, ev->n);
+	switch (out->kind) {
+	case EVENT_MERGE: return decode_merge(dec, doc, obj, &out->u.merge, si);
+	case EVENT_CONFIG: return decode_config(doc, obj, &out->u.config, si);
+	case EVENT_CONTEXT: return decode_context(doc, obj, ev->u.s, &out->u.ctx, si);
+	case EVENT_GATE: return decode_gate(doc, obj, &out->u.gate, si);
+	case EVENT_OTHER: break;
 	}
-	if (!strcmp(ev->u.s, "config")) {
-		out->kind = EVENT_CONFIG;
-		return decode_config(doc, obj, &out->u.config, si);
-	}
-	if (!strcmp(ev->u.s, "decode") || !strcmp(ev->u.s, "prefill") ||
-	    !strcmp(ev->u.s, "width_change") || !strcmp(ev->u.s, "request")) {
-		out->kind = EVENT_CONTEXT;
-		return decode_context(doc, obj, ev->u.s, &out->u.ctx, si);
-	}
-	out->kind = EVENT_OTHER;
 	return STATUS_OK;
+}
+
+/* --- the scan path -------------------------------------------------------- */
+
+/*
+ * Member names, matched by length and bytes (a switch, no search). Each name
+ * has one bit; a name seen twice makes the scanner decline, because the tree
+ * reads the last one and the scanner would have decoded the first.
+ */
+enum scan_field {
+	SF_STEP, SF_HOST_POS, SF_DEV_POS, SF_RESET, SF_MODE, SF_HOST_TOK, SF_DEV_TOK,
+	SF_PREFILLED, SF_BUF_STEP, SF_GEN, SF_BUF_GEN, SF_SLOT_GEN, SF_BUF_SLOT_GEN,
+	SF_SLOT_REQ, SF_BUF_REQ, SF_TAKEN, SF_ARM, SF_T, SF_DP, SF_RANK, SF_EV,
+	SF_SLOTS, SF_MAX_MODEL_LEN, SF_SLOT, SF_PHASE, SF_REQ, SF_OP, SF_KEY, SF_KEEP,
+	SF_SUPPORTS, SF_FORCE, SF_REASON,
+	SF_UNKNOWN = 63
+};
+
+#define SF_IS(lit) (n == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1))
+
+static enum scan_field scan_field_of(const char *k, size_t n)
+{
+	switch (n) {
+	case 1: return SF_IS("t") ? SF_T : SF_UNKNOWN;
+	case 2:
+		if (SF_IS("ev")) return SF_EV;
+		if (SF_IS("dp")) return SF_DP;
+		break;
+	case 3:
+		if (SF_IS("gen")) return SF_GEN;
+		if (SF_IS("arm")) return SF_ARM;
+		if (SF_IS("req")) return SF_REQ;
+		if (SF_IS("key")) return SF_KEY;
+		break;
+	case 4:
+		if (SF_IS("step")) return SF_STEP;
+		if (SF_IS("rank")) return SF_RANK;
+		if (SF_IS("slot")) return SF_SLOT;
+		if (SF_IS("keep")) return SF_KEEP;
+		break;
+	case 5:
+		if (SF_IS("taken")) return SF_TAKEN;
+		if (SF_IS("slots")) return SF_SLOTS;
+		if (SF_IS("phase")) return SF_PHASE;
+		if (SF_IS("force")) return SF_FORCE;
+		break;
+	case 6:
+		if (SF_IS("reason")) return SF_REASON;
+		break;
+	case 7:
+		if (SF_IS("dev_pos")) return SF_DEV_POS;
+		if (SF_IS("dev_tok")) return SF_DEV_TOK;
+		if (SF_IS("buf_gen")) return SF_BUF_GEN;
+		if (SF_IS("buf_req")) return SF_BUF_REQ;
+		break;
+	case 8:
+		if (SF_IS("host_pos")) return SF_HOST_POS;
+		if (SF_IS("host_tok")) return SF_HOST_TOK;
+		if (SF_IS("buf_step")) return SF_BUF_STEP;
+		if (SF_IS("slot_gen")) return SF_SLOT_GEN;
+		if (SF_IS("slot_req")) return SF_SLOT_REQ;
+		break;
+	case 9:
+		if (SF_IS("prefilled")) return SF_PREFILLED;
+		break;
+	case 11:
+		if (SF_IS("reset_batch")) return SF_RESET;
+		break;
+	case 12:
+		if (SF_IS("buf_slot_gen")) return SF_BUF_SLOT_GEN;
+		break;
+	case 13:
+		if (SF_IS("mode_switched")) return SF_MODE;
+		if (SF_IS("max_model_len")) return SF_MAX_MODEL_LEN;
+		break;
+	case 21:
+		if (SF_IS("supports_async_decode")) return SF_SUPPORTS;
+		break;
+	}
+	return SF_UNKNOWN;
+}
+
+/* Which members each kind decodes; the rest are validated and passed over. */
+#define SFB(f) (1ull << (f))
+static const uint64_t scan_fields_of[] = {
+	[EVENT_MERGE] = SFB(SF_STEP) | SFB(SF_HOST_POS) | SFB(SF_DEV_POS) | SFB(SF_RESET) |
+		SFB(SF_MODE) | SFB(SF_HOST_TOK) | SFB(SF_DEV_TOK) | SFB(SF_PREFILLED) |
+		SFB(SF_BUF_STEP) | SFB(SF_GEN) | SFB(SF_BUF_GEN) | SFB(SF_SLOT_GEN) |
+		SFB(SF_BUF_SLOT_GEN) | SFB(SF_SLOT_REQ) | SFB(SF_BUF_REQ) | SFB(SF_TAKEN) |
+		SFB(SF_ARM) | SFB(SF_T) | SFB(SF_DP) | SFB(SF_RANK),
+	[EVENT_CONFIG] = SFB(SF_SLOTS) | SFB(SF_MAX_MODEL_LEN) | SFB(SF_ARM) | SFB(SF_RANK),
+	[EVENT_CONTEXT] = SFB(SF_STEP) | SFB(SF_SLOT) | SFB(SF_PHASE) | SFB(SF_REQ) | SFB(SF_OP) |
+		SFB(SF_KEY) | SFB(SF_DP) | SFB(SF_RANK),
+	[EVENT_OTHER] = 0,
+	[EVENT_GATE] = SFB(SF_STEP) | SFB(SF_KEEP) | SFB(SF_SUPPORTS) | SFB(SF_FORCE) |
+		SFB(SF_REASON) | SFB(SF_DP) | SFB(SF_RANK),
+};
+
+/* An optional integer member: 1 read, 0 null (absent), -1 decline. */
+static int scan_opt_int(struct jdoc_scan *sc, bool *present, int64_t *out)
+{
+	int rc = jdoc_scan_int(sc, out);
+
+	*present = rc == 1;
+	if (rc == 0)
+		*out = 0;
+	return rc;
+}
+
+static int scan_opt_index(struct jdoc_scan *sc, bool *present, int64_t *out)
+{
+	int rc = scan_opt_int(sc, present, out);
+
+	return rc == 1 && *out < 0 ? -1 : rc;
+}
+
+static int scan_opt_bool(struct jdoc_scan *sc, bool *out)
+{
+	int b = 0, rc = jdoc_scan_bool(sc, &b);
+
+	*out = rc == 1 && b;
+	return rc;
+}
+
+static int scan_opt_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
+{
+	int rc = jdoc_scan_str(sc, out, len);
+
+	if (rc == 0) {
+		*out = NULL;
+		*len = 0;
+	}
+	return rc;
+}
+
+/*
+ * One member of a merge event. The arrays whose length must be H are checked
+ * after the object (the members come in any order); UINT32_MAX marks an
+ * array that was absent or null.
+ */
+struct scan_merge {
+	uint32_t n_slot_gen, n_buf_slot_gen, n_slot_req, n_buf_req, n_taken, n_prefilled;
+	bool has_host, has_dev, has_step, has_gen, has_buf_gen;
+};
+
+static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, enum scan_field f,
+			     unsigned want, struct merge_event *m, struct scan_merge *x)
+{
+	uint32_t cap = dec->max_slots, n;
+	int rc;
+
+	switch (f) {
+	case SF_STEP:
+		/* required: null is an error the tree names */
+		if (jdoc_scan_int(sc, &m->step) != 1)
+			return -1;
+		x->has_step = true;
+		return 1;
+	case SF_HOST_POS:
+		if (jdoc_scan_int_array(sc, dec->host_pos, cap, &m->n_host) != 1)
+			return -1;
+		x->has_host = true;
+		return 1;
+	case SF_DEV_POS:
+		if (jdoc_scan_int_array(sc, dec->dev_pos, cap, &m->n_dev) != 1)
+			return -1;
+		x->has_dev = true;
+		return 1;
+	case SF_RESET: return scan_opt_bool(sc, &m->reset_batch);
+	case SF_MODE: return scan_opt_bool(sc, &m->mode_switched);
+	case SF_HOST_TOK:
+		rc = jdoc_scan_int_array(sc, (want & EVENT_WANT_TOKENS) ? dec->host_tok : NULL, cap, &n);
+		m->n_host_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
+		return rc;
+	case SF_DEV_TOK:
+		rc = jdoc_scan_int_array(sc, (want & EVENT_WANT_TOKENS) ? dec->dev_tok : NULL, cap, &n);
+		m->n_dev_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
+		return rc;
+	case SF_PREFILLED:
+		/* the tree takes any length here; a longer list than the cap is its case */
+		rc = jdoc_scan_int_array(sc, dec->prefilled_raw, cap, &x->n_prefilled);
+		if (rc != 1)
+			x->n_prefilled = UINT32_MAX;
+		return rc;
+	case SF_BUF_STEP: return scan_opt_int(sc, &m->has_buf_step, &m->buf_step);
+	/* has_gen is settled after the object: both halves or nothing */
+	case SF_GEN: return scan_opt_int(sc, &x->has_gen, &m->gen);
+	case SF_BUF_GEN: return scan_opt_int(sc, &x->has_buf_gen, &m->buf_gen);
+	case SF_SLOT_GEN:
+		rc = jdoc_scan_int_array(sc, dec->slot_gen, cap, &x->n_slot_gen);
+		if (rc != 1)
+			x->n_slot_gen = UINT32_MAX;
+		return rc;
+	case SF_BUF_SLOT_GEN:
+		rc = jdoc_scan_int_array(sc, dec->buf_slot_gen, cap, &x->n_buf_slot_gen);
+		if (rc != 1)
+			x->n_buf_slot_gen = UINT32_MAX;
+		return rc;
+	case SF_SLOT_REQ:
+		rc = jdoc_scan_str_array(sc, dec->slot_req, dec->slot_req_len, cap, &x->n_slot_req);
+		if (rc != 1)
+			x->n_slot_req = UINT32_MAX;
+		return rc;
+	case SF_BUF_REQ:
+		rc = jdoc_scan_str_array(sc, dec->buf_req, dec->buf_req_len, cap, &x->n_buf_req);
+		if (rc != 1)
+			x->n_buf_req = UINT32_MAX;
+		return rc;
+	case SF_TAKEN:
+		rc = jdoc_scan_bool_array(sc, dec->taken, cap, &x->n_taken);
+		if (rc != 1)
+			x->n_taken = UINT32_MAX;
+		return rc;
+	case SF_ARM: return scan_opt_str(sc, &m->arm, &m->arm_len);
+	case SF_T: rc = jdoc_scan_number(sc, &m->t); m->has_t = rc == 1; if (rc == 0) m->t = 0; return rc;
+	case SF_DP: return scan_opt_index(sc, &m->has_dp, &m->dp);
+	case SF_RANK: return scan_opt_index(sc, &m->has_rank, &m->rank);
+	default: return jdoc_scan_skip(sc);
+	}
+}
+
+/* What the tree checks once the whole object is known; 0 when it would fail. */
+static int scan_merge_finish(struct event_decoder *dec, struct merge_event *m,
+			     const struct scan_merge *x)
+{
+	uint32_t h = m->n_host, i;
+
+	if (!x->has_step || !x->has_host || !x->has_dev)
+		return 0;
+	if ((x->n_slot_gen != UINT32_MAX && x->n_slot_gen != h) ||
+	    (x->n_buf_slot_gen != UINT32_MAX && x->n_buf_slot_gen != h) ||
+	    (x->n_slot_req != UINT32_MAX && x->n_slot_req != h) ||
+	    (x->n_buf_req != UINT32_MAX && x->n_buf_req != h) ||
+	    (x->n_taken != UINT32_MAX && x->n_taken != h))
+		return 0;
+	m->host_pos = dec->host_pos;
+	m->dev_pos = dec->dev_pos;
+	m->host_tok = dec->host_tok;
+	m->dev_tok = dec->dev_tok;
+	memset(dec->prefilled, 0, h);
+	m->prefilled = dec->prefilled;
+	if (x->n_prefilled != UINT32_MAX) {
+		for (i = 0; i < x->n_prefilled; i++)
+			if (dec->prefilled_raw[i] >= 0 && dec->prefilled_raw[i] < h)
+				dec->prefilled[dec->prefilled_raw[i]] = 1;
+		m->has_prefilled = true;
+	}
+	m->has_gen = x->has_gen && x->has_buf_gen;
+	m->has_slot_gen = x->n_slot_gen != UINT32_MAX && x->n_buf_slot_gen != UINT32_MAX;
+	m->slot_gen = dec->slot_gen;
+	m->buf_slot_gen = dec->buf_slot_gen;
+	m->has_req = x->n_slot_req != UINT32_MAX && x->n_buf_req != UINT32_MAX;
+	m->slot_req = dec->slot_req;
+	m->buf_req = dec->buf_req;
+	m->slot_req_len = dec->slot_req_len;
+	m->buf_req_len = dec->buf_req_len;
+	m->has_taken = x->n_taken != UINT32_MAX;
+	m->taken = dec->taken;
+	return 1;
+}
+
+static int scan_other_member(struct jdoc_scan *sc, enum event_kind kind, enum scan_field f,
+			     struct event *out)
+{
+	struct config_event *c = &out->u.config;
+	struct context_event *x = &out->u.ctx;
+	struct gate_event *g = &out->u.gate;
+	bool present;
+	int rc;
+
+	if (kind == EVENT_CONFIG) {
+		switch (f) {
+		case SF_SLOTS: return scan_opt_int(sc, &present, &c->slots);
+		case SF_MAX_MODEL_LEN:
+			rc = scan_opt_int(sc, &present, &c->max_model_len);
+			return rc == 1 && c->max_model_len < 0 ? -1 : rc;
+		case SF_ARM: return scan_opt_str(sc, &c->arm, &c->arm_len);
+		case SF_RANK: return scan_opt_index(sc, &c->has_rank, &c->rank);
+		default: break;
+		}
+	} else if (kind == EVENT_CONTEXT) {
+		switch (f) {
+		case SF_STEP: return scan_opt_int(sc, &x->has_step, &x->step);
+		case SF_SLOT: return scan_opt_int(sc, &x->has_slot, &x->slot);
+		case SF_PHASE: return scan_opt_str(sc, &x->phase, &x->phase_len);
+		case SF_REQ: return scan_opt_str(sc, &x->req, &x->req_len);
+		case SF_OP: return scan_opt_str(sc, &x->op, &x->op_len);
+		case SF_KEY: return scan_opt_str(sc, &x->key, &x->key_len);
+		case SF_DP: return scan_opt_index(sc, &x->has_dp, &x->dp);
+		case SF_RANK: return scan_opt_index(sc, &x->has_rank, &x->rank);
+		default: break;
+		}
+	} else if (kind == EVENT_GATE) {
+		switch (f) {
+		case SF_STEP: return scan_opt_int(sc, &g->has_step, &g->step);
+		case SF_KEEP:
+			rc = scan_opt_bool(sc, &g->keep);
+			g->has_keep = rc == 1;
+			return rc;
+		case SF_SUPPORTS:
+			rc = scan_opt_bool(sc, &g->supports_async_decode);
+			g->has_supports = rc == 1;
+			return rc;
+		case SF_FORCE: return scan_opt_bool(sc, &g->force);
+		case SF_REASON: return scan_opt_str(sc, &g->reason, &g->reason_len);
+		case SF_DP: return scan_opt_index(sc, &g->has_dp, &g->dp);
+		case SF_RANK: return scan_opt_index(sc, &g->has_rank, &g->rank);
+		default: break;
+		}
+	}
+	return jdoc_scan_skip(sc);
+}
+
+int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
+	       unsigned want, struct event *out)
+{
+	struct jdoc_scan sc;
+	struct scan_merge x = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX,
+				UINT32_MAX, false, false, false, false, false };
+	uint64_t seen = 0, fields;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if (dec->cap_arena < n + 1) {
+		size_t cap = n + 1 < 4096 ? 4096 : n + 1;
+		char *a = realloc(dec->arena, cap);
+		if (!a)
+			return -1;
+		dec->arena = a;
+		dec->cap_arena = cap;
+	}
+	jdoc_scan_init(&sc, s, n, max_depth, dec->arena, dec->cap_arena);
+	if (jdoc_scan_object(&sc) != 1 || jdoc_scan_key(&sc, &key, &klen) != 1 ||
+	    scan_field_of(key, klen) != SF_EV)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	if (jdoc_scan_str(&sc, &out->ev, &out->ev_len) != 1)
+		return 0;
+	out->kind = event_kind_of(out->ev, out->ev_len);
+	if (out->kind == EVENT_CONTEXT)
+		out->u.ctx.ev = out->ev;
+	fields = scan_fields_of[out->kind];
+	seen = SFB(SF_EV);
+	while ((rc = jdoc_scan_key(&sc, &key, &klen)) == 1) {
+		enum scan_field f = scan_field_of(key, klen);
+		if (f == SF_EV)
+			return 0;              /* a second "ev": the last one decides, in the tree */
+		if (!(fields & SFB(f))) {
+			if (jdoc_scan_skip(&sc) < 0)
+				return 0;
+			continue;
+		}
+		if (seen & SFB(f))
+			return 0;
+		seen |= SFB(f);
+		rc = out->kind == EVENT_MERGE ? scan_merge_member(dec, &sc, f, want, &out->u.merge, &x)
+					      : scan_other_member(&sc, out->kind, f, out);
+		if (rc < 0)
+			return 0;
+	}
+	if (rc < 0 || jdoc_scan_end(&sc) != 1)
+		return 0;
+	if (out->kind == EVENT_MERGE && !scan_merge_finish(dec, &out->u.merge, &x))
+		return 0;
+	return 1;
 }

@@ -1,3 +1,12 @@
+/*
+ * reader.c - audit and capture JSONL, line by line, from a file, stdin or a
+ * gzip stream of one or more members.
+ *
+ * Input is read with read(2) straight into the line buffer, or inflated into
+ * it member by member: a member cut short, a corrupt one, or bytes after a
+ * member that do not start another are a truncated stream, never a quiet end.
+ * Each line goes to the scanner (when asked) or to the tree parser.
+ */
 #include "reader.h"
 
 #include <errno.h>
@@ -5,73 +14,237 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#define READER_CHUNK (64 * 1024)
+#define READER_CHUNK (256 * 1024)      /* bytes read or inflated at a time */
+#define READER_ZCHUNK (64 * 1024)      /* compressed bytes read at a time */
+
+/* A streaming 64-bit hash over 32-byte blocks (the shape of XXH64). */
+struct reader_hash {
+	uint64_t v[4];
+	unsigned char tail[32];
+	size_t n_tail;
+	uint64_t total;
+};
+
+#define RH_P1 0x9E3779B185EBCA87ull
+#define RH_P2 0xC2B2AE3D27D4EB4Full
+#define RH_P3 0x165667B19E3779F9ull
+#define RH_P4 0x85EBCA77C2B2AE63ull
+#define RH_P5 0x27D4EB2F165667C5ull
+
+static inline uint64_t rh_rotl(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t rh_round(uint64_t acc, uint64_t w)
+{
+	return rh_rotl(acc + w * RH_P2, 31) * RH_P1;
+}
+
+static inline uint64_t rh_word(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	return w;
+}
+
+static void rh_init(struct reader_hash *h)
+{
+	h->v[0] = RH_P1 + RH_P2;
+	h->v[1] = RH_P2;
+	h->v[2] = 0;
+	h->v[3] = 0 - RH_P1;
+	h->n_tail = 0;
+	h->total = 0;
+}
+
+static void rh_blocks(struct reader_hash *h, const unsigned char *p, size_t n)
+{
+	uint64_t a = h->v[0], b = h->v[1], c = h->v[2], d = h->v[3];
+
+	for (; n >= 32; n -= 32, p += 32) {
+		a = rh_round(a, rh_word(p));
+		b = rh_round(b, rh_word(p + 8));
+		c = rh_round(c, rh_word(p + 16));
+		d = rh_round(d, rh_word(p + 24));
+	}
+	h->v[0] = a, h->v[1] = b, h->v[2] = c, h->v[3] = d;
+}
+
+static void rh_add(struct reader_hash *h, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	h->total += n;
+	if (h->n_tail) {
+		size_t k = 32 - h->n_tail < n ? 32 - h->n_tail : n;
+		memcpy(h->tail + h->n_tail, p, k);
+		h->n_tail += k;
+		p += k;
+		n -= k;
+		if (h->n_tail < 32)
+			return;
+		rh_blocks(h, h->tail, 32);
+		h->n_tail = 0;
+	}
+	rh_blocks(h, p, n & ~(size_t)31);
+	p += n & ~(size_t)31;
+	n &= 31;
+	memcpy(h->tail, p, n);
+	h->n_tail = n;
+}
+
+static uint64_t rh_final(const struct reader_hash *h)
+{
+	uint64_t x = rh_rotl(h->v[0], 1) + rh_rotl(h->v[1], 7) + rh_rotl(h->v[2], 12) +
+		     rh_rotl(h->v[3], 18);
+	size_t i;
+
+	for (i = 0; i < 4; i++)
+		x = (x ^ rh_round(0, h->v[i])) * RH_P1 + RH_P4;
+	x += h->total;
+	for (i = 0; i + 8 <= h->n_tail; i += 8)
+		x = rh_rotl(x ^ rh_round(0, rh_word(h->tail + i)), 27) * RH_P1 + RH_P4;
+	for (; i < h->n_tail; i++)
+		x = rh_rotl(x ^ (h->tail[i] * RH_P5), 11) * RH_P1;
+	x ^= x >> 33;
+	x *= RH_P2;
+	x ^= x >> 29;
+	x *= RH_P3;
+	x ^= x >> 32;
+	return x;
+}
 
 struct audit_reader {
 	char *file;                 /* owned copy of the name */
-	gzFile gz;
+	int fd;                     /* -1: no file */
+	struct stat st;
+	bool gz;
+	bool z_ready;               /* zs initialised (inflateInit2 done) */
+	bool in_member;             /* inside a gzip member */
+	bool raw_eof;               /* read(2) returned 0 */
+	z_stream zs;
+	unsigned char *zin;         /* compressed input, READER_ZCHUNK bytes */
 	size_t max_line;
-	char *buf;                  /* holds at most max_line + READER_CHUNK bytes */
+	unsigned max_depth;
+	bool scan;
+	unsigned want;
+	char *buf;                  /* cap bytes + JDOC_SCAN_PAD of padding */
 	size_t cap, start, end;     /* unread bytes are buf[start, end) */
 	int eof;
+	bool failed;                /* a read error or a truncated stream: no more lines */
 	long line;
 	struct jdoc *doc;
 	struct event_decoder *dec;
 	struct audit_reader_stats stats;
+	struct reader_hash hash;
 };
+
+static void reader_close(struct audit_reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	if (r->z_ready)
+		inflateEnd(&r->zs);
+	r->z_ready = false;
+}
+
+/* Starts reading path (opened already as fd): the first bytes decide gzip or not. */
+static enum status reader_start(struct audit_reader *r, const char *path, struct status_info *si)
+{
+	char *name;
+
+	name = strdup(path);
+	if (!name)
+		return status_set_at(si, STATUS_NOMEM, path, 0, 0, "out of memory");
+	free(r->file);
+	r->file = name;
+	memset(&r->stats, 0, sizeof(r->stats));
+	rh_init(&r->hash);
+	r->start = r->end = 0;
+	r->eof = 0;
+	r->failed = false;
+	r->line = 0;
+	r->gz = false;
+	r->in_member = false;
+	r->raw_eof = false;
+	if (fstat(r->fd, &r->st))
+		memset(&r->st, 0, sizeof(r->st));
+	return STATUS_OK;
+}
+
+static int reader_open_fd(const char *path)
+{
+	return strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : fcntl(0, F_DUPFD_CLOEXEC, 0);
+}
 
 enum status audit_reader_open(struct audit_reader **out, const char *path,
 			      const struct audit_reader_opts *opts, struct status_info *si)
 {
 	struct audit_reader *r = NULL;
+	struct event_decoder_opts eo = { 0 };
 	enum status st = STATUS_NOMEM;
-	int fd = -1;
 
 	*out = NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		goto out;
+	r->fd = -1;
 	r->max_line = opts && opts->max_line ? opts->max_line : AUDIT_READER_MAX_LINE;
+	r->max_depth = opts && opts->max_depth ? opts->max_depth : JDOC_MAX_DEPTH;
+	r->scan = opts && opts->scan;
+	r->want = opts ? opts->want : 0;
+	eo.max_slots = opts ? opts->max_slots : 0;
 	r->cap = r->max_line + READER_CHUNK + 1;
-	r->file = strdup(path);
-	r->buf = malloc(r->cap);
+	r->buf = calloc(1, r->cap + JDOC_SCAN_PAD);
 	r->doc = jdoc_new(r->max_line);
-	r->dec = event_decoder_new();
-	if (!r->file || !r->buf || !r->doc || !r->dec)
+	r->dec = event_decoder_new_opts(&eo);
+	if (!r->buf || !r->doc || !r->dec)
 		goto out;
-	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(0);
-	if (fd < 0) {
+	jdoc_set_max_depth(r->doc, r->max_depth);
+	jdoc_set_keep_surrogates(r->doc, 1);   /* ids must stay distinct */
+	r->fd = reader_open_fd(path);
+	if (r->fd < 0) {
 		st = status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
 		goto out;
 	}
-	r->gz = gzdopen(fd, "rb");
-	if (!r->gz) {
-		st = status_set_at(si, STATUS_NOMEM, path, 0, 0, "cannot start decompression");
+	if ((st = reader_start(r, path, si)))
 		goto out;
-	}
-	fd = -1;
-	gzbuffer(r->gz, READER_CHUNK);
 	*out = r;
 	r = NULL;
 	st = STATUS_OK;
 out:
-	if (fd >= 0)
-		close(fd);
+	if (st == STATUS_NOMEM && si && !si->msg[0])
+		status_set_at(si, st, path, 0, 0, "out of memory");
 	audit_reader_free(r);
 	return st;
+}
+
+enum status audit_reader_reopen(struct audit_reader *r, const char *path, struct status_info *si)
+{
+	reader_close(r);
+	r->eof = 1;
+	r->start = r->end = 0;
+	r->fd = reader_open_fd(path);
+	if (r->fd < 0)
+		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+	return reader_start(r, path, si);
 }
 
 void audit_reader_free(struct audit_reader *r)
 {
 	if (!r)
 		return;
-	if (r->gz)
-		gzclose(r->gz);
+	reader_close(r);
 	jdoc_free(r->doc);
 	event_decoder_free(r->dec);
+	free(r->zin);
 	free(r->buf);
 	free(r->file);
 	free(r);
@@ -82,42 +255,194 @@ const struct audit_reader_stats *audit_reader_stats(const struct audit_reader *r
 	return &r->stats;
 }
 
-/* Reads more input after buf[end); compacts first. 0 ok, -1 I/O error. */
+void audit_reader_identity(const struct audit_reader *r, dev_t *dev, ino_t *ino)
+{
+	*dev = r->st.st_dev;
+	*ino = r->st.st_ino;
+}
+
+uint64_t audit_reader_content_hash(const struct audit_reader *r)
+{
+	return rh_final(&r->hash);
+}
+
+static ssize_t reader_read(int fd, void *p, size_t n)
+{
+	ssize_t k;
+
+	do
+		k = read(fd, p, n);
+	while (k < 0 && errno == EINTR);
+	return k;
+}
+
+static int reader_read_error(struct audit_reader *r, struct status_info *si, int err)
+{
+	r->failed = true;
+	status_set_at(si, STATUS_IO, r->file, r->line + 1, 0, "read error: %s", strerror(err));
+	return -1;
+}
+
+static int reader_truncated(struct audit_reader *r, struct status_info *si, const char *why)
+{
+	r->failed = true;
+	r->stats.truncated = true;
+	status_set_at(si, STATUS_IO, r->file, 0, 0, "truncated gzip after %ld lines (%s)", r->line,
+		      why);
+	return -1;
+}
+
+/* More compressed input into zs; 0 ok (raw_eof may be set), -1 error. */
+static int reader_zfill(struct audit_reader *r, struct status_info *si)
+{
+	ssize_t k;
+
+	if (r->raw_eof || r->zs.avail_in)
+		return 0;
+	k = reader_read(r->fd, r->zin, READER_ZCHUNK);
+	if (k < 0)
+		return reader_read_error(r, si, errno);
+	if (k == 0)
+		r->raw_eof = true;
+	r->zs.next_in = r->zin;
+	r->zs.avail_in = (uInt)k;
+	return 0;
+}
+
+/* Inflates into buf[end, end + room): bytes produced, 0 at the end of the stream, -1 error. */
+static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status_info *si)
+{
+	for (;;) {
+		size_t made;
+		int zr;
+
+		if (reader_zfill(r, si))
+			return -1;
+		if (!r->in_member) {
+			if (!r->zs.avail_in && r->raw_eof)
+				return 0;
+			if (!r->zs.avail_in)
+				continue;
+			/* another member must start here; inflate checks its header */
+			if (inflateReset(&r->zs) != Z_OK)
+				return reader_truncated(r, si, "inflate reset failed");
+			r->in_member = true;
+		}
+		r->zs.next_out = (Bytef *)r->buf + r->end;
+		r->zs.avail_out = (uInt)room;
+		zr = inflate(&r->zs, Z_NO_FLUSH);
+		made = room - r->zs.avail_out;
+		if (zr == Z_STREAM_END) {
+			r->in_member = false;
+		} else if (zr == Z_BUF_ERROR || (zr == Z_OK && !made)) {
+			if (!r->zs.avail_in && r->raw_eof)
+				return reader_truncated(r, si, "unexpected end of file");
+		} else if (zr != Z_OK) {
+			return reader_truncated(r, si, r->zs.msg ? r->zs.msg : zError(zr));
+		}
+		if (made)
+			return (ssize_t)made;
+	}
+}
+
+/* The first bytes of the file: gzip's magic turns on decompression. */
+static int reader_first(struct audit_reader *r, struct status_info *si)
+{
+	ssize_t k = 0, got = 0;
+
+	while (got < 2) {
+		k = reader_read(r->fd, r->buf + got, (size_t)(READER_ZCHUNK - got));
+		if (k < 0)
+			return reader_read_error(r, si, errno);
+		if (k == 0)
+			break;
+		got += k;
+	}
+	if (got >= 2 && (unsigned char)r->buf[0] == 0x1f && (unsigned char)r->buf[1] == 0x8b) {
+		if (!r->zin && !(r->zin = malloc(READER_ZCHUNK))) {
+			r->failed = true;
+			status_set_at(si, STATUS_NOMEM, r->file, 0, 0, "out of memory");
+			return -2;
+		}
+		/* the compressed bytes read so far become zlib's first input */
+		memset(&r->zs, 0, sizeof(r->zs));
+		if (inflateInit2(&r->zs, 15 + 16) != Z_OK) {
+			r->failed = true;
+			status_set_at(si, STATUS_NOMEM, r->file, 0, 0, "cannot start decompression");
+			return -2;
+		}
+		r->z_ready = true;
+		r->gz = true;
+		r->stats.gzip = true;
+		memcpy(r->zin, r->buf, (size_t)got);
+		r->zs.next_in = r->zin;
+		r->zs.avail_in = (uInt)got;
+		r->raw_eof = k == 0;
+		return 0;
+	}
+	if (got == 0)
+		r->raw_eof = true;
+	rh_add(&r->hash, r->buf, (size_t)got);
+	r->stats.bytes += (uint64_t)got;
+	r->end = (size_t)got;
+	return 0;
+}
+
+/* Reads more input after buf[end); compacts first. 0 ok, -1 I/O error, -2 no memory. */
 static int reader_fill(struct audit_reader *r, struct status_info *si)
 {
-	int n;
+	size_t room;
+	ssize_t n;
 
+	if (r->failed)
+		return -1;
+	if (r->fd < 0) {
+		r->eof = 1;
+		return 0;
+	}
+	if (r->stats.bytes == 0 && !r->gz && !r->raw_eof && r->end == 0)
+		return reader_first(r, si);
 	if (r->start > 0) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
 		r->end -= r->start;
 		r->start = 0;
 	}
-	if (r->cap - 1 - r->end == 0)
+	room = r->cap - 1 - r->end;
+	if (room > READER_CHUNK)
+		room = READER_CHUNK;
+	if (room == 0)
 		return 0;
-	n = gzread(r->gz, r->buf + r->end,
-		   (unsigned)(r->cap - 1 - r->end < READER_CHUNK ? r->cap - 1 - r->end : READER_CHUNK));
-	if (n < 0) {
-		int zerr;
-		const char *msg = gzerror(r->gz, &zerr);
-		status_set_at(si, STATUS_IO, r->file, r->line + 1, 0, "read error: %s",
-			      zerr == Z_ERRNO ? strerror(errno) : msg);
-		return -1;
+	if (r->gz) {
+		n = reader_inflate(r, room, si);
+	} else if (r->raw_eof) {
+		n = 0;
+	} else {
+		n = reader_read(r->fd, r->buf + r->end, room);
+		if (n < 0)
+			return reader_read_error(r, si, errno);
 	}
-	if (n == 0)
+	if (n < 0)
+		return -1;
+	if (n == 0) {
 		r->eof = 1;
+		return 0;
+	}
+	rh_add(&r->hash, r->buf + r->end, (size_t)n);
+	r->stats.bytes += (uint64_t)n;
 	r->end += (size_t)n;
 	return 0;
 }
 
 /*
  * The next line into s and n (without the newline, NUL-terminated in place).
- * Returns 1 for a line, 0 at end of input, -1 on I/O error, -2 when the line
- * is over the cap (it is consumed up to its newline and reported).
+ * Returns 1 for a line, 0 at end of input, -1 on I/O error (-2 no memory),
+ * -3 when the line is over the cap (it is consumed up to its newline and
+ * reported).
  */
 static int reader_line(struct audit_reader *r, char **s, size_t *n, struct status_info *si)
 {
 	size_t scanned = 0;
-	int too_long = 0;
+	int too_long = 0, rc;
 
 	for (;;) {
 		char *nl = memchr(r->buf + r->start + scanned, '\n', r->end - r->start - scanned);
@@ -126,7 +451,7 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 			r->line++;
 			if (too_long || len > r->max_line) {
 				r->start += len + 1;
-				return -2;
+				return -3;
 			}
 			*s = r->buf + r->start;
 			*n = len;
@@ -147,7 +472,7 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 			r->line++;
 			if (too_long) {
 				r->start = r->end;
-				return -2;
+				return -3;
 			}
 			*s = r->buf + r->start;
 			*n = r->end - r->start;
@@ -155,8 +480,8 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 			r->start = r->end;
 			return 1;
 		}
-		if (reader_fill(r, si))
-			return -1;
+		if ((rc = reader_fill(r, si)))
+			return rc;
 	}
 }
 
@@ -179,6 +504,36 @@ static double num_or(const struct jval *v, double dflt)
 	return dflt;
 }
 
+#define SRC_IS(it, lit) event_str_is((it)->src, (it)->src_len, lit)
+
+/* An "end" record's account of how the process ended; fields of another type are left out. */
+static void reader_end(const struct jdoc *d, const struct jval *root, struct audit_item *it)
+{
+	const struct jval *v;
+
+	it->has_end = true;
+	v = jdoc_get(d, root, "how");
+	if (v && v->type == JT_STR) {
+		it->end.how = v->u.s;
+		it->end.how_len = v->n;
+	}
+	v = jdoc_get(d, root, "by");
+	if (v && v->type == JT_STR) {
+		it->end.by = v->u.s;
+		it->end.by_len = v->n;
+	}
+	v = jdoc_get(d, root, "code");
+	if (v && v->type == JT_INT) {
+		it->end.has_code = true;
+		it->end.code = v->u.i;
+	}
+	v = jdoc_get(d, root, "signal");
+	if (v && v->type == JT_INT) {
+		it->end.has_signal = true;
+		it->end.signal = v->u.i;
+	}
+}
+
 /* Fills the capture metadata and, for an "audit" record, the event. */
 static enum status reader_capture(struct audit_reader *r, struct audit_item *it,
 				  const struct jval *src, struct status_info *si)
@@ -191,6 +546,7 @@ static enum status reader_capture(struct audit_reader *r, struct audit_item *it,
 	if (src->type != JT_STR)
 		return status_set(si, STATUS_PARSE, "src is not a string (%s)", jdoc_typename(src));
 	it->src = src->u.s;
+	it->src_len = src->n;
 	v = jdoc_get(d, root, "pid");
 	if (v && v->type == JT_INT) {
 		it->has_pid = true;
@@ -204,14 +560,36 @@ static enum status reader_capture(struct audit_reader *r, struct audit_item *it,
 		it->t = num_or(v, 0);
 		it->mono = num_or(jdoc_get(d, root, "mono"), 0);
 	}
-	if (!strcmp(it->src, "lost")) {
+	v = jdoc_get(d, root, "partial");
+	if (v && v->type == JT_TRUE)
+		r->stats.partial++;
+	v = jdoc_get(d, root, "invalid_utf8");
+	if (v && v->type == JT_INT && v->u.i > 0)
+		r->stats.invalid_utf8 += (uint64_t)v->u.i;
+	if (SRC_IS(it, "lost") || SRC_IS(it, "uncertain")) {
+		int lost = SRC_IS(it, "lost");
 		v = jdoc_get(d, root, "count");
 		if (!v || v->type != JT_INT || v->u.i < 0)
-			return status_set(si, STATUS_PARSE, "lost record has no count");
-		r->stats.capture_lost += (uint64_t)v->u.i;
+			return status_set(si, STATUS_PARSE, "%s record has no count",
+					  lost ? "lost" : "uncertain");
+		if (lost) {
+			r->stats.capture_lost += (uint64_t)v->u.i;
+			return STATUS_OK;
+		}
+		r->stats.capture_uncertain += (uint64_t)v->u.i;
+		/* an audit line whose truth is uncertain is counted, never replayed */
+		v = jdoc_get(d, root, "record");
+		if (v && v->type == JT_OBJ &&
+		    (jdoc_get(d, v, "ev") ||
+		     (jdoc_str_is(jdoc_get(d, v, "src"), "audit", 5) && jdoc_get(d, v, "event"))))
+			r->stats.uncertain_events++;
 		return STATUS_OK;
 	}
-	if (strcmp(it->src, "audit"))
+	if (SRC_IS(it, "end")) {
+		reader_end(d, root, it);
+		return STATUS_OK;
+	}
+	if (!SRC_IS(it, "audit"))
 		return STATUS_OK;
 	ev = jdoc_get(d, root, "event");
 	if (!ev || ev->type != JT_OBJ) {
@@ -241,11 +619,19 @@ enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 			return STATUS_EOF;
 		if (rc == -1)
 			return STATUS_IO;
+		if (rc == -2)
+			return STATUS_NOMEM;
 		r->stats.lines++;
-		if (rc == -2) {
+		if (rc == -3) {
 			r->stats.malformed++;
 			return status_set_at(si, STATUS_LIMIT, r->file, r->line, 0,
 					     "line longer than %zu bytes", r->max_line);
+		}
+		if (r->line == 1 && n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
+			/* a byte order mark before the first line: skipped, and said once */
+			r->stats.bom = true;
+			s += 3;
+			n -= 3;
 		}
 		if (is_blank(s, n)) {
 			r->stats.blank++;
@@ -256,6 +642,17 @@ enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 		it->line = r->line;
 		if (si)
 			si->byte = 0;
+		if (r->scan) {
+			rc = event_scan(r->dec, s, n, r->max_depth, r->want, &it->event);
+			if (rc < 0)
+				return status_set_at(si, STATUS_NOMEM, r->file, r->line, 0, "out of memory");
+			if (rc > 0) {
+				it->has_event = true;
+				r->stats.events++;
+				r->stats.other_events += it->event.kind == EVENT_OTHER;
+				return STATUS_OK;
+			}
+		}
 		st = jdoc_parse(r->doc, s, n, si);
 		if (st == STATUS_NOMEM)
 			return status_set_at(si, st, r->file, r->line, 0, "out of memory");

@@ -2,15 +2,16 @@
  * reader.h - streaming reader for merge audits and capture files.
  *
  * Reads plain audit JSONL, capture JSONL (records with "src"), or a mix,
- * deciding line by line; "-" is stdin; gzip input is read transparently.
- * Memory is bounded by the longest accepted line, whatever the file size.
+ * deciding line by line; "-" is stdin; gzip input (one member or several) is
+ * read transparently, whatever the file is called. Memory is bounded by the
+ * longest accepted line, whatever the file size.
  *
  *	struct audit_reader *r;
  *	struct audit_item it;
  *	if (audit_reader_open(&r, path, NULL, &si)) ...
  *	while ((st = audit_reader_next(r, &it, &si)) != STATUS_EOF) {
  *		if (st == STATUS_PARSE || st == STATUS_LIMIT) { report si; continue; }
- *		if (st) break;            (an I/O error: stop)
+ *		if (st) break;            (an I/O error or a truncated gzip: stop)
  *		...use it...
  *	}
  *	audit_reader_free(r);
@@ -20,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "event.h"
 #include "jdoc.h"
@@ -30,6 +32,16 @@
 
 struct audit_reader_opts {
 	size_t max_line;     /* 0: AUDIT_READER_MAX_LINE */
+	unsigned max_depth;  /* JSON nesting; 0: JDOC_MAX_DEPTH */
+	uint32_t max_slots;  /* entries of an integer array; 0: EVENT_MAX_SLOTS */
+	/*
+	 * Decode plain event lines with the scanner (event_scan): no tree is
+	 * built for them, so item.doc and item.record are NULL on those items.
+	 * Lines it declines (capture records, malformed lines, unusual forms)
+	 * are parsed into a tree as always. `want` is event_scan's.
+	 */
+	bool scan;
+	unsigned want;
 };
 
 struct audit_reader_stats {
@@ -41,15 +53,35 @@ struct audit_reader_stats {
 	uint64_t ignored;         /* JSON objects that are neither an event nor a capture record */
 	uint64_t capture_records; /* lines with "src" */
 	uint64_t capture_lost;    /* sum of "count" over capture "lost" records */
+	/* added later: */
+	uint64_t capture_uncertain;  /* sum of "count" over capture "uncertain" records */
+	uint64_t uncertain_events;   /* audit events inside uncertain records: never replayed */
+	uint64_t partial;            /* records of lines no newline ended ("partial":true) */
+	uint64_t invalid_utf8;       /* sum of "invalid_utf8" (bytes the capture escaped) */
+	uint64_t bytes;              /* bytes of input read (after decompression) */
+	bool bom;                    /* the file began with a UTF-8 byte order mark (skipped) */
+	bool gzip;
+	bool truncated;              /* a gzip stream ended early or was corrupt */
+};
+
+/* How a process ended, from a capture "end" record (docs/audit-format.md). */
+struct audit_end {
+	const char *how;           /* "exit", "_exit", "signal", "exec"; NULL when absent */
+	uint32_t how_len;
+	const char *by;            /* "shim", "parent", "capture"; NULL when absent */
+	uint32_t by_len;
+	bool has_code, has_signal;
+	int64_t code, signal;
 };
 
 /* One line. Pointers are valid until the next audit_reader_next() call. */
 struct audit_item {
 	const char *file;          /* as given to audit_reader_open ("-" for stdin) */
 	long line;                 /* 1-based */
-	const struct jdoc *doc;    /* the parsed line */
-	const struct jval *record; /* its root object */
+	const struct jdoc *doc;    /* the parsed line; NULL for a line the scanner read */
+	const struct jval *record; /* its root object; NULL likewise */
 	const char *src;           /* capture record kind, NULL for a plain event line */
+	uint32_t src_len;
 	bool has_event;            /* a plain event, or a capture "audit" record's event */
 	struct event event;
 	/* capture metadata (audit/banner/line records), when present */
@@ -57,6 +89,8 @@ struct audit_item {
 	int64_t pid, tid;
 	bool has_time;
 	double t, mono;
+	bool has_end;              /* an "end" record */
+	struct audit_end end;
 };
 
 struct audit_reader;
@@ -67,16 +101,32 @@ struct audit_reader;
  */
 enum status audit_reader_open(struct audit_reader **out, const char *path,
 			      const struct audit_reader_opts *opts, struct status_info *si);
+/*
+ * Closes the file r reads and opens path in its place, keeping r's buffers
+ * (for many files in a row). Stats start again from zero. On failure r holds
+ * no file (audit_reader_next returns STATUS_EOF) and may be reopened or freed.
+ */
+enum status audit_reader_reopen(struct audit_reader *r, const char *path, struct status_info *si);
 
 /*
  * Next item. STATUS_OK: *item filled. STATUS_EOF: done. STATUS_PARSE or
  * STATUS_LIMIT: a malformed line, already counted in stats.malformed, si has
- * file, line and reason; the caller may go on. STATUS_IO, STATUS_NOMEM: stop.
+ * file, line and reason; the caller may go on. STATUS_IO, STATUS_NOMEM: stop;
+ * a gzip stream that ends early or is corrupt is STATUS_IO with
+ * stats.truncated set and "truncated gzip after N lines" in si (the bytes
+ * after the last complete line are not returned).
  */
 enum status audit_reader_next(struct audit_reader *r, struct audit_item *item,
 			      struct status_info *si);
 
 const struct audit_reader_stats *audit_reader_stats(const struct audit_reader *r);
+/* The device and inode of the open file (fstat), for spotting the same file twice. */
+void audit_reader_identity(const struct audit_reader *r, dev_t *dev, ino_t *ino);
+/*
+ * A 64-bit hash of every byte read so far (after decompression); at the end
+ * of the input, the hash of the content, for spotting the same content twice.
+ */
+uint64_t audit_reader_content_hash(const struct audit_reader *r);
 void audit_reader_free(struct audit_reader *r);
 
 #endif

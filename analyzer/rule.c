@@ -1,10 +1,18 @@
+/*
+ * rule.c - the guard rules: the base table, combinations, and their
+ * allowed sets as bit masks over 64-slot windows.
+ */
 #include "rule.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-/* g holds the active set on entry; clear the slots this guard refuses. */
-typedef void (*rule_allow_fn)(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g);
+#include "tally.h"
+
+/* The allowed set on a window: g holds the active set on entry. */
+typedef uint64_t (*rule_allow_fn)(const struct merge_event *m, const struct rule_facts *f,
+				  const struct rule_window *w, uint64_t g);
 /* One clause on slot s: why it is allowed or refused. */
 typedef void (*rule_why_fn)(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
 			    char *buf, size_t n);
@@ -17,14 +25,31 @@ struct rule_def {
 	const char *doc;
 };
 
+int rule_step_is_prev(int64_t buf_step, int64_t step)
+{
+	return step != INT64_MIN && buf_step == step - 1;
+}
+
+const char *rule_step_diff(int64_t a, int64_t b, char *buf, size_t n)
+{
+	/* the difference of two int64 needs 65 bits: sign and magnitude apart */
+	if (a >= b)
+		snprintf(buf, n, "%" PRIu64, (uint64_t)a - (uint64_t)b);
+	else
+		snprintf(buf, n, "-%" PRIu64, (uint64_t)b - (uint64_t)a);
+	return buf;
+}
+
 static int in_bound(const struct rule_ctx *ctx, int64_t pos)
 {
 	return pos >= -1 && pos < ctx->max_pos;
 }
 
-static void allow_bare(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g)
+static uint64_t allow_bare(const struct merge_event *m, const struct rule_facts *f,
+			   const struct rule_window *w, uint64_t g)
 {
-	(void)m, (void)ctx, (void)g;
+	(void)m, (void)f, (void)w;
+	return g;
 }
 
 static void why_bare(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
@@ -33,20 +58,17 @@ static void why_bare(const struct merge_event *m, const struct rule_ctx *ctx, ui
 	(void)ctx;
 	if (m->dev_pos[s] == m->host_pos[s])
 		snprintf(buf, n, "bare: dev_pos == host_pos");
-	else if (m->dev_pos[s] == m->host_pos[s] + 1)
+	else if (m->host_pos[s] < INT64_MAX && m->dev_pos[s] == m->host_pos[s] + 1)
 		snprintf(buf, n, "bare: dev_pos == host_pos + 1");
 	else
 		snprintf(buf, n, "bare: positions do not match");
 }
 
-static void allow_prefilled(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g)
+static uint64_t allow_prefilled(const struct merge_event *m, const struct rule_facts *f,
+				const struct rule_window *w, uint64_t g)
 {
-	uint32_t s;
-
-	(void)ctx;
-	for (s = 0; s < m->n_host; s++)
-		if (m->prefilled[s])
-			g[s] = 0;
+	(void)m, (void)f;
+	return g & ~w->prefilled;
 }
 
 static void why_prefilled(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
@@ -71,11 +93,11 @@ static int batch_matches(const struct merge_event *m, uint32_t *first_diff)
 	return 1;
 }
 
-static void allow_batch(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g)
+static uint64_t allow_batch(const struct merge_event *m, const struct rule_facts *f,
+			    const struct rule_window *w, uint64_t g)
 {
-	(void)ctx;
-	if (!batch_matches(m, NULL))
-		memset(g, 0, m->n_host);
+	(void)m, (void)w;
+	return f->batch_match ? g : 0;
 }
 
 static void why_batch(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
@@ -93,19 +115,21 @@ static void why_batch(const struct merge_event *m, const struct rule_ctx *ctx, u
 
 static int lifetime_ok(const struct merge_event *m)
 {
-	return m->buf_step == m->step - 1 && !m->mode_switched;
+	return rule_step_is_prev(m->buf_step, m->step) && !m->mode_switched;
 }
 
-static void allow_lifetime(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g)
+static uint64_t allow_lifetime(const struct merge_event *m, const struct rule_facts *f,
+			       const struct rule_window *w, uint64_t g)
 {
-	(void)ctx;
-	if (!lifetime_ok(m))
-		memset(g, 0, m->n_host);
+	(void)m, (void)w;
+	return f->lifetime_ok ? g : 0;
 }
 
 static void why_lifetime(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
 			 char *buf, size_t n)
 {
+	char d[32];
+
 	(void)ctx, (void)s;
 	if (lifetime_ok(m))
 		snprintf(buf, n, "lifetime: buffer written by the preceding step %lld",
@@ -113,22 +137,16 @@ static void why_lifetime(const struct merge_event *m, const struct rule_ctx *ctx
 	else if (m->mode_switched)
 		snprintf(buf, n, "lifetime: mode switched since the buffer was written");
 	else
-		snprintf(buf, n, "lifetime: buffer from step %lld, %lld steps old",
-			 (long long)m->buf_step, (long long)(m->step - m->buf_step));
+		snprintf(buf, n, "lifetime: buffer from step %lld, %s steps old",
+			 (long long)m->buf_step, rule_step_diff(m->step, m->buf_step, d, sizeof(d)));
 }
 
-static void allow_stamp(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g)
+static uint64_t allow_stamp(const struct merge_event *m, const struct rule_facts *f,
+			    const struct rule_window *w, uint64_t g)
 {
-	uint32_t s;
-
-	(void)ctx;
-	if (m->has_slot_gen) {
-		for (s = 0; s < m->n_host; s++)
-			if (m->slot_gen[s] != m->buf_slot_gen[s])
-				g[s] = 0;
-	} else if (m->gen != m->buf_gen) {
-		memset(g, 0, m->n_host);
-	}
+	if (m->has_slot_gen)
+		return g & w->gen_eq;
+	return f->gen_match ? g : 0;
 }
 
 static void why_stamp(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
@@ -144,13 +162,11 @@ static void why_stamp(const struct merge_event *m, const struct rule_ctx *ctx, u
 			 m->gen == m->buf_gen ? "==" : "!=", (long long)m->buf_gen);
 }
 
-static void allow_bound(const struct merge_event *m, const struct rule_ctx *ctx, uint8_t *g)
+static uint64_t allow_bound(const struct merge_event *m, const struct rule_facts *f,
+			    const struct rule_window *w, uint64_t g)
 {
-	uint32_t s;
-
-	for (s = 0; s < m->n_host; s++)
-		if (!in_bound(ctx, m->dev_pos[s]))
-			g[s] = 0;
+	(void)m, (void)f;
+	return g & w->in_bound;
 }
 
 static void why_bound(const struct merge_event *m, const struct rule_ctx *ctx, uint32_t s,
@@ -198,21 +214,29 @@ const char *rule_base_doc(size_t i)
 
 enum status rule_parse(const char *name, struct rule *out, struct status_info *si)
 {
+	return rule_parse_len(name, strlen(name), out, si);
+}
+
+enum status rule_parse_len(const char *name, size_t n, struct rule *out, struct status_info *si)
+{
 	unsigned seen[N_BASE] = { 0 };
-	const char *p = name;
+	const char *p = name, *end = name + n;
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	for (;;) {
-		const char *plus = strchr(p, '+');
-		size_t len = plus ? (size_t)(plus - p) : strlen(p);
+		const char *plus = memchr(p, '+', (size_t)(end - p));
+		size_t len = plus ? (size_t)(plus - p) : (size_t)(end - p);
 		for (i = 0; i < N_BASE; i++)
 			if (strlen(rule_table[i].name) == len && !strncmp(rule_table[i].name, p, len))
 				break;
-		if (i == N_BASE)
-			return status_set(si, STATUS_NOTFOUND,
-					  "'%.*s' is not a rule (bare, prefilled, batch, lifetime, stamp, bound)",
-					  (int)len, p);
+		if (i == N_BASE) {
+			const char *nul = memchr(p, '\0', len);
+			memset(out, 0, sizeof(*out));
+			return status_set(si, STATUS_NOTFOUND, "'%.*s%s' is not a rule (bare, prefilled, "
+					  "batch, lifetime, stamp, bound)",
+					  (int)(nul ? (size_t)(nul - p) : len), p, nul ? "\\u0000..." : "");
+		}
 		seen[i] = 1;
 		if (!plus)
 			break;
@@ -312,24 +336,100 @@ void rule_missing(const struct rule *r, const struct merge_event *m, const struc
 						need_names[b]);
 }
 
-enum rule_outcome rule_eval(const struct rule *r, const struct merge_event *m,
-			    const struct rule_ctx *ctx, uint8_t *take, uint8_t *allowed)
+void rule_window_fill(const struct merge_event *m, const struct rule_ctx *ctx,
+		      int64_t garbage_pos, uint32_t w, struct rule_window *out)
 {
-	uint8_t *g = allowed ? allowed : take;
-	uint32_t s;
-	unsigned b, i;
+	uint32_t base = w * 64, n = m->n_host - base < 64 ? m->n_host - base : 64, i;
+	const int64_t *host = m->host_pos + base, *dev = m->dev_pos + base;
+	int64_t max_pos = ctx->max_pos;
+	uint64_t active = 0, dev_active = 0, bare = 0, in_b = 0, garbage = 0;
+
+	/* one pass, branch-free: each slot sets its bit in every mask */
+	for (i = 0; i < n; i++) {
+		int64_t h = host[i], d = dev[i];
+		uint64_t act = h != -1, match = d == h || (h < INT64_MAX && d == h + 1);
+		active |= act << i;
+		dev_active |= (uint64_t)(d != -1) << i;
+		bare |= (act & match) << i;
+		in_b |= (uint64_t)(d >= -1 && d < max_pos) << i;
+		garbage |= (uint64_t)(d < -1 || d >= garbage_pos) << i;
+	}
+	out->base = base;
+	out->n = n;
+	out->active = active;
+	out->dev_active = dev_active;
+	out->bare = bare;
+	out->in_bound = in_b;
+	out->garbage = garbage;
+	out->prefilled = out->gen_eq = out->taken = 0;
+	if (m->has_prefilled)
+		for (i = 0; i < n; i++)
+			out->prefilled |= (uint64_t)(m->prefilled[base + i] != 0) << i;
+	if (m->has_slot_gen)
+		for (i = 0; i < n; i++)
+			out->gen_eq |= (uint64_t)(m->slot_gen[base + i] == m->buf_slot_gen[base + i]) << i;
+	if (m->has_taken)
+		for (i = 0; i < n; i++)
+			out->taken |= (uint64_t)(m->taken[base + i] != 0) << i;
+}
+
+void rule_facts_fill(const struct merge_event *m, const struct rule_window *w0,
+		     struct rule_facts *out)
+{
+	if (w0 && m->n_host <= 64)
+		out->batch_match = w0->active == w0->dev_active;
+	else
+		out->batch_match = batch_matches(m, NULL);
+	out->lifetime_ok = m->has_buf_step && lifetime_ok(m);
+	out->gen_match = m->gen == m->buf_gen;
+}
+
+enum rule_outcome rule_outcome_of(const struct rule *r, const struct merge_event *m,
+				  const struct rule_ctx *ctx)
+{
+	unsigned b;
 
 	if (m->n_dev < m->n_host)
 		return RULE_SHAPE_FALLBACK;
 	for (b = 0; b < 4; b++)
 		if ((r->needs & (1u << b)) && !rule_has(m, ctx, 1u << b))
 			return RULE_SKIPPED;
-	for (s = 0; s < m->n_host; s++)
-		g[s] = m->host_pos[s] != -1;
+	return RULE_EVALUATED;
+}
+
+uint64_t rule_window_allow(const struct rule *r, const struct merge_event *m,
+			   const struct rule_facts *f, const struct rule_window *w)
+{
+	uint64_t g = w->active;
+	unsigned i;
+
 	for (i = 0; i < r->n_parts; i++)
-		rule_table[r->parts[i]].allow(m, ctx, g);
-	for (s = 0; s < m->n_host; s++)
-		take[s] = g[s] && rule_bare_take(m, s);
+		g = rule_table[r->parts[i]].allow(m, f, w, g);
+	return g;
+}
+
+enum rule_outcome rule_eval(const struct rule *r, const struct merge_event *m,
+			    const struct rule_ctx *ctx, uint8_t *take, uint8_t *allowed)
+{
+	enum rule_outcome o = rule_outcome_of(r, m, ctx);
+	struct rule_window w;
+	struct rule_facts f;
+	uint32_t k, i;
+
+	if (o != RULE_EVALUATED)
+		return o;
+	for (k = 0; k < rule_n_windows(m->n_host); k++) {
+		uint64_t g;
+		rule_window_fill(m, ctx, TALLY_DEFAULT_GARBAGE_POS, k, &w);
+		if (k == 0)
+			rule_facts_fill(m, &w, &f);
+		g = rule_window_allow(r, m, &f, &w);
+		for (i = 0; i < w.n; i++) {
+			take[w.base + i] = (uint8_t)((g & w.bare) >> i & 1);
+			if (allowed)
+				allowed[w.base + i] = (uint8_t)(g >> i & 1);
+		}
+	}
 	return RULE_EVALUATED;
 }
 

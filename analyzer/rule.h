@@ -5,6 +5,10 @@
  * bare position match and G admit. Base rules live in one table in rule.c
  * (name, fields needed, allowed-set function, why-function): a new guard is
  * one function and one line there. `a+b` intersects the allowed sets.
+ *
+ * Sets are bit masks over windows of 64 slots (bit i is slot base + i): the
+ * tally evaluates every rule on a window with a few word operations, and
+ * rule_eval() (one byte per slot) is built on the same functions.
  */
 #ifndef TTAUDIT_RULE_H
 #define TTAUDIT_RULE_H
@@ -39,6 +43,33 @@ struct rule_ctx {
 	int64_t max_pos;                /* 0: unknown */
 };
 
+/* Event-wide facts the allowed sets depend on (rule_facts_fill). */
+struct rule_facts {
+	int batch_match;     /* buffer and batch agree on which of [0, H) are active */
+	int lifetime_ok;     /* buf_step == step - 1 and the mode did not switch */
+	int gen_match;       /* gen == buf_gen */
+};
+
+/* Slots [base, base + 64) of one merge as bit masks (rule_window_fill). */
+struct rule_window {
+	uint32_t base, n;    /* n slots in this window (64 but for the last) */
+	uint64_t active;     /* host_pos != -1 */
+	uint64_t dev_active; /* dev_pos != -1 */
+	uint64_t bare;       /* the bare merge would take it */
+	uint64_t prefilled;
+	uint64_t gen_eq;     /* slot_gen == buf_slot_gen (when both are there) */
+	uint64_t in_bound;   /* dev_pos in [-1, max_pos) (when max_pos is known) */
+	uint64_t garbage;    /* dev_pos < -1 or >= the garbage bound (any slot) */
+	uint64_t taken;      /* the recorded decision (when there is one) */
+};
+
+/* Windows of a merge with H slots. */
+static inline uint32_t rule_n_windows(uint32_t h)
+{
+	return (h + 63) / 64;
+}
+
+
 enum rule_outcome {
 	RULE_EVALUATED,
 	RULE_SKIPPED,          /* a needed field is missing on this event */
@@ -52,6 +83,8 @@ const char *rule_base_doc(size_t i);
 
 /* Parses "batch" or "batch+lifetime" (order and repeats do not matter). */
 enum status rule_parse(const char *name, struct rule *out, struct status_info *si);
+/* The same for the n bytes at name (a name read from an audit may hold a NUL). */
+enum status rule_parse_len(const char *name, size_t n, struct rule *out, struct status_info *si);
 /*
  * Parses a comma-separated list into out[0..*n). Duplicates are dropped.
  * Fails on an unknown name or more than `max` rules.
@@ -60,6 +93,30 @@ enum status rule_list_parse(const char *list, struct rule *out, size_t max, size
 			    struct status_info *si);
 /* The six base rules, in table order. Returns the count. */
 size_t rule_list_default(struct rule *out, size_t max);
+
+/* 1 when buf_step is the step before step (no overflow at INT64_MIN). */
+int rule_step_is_prev(int64_t buf_step, int64_t step);
+/*
+ * a - b, exact for any int64 a and b, as text ("-3", "18446744073709551615").
+ * Returns buf.
+ */
+const char *rule_step_diff(int64_t a, int64_t b, char *buf, size_t n);
+
+/*
+ * The masks of window w (slots [64 w, 64 w + 64) of m, D >= H). garbage_pos
+ * is the garbage bound (max_pos, or TALLY_DEFAULT_GARBAGE_POS when unknown).
+ */
+void rule_window_fill(const struct merge_event *m, const struct rule_ctx *ctx,
+		      int64_t garbage_pos, uint32_t w, struct rule_window *out);
+/* The event-wide facts; w0 is window 0 when H <= 64 (saves a pass), else NULL. */
+void rule_facts_fill(const struct merge_event *m, const struct rule_window *w0,
+		     struct rule_facts *out);
+/* What rule r decides on m before any slot: evaluated, skipped, or shape fallback. */
+enum rule_outcome rule_outcome_of(const struct rule *r, const struct merge_event *m,
+				  const struct rule_ctx *ctx);
+/* The allowed set G of r on window w (only after rule_outcome_of said RULE_EVALUATED). */
+uint64_t rule_window_allow(const struct rule *r, const struct merge_event *m,
+			   const struct rule_facts *f, const struct rule_window *w);
 
 /* 1 when bare would take slot s of m (s active and position matches). */
 int rule_bare_take(const struct merge_event *m, uint32_t s);

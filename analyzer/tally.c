@@ -1,3 +1,8 @@
+/*
+ * tally.c - per-rule counts over merge events, evaluated 64 slots at a time:
+ * each rule's allowed set, the bare takes and the evidence are bit masks, and
+ * every count is a population count of their intersections.
+ */
 #include "tally.h"
 
 #include <math.h>
@@ -6,18 +11,14 @@
 
 struct tally {
 	size_t n_rules;
-	struct rule rules[RULE_MAX_LIST];
-	struct tally_counts counts[RULE_MAX_LIST];
+	struct rule *rules;             /* [n_rules], in the same block */
+	struct tally_counts *counts;    /* [n_rules] */
 	struct tally_garbage garbage;
 	int64_t max_pos_override;
 	int64_t config_max_pos;     /* from the file's last config event, 0 none */
 	uint64_t events_with_taken;
 	tally_subst_fn observer;
 	void *observer_ctx;
-	/* per-event scratch, sized for the widest event */
-	uint8_t take[EVENT_MAX_SLOTS], allowed[EVENT_MAX_SLOTS], active[EVENT_MAX_SLOTS];
-	uint8_t bare[EVENT_MAX_SLOTS], stale[EVENT_MAX_SLOTS];
-	uint8_t ev_class[EVENT_MAX_SLOTS];
 };
 
 struct tally *tally_new(const struct rule *rules, size_t n, int64_t max_pos_override)
@@ -27,9 +28,11 @@ struct tally *tally_new(const struct rule *rules, size_t n, int64_t max_pos_over
 
 	if (n > RULE_MAX_LIST)
 		return NULL;
-	t = calloc(1, sizeof(*t));
+	t = calloc(1, sizeof(*t) + n * (sizeof(struct rule) + sizeof(struct tally_counts)));
 	if (!t)
 		return NULL;
+	t->counts = (struct tally_counts *)(void *)(t + 1);
+	t->rules = (struct rule *)(void *)(t->counts + n);
 	t->n_rules = n;
 	memcpy(t->rules, rules, n * sizeof(*rules));
 	for (i = 0; i < n; i++)
@@ -63,6 +66,11 @@ void tally_set_observer(struct tally *t, tally_subst_fn fn, void *ctx)
 int64_t tally_max_pos(const struct tally *t)
 {
 	return t->max_pos_override > 0 ? t->max_pos_override : t->config_max_pos;
+}
+
+uint64_t tally_events_with_taken(const struct tally *t)
+{
+	return t->events_with_taken;
 }
 
 int tally_float32(int64_t v, double *out)
@@ -108,13 +116,48 @@ static void garbage_note(struct tally_garbage *g, int64_t v, uint64_t n)
 	}
 }
 
+static inline uint64_t pop(uint64_t x)
+{
+	return (uint64_t)__builtin_popcountll(x);
+}
+
+/* The substitutions of rule r on m, slot by slot in order, to the observer. */
+static void tally_observe(struct tally *t, size_t r, const struct merge_event *m,
+			  const struct rule_ctx *ctx, int64_t gpos, const struct rule_facts *f,
+			  const char *file, long line)
+{
+	uint32_t k;
+
+	for (k = 0; k < rule_n_windows(m->n_host); k++) {
+		struct rule_window w;
+		struct evidence_window e;
+		uint64_t subst;
+		size_t c;
+
+		rule_window_fill(m, ctx, gpos, k, &w);
+		evidence_window_fill(m, w.base, w.n, w.active, w.prefilled, w.gen_eq, &e);
+		subst = w.bare & rule_window_allow(&t->rules[r], m, f, &w) & e.stale;
+		while (subst) {
+			uint32_t i = (uint32_t)__builtin_ctzll(subst);
+			struct tally_subst ts = { r, m, w.base + i, EVIDENCE_UNKNOWN, file, line };
+			for (c = 1; c < EVIDENCE__COUNT; c++)
+				if (e.by[c] >> i & 1)
+					ts.evidence = (enum evidence)c;
+			t->observer(t->observer_ctx, &ts);
+			subst &= subst - 1;
+		}
+	}
+}
+
 void tally_merge(struct tally *t, const struct merge_event *m, const char *file, long line)
 {
 	struct rule_ctx ctx = { .max_pos = tally_max_pos(t) };
 	int64_t gpos = ctx.max_pos > 0 ? ctx.max_pos : TALLY_DEFAULT_GARBAGE_POS;
-	uint32_t h = m->n_host, s;
-	size_t r;
-	int any_active = 0;
+	uint32_t h = m->n_host, n_win = rule_n_windows(h), k;
+	uint8_t evaluated[RULE_MAX_LIST], fired[RULE_MAX_LIST], mismatch[RULE_MAX_LIST];
+	uint64_t n_subst[RULE_MAX_LIST];
+	struct rule_facts f;
+	size_t r, e;
 
 	if (m->n_dev < h) {
 		for (r = 0; r < t->n_rules; r++) {
@@ -123,104 +166,112 @@ void tally_merge(struct tally *t, const struct merge_event *m, const char *file,
 		}
 		return;
 	}
-	for (s = 0; s < h; s++) {
-		int st;
-		int64_t d = m->dev_pos[s];
-		if (d < -1 || d >= gpos) {
+	if (m->has_taken)
+		t->events_with_taken++;
+	for (r = 0; r < t->n_rules; r++) {
+		evaluated[r] = rule_outcome_of(&t->rules[r], m, &ctx) == RULE_EVALUATED;
+		fired[r] = mismatch[r] = 0;
+		n_subst[r] = 0;
+	}
+	if (n_win != 1)
+		rule_facts_fill(m, NULL, &f);
+	for (k = 0; k < n_win; k++) {
+		struct rule_window w;
+		struct evidence_window ev;
+		uint64_t unknown, stale, fresh, garbage;
+
+		rule_window_fill(m, &ctx, gpos, k, &w);
+		if (n_win == 1)
+			rule_facts_fill(m, &w, &f);
+		for (garbage = w.garbage; garbage; garbage &= garbage - 1) {
+			int64_t d = m->dev_pos[w.base + (uint32_t)__builtin_ctzll(garbage)];
 			t->garbage.count++;
 			t->garbage.float32_like += (uint64_t)tally_float32_like(d);
 			garbage_note(&t->garbage, d, 1);
 		}
-		t->active[s] = m->host_pos[s] != -1;
-		any_active |= t->active[s];
-		t->bare[s] = (uint8_t)rule_bare_take(m, s);
-		t->ev_class[s] = t->active[s] ? (uint8_t)evidence_slot(m, s, &st) : EVIDENCE_UNKNOWN;
-		t->stale[s] = t->active[s] ? (uint8_t)st : 0;
-	}
-	if (m->has_taken)
-		t->events_with_taken++;
+		evidence_window_fill(m, w.base, w.n, w.active, w.prefilled, w.gen_eq, &ev);
+		unknown = ev.by[EVIDENCE_UNKNOWN];
+		stale = ev.stale;
+		fresh = w.active & ~stale & ~unknown;
+		for (r = 0; r < t->n_rules; r++) {
+			struct tally_counts *c = &t->counts[r];
+			uint64_t g, take, refused, subst;
 
+			if (!evaluated[r])
+				continue;
+			g = rule_window_allow(&t->rules[r], m, &f, &w);
+			take = w.bare & g;
+			refused = w.bare & ~g;
+			subst = take & stale;
+			c->bare_taken += pop(w.bare);
+			c->taken += pop(take);
+			for (e = 0; e < EVIDENCE__COUNT; e++)
+				c->taken_by[e] += pop(take & ev.by[e]);
+			c->unverified += pop(take & unknown);
+			c->substitutions += pop(subst);
+			for (e = 1; e < EVIDENCE__COUNT; e++)
+				c->subst_by[e] += pop(subst & ev.by[e]);
+			c->rejected_unverified += pop(refused & unknown);
+			c->prevented += pop(refused & stale);
+			c->forgone += pop(refused & fresh);
+			fired[r] |= (w.active & ~g) != 0;
+			mismatch[r] |= ((take ^ w.taken) & w.active) != 0;
+			n_subst[r] += pop(subst);
+		}
+	}
 	for (r = 0; r < t->n_rules; r++) {
 		struct tally_counts *c = &t->counts[r];
-		int fired = 0, mismatch = 0;
 
 		c->merges++;
-		if (rule_eval(&t->rules[r], m, &ctx, t->take, t->allowed) != RULE_EVALUATED) {
+		if (!evaluated[r]) {
 			c->skipped++;
 			continue;
 		}
-		for (s = 0; s < h; s++) {
-			if (!t->active[s])
-				continue;
-			if (!t->allowed[s])
-				fired = 1;
-			if (m->has_taken && t->take[s] != m->taken[s])
-				mismatch = 1;
-			if (t->bare[s])
-				c->bare_taken++;
-			if (t->take[s]) {
-				c->taken++;
-				c->taken_by[t->ev_class[s]]++;
-				if (t->ev_class[s] == EVIDENCE_UNKNOWN) {
-					c->unverified++;
-				} else if (t->stale[s]) {
-					c->substitutions++;
-					c->subst_by[t->ev_class[s]]++;
-					if (t->observer) {
-						struct tally_subst ts = { r, m, s,
-							(enum evidence)t->ev_class[s], file, line };
-						t->observer(t->observer_ctx, &ts);
-					}
-				}
-			} else if (t->bare[s]) {
-				if (t->ev_class[s] == EVIDENCE_UNKNOWN)
-					c->rejected_unverified++;
-				else if (t->stale[s])
-					c->prevented++;
-				else
-					c->forgone++;
-			}
-		}
-		if (fired && any_active)
-			c->fired++;
+		c->fired += fired[r];
 		if (m->has_taken) {
 			c->fp_evaluated++;
-			if (mismatch) {
+			if (mismatch[r]) {
 				if (!c->fp_mismatch)
 					c->fp_first_mismatch_step = m->step;
 				c->fp_mismatch++;
 			}
 		}
+		if (t->observer && n_subst[r])
+			tally_observe(t, r, m, &ctx, gpos, &f, file, line);
 	}
+}
+
+void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)
+{
+	size_t e;
+
+	d->merges += s->merges;
+	d->taken += s->taken;
+	d->substitutions += s->substitutions;
+	d->unverified += s->unverified;
+	d->prevented += s->prevented;
+	d->forgone += s->forgone;
+	d->rejected_unverified += s->rejected_unverified;
+	d->fired += s->fired;
+	d->skipped += s->skipped;
+	d->shape_fallback += s->shape_fallback;
+	d->bare_taken += s->bare_taken;
+	for (e = 0; e < EVIDENCE__COUNT; e++) {
+		d->taken_by[e] += s->taken_by[e];
+		d->subst_by[e] += s->subst_by[e];
+	}
+	if (!d->fp_mismatch && s->fp_mismatch)
+		d->fp_first_mismatch_step = s->fp_first_mismatch_step;
+	d->fp_evaluated += s->fp_evaluated;
+	d->fp_mismatch += s->fp_mismatch;
 }
 
 void tally_absorb(struct tally *dst, const struct tally *src)
 {
-	size_t r, e, i;
+	size_t r, i;
 
-	for (r = 0; r < dst->n_rules && r < src->n_rules; r++) {
-		struct tally_counts *d = &dst->counts[r];
-		const struct tally_counts *s = &src->counts[r];
-		d->merges += s->merges;
-		d->taken += s->taken;
-		d->substitutions += s->substitutions;
-		d->unverified += s->unverified;
-		d->prevented += s->prevented;
-		d->forgone += s->forgone;
-		d->rejected_unverified += s->rejected_unverified;
-		d->fired += s->fired;
-		d->skipped += s->skipped;
-		d->shape_fallback += s->shape_fallback;
-		d->bare_taken += s->bare_taken;
-		for (e = 0; e < EVIDENCE__COUNT; e++) {
-			d->taken_by[e] += s->taken_by[e];
-			d->subst_by[e] += s->subst_by[e];
-		}
-		if (!d->fp_mismatch && s->fp_mismatch)
-			d->fp_first_mismatch_step = s->fp_first_mismatch_step;
-		d->fp_evaluated += s->fp_evaluated;
-		d->fp_mismatch += s->fp_mismatch;
-	}
+	for (r = 0; r < dst->n_rules && r < src->n_rules; r++)
+		tally_add_counts(&dst->counts[r], &src->counts[r]);
 	dst->garbage.count += src->garbage.count;
 	dst->garbage.float32_like += src->garbage.float32_like;
 	dst->garbage.values_dropped += src->garbage.values_dropped;
@@ -255,21 +306,36 @@ int tally_not_evaluable(const struct tally *t, size_t i)
 	return c->skipped + c->shape_fallback == c->merges;
 }
 
-void tally_fingerprint(const struct tally *t, struct tally_fingerprint *out)
+void tally_fingerprint_of(const struct tally_counts *counts, size_t n, uint64_t events_with_taken,
+			  struct tally_fingerprint *out)
 {
 	size_t r;
 
 	memset(out, 0, sizeof(*out));
-	out->events_with_taken = t->events_with_taken;
-	if (!t->events_with_taken) {
+	out->events_with_taken = events_with_taken;
+	if (!events_with_taken) {
 		out->verdict = TALLY_NO_TAKEN;
 		return;
 	}
-	for (r = 0; r < t->n_rules; r++)
-		if (t->counts[r].fp_evaluated > 0 && t->counts[r].fp_mismatch == 0)
+	for (r = 0; r < n && r < RULE_MAX_LIST; r++) {
+		if (!counts[r].fp_evaluated)
+			out->unevaluated[out->n_unevaluated++] = r;
+		else if (!counts[r].fp_mismatch)
 			out->consistent[out->n_consistent++] = r;
-	out->verdict = out->n_consistent == 1 ? TALLY_CONSISTENT
-		     : out->n_consistent > 1 ? TALLY_WITHHELD : TALLY_INCONSISTENT;
+	}
+	/*
+	 * A candidate never evaluated is not ruled out: naming one rule while
+	 * another might explain the same decisions is a guess, so WITHHELD.
+	 */
+	if (out->n_unevaluated || out->n_consistent > 1)
+		out->verdict = TALLY_WITHHELD;
+	else
+		out->verdict = out->n_consistent == 1 ? TALLY_CONSISTENT : TALLY_INCONSISTENT;
+}
+
+void tally_fingerprint(const struct tally *t, struct tally_fingerprint *out)
+{
+	tally_fingerprint_of(t->counts, t->n_rules, t->events_with_taken, out);
 }
 
 const char *tally_verdict_name(enum tally_verdict v)

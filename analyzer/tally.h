@@ -48,9 +48,9 @@ struct tally_garbage {
 
 enum tally_verdict {
 	TALLY_NO_TAKEN,      /* no merge event carries `taken` */
-	TALLY_CONSISTENT,    /* exactly one candidate rule is consistent */
-	TALLY_WITHHELD,      /* several candidates are consistent: no event separates them */
-	TALLY_INCONSISTENT,  /* no candidate is consistent with the decisions */
+	TALLY_CONSISTENT,    /* one candidate is consistent, every other was evaluated and contradicted */
+	TALLY_WITHHELD,      /* several are consistent, or a candidate was never evaluated */
+	TALLY_INCONSISTENT,  /* every candidate was evaluated and contradicted */
 };
 
 struct tally_fingerprint {
@@ -58,6 +58,9 @@ struct tally_fingerprint {
 	uint64_t events_with_taken;
 	size_t n_consistent;
 	size_t consistent[RULE_MAX_LIST];   /* rule indexes */
+	/* candidates never evaluated on an event with `taken`: not ruled out, not confirmed */
+	size_t n_unevaluated;
+	size_t unevaluated[RULE_MAX_LIST];
 };
 
 /* One substitution: rule `rule` took slot `slot` of `m` and it was stale. */
@@ -89,6 +92,8 @@ void tally_set_observer(struct tally *t, tally_subst_fn fn, void *ctx);
 
 /* Adds src's counts, garbage and fingerprint into dst (same rule list). */
 void tally_absorb(struct tally *dst, const struct tally *src);
+/* Adds counts c into rule i of t (a tally of per-file rows kept apart). */
+void tally_add_counts(struct tally_counts *dst, const struct tally_counts *src);
 
 size_t tally_n_rules(const struct tally *t);
 const struct rule *tally_rule(const struct tally *t, size_t i);
@@ -97,6 +102,10 @@ const struct tally_garbage *tally_garbage(const struct tally *t);
 /* The position bound now in force (0 unknown), as rules see it. */
 int64_t tally_max_pos(const struct tally *t);
 void tally_fingerprint(const struct tally *t, struct tally_fingerprint *out);
+/* The same verdict from counts kept apart (rules[0..n) and how many events carried `taken`). */
+void tally_fingerprint_of(const struct tally_counts *counts, size_t n, uint64_t events_with_taken,
+			  struct tally_fingerprint *out);
+uint64_t tally_events_with_taken(const struct tally *t);
 const char *tally_verdict_name(enum tally_verdict v);
 
 /*

@@ -638,7 +638,7 @@ static const char *pair_arm_verdict(struct pair_run *r)
 		       r->fp.verdict == TALLY_WITHHELD ? "not-separated" : "inconsistent";
 	for (i = 0; i < r->fp.n_consistent; i++)
 		if (r->fp.consistent[i] == r->arm_rule)
-			return r->fp.n_consistent == 1 ? "confirmed" : "not-separated";
+			return r->fp.verdict == TALLY_CONSISTENT ? "confirmed" : "not-separated";
 	return "contradicted";
 }
 

@@ -461,16 +461,31 @@ static void test_fingerprint(void **state)
 	f.taken[0] = f.taken[1] = 1;
 	tally_merge(t, &f.m, "x", 1);
 	tally_fingerprint(t, &fp);
-	assert_int_equal(fp.verdict, TALLY_CONSISTENT);
+	/* stamp was never evaluated (no stamp fields): it is not ruled out, so no name */
+	assert_int_equal(fp.verdict, TALLY_WITHHELD);
 	assert_int_equal(fp.events_with_taken, 1);
 	assert_int_equal(fp.n_consistent, 1);
 	assert_int_equal(fp.consistent[0], PREFILLED);
+	assert_int_equal(fp.n_unevaluated, 1);
+	assert_int_equal(fp.unevaluated[0], STAMP);
 	assert_int_equal(tally_counts(t, BARE)->fp_evaluated, 1);
 	assert_int_equal(tally_counts(t, BARE)->fp_mismatch, 1);
 	assert_int_equal(tally_counts(t, BARE)->fp_first_mismatch_step, 30);
 	assert_int_equal(tally_counts(t, PREFILLED)->fp_mismatch, 0);
 	assert_int_equal(tally_counts(t, PREFILLED)->fp_first_mismatch_step, -1);
 	assert_int_equal(tally_counts(t, STAMP)->fp_evaluated, 0);   /* skipped */
+	tally_free(t);
+
+	/* the same with a batch stamp: every candidate evaluated, one survives */
+	t = mk(4096);
+	f.m.has_gen = true;
+	f.m.gen = f.m.buf_gen = 3;
+	tally_merge(t, &f.m, "x", 1);
+	tally_fingerprint(t, &fp);
+	assert_int_equal(fp.verdict, TALLY_CONSISTENT);
+	assert_int_equal(fp.n_consistent, 1);
+	assert_int_equal(fp.consistent[0], PREFILLED);
+	assert_int_equal(fp.n_unevaluated, 0);
 
 	/* a second event contradicting prefilled too: inconsistent */
 	f.m.step = 40;
@@ -560,7 +575,10 @@ static void test_absorb(void **state)
 	assert_int_equal(tally_garbage(sum)->values[0].n, 2);
 	tally_fingerprint(sum, &fp);
 	assert_int_equal(fp.events_with_taken, 3);
-	assert_int_equal(fp.verdict, TALLY_INCONSISTENT);
+	/* prefilled, lifetime and stamp never evaluated: not ruled out */
+	assert_int_equal(fp.verdict, TALLY_WITHHELD);
+	assert_int_equal(fp.n_consistent, 0);
+	assert_true(fp.n_unevaluated > 0);
 	assert_int_equal(tally_n_rules(sum), N_RULES);
 	assert_string_equal(tally_rule(sum, BATCH)->name, "batch");
 	tally_free(a);
