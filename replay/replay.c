@@ -1,24 +1,84 @@
+/*
+ * replay.c - the replay: each file is read into a job of its own (its
+ * processes, counts, notes, explained steps), then merged into the totals in
+ * file order, so that reading files in parallel gives what reading them one
+ * after another gives, message for message.
+ */
 #include "replay.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "jsonw.h"
 
 /* Distinct garbage values the text report lists. */
 #define REPLAY_GARBAGE_SHOWN 8
+/* Per-process rows kept over all files; beyond, rows are counted (the totals stay whole). */
+#define REPLAY_ROWS_MAX 65536
+/* Files a job reads ahead of the merge at most, per reader. */
+#define REPLAY_AHEAD 4
 
 struct replay_explained {
 	char *text;     /* human text, owned */
 	char *json;     /* one JSON object, owned */
 };
 
-/* Last garbage value seen per slot in the current file, to spot drift. */
-struct replay_resident {
-	int64_t value[EVENT_MAX_SLOTS];
-	int64_t step[EVENT_MAX_SLOTS];
-	uint8_t seen[EVENT_MAX_SLOTS];
+/* The state of one process while its file is read. */
+struct replay_proc {
+	bool has_pid, has_rank, has_dp;
+	int64_t pid, rank, dp;
+	struct tally *tally;
+	struct replay_gate gate;
+	/* --explain: the last garbage value per slot, to spot drift */
+	int64_t *res_value, *res_step;
+	uint8_t *res_seen;
+	uint32_t res_cap;
+};
+
+/* A config event: it applies to later merges of its pid (and rank, when it names one). */
+struct replay_cfg {
+	bool has_pid, has_rank;
+	int64_t pid, rank, max_model_len;
+};
+
+/* Everything one file produced before it is merged. */
+struct replay_job {
+	const char *path;
+	bool skip;                  /* an inode duplicate (of file dup_of): never read */
+	size_t dup_of;
+	enum status st;             /* the file-level outcome */
+	struct status_info si;
+	bool unreadable, truncated, strict_stop, done;
+	struct audit_reader_stats stats;
+	uint64_t malformed;
+	uint64_t hash;
+	struct replay_proc *procs;
+	size_t n_procs, cap_procs, last_proc;
+	uint64_t procs_dropped;     /* events of processes beyond REPLAY_MAX_PROCS */
+	struct replay_cfg *cfgs;
+	size_t n_cfgs, cap_cfgs;
+	char (*diag)[640];          /* the first REPLAY_MALFORMED_SHOWN malformed-line messages */
+	size_t n_diag;
+	struct replay_explained explained[REPLAY_EXPLAIN_MAX];
+	size_t n_explained;
+	uint64_t explain_dropped;
+	struct replay_site *sites;
+	size_t n_sites, cap_sites;
+	uint64_t sites_dropped;
+	struct replay_end ends[REPLAY_ENDS_SHOWN];
+	size_t n_ends;
+	uint64_t ends_dropped;
+	const struct replay *r;
+};
+
+/* Files seen, by identity and by content, for counting each once. */
+struct replay_seen {
+	uint64_t key, a, b;        /* a, b: dev and inode, or hash and length */
+	size_t file;
 };
 
 struct replay {
@@ -29,12 +89,106 @@ struct replay {
 	size_t n_files, cap_files;
 	uint64_t malformed, shown;
 	struct audit_reader_stats stats;   /* summed over files */
+	struct replay_gate gate;
 	struct replay_explained explained[REPLAY_EXPLAIN_MAX];
 	size_t n_explained;
 	uint64_t explain_dropped;
-	struct replay_resident *resident;
-	struct replay_file *cur;           /* file being read, for the observer */
+	size_t n_unreadable, n_truncated, n_dups, n_bom;
+	size_t n_sites_total;
+	uint64_t procs_dropped;
+	struct replay_proc_row *rows;
+	size_t n_rows, cap_rows;
+	uint64_t rows_dropped;
+	struct replay_end ends[REPLAY_ENDS_SHOWN];
+	size_t n_ends;
+	uint64_t ends_dropped;
+	struct replay_seen *seen_id, *seen_content;   /* open addressing, cap_seen slots each */
+	size_t n_seen_id, n_seen_content, cap_seen_id, cap_seen_content;
+	struct audit_reader *reader;       /* the serial path's reader, reused file to file */
 };
+
+/* --- small helpers -------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
+
+	x ^= x >> 31;
+	x *= 0xBF58476D1CE4E5B9ull;
+	return x ^ (x >> 29);
+}
+
+/* Finds (a, b) in a seen table; adds it for `file` when absent. Returns the earlier file or SIZE_MAX. */
+static size_t seen_check(struct replay_seen **tab, size_t *n, size_t *cap, uint64_t a, uint64_t b,
+			 size_t file, bool add)
+{
+	uint64_t key = mix64(a, b);
+	size_t i, mask;
+
+	if (*cap) {
+		mask = *cap - 1;
+		for (i = key & mask; (*tab)[i].key; i = (i + 1) & mask)
+			if ((*tab)[i].key == key && (*tab)[i].a == a && (*tab)[i].b == b)
+				return (*tab)[i].file;
+	}
+	if (!add)
+		return SIZE_MAX;
+	if ((*n + 1) * 2 > *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64, k;
+		struct replay_seen *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return SIZE_MAX;   /* not remembered: a later copy would be counted again */
+		for (k = 0; k < *cap; k++) {
+			if (!(*tab)[k].key)
+				continue;
+			for (i = (*tab)[k].key & (ncap - 1); nt[i].key; i = (i + 1) & (ncap - 1))
+				;
+			nt[i] = (*tab)[k];
+		}
+		free(*tab);
+		*tab = nt;
+		*cap = ncap;
+	}
+	mask = *cap - 1;
+	for (i = key & mask; (*tab)[i].key; i = (i + 1) & mask)
+		;
+	(*tab)[i] = (struct replay_seen){ key ? key : 1, a, b, file };
+	(*n)++;
+	return SIZE_MAX;
+}
+
+/* a - b for any int64, as a sign and a magnitude (65 bits). */
+static void diff65(int64_t a, int64_t b, int *neg, uint64_t *mag)
+{
+	*neg = a < b;
+	*mag = a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+}
+
+static void stats_add(struct audit_reader_stats *d, const struct audit_reader_stats *s)
+{
+	d->lines += s->lines;
+	d->blank += s->blank;
+	d->events += s->events;
+	d->other_events += s->other_events;
+	d->malformed += s->malformed;
+	d->ignored += s->ignored;
+	d->capture_records += s->capture_records;
+	d->capture_lost += s->capture_lost;
+	d->capture_uncertain += s->capture_uncertain;
+	d->uncertain_events += s->uncertain_events;
+	d->partial += s->partial;
+	d->invalid_utf8 += s->invalid_utf8;
+	d->bytes += s->bytes;
+}
+
+static void gate_add(struct replay_gate *d, const struct replay_gate *s)
+{
+	d->events += s->events;
+	d->refused += s->refused;
+	d->forced += s->forced;
+}
+
+/* --- new / free ------------------------------------------------------------ */
 
 struct replay *replay_new(const struct replay_opts *opts)
 {
@@ -53,12 +207,21 @@ struct replay *replay_new(const struct replay_opts *opts)
 	if (!r->opts.diag)
 		r->opts.diag = stderr;
 	r->total = tally_new(r->rules, opts->n_rules, opts->max_pos);
-	r->resident = calloc(1, sizeof(*r->resident));
-	if (!r->total || !r->resident) {
+	if (!r->total) {
 		replay_free(r);
 		return NULL;
 	}
 	return r;
+}
+
+static void explained_free(struct replay_explained *e, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(e[i].text);
+		free(e[i].json);
+	}
 }
 
 void replay_free(struct replay *r)
@@ -68,84 +231,243 @@ void replay_free(struct replay *r)
 	if (!r)
 		return;
 	for (i = 0; i < r->n_files; i++) {
-		tally_free(r->files[i].tally);
+		free((void *)r->files[i].counts);
 		free(r->files[i].sites);
 		free((char *)r->files[i].path);
 	}
-	for (i = 0; i < r->n_explained; i++) {
-		free(r->explained[i].text);
-		free(r->explained[i].json);
-	}
+	for (i = 0; i < r->n_rows; i++)
+		free((void *)r->rows[i].counts);
+	explained_free(r->explained, r->n_explained);
+	free(r->rows);
 	free(r->files);
-	free(r->resident);
+	free(r->seen_id);
+	free(r->seen_content);
+	audit_reader_free(r->reader);
 	tally_free(r->total);
 	free(r);
 }
 
-static void replay_observe(void *ctx, const struct tally_subst *s)
+static void job_init(struct replay_job *j, const struct replay *r, const char *path)
 {
-	struct replay *r = ctx;
-	struct replay_file *f = r->cur;
+	memset(j, 0, sizeof(*j));
+	j->r = r;
+	j->path = path;
+}
 
-	if (!f || !r->opts.keep_sites)
+static void job_release(struct replay_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->n_procs; i++) {
+		tally_free(j->procs[i].tally);
+		free(j->procs[i].res_value);
+		free(j->procs[i].res_step);
+		free(j->procs[i].res_seen);
+	}
+	free(j->procs);
+	free(j->cfgs);
+	free(j->diag);
+	free(j->sites);
+	explained_free(j->explained, j->n_explained);
+	j->procs = NULL;
+	j->cfgs = NULL;
+	j->diag = NULL;
+	j->sites = NULL;
+	j->n_procs = j->n_cfgs = j->n_explained = 0;
+}
+
+/* --- one file -------------------------------------------------------------- */
+
+static void job_observe(void *ctx, const struct tally_subst *s)
+{
+	struct replay_job *j = ctx;
+
+	if (!j->r->opts.keep_sites)
 		return;
-	if (f->n_sites == r->opts.max_sites) {
-		f->sites_dropped++;
+	if (j->n_sites == j->r->opts.max_sites) {
+		j->sites_dropped++;
 		return;
 	}
-	if (!f->sites) {
-		f->sites = calloc(r->opts.max_sites, sizeof(*f->sites));
-		if (!f->sites) {
-			f->sites_dropped++;
+	if (j->n_sites == j->cap_sites) {
+		size_t cap = j->cap_sites ? j->cap_sites * 2 : 2;
+		struct replay_site *ns;
+		if (cap > j->r->opts.max_sites)
+			cap = j->r->opts.max_sites;
+		ns = realloc(j->sites, cap * sizeof(*ns));
+		if (!ns) {
+			j->sites_dropped++;
 			return;
 		}
+		j->sites = ns;
+		j->cap_sites = cap;
 	}
-	f->sites[f->n_sites++] = (struct replay_site){ s->line, s->m->step, s->slot, s->rule,
+	j->sites[j->n_sites++] = (struct replay_site){ s->line, s->m->step, s->slot, s->rule,
 							s->evidence };
 }
 
-static void explain_slot_drift(struct replay *r, const struct merge_event *m, uint32_t s,
-			       char *buf, size_t n)
+static bool cfg_applies(const struct replay_cfg *c, const struct replay_proc *p)
 {
-	struct replay_resident *res = r->resident;
-	int64_t dv, ds;
+	if (c->has_pid != p->has_pid || (c->has_pid && c->pid != p->pid))
+		return false;
+	return !c->has_rank || (p->has_rank && c->rank == p->rank);
+}
+
+/*
+ * The process a line belongs to: its capture pid and the event's rank and
+ * data-parallel chunk. NULL when out of memory or beyond REPLAY_MAX_PROCS.
+ */
+static struct replay_proc *job_proc(struct replay_job *j, const struct audit_item *it,
+				    bool has_rank, int64_t rank, bool has_dp, int64_t dp)
+{
+	struct replay_proc *p;
+	struct config_event cfg = { 0 };
+	size_t i;
+
+	if (j->n_procs) {
+		p = &j->procs[j->last_proc];
+		if (p->has_pid == it->has_pid && (!p->has_pid || p->pid == it->pid) &&
+		    p->has_rank == has_rank && (!has_rank || p->rank == rank) &&
+		    p->has_dp == has_dp && (!has_dp || p->dp == dp))
+			return p;
+	}
+	for (i = 0; i < j->n_procs; i++) {
+		p = &j->procs[i];
+		if (p->has_pid == it->has_pid && (!p->has_pid || p->pid == it->pid) &&
+		    p->has_rank == has_rank && (!has_rank || p->rank == rank) &&
+		    p->has_dp == has_dp && (!has_dp || p->dp == dp)) {
+			j->last_proc = i;
+			return p;
+		}
+	}
+	if (j->n_procs == REPLAY_MAX_PROCS)
+		return NULL;
+	if (j->n_procs == j->cap_procs) {
+		size_t cap = j->cap_procs ? j->cap_procs * 2 : 4;
+		struct replay_proc *np = realloc(j->procs, cap * sizeof(*np));
+		if (!np)
+			return NULL;
+		j->procs = np;
+		j->cap_procs = cap;
+	}
+	p = &j->procs[j->n_procs];
+	memset(p, 0, sizeof(*p));
+	p->has_pid = it->has_pid;
+	p->pid = it->has_pid ? it->pid : 0;
+	p->has_rank = has_rank;
+	p->rank = has_rank ? rank : 0;
+	p->has_dp = has_dp;
+	p->dp = has_dp ? dp : 0;
+	p->tally = tally_new(j->r->rules, j->r->opts.n_rules, j->r->opts.max_pos);
+	if (!p->tally)
+		return NULL;
+	tally_set_observer(p->tally, job_observe, j);
+	/* the config in force for it: the last one of its process so far */
+	for (i = j->n_cfgs; i-- > 0;)
+		if (cfg_applies(&j->cfgs[i], p)) {
+			cfg.max_model_len = j->cfgs[i].max_model_len;
+			tally_config(p->tally, &cfg);
+			break;
+		}
+	j->last_proc = j->n_procs++;
+	return p;
+}
+
+static void job_config(struct replay_job *j, const struct audit_item *it,
+		       const struct config_event *c)
+{
+	struct replay_cfg cfg = { it->has_pid, c->has_rank, it->has_pid ? it->pid : 0,
+				  c->has_rank ? c->rank : 0, c->max_model_len };
+	size_t i;
+
+	if (c->max_model_len <= 0)
+		return;   /* names no bound: nothing changes */
+	for (i = 0; i < j->n_procs; i++)
+		if (cfg_applies(&cfg, &j->procs[i]))
+			tally_config(j->procs[i].tally, c);
+	/* kept (one entry per key) for processes that appear later */
+	for (i = 0; i < j->n_cfgs; i++)
+		if (j->cfgs[i].has_pid == cfg.has_pid && j->cfgs[i].pid == cfg.pid &&
+		    j->cfgs[i].has_rank == cfg.has_rank && j->cfgs[i].rank == cfg.rank) {
+			memmove(&j->cfgs[i], &j->cfgs[i + 1], (j->n_cfgs - i - 1) * sizeof(cfg));
+			j->n_cfgs--;
+			break;
+		}
+	if (j->n_cfgs == j->cap_cfgs) {
+		size_t cap = j->cap_cfgs ? j->cap_cfgs * 2 : 4;
+		struct replay_cfg *nc;
+		if (cap > REPLAY_MAX_PROCS)
+			return;
+		nc = realloc(j->cfgs, cap * sizeof(*nc));
+		if (!nc)
+			return;
+		j->cfgs = nc;
+		j->cap_cfgs = cap;
+	}
+	j->cfgs[j->n_cfgs++] = cfg;
+}
+
+static void explain_slot_drift(const struct replay_proc *p, const struct merge_event *m,
+			       uint32_t s, char *buf, size_t n)
+{
+	int dneg, sneg;
+	uint64_t dv, ds;
 
 	buf[0] = '\0';
-	if (!res->seen[s] || m->step <= res->step[s])
+	if (s >= p->res_cap || !p->res_seen[s] || m->step <= p->res_step[s])
 		return;
-	dv = m->dev_pos[s] - res->value[s];
-	ds = m->step - res->step[s];
+	diff65(m->dev_pos[s], p->res_value[s], &dneg, &dv);
+	diff65(m->step, p->res_step[s], &sneg, &ds);
 	if (dv == 0)
-		snprintf(buf, n, "unchanged since step %" PRId64 " (%" PRId64 " steps): resident in "
-			 "the buffer", res->step[s], ds);
-	else if (dv == ds)
-		snprintf(buf, n, "grew by %" PRId64 " over the %" PRId64 " steps since step %" PRId64
+		snprintf(buf, n, "unchanged since step %" PRId64 " (%" PRIu64 " steps): resident in "
+			 "the buffer", p->res_step[s], ds);
+	else if (!dneg && dv == ds)
+		snprintf(buf, n, "grew by %" PRIu64 " over the %" PRIu64 " steps since step %" PRId64
 			 ": a plus_one applied each step to a resident stale buffer", dv, ds,
-			 res->step[s]);
+			 p->res_step[s]);
+}
+
+static const char *proc_label(bool has_pid, int64_t pid, bool has_rank, int64_t rank, bool has_dp,
+			      int64_t dp, char *buf, size_t n)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	if (has_pid)
+		o += (size_t)snprintf(buf + o, n - o, "pid %" PRId64, pid);
+	if (has_rank && o < n)
+		o += (size_t)snprintf(buf + o, n - o, "%srank %" PRId64, o ? " " : "", rank);
+	if (has_dp && o < n)
+		o += (size_t)snprintf(buf + o, n - o, "%sdp %" PRId64, o ? " " : "", dp);
+	if (!o)
+		snprintf(buf, n, "no pid");
+	return buf;
 }
 
 /* Describes merge event m, slot by slot, as text and JSON; stores both. */
-static void replay_explain(struct replay *r, const struct merge_event *m, const char *file,
-			   long line, int64_t max_pos)
+static void job_explain(struct replay_job *j, const struct replay_proc *p,
+			const struct merge_event *m, long line, int64_t max_pos)
 {
+	const struct replay *r = j->r;
 	struct replay_explained *ex;
 	struct rule_ctx ctx = { .max_pos = max_pos };
 	int64_t gpos = max_pos > 0 ? max_pos : TALLY_DEFAULT_GARBAGE_POS;
-	uint8_t take[EVENT_MAX_SLOTS], allowed[EVENT_MAX_SLOTS];
-	char why[512], drift[256];
+	uint8_t *take = NULL, *allowed = NULL;
+	char why[512], drift[256], d1[32], who[96];
 	size_t tlen = 0, jlen = 0, i;
-	FILE *tf, *jf;
+	FILE *tf = NULL, *jf = NULL;
 	struct jsonw w;
 	uint32_t s;
 
-	if (r->n_explained == REPLAY_EXPLAIN_MAX) {
-		r->explain_dropped++;
+	if (j->n_explained == REPLAY_EXPLAIN_MAX) {
+		j->explain_dropped++;
 		return;
 	}
-	ex = &r->explained[r->n_explained];
+	ex = &j->explained[j->n_explained];
+	take = malloc(m->n_host ? m->n_host : 1);
+	allowed = malloc(m->n_host ? m->n_host : 1);
 	tf = open_memstream(&ex->text, &tlen);
 	jf = open_memstream(&ex->json, &jlen);
-	if (!tf || !jf) {
+	if (!tf || !jf || !take || !allowed) {
 		if (tf)
 			fclose(tf);
 		if (jf)
@@ -153,25 +475,35 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 		free(ex->text);
 		free(ex->json);
 		ex->text = ex->json = NULL;
-		r->explain_dropped++;
-		return;
+		j->explain_dropped++;
+		goto out;
 	}
-	r->n_explained++;
+	j->n_explained++;
 	jsonw_init(&w, jf);
 	jsonw_obj(&w);
-	jsonw_kstr(&w, "file", file);
+	jsonw_kstr(&w, "file", j->path);
 	jsonw_kint(&w, "line", line);
+	if (p->has_pid)
+		jsonw_kint(&w, "pid", p->pid);
+	if (p->has_rank)
+		jsonw_kint(&w, "rank", p->rank);
+	if (p->has_dp)
+		jsonw_kint(&w, "dp", p->dp);
 	jsonw_kint(&w, "step", m->step);
 	jsonw_kbool(&w, "reset_batch", m->reset_batch);
 	jsonw_kbool(&w, "mode_switched", m->mode_switched);
 	jsonw_kuint(&w, "host_slots", m->n_host);
 	jsonw_kuint(&w, "dev_slots", m->n_dev);
-	fprintf(tf, "%s:%ld: merge at step %" PRId64 "%s%s, %u host slots, %u device slots\n", file,
-		line, m->step, m->reset_batch ? " (reset_batch)" : "",
-		m->mode_switched ? " (mode_switched)" : "", m->n_host, m->n_dev);
+	proc_label(p->has_pid, p->pid, p->has_rank, p->rank, p->has_dp, p->dp, who, sizeof(who));
+	fprintf(tf, "%s:%ld: merge at step %" PRId64 "%s%s, %u host slots, %u device slots%s%s%s\n",
+		j->path, line, m->step, m->reset_batch ? " (reset_batch)" : "",
+		m->mode_switched ? " (mode_switched)" : "", m->n_host, m->n_dev,
+		p->has_pid || p->has_rank || p->has_dp ? " (" : "",
+		p->has_pid || p->has_rank || p->has_dp ? who : "",
+		p->has_pid || p->has_rank || p->has_dp ? ")" : "");
 	if (m->has_buf_step)
-		fprintf(tf, "  buffer written at step %" PRId64 " (%" PRId64 " steps before)\n",
-			m->buf_step, m->step - m->buf_step);
+		fprintf(tf, "  buffer written at step %" PRId64 " (%s steps before)\n", m->buf_step,
+			rule_step_diff(m->step, m->buf_step, d1, sizeof(d1)));
 	if (m->n_dev < m->n_host) {
 		fprintf(tf, "  shape fallback: device buffer has %u slots, batch %u: no rule takes "
 			"anything\n", m->n_dev, m->n_host);
@@ -179,7 +511,7 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 		jsonw_obj_end(&w);
 		fclose(tf);
 		fclose(jf);
-		return;
+		goto out;
 	}
 	jsonw_kbool(&w, "shape_fallback", 0);
 	jsonw_key(&w, "slots");
@@ -210,7 +542,7 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 		fputc('\n', tf);
 		if (d < -1 || d >= gpos) {
 			int like = tally_float32_like(d);
-			explain_slot_drift(r, m, s, drift, sizeof(drift));
+			explain_slot_drift(p, m, s, drift, sizeof(drift));
 			fprintf(tf, "    garbage position (>= %" PRId64 " or < -1)", gpos);
 			jsonw_key(&w, "garbage");
 			jsonw_obj(&w);
@@ -288,130 +620,518 @@ static void replay_explain(struct replay *r, const struct merge_event *m, const 
 	jsonw_obj_end(&w);
 	fclose(tf);
 	fclose(jf);
+out:
+	free(take);
+	free(allowed);
 }
 
-static void replay_note_resident(struct replay *r, const struct merge_event *m, int64_t max_pos)
+/* Remembers the garbage resident in each slot of p's buffer (for drift). */
+static void proc_note_resident(struct replay_proc *p, const struct merge_event *m, int64_t max_pos)
 {
 	int64_t gpos = max_pos > 0 ? max_pos : TALLY_DEFAULT_GARBAGE_POS;
 	uint32_t s;
 
 	if (m->n_dev < m->n_host)
 		return;
+	if (m->n_host > p->res_cap) {
+		int64_t *v = realloc(p->res_value, m->n_host * sizeof(*v));
+		int64_t *st = v ? realloc(p->res_step, m->n_host * sizeof(*st)) : NULL;
+		uint8_t *seen = st ? realloc(p->res_seen, m->n_host) : NULL;
+		if (v)
+			p->res_value = v;
+		if (st)
+			p->res_step = st;
+		if (!seen)
+			return;   /* no drift reading for this process: only --explain's words are lost */
+		memset(seen + p->res_cap, 0, m->n_host - p->res_cap);
+		p->res_seen = seen;
+		p->res_cap = m->n_host;
+	}
 	for (s = 0; s < m->n_host; s++) {
 		int64_t d = m->dev_pos[s];
 		if (d < -1 || d >= gpos) {
-			r->resident->value[s] = d;
-			r->resident->step[s] = m->step;
-			r->resident->seen[s] = 1;
+			p->res_value[s] = d;
+			p->res_step[s] = m->step;
+			p->res_seen[s] = 1;
 		} else {
-			r->resident->seen[s] = 0;
+			p->res_seen[s] = 0;
 		}
 	}
 }
 
-static void stats_add(struct audit_reader_stats *d, const struct audit_reader_stats *s)
+static void job_diag(struct replay_job *j, const struct status_info *si)
 {
-	d->lines += s->lines;
-	d->blank += s->blank;
-	d->events += s->events;
-	d->other_events += s->other_events;
-	d->malformed += s->malformed;
-	d->ignored += s->ignored;
-	d->capture_records += s->capture_records;
-	d->capture_lost += s->capture_lost;
+	char buf[1024];
+
+	if (j->n_diag == REPLAY_MALFORMED_SHOWN)
+		return;
+	if (!j->diag && !(j->diag = calloc(REPLAY_MALFORMED_SHOWN, sizeof(*j->diag))))
+		return;
+	snprintf(j->diag[j->n_diag++], sizeof(j->diag[0]), "%s",
+		 status_info_format(si, buf, sizeof(buf)));
 }
 
-enum status replay_add_file(struct replay *r, const char *path, struct status_info *si)
+static void job_end(struct replay_job *j, const struct audit_item *it)
 {
-	struct audit_reader_opts ro = { .max_line = r->opts.max_line };
-	struct audit_reader *rd = NULL;
-	struct replay_file *f;
+	struct replay_end *e;
+
+	if (!it->has_pid || !event_str_is(it->end.how, it->end.how_len, "signal"))
+		return;
+	if (j->n_ends == REPLAY_ENDS_SHOWN) {
+		j->ends_dropped++;
+		return;
+	}
+	e = &j->ends[j->n_ends++];
+	memset(e, 0, sizeof(*e));
+	e->pid = it->pid;
+	e->signal = it->end.has_signal ? it->end.signal : -1;
+	if (it->end.by)
+		snprintf(e->by, sizeof(e->by), "%.*s", (int)it->end.by_len, it->end.by);
+}
+
+/* Reads j's file to the end with *rd (opened or reopened here). */
+static void job_read(struct replay_job *j, struct audit_reader **rd)
+{
+	const struct replay *r = j->r;
+	struct audit_reader_opts ro = { .max_line = r->opts.max_line, .max_depth = r->opts.max_depth,
+					.max_slots = r->opts.max_slots, .scan = !r->opts.tree,
+					.want = r->opts.explain ? EVENT_WANT_TOKENS : 0 };
 	struct audit_item it;
 	struct status_info lsi;
 	enum status st;
+
+	status_info_clear(&j->si);
+	st = *rd ? audit_reader_reopen(*rd, j->path, &j->si)
+		 : audit_reader_open(rd, j->path, &ro, &j->si);
+	if (st) {
+		j->unreadable = true;
+		j->st = st;
+		return;
+	}
+	for (;;) {
+		struct replay_proc *p;
+		const struct event *e;
+
+		status_info_clear(&lsi);
+		st = audit_reader_next(*rd, &it, &lsi);
+		if (st == STATUS_EOF) {
+			st = STATUS_OK;
+			break;
+		}
+		if (st == STATUS_PARSE || st == STATUS_LIMIT) {
+			j->malformed++;
+			if (r->opts.strict) {
+				j->si = lsi;
+				j->strict_stop = true;
+				break;
+			}
+			job_diag(j, &lsi);
+			continue;
+		}
+		if (st) {
+			j->si = lsi;
+			if (audit_reader_stats(*rd)->truncated)
+				j->truncated = true;
+			else
+				j->unreadable = true;
+			break;
+		}
+		if (it.has_end)
+			job_end(j, &it);
+		if (!it.has_event)
+			continue;
+		e = &it.event;
+		if (e->kind == EVENT_CONFIG) {
+			job_config(j, &it, &e->u.config);
+		} else if (e->kind == EVENT_MERGE) {
+			const struct merge_event *m = &e->u.merge;
+			int64_t max_pos;
+			if (!(p = job_proc(j, &it, m->has_rank, m->rank, m->has_dp, m->dp))) {
+				j->procs_dropped++;
+				continue;
+			}
+			max_pos = tally_max_pos(p->tally);
+			if (r->opts.explain && m->step == r->opts.explain_step)
+				job_explain(j, p, m, it.line, max_pos);
+			tally_merge(p->tally, m, j->path, it.line);
+			if (r->opts.explain)
+				proc_note_resident(p, m, max_pos);
+		} else if (e->kind == EVENT_GATE) {
+			const struct gate_event *g = &e->u.gate;
+			if (!(p = job_proc(j, &it, g->has_rank, g->rank, g->has_dp, g->dp))) {
+				j->procs_dropped++;
+				continue;
+			}
+			p->gate.events++;
+			if (g->has_keep && !g->keep)
+				p->gate.refused++;
+			if (g->has_keep && g->keep && g->force)
+				p->gate.forced++;
+		}
+	}
+	j->st = st;
+	j->stats = *audit_reader_stats(*rd);
+	j->hash = audit_reader_content_hash(*rd);
+}
+
+/* --- merging a file into the replay, in file order ------------------------- */
+
+static struct replay_file *replay_new_row(struct replay *r, const char *path)
+{
+	struct replay_file *f;
 
 	if (r->n_files == r->cap_files) {
 		size_t cap = r->cap_files ? r->cap_files * 2 : 8;
 		struct replay_file *nf = realloc(r->files, cap * sizeof(*nf));
 		if (!nf)
-			return status_set(si, STATUS_NOMEM, "out of memory");
+			return NULL;
 		r->files = nf;
 		r->cap_files = cap;
 	}
 	f = &r->files[r->n_files];
 	memset(f, 0, sizeof(*f));
 	f->path = strdup(path);
-	f->tally = tally_new(r->rules, r->opts.n_rules, r->opts.max_pos);
-	if (!f->path || !f->tally) {
-		free((char *)f->path);
-		tally_free(f->tally);
-		return status_set(si, STATUS_NOMEM, "out of memory");
-	}
+	if (!f->path)
+		return NULL;
 	r->n_files++;
-	r->cur = f;
-	tally_set_observer(f->tally, replay_observe, r);
-	memset(r->resident->seen, 0, sizeof(r->resident->seen));
+	return f;
+}
 
-	st = audit_reader_open(&rd, path, &ro, si);
-	if (st) {
-		f->unreadable = true;
-		goto out;
+/* The identity of path (stdin for "-"), or 0 when it cannot be had. */
+static int replay_identity(const char *path, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (strcmp(path, "-") ? stat(path, &st) : fstat(0, &st))
+		return 0;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 1;
+}
+
+/* The earlier file path is the same file as (device and inode), or SIZE_MAX; remembers path's. */
+static size_t replay_same_file(struct replay *r, const char *path, size_t file)
+{
+	uint64_t dev, ino;
+
+	if (!replay_identity(path, &dev, &ino))
+		return SIZE_MAX;
+	return seen_check(&r->seen_id, &r->n_seen_id, &r->cap_seen_id, dev, ino, file, true);
+}
+
+static void replay_note_dup(struct replay *r, struct replay_file *f, enum replay_dup how,
+			    size_t earlier)
+{
+	f->dup = how;
+	f->dup_of = earlier;
+	r->n_dups++;
+	fprintf(r->opts.diag, "%s: the same %s as %s: counted once\n", f->path,
+		how == REPLAY_DUP_INODE ? "file (device and inode)" : "content",
+		r->files[earlier].path);
+}
+
+static void replay_keep_row(struct replay *r, const struct replay_job *j, size_t file,
+			    const struct replay_proc *p)
+{
+	struct replay_proc_row *row;
+	struct tally_counts *c;
+	size_t i;
+
+	if (r->n_rows == REPLAY_ROWS_MAX) {
+		r->rows_dropped++;
+		return;
 	}
-	for (;;) {
-		status_info_clear(&lsi);
-		st = audit_reader_next(rd, &it, &lsi);
-		if (st == STATUS_EOF) {
-			st = STATUS_OK;
-			break;
+	if (r->n_rows == r->cap_rows) {
+		size_t cap = r->cap_rows ? r->cap_rows * 2 : 8;
+		struct replay_proc_row *nr = realloc(r->rows, cap * sizeof(*nr));
+		if (!nr) {
+			r->rows_dropped++;
+			return;
 		}
-		if (st == STATUS_PARSE || st == STATUS_LIMIT) {
-			char buf[1024];
-			f->malformed++;
-			r->malformed++;
-			if (r->opts.strict) {
-				if (si)
-					*si = lsi;
-				goto out;
-			}
-			if (r->shown++ < REPLAY_MALFORMED_SHOWN)
-				fprintf(r->opts.diag, "%s\n", status_info_format(&lsi, buf, sizeof(buf)));
+		r->rows = nr;
+		r->cap_rows = cap;
+	}
+	c = calloc(r->opts.n_rules, sizeof(*c));
+	if (!c) {
+		r->rows_dropped++;
+		return;
+	}
+	for (i = 0; i < r->opts.n_rules; i++)
+		c[i] = *tally_counts(p->tally, i);
+	row = &r->rows[r->n_rows++];
+	memset(row, 0, sizeof(*row));
+	row->file = file;
+	row->has_pid = p->has_pid;
+	row->has_rank = p->has_rank;
+	row->has_dp = p->has_dp;
+	row->pid = p->pid;
+	row->rank = p->rank;
+	row->dp = p->dp;
+	row->gate = p->gate;
+	row->events_with_taken = tally_events_with_taken(p->tally);
+	row->garbage = tally_garbage(p->tally)->count;
+	row->float32_like = tally_garbage(p->tally)->float32_like;
+	row->counts = c;
+	(void)j;
+}
+
+/* Merges job j (the file of row index `file`) into r. */
+static void replay_merge(struct replay *r, struct replay_job *j, struct replay_file *f)
+{
+	size_t file = (size_t)(f - r->files), i, k;
+	struct tally_counts *counts = NULL;
+	size_t earlier;
+
+	f->unreadable = j->unreadable;
+	f->truncated = j->truncated;
+	f->malformed = j->malformed;
+	f->stats = j->stats;
+	if (!j->unreadable && !j->truncated && !j->strict_stop && j->stats.bytes > 0) {
+		earlier = seen_check(&r->seen_content, &r->n_seen_content, &r->cap_seen_content,
+				     j->hash, j->stats.bytes, file, true);
+		if (earlier != SIZE_MAX) {
+			replay_note_dup(r, f, REPLAY_DUP_CONTENT, earlier);
+			memset(&f->stats, 0, sizeof(f->stats));
+			f->malformed = 0;
+			return;
+		}
+	}
+	for (i = 0; i < j->n_diag; i++)
+		if (r->shown++ < REPLAY_MALFORMED_SHOWN)
+			fprintf(r->opts.diag, "%s\n", j->diag[i]);
+	if (j->stats.bom && !r->n_bom++)
+		fprintf(r->opts.diag, "%s: a UTF-8 byte order mark at the start was skipped (said once "
+			"for all files)\n", f->path);
+	r->malformed += j->malformed;
+	r->n_unreadable += j->unreadable;
+	r->n_truncated += j->truncated;
+	r->procs_dropped += j->procs_dropped;
+	stats_add(&r->stats, &j->stats);
+	if (r->opts.keep_sites)
+		counts = calloc(r->opts.n_rules, sizeof(*counts));
+	for (i = 0; i < j->n_procs; i++) {
+		const struct replay_proc *p = &j->procs[i];
+		tally_absorb(r->total, p->tally);
+		gate_add(&f->gate, &p->gate);
+		if (counts)
+			for (k = 0; k < r->opts.n_rules; k++)
+				tally_add_counts(&counts[k], tally_counts(p->tally, k));
+		if (j->n_procs > 1)
+			replay_keep_row(r, j, file, p);
+	}
+	gate_add(&r->gate, &f->gate);
+	f->n_procs = j->n_procs;
+	f->counts = counts;
+	if (counts && !j->n_procs)
+		for (k = 0; k < r->opts.n_rules; k++)
+			counts[k].fp_first_mismatch_step = -1;
+	/* sites: the job's own, within the cap over all files */
+	if (j->n_sites && r->n_sites_total < REPLAY_SITES_TOTAL) {
+		size_t take = j->n_sites;
+		if (take > REPLAY_SITES_TOTAL - r->n_sites_total)
+			take = REPLAY_SITES_TOTAL - r->n_sites_total;
+		f->sites = j->sites;
+		f->n_sites = take;
+		f->sites_dropped = j->sites_dropped + (j->n_sites - take);
+		r->n_sites_total += take;
+		j->sites = NULL;
+	} else {
+		f->sites_dropped = j->sites_dropped + j->n_sites;
+	}
+	for (i = 0; i < j->n_explained; i++) {
+		if (r->n_explained == REPLAY_EXPLAIN_MAX) {
+			r->explain_dropped++;
 			continue;
 		}
-		if (st) {
-			if (si)
-				*si = lsi;
-			f->unreadable = true;
-			goto out;
-		}
-		if (!it.has_event)
+		r->explained[r->n_explained++] = j->explained[i];
+		j->explained[i].text = j->explained[i].json = NULL;
+	}
+	r->explain_dropped += j->explain_dropped;
+	for (i = 0; i < j->n_ends; i++) {
+		if (r->n_ends == REPLAY_ENDS_SHOWN) {
+			r->ends_dropped++;
 			continue;
-		if (it.event.kind == EVENT_CONFIG) {
-			tally_config(f->tally, &it.event.u.config);
-		} else if (it.event.kind == EVENT_MERGE) {
-			const struct merge_event *m = &it.event.u.merge;
-			if (r->opts.explain && m->step == r->opts.explain_step)
-				replay_explain(r, m, path, it.line, tally_max_pos(f->tally));
-			tally_merge(f->tally, m, path, it.line);
-			if (r->opts.explain)
-				replay_note_resident(r, m, tally_max_pos(f->tally));
 		}
+		r->ends[r->n_ends] = j->ends[i];
+		r->ends[r->n_ends++].file = file;
 	}
-out:
-	if (rd) {
-		f->stats = *audit_reader_stats(rd);
-		stats_add(&r->stats, &f->stats);
+	r->ends_dropped += j->ends_dropped;
+}
+
+enum status replay_add_file(struct replay *r, const char *path, struct status_info *si)
+{
+	struct replay_job j;
+	struct replay_file *f;
+	size_t earlier;
+	enum status st;
+
+	f = replay_new_row(r, path);
+	if (!f)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	earlier = replay_same_file(r, path, r->n_files - 1);
+	if (earlier != SIZE_MAX) {
+		replay_note_dup(r, f, REPLAY_DUP_INODE, earlier);
+		return STATUS_OK;
 	}
-	audit_reader_free(rd);
-	tally_absorb(r->total, f->tally);
-	r->cur = NULL;
+	job_init(&j, r, path);
+	job_read(&j, &r->reader);
+	replay_merge(r, &j, f);
+	st = j.st;
+	if (st && si)
+		*si = j.si;
+	job_release(&j);
 	return st;
 }
+
+/* --- many files, in parallel ----------------------------------------------- */
+
+struct replay_pool {
+	struct replay *r;
+	const char *const *paths;
+	size_t n;
+	struct replay_job *jobs;     /* [n]; a job is read by one worker, merged by the caller */
+	size_t next;                 /* the next file a worker takes */
+	size_t merged;               /* files merged so far: workers stay within a window of it */
+	size_t window;
+	bool stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_done, cv_room;
+};
+
+static void *replay_worker(void *arg)
+{
+	struct replay_pool *pl = arg;
+	struct audit_reader *rd = NULL;
+
+	for (;;) {
+		size_t i;
+		pthread_mutex_lock(&pl->mu);
+		while (!pl->stop && pl->next < pl->n && pl->next >= pl->merged + pl->window)
+			pthread_cond_wait(&pl->cv_room, &pl->mu);
+		if (pl->stop || pl->next >= pl->n) {
+			pthread_mutex_unlock(&pl->mu);
+			break;
+		}
+		i = pl->next++;
+		pthread_mutex_unlock(&pl->mu);
+		if (!pl->jobs[i].skip)
+			job_read(&pl->jobs[i], &rd);
+		pthread_mutex_lock(&pl->mu);
+		pl->jobs[i].done = true;
+		pthread_cond_broadcast(&pl->cv_done);
+		pthread_mutex_unlock(&pl->mu);
+	}
+	audit_reader_free(rd);
+	return NULL;
+}
+
+enum status replay_add_files(struct replay *r, const char *const *paths, size_t n, unsigned jobs,
+			     replay_status_fn fn, void *ctx)
+{
+	struct replay_pool pl;
+	pthread_t th[REPLAY_MAX_JOBS];
+	unsigned n_th = 0, t;
+	enum status ret = STATUS_OK;
+	size_t i;
+
+	if (jobs <= 1 || n <= 1) {
+		for (i = 0; i < n; i++) {
+			struct status_info si;
+			enum status st;
+			status_info_clear(&si);
+			st = replay_add_file(r, paths[i], &si);
+			if (st && fn)
+				fn(ctx, paths[i], st, &si);
+			if (st == STATUS_NOMEM)
+				return st;
+			if (st && st != STATUS_IO)
+				return st;    /* --strict */
+		}
+		return STATUS_OK;
+	}
+	if (jobs > REPLAY_MAX_JOBS)
+		jobs = REPLAY_MAX_JOBS;
+	memset(&pl, 0, sizeof(pl));
+	pl.r = r;
+	pl.paths = paths;
+	pl.n = n;
+	pl.window = (size_t)jobs * REPLAY_AHEAD;
+	pl.jobs = calloc(n, sizeof(*pl.jobs));
+	if (!pl.jobs)
+		return STATUS_NOMEM;
+	pthread_mutex_init(&pl.mu, NULL);
+	pthread_cond_init(&pl.cv_done, NULL);
+	pthread_cond_init(&pl.cv_room, NULL);
+	for (i = 0; i < n; i++) {
+		job_init(&pl.jobs[i], r, paths[i]);
+		/* decided before any file is read, in file order, as the serial path decides it */
+		pl.jobs[i].dup_of = replay_same_file(r, paths[i], r->n_files + i);
+		pl.jobs[i].skip = pl.jobs[i].dup_of != SIZE_MAX;
+	}
+	for (t = 0; t < jobs; t++)
+		if (!pthread_create(&th[n_th], NULL, replay_worker, &pl))
+			n_th++;
+	if (!n_th)
+		ret = STATUS_NOMEM;
+	/* the merge, in file order, as replay_add_file would have done it */
+	for (i = 0; i < n && n_th; i++) {
+		struct replay_job *j = &pl.jobs[i];
+		struct replay_file *f = replay_new_row(r, paths[i]);
+
+		if (!f) {
+			ret = STATUS_NOMEM;
+			break;
+		}
+		pthread_mutex_lock(&pl.mu);
+		while (!j->done)
+			pthread_cond_wait(&pl.cv_done, &pl.mu);
+		pthread_mutex_unlock(&pl.mu);
+		if (j->skip) {
+			replay_note_dup(r, f, REPLAY_DUP_INODE, j->dup_of);
+		} else {
+			replay_merge(r, j, f);
+			if (j->st && fn)
+				fn(ctx, paths[i], j->st, &j->si);
+		}
+		job_release(j);
+		pthread_mutex_lock(&pl.mu);
+		pl.merged = i + 1;
+		if (!j->skip && j->st && j->st != STATUS_IO) {
+			ret = j->st;
+			pl.stop = true;
+		}
+		pthread_cond_broadcast(&pl.cv_room);
+		pthread_mutex_unlock(&pl.mu);
+		if (pl.stop)
+			break;
+	}
+	pthread_mutex_lock(&pl.mu);
+	pl.stop = true;
+	pthread_cond_broadcast(&pl.cv_room);
+	pthread_mutex_unlock(&pl.mu);
+	for (t = 0; t < n_th; t++)
+		pthread_join(th[t], NULL);
+	for (i = 0; i < n; i++)
+		job_release(&pl.jobs[i]);
+	pthread_cond_destroy(&pl.cv_done);
+	pthread_cond_destroy(&pl.cv_room);
+	pthread_mutex_destroy(&pl.mu);
+	free(pl.jobs);
+	return ret;
+}
+
+/* --- what the replay found -------------------------------------------------- */
 
 const struct tally *replay_tally(const struct replay *r) { return r->total; }
 size_t replay_n_files(const struct replay *r) { return r->n_files; }
 const struct replay_file *replay_file_at(const struct replay *r, size_t i) { return &r->files[i]; }
 uint64_t replay_malformed(const struct replay *r) { return r->malformed; }
 size_t replay_n_explained(const struct replay *r) { return r->n_explained; }
+size_t replay_n_unreadable(const struct replay *r) { return r->n_unreadable; }
+size_t replay_n_truncated(const struct replay *r) { return r->n_truncated; }
+const struct replay_gate *replay_gate(const struct replay *r) { return &r->gate; }
+size_t replay_n_proc_rows(const struct replay *r) { return r->n_rows; }
+const struct replay_proc_row *replay_proc_row_at(const struct replay *r, size_t i) { return &r->rows[i]; }
 
 /* Which fields a never-evaluated rule lacked, for "not evaluable" lines. */
 static const char *rule_needs_text(const struct rule *ru)
@@ -424,7 +1144,111 @@ static const char *rule_needs_text(const struct rule *ru)
 		return "no prefilled";
 	if (ru->needs & RULE_NEEDS_MAX_POS)
 		return "no max_pos (--max-pos or config.max_model_len)";
-	return "no merge events";
+	return "every merge event is a shape fallback";
+}
+
+static const char *not_evaluable_why(const struct rule *ru, const struct tally_counts *c,
+				     const struct replay_gate *g, char *buf, size_t n)
+{
+	if (!c->merges && g->refused)
+		snprintf(buf, n, "the keep never ran: the capability gate refused it on %" PRIu64
+			 " step%s", g->refused, g->refused == 1 ? "" : "s");
+	else if (!c->merges)
+		snprintf(buf, n, "no merge events");
+	else if (c->shape_fallback == c->merges)
+		snprintf(buf, n, "every merge event is a shape fallback");
+	else
+		snprintf(buf, n, "%s", rule_needs_text(ru));
+	return buf;
+}
+
+const char *replay_not_evaluable_why(const struct replay *r, const struct replay_file *f, size_t i)
+{
+	static __thread char buf[160];
+	const struct tally_counts *c = f ? (f->counts ? &f->counts[i] : NULL) : tally_counts(r->total, i);
+	struct tally_counts zero;
+
+	if (!c) {
+		memset(&zero, 0, sizeof(zero));
+		c = &zero;
+	}
+	return not_evaluable_why(&r->rules[i], c, f ? &f->gate : &r->gate, buf, sizeof(buf));
+}
+
+static const char *signal_name(int64_t sig)
+{
+	if (sig <= 0 || sig >= 65)
+		return NULL;
+	return sigabbrev_np((int)sig);
+}
+
+static int counts_not_evaluable(const struct tally_counts *c)
+{
+	return c->skipped + c->shape_fallback == c->merges;
+}
+
+static void print_fingerprint_text(const struct rule *rules, const struct tally_fingerprint *fp,
+				   FILE *f)
+{
+	size_t i;
+
+	if (fp->verdict == TALLY_NO_TAKEN) {
+		fprintf(f, "no merge event records `taken`; the engaged arm cannot be read");
+		return;
+	}
+	fprintf(f, "%s over %" PRIu64 " events with `taken`", tally_verdict_name(fp->verdict),
+		fp->events_with_taken);
+	if (fp->n_consistent) {
+		fprintf(f, "; consistent with:");
+		for (i = 0; i < fp->n_consistent; i++)
+			fprintf(f, " %s", rules[fp->consistent[i]].name);
+		if (fp->n_consistent > 1)
+			fprintf(f, " (no event separates them)");
+	}
+	if (fp->n_unevaluated) {
+		fprintf(f, "; never evaluated (not ruled out):");
+		for (i = 0; i < fp->n_unevaluated; i++)
+			fprintf(f, " %s", rules[fp->unevaluated[i]].name);
+	}
+}
+
+static void print_proc_rows_text(const struct replay *r, FILE *f)
+{
+	size_t i, k, last = SIZE_MAX;
+	char who[96];
+
+	for (i = 0; i < r->n_rows; i++) {
+		const struct replay_proc_row *row = &r->rows[i];
+		struct tally_fingerprint fp;
+		uint64_t merges = r->opts.n_rules ? row->counts[0].merges : 0;
+
+		if (row->file != last) {
+			fprintf(f, "\nper process in %s (%zu processes; the totals above hold them all):\n",
+				r->files[row->file].path, r->files[row->file].n_procs);
+			last = row->file;
+		}
+		proc_label(row->has_pid, row->pid, row->has_rank, row->rank, row->has_dp, row->dp, who,
+			   sizeof(who));
+		fprintf(f, "  %s: %" PRIu64 " merge events", who, merges);
+		if (!merges && row->gate.refused)
+			fprintf(f, " (the keep never ran: the capability gate refused it on %" PRIu64
+				" steps)", row->gate.refused);
+		fprintf(f, ", %" PRIu64 " garbage positions; substitutions:", row->garbage);
+		for (k = 0; k < r->opts.n_rules; k++) {
+			const struct tally_counts *c = &row->counts[k];
+			if (counts_not_evaluable(c))
+				fprintf(f, " %s -", r->rules[k].name);
+			else
+				fprintf(f, " %s %" PRIu64, r->rules[k].name, c->substitutions);
+		}
+		tally_fingerprint_of(row->counts, r->opts.n_rules, row->events_with_taken, &fp);
+		fprintf(f, "\n    arm fingerprint: ");
+		print_fingerprint_text(r->rules, &fp, f);
+		fputc('\n', f);
+	}
+	if (r->rows_dropped)
+		fprintf(f, "  ... and %" PRIu64 " more processes (in the totals, not listed)\n",
+			r->rows_dropped);
 }
 
 void replay_print_text(const struct replay *r, FILE *f)
@@ -434,7 +1258,7 @@ void replay_print_text(const struct replay *r, FILE *f)
 	struct tally_fingerprint fp;
 	uint64_t merges = 0;
 	size_t i, e;
-	int any_unevaluable = 0;
+	char why[160];
 
 	if (tally_n_rules(t))
 		merges = tally_counts(t, 0)->merges;
@@ -445,10 +1269,42 @@ void replay_print_text(const struct replay *r, FILE *f)
 		fprintf(f, ", %" PRIu64 " other events", r->stats.other_events);
 	if (r->stats.capture_lost)
 		fprintf(f, ", %" PRIu64 " lines LOST by the capture", r->stats.capture_lost);
+	if (r->stats.capture_uncertain)
+		fprintf(f, ", %" PRIu64 " lines UNCERTAIN in the capture", r->stats.capture_uncertain);
+	if (r->n_dups)
+		fprintf(f, ", %zu duplicate input%s counted once", r->n_dups, r->n_dups == 1 ? "" : "s");
 	fputc('\n', f);
-	for (i = 0; i < r->n_files; i++)
+	for (i = 0; i < r->n_files; i++) {
 		if (r->files[i].unreadable)
 			fprintf(f, "%s: could not be read to the end\n", r->files[i].path);
+		if (r->files[i].truncated)
+			fprintf(f, "%s: truncated gzip after %" PRIu64 " lines: the counts hold what was "
+				"read\n", r->files[i].path, r->files[i].stats.lines);
+	}
+	if (r->stats.uncertain_events)
+		fprintf(f, "%" PRIu64 " audit event%s inside uncertain capture records: counted, not "
+			"replayed\n", r->stats.uncertain_events, r->stats.uncertain_events == 1 ? "" : "s");
+	if (r->stats.partial || r->stats.invalid_utf8)
+		fprintf(f, "capture: %" PRIu64 " records of lines no newline ended (partial), %" PRIu64
+			" bytes of invalid UTF-8 escaped\n", r->stats.partial, r->stats.invalid_utf8);
+	for (i = 0; i < r->n_ends; i++) {
+		const struct replay_end *x = &r->ends[i];
+		const char *name = signal_name(x->signal);
+		fprintf(f, "%s: pid %" PRId64 " died by signal %" PRId64 "%s%s%s%s%s\n",
+			r->files[x->file].path, x->pid, x->signal, name ? " (SIG" : "", name ? name : "",
+			name ? ")" : "", x->by[0] ? ", reported by " : "", x->by);
+	}
+	if (r->ends_dropped)
+		fprintf(f, "... and %" PRIu64 " more processes died by a signal\n", r->ends_dropped);
+	if (!merges && r->gate.refused)
+		fprintf(f, "the keep never ran (the capability gate refused it on %" PRIu64 " step%s)\n",
+			r->gate.refused, r->gate.refused == 1 ? "" : "s");
+	if (r->gate.forced)
+		fprintf(f, "the keep was forced on (TT_FORCE_ASYNC_AHEAD_KEEP) against the capability "
+			"gate on %" PRIu64 " step%s\n", r->gate.forced, r->gate.forced == 1 ? "" : "s");
+	if (r->procs_dropped)
+		fprintf(f, "%" PRIu64 " events of processes beyond the first %d of a file were not "
+			"replayed\n", r->procs_dropped, REPLAY_MAX_PROCS);
 	fprintf(f, "\n%-22s %7s %7s %6s %7s %7s %7s %7s %7s %7s\n", "rule", "merges", "taken",
 		"subst", "unverif", "prevent", "forgone", "fired", "skipped", "shape");
 	for (i = 0; i < tally_n_rules(t); i++) {
@@ -456,8 +1312,7 @@ void replay_print_text(const struct replay *r, FILE *f)
 		const char *name = tally_rule(t, i)->name;
 		if (tally_not_evaluable(t, i)) {
 			fprintf(f, "%-22s %7" PRIu64 "   not evaluable on this audit (%s)\n", name,
-				c->merges, rule_needs_text(tally_rule(t, i)));
-			any_unevaluable = 1;
+				c->merges, not_evaluable_why(tally_rule(t, i), c, &r->gate, why, sizeof(why)));
 			continue;
 		}
 		fprintf(f, "%-22s %7" PRIu64 " %7" PRIu64 " %6" PRIu64 " %7" PRIu64 " %7" PRIu64
@@ -465,7 +1320,6 @@ void replay_print_text(const struct replay *r, FILE *f)
 			c->taken, c->substitutions, c->unverified, c->prevented, c->forgone, c->fired,
 			c->skipped, c->shape_fallback);
 	}
-	(void)any_unevaluable;
 	fprintf(f, "\nevidence behind each take (request / stamp / lifetime / unknown):\n");
 	for (i = 0; i < tally_n_rules(t); i++) {
 		const struct tally_counts *c = tally_counts(t, i);
@@ -500,20 +1354,13 @@ void replay_print_text(const struct replay *r, FILE *f)
 
 	tally_fingerprint(t, &fp);
 	fprintf(f, "\narm fingerprint: ");
-	if (fp.verdict == TALLY_NO_TAKEN) {
-		fprintf(f, "no merge event records `taken`; the engaged arm cannot be read from "
-			"this audit\n");
-	} else {
-		fprintf(f, "%s over %" PRIu64 " events with `taken`", tally_verdict_name(fp.verdict),
-			fp.events_with_taken);
-		if (fp.n_consistent) {
-			fprintf(f, "; consistent with:");
-			for (i = 0; i < fp.n_consistent; i++)
-				fprintf(f, " %s", tally_rule(t, fp.consistent[i])->name);
-		}
-		if (fp.verdict == TALLY_WITHHELD)
-			fprintf(f, " (no event separates them)");
-		fputc('\n', f);
+	print_fingerprint_text(r->rules, &fp, f);
+	if (fp.verdict == TALLY_NO_TAKEN)
+		fprintf(f, " from this audit");
+	if (r->n_rows)
+		fprintf(f, " (over every process together: see each process below)");
+	fputc('\n', f);
+	if (fp.verdict != TALLY_NO_TAKEN)
 		for (i = 0; i < tally_n_rules(t); i++) {
 			const struct tally_counts *c = tally_counts(t, i);
 			if (c->fp_mismatch)
@@ -521,7 +1368,7 @@ void replay_print_text(const struct replay *r, FILE *f)
 					" events (first at step %" PRId64 ")\n", tally_rule(t, i)->name,
 					c->fp_mismatch, c->fp_evaluated, c->fp_first_mismatch_step);
 		}
-	}
+	print_proc_rows_text(r, f);
 	if (r->malformed > REPLAY_MALFORMED_SHOWN)
 		fprintf(f, "\n%" PRIu64 " malformed lines in total (first %d shown on stderr)\n",
 			r->malformed, REPLAY_MALFORMED_SHOWN);
@@ -567,6 +1414,39 @@ static void print_counts_json(struct jsonw *w, const struct tally_counts *c, int
 	jsonw_obj_end(w);
 }
 
+static void print_fingerprint_json(struct jsonw *w, const struct rule *rules,
+				   const struct tally_fingerprint *fp)
+{
+	size_t i;
+
+	jsonw_key(w, "fingerprint");
+	jsonw_obj(w);
+	jsonw_key(w, "consistent");
+	jsonw_arr(w);
+	for (i = 0; i < fp->n_consistent; i++)
+		jsonw_str(w, rules[fp->consistent[i]].name);
+	jsonw_arr_end(w);
+	jsonw_key(w, "never_evaluated");
+	jsonw_arr(w);
+	for (i = 0; i < fp->n_unevaluated; i++)
+		jsonw_str(w, rules[fp->unevaluated[i]].name);
+	jsonw_arr_end(w);
+	jsonw_kstr(w, "verdict", tally_verdict_name(fp->verdict));
+	jsonw_kuint(w, "events_with_taken", fp->events_with_taken);
+	jsonw_obj_end(w);
+}
+
+static void print_gate_json(struct jsonw *w, const struct replay_gate *g, uint64_t merges)
+{
+	jsonw_key(w, "gate");
+	jsonw_obj(w);
+	jsonw_kuint(w, "events", g->events);
+	jsonw_kuint(w, "refused", g->refused);
+	jsonw_kuint(w, "forced", g->forced);
+	jsonw_kbool(w, "keep_never_ran", !merges && g->refused);
+	jsonw_obj_end(w);
+}
+
 void replay_print_explain_json(const struct replay *r, struct jsonw *w)
 {
 	size_t i;
@@ -595,7 +1475,8 @@ void replay_print_json(const struct replay *r, FILE *f)
 	const struct tally_garbage *g = tally_garbage(t);
 	struct tally_fingerprint fp;
 	struct jsonw w;
-	size_t i;
+	uint64_t merges = tally_n_rules(t) ? tally_counts(t, 0)->merges : 0;
+	size_t i, k;
 
 	jsonw_init(&w, f);
 	jsonw_obj(&w);
@@ -633,16 +1514,39 @@ void replay_print_json(const struct replay *r, FILE *f)
 	jsonw_obj_end(&w);
 	jsonw_kuint(&w, "malformed", r->malformed);
 	tally_fingerprint(t, &fp);
-	jsonw_key(&w, "fingerprint");
-	jsonw_obj(&w);
-	jsonw_key(&w, "consistent");
+	print_fingerprint_json(&w, r->rules, &fp);
+	print_gate_json(&w, &r->gate, merges);
+	jsonw_key(&w, "processes");
 	jsonw_arr(&w);
-	for (i = 0; i < fp.n_consistent; i++)
-		jsonw_str(&w, tally_rule(t, fp.consistent[i])->name);
+	for (i = 0; i < r->n_rows; i++) {
+		const struct replay_proc_row *row = &r->rows[i];
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "file", r->files[row->file].path);
+		if (row->has_pid)
+			jsonw_kint(&w, "pid", row->pid);
+		if (row->has_rank)
+			jsonw_kint(&w, "rank", row->rank);
+		if (row->has_dp)
+			jsonw_kint(&w, "dp", row->dp);
+		jsonw_key(&w, "rules");
+		jsonw_obj(&w);
+		for (k = 0; k < r->opts.n_rules; k++) {
+			jsonw_key(&w, r->rules[k].name);
+			print_counts_json(&w, &row->counts[k], !counts_not_evaluable(&row->counts[k]));
+		}
+		jsonw_obj_end(&w);
+		jsonw_key(&w, "garbage");
+		jsonw_obj(&w);
+		jsonw_kuint(&w, "count", row->garbage);
+		jsonw_kuint(&w, "float32_like", row->float32_like);
+		jsonw_obj_end(&w);
+		tally_fingerprint_of(row->counts, r->opts.n_rules, row->events_with_taken, &fp);
+		print_fingerprint_json(&w, r->rules, &fp);
+		print_gate_json(&w, &row->gate, r->opts.n_rules ? row->counts[0].merges : 0);
+		jsonw_obj_end(&w);
+	}
 	jsonw_arr_end(&w);
-	jsonw_kstr(&w, "verdict", tally_verdict_name(fp.verdict));
-	jsonw_kuint(&w, "events_with_taken", fp.events_with_taken);
-	jsonw_obj_end(&w);
+	jsonw_kuint(&w, "processes_dropped", r->rows_dropped);
 	jsonw_key(&w, "input");
 	jsonw_obj(&w);
 	jsonw_kuint(&w, "files", r->n_files);
@@ -652,12 +1556,59 @@ void replay_print_json(const struct replay *r, FILE *f)
 	jsonw_kuint(&w, "ignored", r->stats.ignored);
 	jsonw_kuint(&w, "capture_records", r->stats.capture_records);
 	jsonw_kuint(&w, "capture_lost", r->stats.capture_lost);
+	jsonw_kuint(&w, "capture_uncertain", r->stats.capture_uncertain);
+	jsonw_kuint(&w, "uncertain_events", r->stats.uncertain_events);
+	jsonw_kuint(&w, "partial", r->stats.partial);
+	jsonw_kuint(&w, "invalid_utf8", r->stats.invalid_utf8);
+	jsonw_kuint(&w, "bytes", r->stats.bytes);
+	jsonw_kuint(&w, "bom", r->n_bom);
+	jsonw_kuint(&w, "events_beyond_process_cap", r->procs_dropped);
 	jsonw_key(&w, "unreadable");
 	jsonw_arr(&w);
 	for (i = 0; i < r->n_files; i++)
 		if (r->files[i].unreadable)
 			jsonw_str(&w, r->files[i].path);
 	jsonw_arr_end(&w);
+	jsonw_key(&w, "truncated");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_files; i++)
+		if (r->files[i].truncated) {
+			jsonw_obj(&w);
+			jsonw_kstr(&w, "file", r->files[i].path);
+			jsonw_kuint(&w, "lines", r->files[i].stats.lines);
+			jsonw_obj_end(&w);
+		}
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "duplicates");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_files; i++)
+		if (r->files[i].dup) {
+			jsonw_obj(&w);
+			jsonw_kstr(&w, "file", r->files[i].path);
+			jsonw_kstr(&w, "same_as", r->files[r->files[i].dup_of].path);
+			jsonw_kstr(&w, "by", r->files[i].dup == REPLAY_DUP_INODE ? "inode" : "content");
+			jsonw_obj_end(&w);
+		}
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "signals");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_ends; i++) {
+		const char *name = signal_name(r->ends[i].signal);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "file", r->files[r->ends[i].file].path);
+		jsonw_kint(&w, "pid", r->ends[i].pid);
+		jsonw_kint(&w, "signal", r->ends[i].signal);
+		if (name) {
+			char sig[32];
+			snprintf(sig, sizeof(sig), "SIG%s", name);
+			jsonw_kstr(&w, "name", sig);
+		}
+		if (r->ends[i].by[0])
+			jsonw_kstr(&w, "by", r->ends[i].by);
+		jsonw_obj_end(&w);
+	}
+	jsonw_arr_end(&w);
+	jsonw_kuint(&w, "signals_dropped", r->ends_dropped);
 	jsonw_obj_end(&w);
 	if (r->opts.explain)
 		replay_print_explain_json(r, &w);

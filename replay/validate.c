@@ -1,3 +1,6 @@
+/*
+ * validate.c - the deployment gate over a replay's per-file counts.
+ */
 #include "validate.h"
 
 #include <inttypes.h>
@@ -13,6 +16,8 @@ const char *validate_verdict_name(enum validate_file_verdict v)
 	case VALIDATE_UNREADABLE: return "unreadable";
 	case VALIDATE_MALFORMED: return "malformed";
 	case VALIDATE_TOO_COSTLY: return "too-costly";
+	case VALIDATE_TRUNCATED: return "truncated";
+	case VALIDATE_DUPLICATE: return "duplicate";
 	}
 	return "?";
 }
@@ -25,13 +30,18 @@ static double forgone_pct(const struct tally_counts *c)
 enum validate_file_verdict validate_file(const struct replay_file *f, size_t rule,
 					 const struct validate_opts *o)
 {
-	const struct tally_counts *c = tally_counts(f->tally, rule);
+	static const struct tally_counts none;
+	const struct tally_counts *c = f->counts ? &f->counts[rule] : &none;
 
+	if (f->dup)
+		return VALIDATE_DUPLICATE;
 	if (f->unreadable)
 		return VALIDATE_UNREADABLE;
 	if (c->substitutions)
 		return VALIDATE_SUBSTITUTION;
-	if (tally_not_evaluable(f->tally, rule))
+	if (f->truncated)
+		return VALIDATE_TRUNCATED;
+	if (c->skipped + c->shape_fallback == c->merges)
 		return f->malformed && !c->merges ? VALIDATE_MALFORMED : VALIDATE_NOT_EVALUABLE;
 	if (o->max_forgone_pct >= 0 && forgone_pct(c) > o->max_forgone_pct)
 		return VALIDATE_TOO_COSTLY;
@@ -47,8 +57,10 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 	size_t i, k, failed = 0;
 	struct jsonw w;
 
-	for (i = 0; i < replay_n_files(r); i++)
-		failed += validate_file(replay_file_at(r, i), rule, o) != VALIDATE_PASS;
+	for (i = 0; i < replay_n_files(r); i++) {
+		enum validate_file_verdict v = validate_file(replay_file_at(r, i), rule, o);
+		failed += v != VALIDATE_PASS && v != VALIDATE_DUPLICATE;
+	}
 	if (!replay_n_files(r))
 		failed = 1;
 	if (json) {
@@ -74,7 +86,8 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 	}
 	for (i = 0; i < replay_n_files(r); i++) {
 		const struct replay_file *f = replay_file_at(r, i);
-		const struct tally_counts *c = tally_counts(f->tally, rule);
+		static const struct tally_counts none;
+		const struct tally_counts *c = f->counts ? &f->counts[rule] : &none;
 		enum validate_file_verdict v = validate_file(f, rule, o);
 		if (json) {
 			jsonw_obj(&w);
@@ -87,6 +100,12 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 			jsonw_kdouble(&w, "forgone_pct", forgone_pct(c));
 			jsonw_kuint(&w, "fired", c->fired);
 			jsonw_kuint(&w, "malformed", f->malformed);
+			if (v == VALIDATE_NOT_EVALUABLE)
+				jsonw_kstr(&w, "why", replay_not_evaluable_why(r, f, rule));
+			if (v == VALIDATE_DUPLICATE)
+				jsonw_kstr(&w, "same_as", replay_file_at(r, f->dup_of)->path);
+			if (v == VALIDATE_TRUNCATED)
+				jsonw_kuint(&w, "lines_read", f->stats.lines);
 			jsonw_key(&w, "substitution_sites");
 			jsonw_arr(&w);
 			for (k = 0; k < f->n_sites; k++) {
@@ -117,9 +136,21 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 				fprintf(out, "    ... and %" PRIu64 " more\n", f->sites_dropped);
 			break;
 		case VALIDATE_NOT_EVALUABLE:
-			fprintf(out, "  %s: not evaluable: %s\n", f->path,
-				c->merges ? "the rule was skipped on every merge event (a field it needs is missing)"
-					  : "no merge events");
+			if (c->merges && c->shape_fallback < c->merges)
+				fprintf(out, "  %s: not evaluable: the rule was skipped on every merge event "
+					"(%s)\n", f->path, replay_not_evaluable_why(r, f, rule));
+			else
+				fprintf(out, "  %s: not evaluable: %s\n", f->path,
+					replay_not_evaluable_why(r, f, rule));
+			break;
+		case VALIDATE_TRUNCATED:
+			fprintf(out, "  %s: truncated gzip after %" PRIu64 " lines: the file was not all "
+				"read\n", f->path, f->stats.lines);
+			break;
+		case VALIDATE_DUPLICATE:
+			fprintf(out, "  %s: the same %s as %s: counted once\n", f->path,
+				f->dup == REPLAY_DUP_INODE ? "file" : "content",
+				replay_file_at(r, f->dup_of)->path);
 			break;
 		case VALIDATE_MALFORMED:
 			fprintf(out, "  %s: no readable merge events (%" PRIu64 " malformed lines)\n",

@@ -1,38 +1,93 @@
 #!/usr/bin/env python3
-"""Reference replay: the six-rule merge replay written the plain way, with the
-standard json module, for cross-checking ttaudit and as the baseline of
-`make bench`. Reads plain audit JSONL and capture files; prints the same JSON
-projection as tests/e2e/expect-filter.jq (rules, garbage, fingerprint,
-malformed, capture_lost).
+"""Reference replay: the six-rule merge replay of docs/audit-format.md written
+the plain way, with the standard json module, for cross-checking ttaudit and as
+the baseline of `make bench`. Reads plain audit JSONL and capture files (gzip
+by its magic bytes); prints the same JSON projection as
+tests/e2e/expect-filter.jq.
 
-usage: replay_ref.py [--max-pos N] FILE...
+It shares no code with ttaudit: strings are Python strings (a NUL or a lone
+surrogate is a character like any other), integers are unbounded and checked
+against int64 where the format says so, and every rule is written from the
+spec's table.
+
+usage: replay_ref.py [--max-pos N] [--rules LIST] FILE...
 """
 import argparse
-import gzip
+import hashlib
 import json
+import os
 import struct
 import sys
+import zlib
 
 RULES = ("bare", "prefilled", "batch", "lifetime", "stamp", "bound")
 NEEDS = {"prefilled": "prefilled", "lifetime": "buf_step", "stamp": "stamp", "bound": "max_pos"}
 I64 = (-(1 << 63), (1 << 63) - 1)
 COUNTS = ("merges", "taken", "substitutions", "unverified", "prevented", "forgone",
           "fired", "skipped", "shape_fallback", "rejected_unverified")
+MAX_LINE = 1 << 20
+MAX_DEPTH = 64
+MAX_SLOTS = 4096
+CONTEXT = ("decode", "prefill", "width_change", "request", "trace")
+
+
+class Malformed(Exception):
+    pass
+
+
+def need(cond):
+    if not cond:
+        raise Malformed()
 
 
 def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool) and I64[0] <= v <= I64[1]
 
 
-def int_array(ev, key, n=None):
+def opt_int(ev, key, minimum=None):
     v = ev.get(key)
     if v is None:
         return None
-    if not isinstance(v, list) or not all(is_int(x) for x in v):
-        raise ValueError(key)
-    if n is not None and len(v) != n:
-        raise ValueError(key)
+    need(is_int(v))
+    if minimum is not None:
+        need(v >= minimum)
     return v
+
+
+def opt_bool(ev, key):
+    v = ev.get(key)
+    need(v is None or isinstance(v, bool))
+    return bool(v)
+
+
+def opt_str(ev, key):
+    v = ev.get(key)
+    need(v is None or isinstance(v, str))
+    return v
+
+
+def int_array(ev, key, cap=True):
+    v = ev.get(key)
+    if v is None:
+        return None
+    need(isinstance(v, list) and all(is_int(x) for x in v))
+    need(not cap or len(v) <= MAX_SLOTS)
+    return v
+
+
+def depth(v):
+    """Nesting depth of a JSON value, containers counted (the root object is 1)."""
+    best, stack = 0, [(v, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, (list, dict)):
+            best = max(best, d)
+            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
+    return best
+
+
+def no_constant(name):
+    raise Malformed()
 
 
 def f32_like(v):
@@ -42,90 +97,179 @@ def f32_like(v):
     return f == f and abs(f) != float("inf") and 1.0 <= abs(f) <= 16777216.0
 
 
-class Replay:
-    def __init__(self, max_pos):
-        self.max_pos_override = max_pos
-        self.c = {r: dict.fromkeys(COUNTS, 0) for r in RULES}
-        self.fp = {r: [0, 0] for r in RULES}
+def decode_merge(ev):
+    """The merge's fields, validated as the format says; Malformed otherwise."""
+    need(is_int(ev.get("step")))
+    host = int_array(ev, "host_pos")
+    dev = int_array(ev, "dev_pos")
+    need(host is not None and dev is not None)
+    h = len(host)
+    opt_bool(ev, "reset_batch")
+    m = {"step": ev["step"], "host": host, "dev": dev, "h": h,
+         "mode_switched": opt_bool(ev, "mode_switched")}
+    int_array(ev, "host_tok")
+    int_array(ev, "dev_tok")
+    pre = int_array(ev, "prefilled", cap=False)
+    m["prefilled"] = None if pre is None else {s for s in pre if 0 <= s < h}
+    m["buf_step"] = opt_int(ev, "buf_step")
+    gen, buf_gen = opt_int(ev, "gen"), opt_int(ev, "buf_gen")
+    m["gen"] = (gen, buf_gen) if gen is not None and buf_gen is not None else None
+    sg, bsg = int_array(ev, "slot_gen"), int_array(ev, "buf_slot_gen")
+    need(sg is None or len(sg) == h)
+    need(bsg is None or len(bsg) == h)
+    m["slot_gen"] = (sg, bsg) if sg is not None and bsg is not None else None
+    reqs = []
+    for key in ("slot_req", "buf_req"):
+        v = ev.get(key)
+        if v is not None:
+            need(isinstance(v, list) and len(v) == h and
+                 all(x is None or isinstance(x, str) for x in v))
+        reqs.append(v)
+    m["req"] = tuple(reqs) if reqs[0] is not None and reqs[1] is not None else None
+    taken = ev.get("taken")
+    if taken is not None:
+        need(isinstance(taken, list) and len(taken) == h and
+             all(isinstance(x, bool) for x in taken))
+    m["taken"] = taken
+    opt_str(ev, "arm")
+    t = ev.get("t")
+    need(t is None or (isinstance(t, (int, float)) and not isinstance(t, bool)))
+    m["dp"] = opt_int(ev, "dp", 0)
+    m["rank"] = opt_int(ev, "rank", 0)
+    return m
+
+
+def decode_event(ev):
+    """(kind, fields) of a plain event object, validated; Malformed otherwise."""
+    kind = ev.get("ev")
+    need(isinstance(kind, str))
+    if kind == "merge":
+        return "merge", decode_merge(ev)
+    if kind == "config":
+        opt_int(ev, "slots")
+        mml = opt_int(ev, "max_model_len")
+        need(mml is None or mml >= 0)
+        opt_str(ev, "arm")
+        return "config", {"max_model_len": mml or 0, "rank": opt_int(ev, "rank", 0)}
+    if kind in CONTEXT:
+        opt_int(ev, "step")
+        opt_int(ev, "slot")
+        for k in ("phase", "req", "op", "key"):
+            opt_str(ev, k)
+        opt_int(ev, "dp", 0)
+        opt_int(ev, "rank", 0)
+        return "context", None
+    if kind == "gate":
+        opt_int(ev, "step")
+        keep = ev.get("keep")
+        need(keep is None or isinstance(keep, bool))
+        opt_bool(ev, "supports_async_decode")
+        force = opt_bool(ev, "force")
+        opt_str(ev, "reason")
+        return "gate", {"keep": keep, "force": force, "dp": opt_int(ev, "dp", 0),
+                        "rank": opt_int(ev, "rank", 0)}
+    return "other", None
+
+
+class Proc:
+    def __init__(self, rules):
+        self.c = {r: dict.fromkeys(COUNTS, 0) for r in rules}
+        self.fp = {r: [0, 0] for r in rules}
         self.taken_events = 0
         self.garbage = 0
         self.f32 = 0
+        self.max_pos = 0
+        self.gate_refused = 0
+        self.gate_forced = 0
+
+
+def allowed(rule, m, max_pos, active):
+    """The slots combination `rule` allows (the intersection of its parts)."""
+    host, dev, h = m["host"], m["dev"], m["h"]
+    g = set(active)
+    for part in rule.split("+"):
+        if part == "prefilled":
+            g -= m["prefilled"]
+        elif part == "batch":
+            if any((dev[s] != -1) != (host[s] != -1) for s in range(h)):
+                g = set()
+        elif part == "lifetime":
+            if not (m["buf_step"] == m["step"] - 1 and not m["mode_switched"]):
+                g = set()
+        elif part == "stamp":
+            if m["slot_gen"] is not None:
+                sg, bsg = m["slot_gen"]
+                g = {s for s in g if sg[s] == bsg[s]}
+            elif m["gen"][0] != m["gen"][1]:
+                g = set()
+        elif part == "bound":
+            g = {s for s in g if -1 <= dev[s] < max_pos}
+    return g
+
+
+def parts_of(rule):
+    parts = [p for p in RULES if p in rule.split("+")]
+    if len(parts) > 1 and "bare" in parts:
+        parts.remove("bare")
+    return "+".join(parts)
+
+
+class Replay:
+    def __init__(self, max_pos, rules):
+        self.max_pos_override = max_pos
+        self.rules = rules
+        self.total = Proc(rules)
         self.malformed = 0
         self.lost = 0
+        self.uncertain = 0
+        self.uncertain_events = 0
+        self.seen_id = set()
+        self.seen_content = set()
+        self.duplicates = 0
+        self.truncated = 0
 
-    def merge(self, ev, cfg_max):
-        host = int_array(ev, "host_pos")
-        dev = int_array(ev, "dev_pos")
-        if host is None or dev is None or not is_int(ev.get("step")):
-            raise ValueError("merge")
-        step = ev["step"]
-        for b in ("reset_batch", "mode_switched"):
-            if ev.get(b) is not None and not isinstance(ev[b], bool):
-                raise ValueError(b)
-        h = len(host)
-        pre = int_array(ev, "prefilled")
-        slot_gen = int_array(ev, "slot_gen", h)
-        buf_slot_gen = int_array(ev, "buf_slot_gen", h)
-        has_sg = slot_gen is not None and buf_slot_gen is not None
-        gen, buf_gen = ev.get("gen"), ev.get("buf_gen")
-        has_gen = is_int(gen) and is_int(buf_gen)
-        buf_step = ev.get("buf_step")
-        has_bs = is_int(buf_step)
-        sreq, breq = ev.get("slot_req"), ev.get("buf_req")
-        has_req = isinstance(sreq, list) and isinstance(breq, list)
-        taken = ev.get("taken")
-        max_pos = self.max_pos_override or cfg_max
-        for r in RULES:
-            self.c[r]["merges"] += 1
+    def merge(self, p, m):
+        host, dev, h = m["host"], m["dev"], m["h"]
+        max_pos = self.max_pos_override or p.max_pos
+        for r in self.rules:
+            p.c[r]["merges"] += 1
         if len(dev) < h:
-            for r in RULES:
-                self.c[r]["shape_fallback"] += 1
+            for r in self.rules:
+                p.c[r]["shape_fallback"] += 1
             return
         gpos = max_pos or (1 << 24)
         for s in range(h):
             if dev[s] < -1 or dev[s] >= gpos:
-                self.garbage += 1
-                self.f32 += f32_like(dev[s])
+                p.garbage += 1
+                p.f32 += f32_like(dev[s])
         active = [s for s in range(h) if host[s] != -1]
         bare = {s for s in active if dev[s] == host[s] or dev[s] == host[s] + 1}
-        pset = set(pre or [])
         truth = {}
         for s in active:
-            if has_req and sreq[s] is not None and breq[s] is not None:
-                truth[s] = sreq[s] != breq[s]
-            elif has_sg:
-                truth[s] = slot_gen[s] != buf_slot_gen[s]
-            elif has_gen:
-                truth[s] = gen != buf_gen
-            elif has_bs:
-                truth[s] = buf_step != step - 1 or s in pset
+            req = m["req"]
+            if req is not None and req[0][s] is not None and req[1][s] is not None:
+                truth[s] = req[0][s] != req[1][s]
+            elif m["slot_gen"] is not None:
+                truth[s] = m["slot_gen"][0][s] != m["slot_gen"][1][s]
+            elif m["gen"] is not None:
+                truth[s] = m["gen"][0] != m["gen"][1]
+            elif m["buf_step"] is not None:
+                truth[s] = (m["buf_step"] != m["step"] - 1 or
+                            (m["prefilled"] is not None and s in m["prefilled"]))
             else:
                 truth[s] = None
+        taken = m["taken"]
         if taken is not None:
-            self.taken_events += 1
-        have = {"prefilled": pre is not None, "buf_step": has_bs,
-                "stamp": has_sg or has_gen, "max_pos": bool(max_pos)}
-        for r in RULES:
-            c = self.c[r]
-            if r in NEEDS and not have[NEEDS[r]]:
+            p.taken_events += 1
+        have = {"prefilled": m["prefilled"] is not None, "buf_step": m["buf_step"] is not None,
+                "stamp": m["slot_gen"] is not None or m["gen"] is not None,
+                "max_pos": bool(max_pos)}
+        for r in self.rules:
+            c = p.c[r]
+            if any(part in NEEDS and not have[NEEDS[part]] for part in r.split("+")):
                 c["skipped"] += 1
                 continue
-            g = set(active)
-            if r == "prefilled":
-                g -= pset
-            elif r == "batch":
-                if any((dev[s] != -1) != (host[s] != -1) for s in range(h)):
-                    g = set()
-            elif r == "lifetime":
-                if not (buf_step == step - 1 and not ev.get("mode_switched")):
-                    g = set()
-            elif r == "stamp":
-                if has_sg:
-                    g = {s for s in g if slot_gen[s] == buf_slot_gen[s]}
-                elif gen != buf_gen:
-                    g = set()
-            elif r == "bound":
-                g = {s for s in g if -1 <= dev[s] < max_pos}
+            g = allowed(r, m, max_pos, active)
             take = bare & g
             if active and g != set(active):
                 c["fired"] += 1
@@ -143,64 +287,198 @@ class Replay:
                 else:
                     c["forgone"] += 1
             if taken is not None:
-                self.fp[r][0] += 1
-                if any(bool(taken[s]) != (s in take) for s in active):
-                    self.fp[r][1] += 1
+                p.fp[r][0] += 1
+                if any(taken[s] != (s in take) for s in active):
+                    p.fp[r][1] += 1
+
+    def chunks(self, path):
+        """The bytes of a file, decompressed when it starts with gzip's magic (member by
+        member); self.cut is set when a stream ends early or is corrupt."""
+        self.cut = False
+        f = sys.stdin.buffer if path == "-" else open(path, "rb")
+        try:
+            head = f.read(2)
+            if head != b"\x1f\x8b":
+                yield head
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        return
+                    yield b
+            d, data = zlib.decompressobj(31), head
+            while True:
+                if not data:
+                    data = f.read(1 << 20)
+                    if not data:
+                        self.cut = not d.eof
+                        return
+                if d.eof:
+                    d = zlib.decompressobj(31)
+                try:
+                    out = d.decompress(data)
+                except zlib.error:
+                    self.cut = True
+                    return
+                data = d.unused_data
+                if out:
+                    yield out
+        finally:
+            if f is not sys.stdin.buffer:
+                f.close()
 
     def file(self, path):
-        op = gzip.open if path.endswith(".gz") else open
-        cfg_max = 0
-        with (sys.stdin if path == "-" else op(path, "rt")) as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    if not isinstance(obj, dict):
-                        raise ValueError("not an object")
-                    if "ev" not in obj and "src" in obj:
-                        if obj["src"] == "lost":
-                            self.lost += obj.get("count", 0)
-                            continue
-                        if obj["src"] != "audit":
-                            continue
-                        obj = obj.get("event")
-                        if not isinstance(obj, dict):
-                            raise ValueError("event")
-                    ev = obj.get("ev")
-                    if ev == "config":
-                        if is_int(obj.get("max_model_len")) and obj["max_model_len"] > 0:
-                            cfg_max = obj["max_model_len"]
-                    elif ev == "merge":
-                        self.merge(obj, cfg_max)
-                except (ValueError, TypeError, KeyError):
-                    self.malformed += 1
+        if path != "-":
+            st = os.stat(path)
+            if (st.st_dev, st.st_ino) in self.seen_id:
+                self.duplicates += 1
+                return
+            self.seen_id.add((st.st_dev, st.st_ino))
+        procs, cfgs = {}, []
+        counts = [0, 0, 0, 0]     # malformed, lost, uncertain, uncertain events
+        digest, size, rest, first = hashlib.sha256(), 0, b"", True
+        for b in self.chunks(path):
+            digest.update(b)
+            size += len(b)
+            rest += b
+            parts = rest.split(b"\n")
+            rest = parts.pop()
+            for line in parts:
+                if first and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                first = False
+                self.line(line, procs, cfgs, counts)
+        if self.cut:
+            self.truncated += 1
+        elif rest:
+            if first and rest.startswith(b"\xef\xbb\xbf"):
+                rest = rest[3:]
+            self.line(rest, procs, cfgs, counts)
+        if not self.cut and size:
+            key = (digest.digest(), size)
+            if key in self.seen_content:
+                self.duplicates += 1
+                return
+            self.seen_content.add(key)
+        self.malformed += counts[0]
+        self.lost += counts[1]
+        self.uncertain += counts[2]
+        self.uncertain_events += counts[3]
+        for p in procs.values():
+            self.absorb(p)
+
+    def proc(self, procs, cfgs, pid, rank, dp):
+        key = (pid, rank, dp)
+        if key not in procs:
+            p = procs[key] = Proc(self.rules)
+            for cpid, crank, mml in cfgs:
+                if cpid == pid and (crank is None or crank == rank):
+                    p.max_pos = mml
+        return procs[key]
+
+    def line(self, line, procs, cfgs, counts):
+        if len(line) > MAX_LINE:
+            counts[0] += 1
+            return
+        if not line.strip(b" \t\r"):
+            return
+        try:
+            obj = json.loads(line.decode("utf-8", "surrogateescape"), parse_constant=no_constant)
+            need(isinstance(obj, dict))
+            need(depth(obj) <= MAX_DEPTH)
+            pid = None
+            if "ev" not in obj and "src" in obj:
+                src = obj["src"]
+                need(isinstance(src, str))
+                if is_int(obj.get("pid")):
+                    pid = obj["pid"]
+                if src in ("lost", "uncertain"):
+                    need(is_int(obj.get("count")) and obj["count"] >= 0)
+                    if src == "lost":
+                        counts[1] += obj["count"]
+                    else:
+                        counts[2] += obj["count"]
+                        rec = obj.get("record")
+                        if isinstance(rec, dict) and ("ev" in rec or (
+                                rec.get("src") == "audit" and "event" in rec)):
+                            counts[3] += 1
+                    return
+                if src != "audit":
+                    return
+                obj = obj.get("event")
+                need(isinstance(obj, dict))
+            elif "ev" not in obj:
+                return
+            kind, f = decode_event(obj)
+        except (Malformed, ValueError, RecursionError):
+            counts[0] += 1
+            return
+        if kind == "config":
+            if f["max_model_len"] > 0:
+                cfgs.append((pid, f["rank"], f["max_model_len"]))
+                for (ppid, prank, _), p in procs.items():
+                    if ppid == pid and (f["rank"] is None or f["rank"] == prank):
+                        p.max_pos = f["max_model_len"]
+        elif kind == "merge":
+            self.merge(self.proc(procs, cfgs, pid, f["rank"], f["dp"]), f)
+        elif kind == "gate":
+            p = self.proc(procs, cfgs, pid, f["rank"], f["dp"])
+            if f["keep"] is False:
+                p.gate_refused += 1
+            if f["keep"] is True and f["force"]:
+                p.gate_forced += 1
+
+    def absorb(self, p):
+        t = self.total
+        for r in self.rules:
+            for k in COUNTS:
+                t.c[r][k] += p.c[r][k]
+            t.fp[r][0] += p.fp[r][0]
+            t.fp[r][1] += p.fp[r][1]
+        t.taken_events += p.taken_events
+        t.garbage += p.garbage
+        t.f32 += p.f32
+        t.gate_refused += p.gate_refused
+        t.gate_forced += p.gate_forced
 
     def report(self):
-        consistent = [r for r in RULES if self.fp[r][0] > 0 and self.fp[r][1] == 0]
-        if not self.taken_events:
-            verdict = "NO_TAKEN"
+        t = self.total
+        consistent = [r for r in self.rules if t.fp[r][0] > 0 and t.fp[r][1] == 0]
+        never = [r for r in self.rules if t.fp[r][0] == 0]
+        if not t.taken_events:
+            verdict, never = "NO_TAKEN", []
+        elif never or len(consistent) > 1:
+            verdict = "WITHHELD"
         else:
-            verdict = {0: "INCONSISTENT", 1: "CONSISTENT"}.get(len(consistent), "WITHHELD")
+            verdict = "CONSISTENT" if consistent else "INCONSISTENT"
         rules = {}
-        for r in RULES:
-            c = dict(self.c[r])
+        for r in self.rules:
+            c = dict(t.c[r])
             c["evaluable"] = c["skipped"] + c["shape_fallback"] != c["merges"]
             rules[r] = c
-        return {"rules": rules, "garbage": {"count": self.garbage, "float32_like": self.f32},
-                "fingerprint": {"consistent": consistent, "verdict": verdict},
-                "malformed": self.malformed, "capture_lost": self.lost}
+        return {"rules": rules, "garbage": {"count": t.garbage, "float32_like": t.f32},
+                "fingerprint": {"consistent": consistent, "verdict": verdict,
+                                "never_evaluated": never},
+                "malformed": self.malformed, "capture_lost": self.lost,
+                "capture_uncertain": self.uncertain, "uncertain_events": self.uncertain_events,
+                "gate": {"refused": t.gate_refused, "forced": t.gate_forced},
+                "duplicates": self.duplicates, "truncated": self.truncated}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-pos", type=int, default=0)
+    ap.add_argument("--rules", default=",".join(RULES))
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    r = Replay(a.max_pos)
+    rules = []
+    for r in a.rules.split(","):
+        r = parts_of(r)
+        if r not in rules:
+            rules.append(r)
+    rp = Replay(a.max_pos, rules)
     for p in a.files:
-        r.file(p)
-    json.dump(r.report(), sys.stdout, sort_keys=True, indent=2)
+        rp.file(p)
+    json.dump(rp.report(), sys.stdout, sort_keys=True, indent=2)
     sys.stdout.write("\n")
 
 

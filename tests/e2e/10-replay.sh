@@ -58,7 +58,7 @@ expect_rc 0 "$TTAUDIT" replay "$FIX/audit/capture-mixed.jsonl"
 contains "$T/out" "3 lines LOST by the capture"
 contains "$T/out" "WITHHELD over 2 events with \`taken\`; consistent with: batch lifetime"
 expect_rc 0 "$TTAUDIT" replay "$FIX/audit/slot-reuse.jsonl"
-contains "$T/out" "CONSISTENT over 1 events with \`taken\`; consistent with: prefilled"
+contains "$T/out" "WITHHELD over 1 events with \`taken\`; consistent with: prefilled; never evaluated (not ruled out): stamp"
 
 # 5. malformed input: named by file and line, counted, first 10 then a total
 expect_rc 0 "$TTAUDIT" replay --json "$FIX/bad/malformed.jsonl"
