@@ -8,6 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The members of the last line of one kind ("ev" value), in order: writers
+ * emit the same keys in the same order on every line, so the next line's
+ * member names are checked with one compare each instead of being read and
+ * looked up. A mismatch only costs the compare; the order is then relearned.
+ */
+#define SCAN_PRED_KINDS 8
+#define SCAN_PRED_FIELDS 32
+struct scan_pred {
+	char ev[16];
+	uint32_t ev_len;               /* 0: an empty entry */
+	uint32_t n;
+	uint64_t used;                 /* for replacing the least recently used */
+	uint8_t field[SCAN_PRED_FIELDS];
+	struct jdoc_scan_name name[SCAN_PRED_FIELDS];
+};
+
 struct event_decoder {
 	uint32_t max_slots;
 	/* each array holds max_slots entries */
@@ -18,6 +35,8 @@ struct event_decoder {
 	uint32_t *slot_req_len, *buf_req_len;
 	char *arena;                   /* event_scan: unescaped strings */
 	size_t cap_arena;
+	struct scan_pred *pred;        /* event_scan: member order of recent lines, by "ev" */
+	uint64_t tick;
 	void *block;                   /* one allocation behind the arrays */
 };
 
@@ -73,6 +92,7 @@ void event_decoder_free(struct event_decoder *dec)
 {
 	if (!dec)
 		return;
+	free(dec->pred);
 	free(dec->block);
 	free(dec->arena);
 	free(dec);
@@ -771,17 +791,49 @@ static int scan_other_member(struct jdoc_scan *sc, enum event_kind kind, enum sc
 	return jdoc_scan_skip(sc);
 }
 
+/* The prediction entry for an "ev" value (a new one when there is none). */
+static struct scan_pred *scan_pred_for(struct event_decoder *dec, const char *ev, uint32_t n,
+				       uint64_t tick)
+{
+	struct scan_pred *p, *old = NULL;
+	size_t i;
+
+	if (n > sizeof(p->ev))
+		return NULL;
+	if (!dec->pred && !(dec->pred = calloc(SCAN_PRED_KINDS, sizeof(*dec->pred))))
+		return NULL;
+	for (i = 0; i < SCAN_PRED_KINDS; i++) {
+		p = &dec->pred[i];
+		if (p->ev_len == n && p->ev[0] == ev[0] && !memcmp(p->ev, ev, n)) {
+			p->used = tick;
+			return p;
+		}
+		if (!old || p->used < old->used)
+			old = p;
+	}
+	memset(old, 0, sizeof(*old));
+	memcpy(old->ev, ev, n);
+	old->ev_len = n;
+	old->used = tick;
+	return old;
+}
+
 int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
 	       unsigned want, struct event *out)
 {
+	/* `"ev":` as the first member, in the little-endian words of jdoc_scan_name */
+	static const struct jdoc_scan_name ev_first = { { 0x3A22766522ull, 0, 0 },
+							{ 0xFFFFFFFFFFull, 0, 0 }, 5 };
 	struct jdoc_scan sc;
 	struct scan_merge x = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX,
 				UINT32_MAX, false, false, false, false, false };
+	struct scan_pred *pred;
 	uint64_t seen = 0, fields;
-	const char *key;
-	size_t klen;
+	const char *key, *keys[SCAN_PRED_FIELDS];
+	size_t klen, lens[SCAN_PRED_FIELDS];
+	uint8_t order[SCAN_PRED_FIELDS];
+	uint32_t i = 0, read = 0;
 	int rc;
-
 	if (dec->cap_arena < n + 1) {
 		size_t cap = n + 1 < 4096 ? 4096 : n + 1;
 		char *a = realloc(dec->arena, cap);
@@ -791,8 +843,10 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 		dec->cap_arena = cap;
 	}
 	jdoc_scan_init(&sc, s, n, max_depth, dec->arena, dec->cap_arena);
-	if (jdoc_scan_object(&sc) != 1 || jdoc_scan_key(&sc, &key, &klen) != 1 ||
-	    scan_field_of(key, klen) != SF_EV)
+	if (jdoc_scan_object(&sc) != 1)
+		return 0;
+	if (!jdoc_scan_key_is(&sc, &ev_first) &&
+	    (jdoc_scan_key(&sc, &key, &klen) != 1 || scan_field_of(key, klen) != SF_EV))
 		return 0;
 	memset(out, 0, sizeof(*out));
 	if (jdoc_scan_str(&sc, &out->ev, &out->ev_len) != 1)
@@ -802,8 +856,26 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 		out->u.ctx.ev = out->ev;
 	fields = scan_fields_of[out->kind];
 	seen = SFB(SF_EV);
-	while ((rc = jdoc_scan_key(&sc, &key, &klen)) == 1) {
-		enum scan_field f = scan_field_of(key, klen);
+	pred = scan_pred_for(dec, out->ev, out->ev_len, ++dec->tick);
+	for (;; i++) {
+		enum scan_field f;
+		if (pred && i < pred->n && jdoc_scan_key_is(&sc, &pred->name[i])) {
+			f = (enum scan_field)pred->field[i];
+		} else {
+			rc = jdoc_scan_key(&sc, &key, &klen);
+			if (rc < 0)
+				return 0;
+			if (rc == 0)
+				break;
+			f = scan_field_of(key, klen);
+			if (i < SCAN_PRED_FIELDS) {
+				keys[i] = key;
+				lens[i] = klen;
+				read |= 1u << i;
+			}
+		}
+		if (i < SCAN_PRED_FIELDS)
+			order[i] = (uint8_t)f;
 		if (f == SF_EV)
 			return 0;              /* a second "ev": the last one decides, in the tree */
 		if (!(fields & SFB(f))) {
@@ -819,9 +891,19 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 		if (rc < 0)
 			return 0;
 	}
-	if (rc < 0 || jdoc_scan_end(&sc) != 1)
+	if (jdoc_scan_end(&sc) != 1)
 		return 0;
 	if (out->kind == EVENT_MERGE && !scan_merge_finish(dec, &out->u.merge, &x))
 		return 0;
+	if (pred && (read || i != pred->n)) {
+		/* relearn the order from this line; the names that matched stay as they are */
+		uint32_t k, m = i < SCAN_PRED_FIELDS ? i : SCAN_PRED_FIELDS;
+		for (k = 0; k < m; k++) {
+			pred->field[k] = order[k];
+			if (read >> k & 1)
+				jdoc_scan_name_init(&pred->name[k], keys[k], lens[k], 0);
+		}
+		pred->n = m;
+	}
 	return 1;
 }

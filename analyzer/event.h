@@ -12,9 +12,10 @@
  * A struct event_decoder owns the arrays a decoded event points to; they stay
  * valid until the next decode on the same decoder. String pointers (slot_req,
  * arm ...) point into the struct jdoc the object came from (event_decode) or
- * into the decoder (event_scan) and live until the next parse or decode.
- * Every string is a byte string with a length beside it, NUL-terminated for
- * convenience; compare with the length (a JSON string may hold a NUL).
+ * into the decoder or the line itself (event_scan) and live until the next
+ * parse or decode. Every string is a byte string with a length beside it:
+ * compare and print with the length (a JSON string may hold a NUL). Those of
+ * event_decode are also NUL-terminated; the request ids of event_scan are not.
  */
 #ifndef TTAUDIT_EVENT_H
 #define TTAUDIT_EVENT_H

@@ -336,41 +336,143 @@ void rule_missing(const struct rule *r, const struct merge_event *m, const struc
 						need_names[b]);
 }
 
+/* The per-slot masks of slots [i, n) one by one (a window's tail, or every slot without AVX2). */
+static inline __attribute__((always_inline)) void
+window_slots(const struct merge_event *m, const struct rule_ctx *ctx, int64_t garbage_pos,
+	     uint32_t base, uint32_t i, uint32_t n, struct rule_window *out)
+{
+	const int64_t *host = m->host_pos + base, *dev = m->dev_pos + base;
+	int64_t max_pos = ctx->max_pos;
+
+	/* branch-free: each slot sets its bit in every mask */
+	for (; i < n; i++) {
+		int64_t h = host[i], d = dev[i];
+		uint64_t act = h != -1, match = d == h || (h < INT64_MAX && d == h + 1);
+		out->active |= act << i;
+		out->dev_active |= (uint64_t)(d != -1) << i;
+		out->bare |= (act & match) << i;
+		out->in_bound |= (uint64_t)(d >= -1 && d < max_pos) << i;
+		out->garbage |= (uint64_t)(d < -1 || d >= garbage_pos) << i;
+	}
+}
+
+/* A mask of the bytes flags[0..n) that are not 0. */
+static inline __attribute__((always_inline)) uint64_t window_bytes(const uint8_t *flags, uint32_t i,
+								   uint32_t n, uint64_t bits)
+{
+	for (; i < n; i++)
+		bits |= (uint64_t)(flags[i] != 0) << i;
+	return bits;
+}
+
+static inline __attribute__((always_inline)) uint64_t window_eq(const int64_t *a, const int64_t *b,
+								uint32_t i, uint32_t n, uint64_t bits)
+{
+	for (; i < n; i++)
+		bits |= (uint64_t)(a[i] == b[i]) << i;
+	return bits;
+}
+
+static void window_fill_plain(const struct merge_event *m, const struct rule_ctx *ctx,
+			      int64_t garbage_pos, uint32_t base, uint32_t n, struct rule_window *out)
+{
+	window_slots(m, ctx, garbage_pos, base, 0, n, out);
+	if (m->has_prefilled)
+		out->prefilled = window_bytes(m->prefilled + base, 0, n, 0);
+	if (m->has_slot_gen)
+		out->gen_eq = window_eq(m->slot_gen + base, m->buf_slot_gen + base, 0, n, 0);
+	if (m->has_taken)
+		out->taken = window_bytes(m->taken + base, 0, n, 0);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+static inline __attribute__((target("avx2"), always_inline)) uint64_t bits4(__m256i x)
+{
+	return (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(x));
+}
+
+/* The same masks, four slots to a compare (and 32 flags to a compare). */
+__attribute__((target("avx2"))) static void window_fill_avx2(const struct merge_event *m,
+							     const struct rule_ctx *ctx,
+							     int64_t garbage_pos, uint32_t base,
+							     uint32_t n, struct rule_window *out)
+{
+	const int64_t *host = m->host_pos + base, *dev = m->dev_pos + base;
+	const __m256i minus1 = _mm256_set1_epi64x(-1), minus2 = _mm256_set1_epi64x(-2);
+	const __m256i one = _mm256_set1_epi64x(1), top = _mm256_set1_epi64x(INT64_MAX);
+	const __m256i maxp = _mm256_set1_epi64x(ctx->max_pos), gpos = _mm256_set1_epi64x(garbage_pos);
+	uint64_t active = 0, dev_active = 0, bare = 0, in_b = 0, garbage = 0;
+	uint32_t i;
+
+	for (i = 0; i + 4 <= n; i += 4) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(host + i));
+		__m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(dev + i));
+		__m256i act = _mm256_cmpeq_epi64(h, minus1);          /* inactive, inverted below */
+		__m256i eq = _mm256_cmpeq_epi64(d, h);
+		__m256i eq1 = _mm256_andnot_si256(_mm256_cmpeq_epi64(h, top),
+						  _mm256_cmpeq_epi64(d, _mm256_add_epi64(h, one)));
+		__m256i ge = _mm256_cmpgt_epi64(d, minus2);           /* d >= -1 */
+		active |= bits4(act) << i;
+		dev_active |= bits4(_mm256_cmpeq_epi64(d, minus1)) << i;
+		bare |= bits4(_mm256_andnot_si256(act, _mm256_or_si256(eq, eq1))) << i;
+		in_b |= bits4(_mm256_and_si256(ge, _mm256_cmpgt_epi64(maxp, d))) << i;
+		garbage |= bits4(_mm256_and_si256(ge, _mm256_cmpgt_epi64(gpos, d))) << i;
+	}
+	/* the compares above marked the opposite of three masks, over the slots done */
+	{
+		uint64_t done = i == 64 ? ~0ull : (1ull << i) - 1;
+		out->active = ~active & done;
+		out->dev_active = ~dev_active & done;
+		out->bare = bare;
+		out->in_bound = in_b;
+		out->garbage = ~garbage & done;
+	}
+	window_slots(m, ctx, garbage_pos, base, i, n, out);
+	if (m->has_prefilled || m->has_taken) {
+		const __m256i z = _mm256_setzero_si256();
+		uint64_t pre = 0, tak = 0;
+		for (i = 0; i + 32 <= n; i += 32) {
+			if (m->has_prefilled)
+				pre |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+					_mm256_loadu_si256((const __m256i *)(const void *)(m->prefilled + base + i)), z)) << i;
+			if (m->has_taken)
+				tak |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+					_mm256_loadu_si256((const __m256i *)(const void *)(m->taken + base + i)), z)) << i;
+		}
+		if (m->has_prefilled)
+			out->prefilled = window_bytes(m->prefilled + base, i, n, pre);
+		if (m->has_taken)
+			out->taken = window_bytes(m->taken + base, i, n, tak);
+	}
+	if (m->has_slot_gen) {
+		const int64_t *a = m->slot_gen + base, *b = m->buf_slot_gen + base;
+		uint64_t eqs = 0;
+		for (i = 0; i + 4 <= n; i += 4)
+			eqs |= bits4(_mm256_cmpeq_epi64(
+				_mm256_loadu_si256((const __m256i *)(const void *)(a + i)),
+				_mm256_loadu_si256((const __m256i *)(const void *)(b + i)))) << i;
+		out->gen_eq = window_eq(a, b, i, n, eqs);
+	}
+}
+#endif
+
 void rule_window_fill(const struct merge_event *m, const struct rule_ctx *ctx,
 		      int64_t garbage_pos, uint32_t w, struct rule_window *out)
 {
-	uint32_t base = w * 64, n = m->n_host - base < 64 ? m->n_host - base : 64, i;
-	const int64_t *host = m->host_pos + base, *dev = m->dev_pos + base;
-	int64_t max_pos = ctx->max_pos;
-	uint64_t active = 0, dev_active = 0, bare = 0, in_b = 0, garbage = 0;
+	uint32_t base = w * 64, n = m->n_host - base < 64 ? m->n_host - base : 64;
 
-	/* one pass, branch-free: each slot sets its bit in every mask */
-	for (i = 0; i < n; i++) {
-		int64_t h = host[i], d = dev[i];
-		uint64_t act = h != -1, match = d == h || (h < INT64_MAX && d == h + 1);
-		active |= act << i;
-		dev_active |= (uint64_t)(d != -1) << i;
-		bare |= (act & match) << i;
-		in_b |= (uint64_t)(d >= -1 && d < max_pos) << i;
-		garbage |= (uint64_t)(d < -1 || d >= garbage_pos) << i;
-	}
+	memset(out, 0, sizeof(*out));
 	out->base = base;
 	out->n = n;
-	out->active = active;
-	out->dev_active = dev_active;
-	out->bare = bare;
-	out->in_bound = in_b;
-	out->garbage = garbage;
-	out->prefilled = out->gen_eq = out->taken = 0;
-	if (m->has_prefilled)
-		for (i = 0; i < n; i++)
-			out->prefilled |= (uint64_t)(m->prefilled[base + i] != 0) << i;
-	if (m->has_slot_gen)
-		for (i = 0; i < n; i++)
-			out->gen_eq |= (uint64_t)(m->slot_gen[base + i] == m->buf_slot_gen[base + i]) << i;
-	if (m->has_taken)
-		for (i = 0; i < n; i++)
-			out->taken |= (uint64_t)(m->taken[base + i] != 0) << i;
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("avx2")) {
+		window_fill_avx2(m, ctx, garbage_pos, base, n, out);
+		return;
+	}
+#endif
+	window_fill_plain(m, ctx, garbage_pos, base, n, out);
 }
 
 void rule_facts_fill(const struct merge_event *m, const struct rule_window *w0,

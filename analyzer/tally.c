@@ -116,7 +116,7 @@ static void garbage_note(struct tally_garbage *g, int64_t v, uint64_t n)
 	}
 }
 
-static inline uint64_t pop(uint64_t x)
+static inline __attribute__((always_inline)) uint64_t pop(uint64_t x)
 {
 	return (uint64_t)__builtin_popcountll(x);
 }
@@ -149,7 +149,13 @@ static void tally_observe(struct tally *t, size_t r, const struct merge_event *m
 	}
 }
 
-void tally_merge(struct tally *t, const struct merge_event *m, const char *file, long line)
+/*
+ * The body of tally_merge, inlined twice below: once built for the popcnt
+ * instruction (chosen at run time where the CPU has it) and once plain, since
+ * a population count per rule and class is most of what a merge costs.
+ */
+static inline __attribute__((always_inline)) void
+tally_merge_body(struct tally *t, const struct merge_event *m, const char *file, long line)
 {
 	struct rule_ctx ctx = { .max_pos = tally_max_pos(t) };
 	int64_t gpos = ctx.max_pos > 0 ? ctx.max_pos : TALLY_DEFAULT_GARBAGE_POS;
@@ -239,6 +245,31 @@ void tally_merge(struct tally *t, const struct merge_event *m, const char *file,
 		if (t->observer && n_subst[r])
 			tally_observe(t, r, m, &ctx, gpos, &f, file, line);
 	}
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("popcnt"))) static void
+tally_merge_popcnt(struct tally *t, const struct merge_event *m, const char *file, long line)
+{
+	tally_merge_body(t, m, file, line);
+}
+#endif
+
+static void tally_merge_plain(struct tally *t, const struct merge_event *m, const char *file,
+			      long line)
+{
+	tally_merge_body(t, m, file, line);
+}
+
+void tally_merge(struct tally *t, const struct merge_event *m, const char *file, long line)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("popcnt")) {
+		tally_merge_popcnt(t, m, file, line);
+		return;
+	}
+#endif
+	tally_merge_plain(t, m, file, line);
 }
 
 void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)

@@ -124,7 +124,7 @@ int jdoc_check(const char *s, size_t n, struct jdoc_check *out);
  * jdoc_parse. After -1 the scan is over and the caller uses jdoc_parse on the
  * same input, which then decides (and names the error) as it always has.
  */
-#define JDOC_SCAN_PAD 32
+#define JDOC_SCAN_PAD 64
 
 struct jdoc_scan {           /* on the caller's stack; members are private */
 	const char *s, *p, *end;
@@ -143,6 +143,21 @@ int jdoc_scan_object(struct jdoc_scan *sc);
  * object consumes '}' and returns 0.
  */
 int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len);
+/*
+ * A member name as written in compact JSON (`,"name":`, or `"name":` for an
+ * object's first member), to be recognized in one compare. Names of up to 20
+ * bytes; a longer one never matches.
+ */
+struct jdoc_scan_name {
+	uint64_t w[3], m[3];
+	uint8_t len;
+};
+void jdoc_scan_name_init(struct jdoc_scan_name *nm, const char *name, size_t n, int first);
+/*
+ * 1 when the next member is named nm, and then positions on its value like
+ * jdoc_scan_key; 0 when it is not (nothing consumed: ask jdoc_scan_key).
+ */
+int jdoc_scan_key_is(struct jdoc_scan *sc, const struct jdoc_scan_name *nm);
 /* After the root object: 1 when only whitespace is left, else -1. */
 int jdoc_scan_end(struct jdoc_scan *sc);
 /* Validates and passes over any value: 1, or -1. */
@@ -159,7 +174,11 @@ int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len);
  */
 int jdoc_scan_int_array(struct jdoc_scan *sc, int64_t *dst, size_t cap, uint32_t *n);
 int jdoc_scan_bool_array(struct jdoc_scan *sc, uint8_t *dst, size_t cap, uint32_t *n);
-/* Entries that are strings or null (NULL, length 0). */
+/*
+ * Entries that are strings or null (NULL, length 0). A string without
+ * escapes points into the input itself and is NOT NUL-terminated (use its
+ * length); one with escapes is unescaped into the arena.
+ */
 int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, size_t cap,
 			uint32_t *n);
 

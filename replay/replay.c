@@ -708,11 +708,12 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 		j->st = st;
 		return;
 	}
+	/* cleared once, and again after each error: the reader fills it only on one */
+	status_info_clear(&lsi);
 	for (;;) {
 		struct replay_proc *p;
 		const struct event *e;
 
-		status_info_clear(&lsi);
 		st = audit_reader_next(*rd, &it, &lsi);
 		if (st == STATUS_EOF) {
 			st = STATUS_OK;
@@ -726,6 +727,7 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 				break;
 			}
 			job_diag(j, &lsi);
+			status_info_clear(&lsi);
 			continue;
 		}
 		if (st) {
