@@ -505,6 +505,7 @@ static enum scan_field scan_field_of(const char *k, size_t n)
 	case 2:
 		if (SF_IS("ev")) return SF_EV;
 		if (SF_IS("dp")) return SF_DP;
+		if (SF_IS("op")) return SF_OP;
 		break;
 	case 3:
 		if (SF_IS("gen")) return SF_GEN;

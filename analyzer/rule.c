@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jdoc.h"
 #include "tally.h"
 
 /* The allowed set on a window: g holds the active set on entry. */
@@ -467,7 +468,7 @@ void rule_window_fill(const struct merge_event *m, const struct rule_ctx *ctx,
 	out->base = base;
 	out->n = n;
 #if defined(__x86_64__) && defined(__GNUC__)
-	if (__builtin_cpu_supports("avx2")) {
+	if (jdoc_simd_avx2()) {
 		window_fill_avx2(m, ctx, garbage_pos, base, n, out);
 		return;
 	}

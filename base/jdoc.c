@@ -817,6 +817,22 @@ static inline __attribute__((always_inline)) const char *js_str_stop16(const cha
 #endif
 }
 
+static int jdoc_simd_allowed = 1;
+
+void jdoc_simd(int allow)
+{
+	jdoc_simd_allowed = allow != 0;
+}
+
+int jdoc_simd_avx2(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	return jdoc_simd_allowed && __builtin_cpu_supports("avx2");
+#else
+	return 0;
+#endif
+}
+
 void jdoc_scan_init(struct jdoc_scan *sc, const char *s, size_t n, unsigned max_depth,
 		    char *arena, size_t arena_len)
 {
@@ -1158,10 +1174,15 @@ static inline __attribute__((always_inline)) int64_t js_entry_value(const char *
 
 	if (__builtin_expect(d <= 8, 1)) {
 		mag = js_eight_digits(js_load64(q) << (64 - 8 * d));
-	} else {
-		/* 9 to 18 digits: the first d - 8, then the last 8 */
+	} else if (d <= 16) {
+		/* 9 to 16 digits: the first d - 8, then the last 8 */
 		mag = js_eight_digits(js_load64(q) << (64 - 8 * (d - 8))) * 100000000u +
 		      js_eight_digits(js_load64(q + d - 8));
+	} else {
+		size_t i;
+		/* 17 or 18 digits: below 10^18, no overflow */
+		for (mag = 0, i = 0; i < d; i++)
+			mag = mag * 10 + (uint64_t)(q[i] - '0');
 	}
 	/* branch-free: signs vary from entry to entry */
 	return (int64_t)((mag ^ (0 - (uint64_t)neg)) + neg);
@@ -1415,7 +1436,7 @@ int jdoc_scan_int_array(struct jdoc_scan *sc, int64_t *dst, size_t cap, uint32_t
 	if (sc->p[0] == '[' && sc->depth + 1 <= sc->max_depth && sc->p[1] != ']' &&
 	    (unsigned char)sc->p[1] > ' ') {
 #if JDOC_AVX2
-		if (__builtin_cpu_supports("avx2")) {
+		if (jdoc_simd_avx2()) {
 			if (js_int_array_blocks_avx2(sc, sc->p + 1, dst, cap, n))
 				return 1;
 		} else

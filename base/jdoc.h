@@ -126,6 +126,15 @@ int jdoc_check(const char *s, size_t n, struct jdoc_check *out);
  */
 #define JDOC_SCAN_PAD 64
 
+/*
+ * The scanner (and the analyzer's slot masks) use AVX2 where the CPU has it.
+ * jdoc_simd(0) makes them use their portable code instead, so that tests can
+ * hold both to the same results; call it before any scan, not while threads
+ * scan. jdoc_simd_avx2() says which is in use.
+ */
+void jdoc_simd(int allow);
+int jdoc_simd_avx2(void);
+
 struct jdoc_scan {           /* on the caller's stack; members are private */
 	const char *s, *p, *end;
 	unsigned depth, max_depth;

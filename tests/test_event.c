@@ -1,4 +1,9 @@
-/* test_event.c - decoding audit events, and the messages for malformed ones. */
+/*
+ * test_event.c - decoding audit events, and the messages for malformed ones.
+ * Every line decoded here also goes through the scanner (event_scan), with
+ * AVX2 and with portable code: where it takes the line it must give the
+ * tree's event exactly (tests/eventcmp.h).
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,9 +14,11 @@
 #include <cmocka.h>
 
 #include "event.h"
+#include "eventcmp.h"
 
-static struct jdoc *doc;
-static struct event_decoder *dec;
+static struct jdoc *doc, *cmp_doc;
+static struct event_decoder *dec, *tree_dec, *scan_dec;
+static long n_scanned;   /* lines the scanner took, over the suite */
 static struct event ev;
 static struct status_info si;
 
@@ -19,20 +26,47 @@ static int setup(void **state)
 {
 	(void)state;
 	doc = jdoc_new(1 << 20);
+	cmp_doc = jdoc_new(1 << 20);
 	dec = event_decoder_new();
-	return doc && dec ? 0 : -1;
+	tree_dec = event_decoder_new();
+	scan_dec = event_decoder_new();
+	return doc && dec && cmp_doc && tree_dec && scan_dec ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	jdoc_free(doc);
+	jdoc_free(cmp_doc);
 	event_decoder_free(dec);
+	event_decoder_free(tree_dec);
+	event_decoder_free(scan_dec);
 	return 0;
+}
+
+/* The scanner and the tree on one line, with both forms of the scanner and both wants. */
+static int scan_agrees(const char *line, size_t n)
+{
+	char why[256];
+	int simd, scanned = 0, any = 0;
+	unsigned want;
+
+	for (simd = 0; simd < 2; simd++)
+		for (want = 0; want <= EVENT_WANT_TOKENS; want += EVENT_WANT_TOKENS) {
+			jdoc_simd(simd);
+			if (!eventcmp_line(cmp_doc, tree_dec, scan_dec, line, n, JDOC_MAX_DEPTH, want,
+					   &scanned, why, sizeof(why)))
+				fail_msg("scanner and tree differ on '%.200s': %s", line, why);
+			any |= scanned;
+		}
+	jdoc_simd(1);
+	n_scanned += any;
+	return any;
 }
 
 static enum status decode(const char *line)
 {
+	scan_agrees(line, strlen(line));
 	status_info_clear(&si);
 	assert_int_equal(jdoc_parse(doc, line, strlen(line), &si), STATUS_OK);
 	status_info_clear(&si);
@@ -425,9 +459,119 @@ static void test_decoder_reuse(void **state)
 	assert_int_equal(m->prefilled[1], 0);
 }
 
+/* NUL inside ev, and the new events and fields (gate, trace, dp, rank). */
+static void test_lengths_and_new_events(void **state)
+{
+	static const char nul_merge[] = "{\"ev\":\"merge\\u0000\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1]}";
+	const struct merge_event *m = &ev.u.merge;
+
+	(void)state;
+	assert_int_equal(decode(nul_merge), STATUS_OK);
+	assert_int_equal(ev.kind, EVENT_OTHER);
+	assert_int_equal(ev.ev_len, 6);
+	assert_memory_equal(ev.ev, "merge\0", 6);
+	assert_int_equal(decode("{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],"
+				"\"slot_req\":[\"a\\u0000b\"],\"buf_req\":[\"a\\u0000c\"],\"dp\":2,\"rank\":0}"),
+			 STATUS_OK);
+	assert_int_equal(m->slot_req_len[0], 3);
+	assert_memory_equal(m->slot_req[0], "a\0b", 3);
+	assert_memory_equal(m->buf_req[0], "a\0c", 3);
+	assert_true(m->has_dp && m->dp == 2 && m->has_rank && m->rank == 0);
+	assert_int_equal(decode("{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],\"dp\":-1}"),
+			 STATUS_PARSE);
+	assert_string_equal(si.msg, "dp is negative");
+	assert_int_equal(decode("{\"ev\":\"gate\",\"step\":10,\"keep\":false,\"supports_async_decode\":false,"
+				"\"force\":false,\"reason\":\"model does not declare supports_async_decode\"}"),
+			 STATUS_OK);
+	assert_int_equal(ev.kind, EVENT_GATE);
+	assert_true(ev.u.gate.has_keep && !ev.u.gate.keep && ev.u.gate.has_step);
+	assert_int_equal(ev.u.gate.step, 10);
+	assert_int_equal(ev.u.gate.reason_len, 44);
+	assert_int_equal(decode("{\"ev\":\"gate\",\"step\":11,\"keep\":true,\"force\":true,\"dp\":1}"), STATUS_OK);
+	assert_true(ev.u.gate.keep && ev.u.gate.force && ev.u.gate.dp == 1);
+	assert_int_equal(decode("{\"ev\":\"gate\",\"keep\":\"no\"}"), STATUS_PARSE);
+	assert_string_equal(si.msg, "keep is not a boolean (string)");
+	assert_int_equal(decode("{\"ev\":\"trace\",\"step\":10,\"op\":\"restage\",\"key\":\"(True, 8)\",\"dp\":0}"),
+			 STATUS_OK);
+	assert_int_equal(ev.kind, EVENT_CONTEXT);
+	assert_true(event_str_is(ev.u.ctx.op, ev.u.ctx.op_len, "restage"));
+	assert_true(event_str_is(ev.u.ctx.key, ev.u.ctx.key_len, "(True, 8)"));
+	assert_true(ev.u.ctx.has_dp);
+	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":7,\"rank\":3}"), STATUS_OK);
+	assert_true(ev.u.config.has_rank && ev.u.config.rank == 3);
+}
+
+/* Forms the scanner leaves to the tree, and forms it reads: the same events either way. */
+static void test_scanner_forms(void **state)
+{
+	static const char *const declined[] = {
+		"{\"step\":1,\"ev\":\"merge\",\"host_pos\":[1],\"dev_pos\":[1]}",   /* ev not first */
+		"{\"ev\":\"merge\",\"st\\u0065p\":1,\"host_pos\":[1],\"dev_pos\":[1]}", /* escaped name */
+		"{\"ev\":\"merge\",\"step\":1,\"step\":2,\"host_pos\":[1],\"dev_pos\":[1]}", /* twice */
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],\"ev\":\"x\"}",
+		"{\"ev\":\"merge\",\"step\":1.0,\"host_pos\":[1],\"dev_pos\":[1]}",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[01],\"dev_pos\":[1]}",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],\"taken\":[1]}",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[9223372036854775808]}",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1]} x",
+	};
+	static const char *const taken[] = {
+		"{\"ev\":\"merge\",\"step\":-9223372036854775808,\"host_pos\":[-1,0,9223372036854775807],"
+		"\"dev_pos\":[-9223372036854775808,-0,123456789012345678,1,2],\"prefilled\":[5,-1,0]}",
+		"{ \"ev\" : \"merge\" , \"step\" : 1 , \"host_pos\" : [ 1 , 2 ] , \"dev_pos\" : [ 1 ,2 ] }\r",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1,2],\"dev_pos\":[1,2],\"slot_req\":[\"\\ud800\",\"\\\"q\"],"
+		"\"buf_req\":[\"\\udbff\",null],\"x\":{\"y\":[1,\"z\",[true,null]]},\"t\":1e3}",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],\"slot_req\":[\"a-very-long-request-id-0123456789\"],"
+		"\"buf_req\":[\"a-very-long-request-id-0123456789\"],\"t\":99999999999999999999}",
+		"{\"ev\":\"decode\",\"step\":3,\"slots\":[0,1,2]}",
+		"{\"ev\":\"heartbeat\",\"anything\":[[[[1]]]]}",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(declined) / sizeof(declined[0]); i++)
+		if (scan_agrees(declined[i], strlen(declined[i])))
+			fail_msg("the scanner took '%s'", declined[i]);
+	for (i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+		if (!scan_agrees(taken[i], strlen(taken[i])))
+			fail_msg("the scanner declined '%s'", taken[i]);
+	/* a long merge: arrays crossing 64-byte blocks, entries of every length */
+	{
+		char line[8192];
+		size_t n = 0, k;
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "{\"ev\":\"merge\",\"step\":7");
+		for (k = 0; k < 4; k++) {
+			static const char *const keys[] = { "host_pos", "dev_pos", "slot_gen", "buf_slot_gen" };
+			int64_t v = 1;
+			int j;
+			n += (size_t)snprintf(line + n, sizeof(line) - n, ",\"%s\":[", keys[k]);
+			for (j = 0; j < 40; j++) {
+				n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%lld", j ? "," : "",
+						      (long long)((j % 3 ? 1 : -1) * (v + (int64_t)k)));
+				v = v * 7 + j;
+				if (v > INT64_MAX / 10)
+					v = j;
+			}
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "]");
+		}
+		snprintf(line + n, sizeof(line) - n, "}");
+		if (!scan_agrees(line, strlen(line)))
+			fail_msg("the scanner declined the long merge");
+	}
+}
+
+/* Last: the lines of the other tests were not all declined (the check above is not idle). */
+static void test_scanner_took_lines(void **state)
+{
+	(void)state;
+	assert_true(n_scanned >= 30);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lengths_and_new_events),
+		cmocka_unit_test(test_scanner_forms),
 		cmocka_unit_test(test_merge_full),
 		cmocka_unit_test(test_merge_minimal),
 		cmocka_unit_test(test_merge_pairs),
@@ -437,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_other_and_bad_ev),
 		cmocka_unit_test(test_decoder_reuse),
+		cmocka_unit_test(test_scanner_took_lines),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

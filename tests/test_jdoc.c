@@ -568,9 +568,201 @@ static void test_check_agrees_with_get(void **state)
 	}
 }
 
+/* --- the scanner ----------------------------------------------------------- */
+
+/* The input in a buffer with the NUL and padding the scanner wants; freed by the caller. */
+static char *padded(const char *text, size_t *n)
+{
+	char *b;
+
+	*n = strlen(text);
+	b = calloc(1, *n + 1 + JDOC_SCAN_PAD);
+	assert_non_null(b);
+	memcpy(b, text, *n);
+	return b;
+}
+
+/*
+ * The integer array `text` read by jdoc_scan_int_array (AVX2 and portable)
+ * and by jdoc_parse: the same acceptance and the same values. Returns the
+ * scanner's result (1 read, -1 declined).
+ */
+static int int_array_agrees(const char *text, size_t cap)
+{
+	static int64_t got[2][4096];
+	static char arena[1 << 16];
+	struct status_info si;
+	uint32_t n[2] = { 0, 0 };
+	int rc[2], simd, tree_ok;
+	size_t len, i;
+	char *b = padded(text, &len);
+
+	for (simd = 0; simd < 2; simd++) {
+		struct jdoc_scan sc;
+		jdoc_simd(simd);
+		jdoc_scan_init(&sc, b, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+		sc.depth = 1;   /* as inside an object */
+		rc[simd] = jdoc_scan_int_array(&sc, got[simd], cap, &n[simd]);
+		if (rc[simd] == 1 && sc.p != b + len)
+			rc[simd] = -2;   /* stopped early: the caller's end check would decline */
+	}
+	jdoc_simd(1);
+	if (rc[0] != rc[1] || (rc[0] == 1 && (n[0] != n[1] || memcmp(got[0], got[1], n[0] * 8))))
+		fail_msg("AVX2 and portable scanners differ on '%.200s' (%d %d)", text, rc[0], rc[1]);
+	tree_ok = jdoc_parse(doc, b, len, &si) == STATUS_OK && jdoc_root(doc)->type == JT_ARR;
+	if (tree_ok) {
+		const struct jval *v = jdoc_root(doc), *e;
+		for (e = jdoc_kid(doc, v), i = 0; e; e = jdoc_next(doc, e), i++)
+			if (e->type != JT_INT)
+				tree_ok = 0;
+		if (v->n > cap)
+			tree_ok = 0;
+		if (tree_ok && rc[0] == 1) {
+			assert_int_equal(n[0], v->n);
+			for (e = jdoc_kid(doc, v), i = 0; e; e = jdoc_next(doc, e), i++)
+				if (got[0][i] != e->u.i)
+					fail_msg("'%.200s'[%zu]: scanner %lld, tree %lld", text, i,
+						 (long long)got[0][i], (long long)e->u.i);
+		}
+	}
+	if ((rc[0] == 1) != tree_ok)
+		fail_msg("'%.200s': the scanner says %d, the tree %s", text, rc[0],
+			 tree_ok ? "an int array" : "no int array");
+	free(b);
+	return rc[0];
+}
+
+static void test_scan_int_arrays(void **state)
+{
+	static const char *const cases[] = {
+		"[1]", "[-1]", "[0]", "[-0]", "[]", "[ ]", "[1, 2]", "[ 1,2 ]", "[1,2 ]",
+		"[01]", "[-01]", "[1,]", "[,1]", "[1,,2]", "[-]", "[--1]", "[1-2]", "[1.5]", "[1e3]",
+		"[1E3]", "[\"1\"]", "[true]", "[null]", "[[1]]", "[1]x", "[1",
+		"[9223372036854775807,-9223372036854775808]", "[9223372036854775808]",
+		"[-9223372036854775809]", "[99999999999999999999]", "[12345678]", "[123456789]",
+		"[1234567890123456]", "[12345678901234567]", "[123456789012345678]",
+		"[1234567890123456789]", "[-1234567]", "[-12345678]", "[-123456789012345678]",
+		"[1206993122,128852,-1,-1]",
+	};
+	char big[8192];
+	size_t i, n;
+	unsigned seed = 12345;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		int_array_agrees(cases[i], 4096);
+	/* the cap: exactly cap entries, one more */
+	assert_int_equal(int_array_agrees("[1,2,3]", 3), 1);
+	assert_int_equal(int_array_agrees("[1,2,3]", 2), -1);
+	/* random arrays: entries of every length, crossing 64-byte blocks, now and then bad */
+	for (i = 0; i < 3000; i++) {
+		size_t k, entries = 1 + (i % 97);
+		n = 0;
+		big[n++] = '[';
+		for (k = 0; k < entries && n < sizeof(big) - 64; k++) {
+			unsigned r;
+			int d, j;
+			seed = seed * 1103515245u + 12345u;
+			r = seed >> 8;
+			if (k)
+				big[n++] = ',';
+			if (r % 3 == 0)
+				big[n++] = '-';
+			d = 1 + (int)(r / 3 % 20);
+			for (j = 0; j < d; j++)
+				big[n++] = (char)('0' + (j == 0 && d > 1 ? 1 + (r >> 5) % 9 : (r >> (j % 24)) % 10));
+			if (i % 50 == 7 && k == entries / 2)
+				big[n++] = "x. e-0 "[(r >> 3) % 7];
+		}
+		big[n++] = ']';
+		big[n] = '\0';
+		int_array_agrees(big, 4096);
+	}
+}
+
+static void test_scan_members(void **state)
+{
+	static char arena[4096];
+	struct jdoc_scan sc;
+	struct jdoc_scan_name first, second, other;
+	const char *key, *z[4];
+	uint32_t lens[4], n;
+	size_t klen, len;
+	int64_t v;
+	int b;
+	char *s = padded("{\"a\":1,\"long_name\":[\"x\",null,\"y\\u0041\"],\"c\":true} ", &len);
+
+	(void)state;
+	jdoc_scan_name_init(&first, "a", 1, 1);
+	jdoc_scan_name_init(&second, "long_name", 9, 0);
+	jdoc_scan_name_init(&other, "c", 1, 1);   /* the first-member form: never after a value */
+	jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_object(&sc), 1);
+	assert_int_equal(jdoc_scan_key_is(&sc, &second), 0);   /* not consumed */
+	assert_int_equal(jdoc_scan_key_is(&sc, &first), 1);
+	assert_int_equal(jdoc_scan_int(&sc, &v), 1);
+	assert_int_equal(v, 1);
+	assert_int_equal(jdoc_scan_key_is(&sc, &second), 1);
+	assert_int_equal(jdoc_scan_str_array(&sc, z, lens, 4, &n), 1);
+	assert_int_equal(n, 3);
+	assert_int_equal(lens[0], 1);
+	assert_ptr_equal(z[0], s + 21);          /* a plain string stays in the input */
+	assert_null(z[1]);
+	assert_int_equal(lens[2], 2);
+	assert_memory_equal(z[2], "yA", 3);        /* an escaped one is unescaped, NUL-terminated */
+	assert_int_equal(jdoc_scan_key_is(&sc, &other), 0);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+	assert_int_equal(klen, 1);
+	assert_int_equal(jdoc_scan_bool(&sc, &b), 1);
+	assert_true(b);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 0);
+	assert_int_equal(jdoc_scan_end(&sc), 1);
+	free(s);
+
+	/* a name too long to predict never matches; a name with an escape is declined */
+	jdoc_scan_name_init(&other, "a_name_of_twenty_one_", 21, 0);
+	assert_int_equal(other.len, 0);
+	s = padded("{\"\\u0061\":1}", &len);
+	jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_object(&sc), 1);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), -1);
+	free(s);
+
+	/* the nesting cap holds in skipped values as in the tree */
+	s = padded("{\"x\":[[1]]}", &len);
+	jdoc_scan_init(&sc, s, len, 2, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_object(&sc), 1);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+	assert_int_equal(jdoc_scan_skip(&sc), -1);
+	jdoc_scan_init(&sc, s, len, 3, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_object(&sc), 1);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+	assert_int_equal(jdoc_scan_skip(&sc), 1);
+	free(s);
+
+	/* numbers read as the tree reads them */
+	{
+		double d;
+		s = padded("{\"t\":1.5e3,\"u\":-7,\"w\":1e999}", &len);
+		jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+		assert_int_equal(jdoc_scan_object(&sc), 1);
+		assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+		assert_int_equal(jdoc_scan_number(&sc, &d), 1);
+		assert_true(d == 1500.0);
+		assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+		assert_int_equal(jdoc_scan_number(&sc, &d), 1);
+		assert_true(d == -7.0);
+		assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+		assert_int_equal(jdoc_scan_int(&sc, &v), -1);   /* not an int64 literal */
+		free(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scan_int_arrays),
+		cmocka_unit_test(test_scan_members),
 		cmocka_unit_test(test_scalars),
 		cmocka_unit_test(test_int64_limits),
 		cmocka_unit_test(test_floats),

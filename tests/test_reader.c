@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
@@ -480,10 +481,211 @@ static void test_gzip(void **state)
 		while ((st = audit_reader_next(r, &it, &si)) == STATUS_OK || st == STATUS_PARSE)
 			got++;
 		assert_true(got > 0 && got < 20000);
-		assert_true(st == STATUS_IO || st == STATUS_EOF);
+		/* a cut stream is never a quiet end: it is said, with the lines read before it */
+		assert_int_equal(st, STATUS_IO);
+		assert_true(audit_reader_stats(r)->truncated);
+		{
+			char want[128];
+			snprintf(want, sizeof(want), "truncated gzip after %ld lines (", got);
+			assert_non_null(strstr(si.msg, want));
+		}
+		assert_int_equal(audit_reader_next(r, &it, &si), STATUS_IO);   /* and it stays so */
+		assert_int_equal((long)audit_reader_stats(r)->lines, got);
 		audit_reader_free(r);
 		free(buf);
 	}
+}
+
+/* Reads a file to its end: the status that ended it, and the lines read. */
+static enum status drain(const char *path, bool scan, long *lines, char *msg, size_t n)
+{
+	struct audit_reader_opts o = { .scan = scan };
+	struct audit_reader *r = NULL;
+	struct audit_item it;
+	struct status_info si;
+	enum status st;
+
+	status_info_clear(&si);
+	if ((st = audit_reader_open(&r, path, &o, &si)))
+		return st;
+	while ((st = audit_reader_next(r, &it, &si)) == STATUS_OK || st == STATUS_PARSE ||
+	       st == STATUS_LIMIT)
+		;
+	*lines = (long)audit_reader_stats(r)->lines;
+	snprintf(msg, n, "%s", si.msg);
+	audit_reader_free(r);
+	return st;
+}
+
+static size_t gz_of(const char *text, unsigned char *out, size_t cap)
+{
+	z_stream zs;
+	size_t n;
+
+	memset(&zs, 0, sizeof(zs));
+	assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (Bytef *)(uintptr_t)text;
+	zs.avail_in = (uInt)strlen(text);
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	n = cap - zs.avail_out;
+	deflateEnd(&zs);
+	return n;
+}
+
+/* Members one after another; a cut or garbage anywhere after the first is said. */
+static void test_gzip_members(void **state)
+{
+	static const char m1[] = "{\"ev\":\"decode\",\"step\":1}\n{\"ev\":\"decode\",\"step\":2}\n";
+	static const char m2[] = "{\"ev\":\"decode\",\"step\":3}\n";
+	unsigned char a[256], b[256], buf[1024];
+	size_t na = gz_of(m1, a, sizeof(a)), nb = gz_of(m2, b, sizeof(b)), cut;
+	char msg[600];
+	long lines;
+	int scan;
+
+	(void)state;
+	memcpy(buf, a, na);
+	memcpy(buf + na, b, nb);
+	for (scan = 0; scan < 2; scan++) {
+		assert_int_equal(drain(testutil_write("two.gz", (char *)buf, na + nb), scan, &lines, msg,
+				       sizeof(msg)), STATUS_EOF);
+		assert_int_equal(lines, 3);
+		/* cut inside the second member, at every length */
+		for (cut = 1; cut < nb; cut++) {
+			char want[64];
+			assert_int_equal(drain(testutil_write("cut.gz", (char *)buf, na + cut), scan, &lines,
+					       msg, sizeof(msg)), STATUS_IO);
+			/* the third line counts once its bytes came out whole (a cut in the trailer) */
+			assert_true(lines == 2 || (lines == 3 && cut > nb - 10));
+			snprintf(want, sizeof(want), "truncated gzip after %ld lines (", lines);
+			if (strncmp(msg, want, strlen(want)))
+				fail_msg("cut at %zu: '%s'", cut, msg);
+		}
+		/* garbage after a whole member */
+		memcpy(buf + na, "junk", 4);
+		assert_int_equal(drain(testutil_write("junk.gz", (char *)buf, na + 4), scan, &lines, msg,
+				       sizeof(msg)), STATUS_IO);
+		assert_string_equal(msg, "truncated gzip after 2 lines (incorrect header check)");
+		memcpy(buf + na, b, nb);
+		/* a corrupt byte inside the first member */
+		buf[na / 2] ^= 0x55;
+		assert_int_equal(drain(testutil_write("bad.gz", (char *)buf, na + nb), scan, &lines, msg,
+				       sizeof(msg)), STATUS_IO);
+		assert_non_null(strstr(msg, "truncated gzip after"));
+		buf[na / 2] ^= 0x55;
+	}
+}
+
+/* A byte order mark before the first line is skipped and noted; elsewhere it is malformed. */
+static void test_bom(void **state)
+{
+	const char *path = WRITE("bom.jsonl", "\xef\xbb\xbf{\"ev\":\"config\",\"max_model_len\":9}\n"
+					      "\xef\xbb\xbf{\"ev\":\"decode\"}\n");
+	struct audit_reader *r = open_ok(path, 0);
+
+	(void)state;
+	assert_string_equal(read_all(r), "E1c !2");
+	assert_true(audit_reader_stats(r)->bom);
+	audit_reader_free(r);
+}
+
+/* The capture records of interfaces C: uncertain apart from lost, end, partial, invalid bytes. */
+static void test_capture_records(void **state)
+{
+	const char *path = WRITE("records.jsonl",
+		"{\"src\":\"uncertain\",\"pid\":3,\"count\":2,\"record\":{\"src\":\"audit\",\"pid\":3,"
+		"\"event\":{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1]}}}\n"
+		"{\"src\":\"uncertain\",\"pid\":3,\"count\":1,\"reason\":\"no record\"}\n"
+		"{\"src\":\"uncertain\",\"pid\":3}\n"
+		"{\"src\":\"lost\",\"count\":5}\n"
+		"{\"src\":\"line\",\"pid\":3,\"text\":\"x\",\"partial\":true,\"invalid_utf8\":4}\n"
+		"{\"src\":\"audit\",\"pid\":3,\"partial\":true,\"event\":{\"ev\":\"decode\"}}\n"
+		"{\"src\":\"end\",\"pid\":3,\"how\":\"signal\",\"signal\":9,\"by\":\"parent\"}\n"
+		"{\"src\":\"end\",\"pid\":4,\"how\":\"exit\",\"code\":1}\n"
+		"{\"src\":\"audit\\u0000\",\"pid\":3,\"event\":{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1]}}\n");
+	struct audit_reader *r = open_ok(path, 0);
+	const struct audit_reader_stats *st;
+	struct audit_item it;
+	struct status_info si;
+	int ends = 0;
+
+	(void)state;
+	while (audit_reader_next(r, &it, &si) != STATUS_EOF) {
+		if (!it.has_end)
+			continue;
+		if (!ends++) {
+			assert_true(event_str_is(it.end.how, it.end.how_len, "signal"));
+			assert_true(it.end.has_signal && it.end.signal == 9);
+			assert_true(event_str_is(it.end.by, it.end.by_len, "parent"));
+		} else {
+			assert_true(event_str_is(it.end.how, it.end.how_len, "exit"));
+			assert_true(it.end.has_code && it.end.code == 1 && !it.end.has_signal);
+		}
+	}
+	st = audit_reader_stats(r);
+	assert_int_equal(ends, 2);
+	assert_int_equal(st->capture_uncertain, 3);
+	assert_int_equal(st->uncertain_events, 1);
+	assert_int_equal(st->capture_lost, 5);
+	assert_int_equal(st->malformed, 1);      /* the uncertain record without a count */
+	assert_int_equal(st->partial, 2);
+	assert_int_equal(st->invalid_utf8, 4);
+	assert_int_equal(st->events, 1);         /* only the partial audit's decode; audit\0 is no audit */
+	audit_reader_free(r);
+}
+
+/* The scan mode: no tree for the lines it reads, the same items otherwise; reopen; identity; hash. */
+static void test_scan_mode_and_reopen(void **state)
+{
+	struct audit_reader_opts o = { .scan = true };
+	const char *path = WRITE("scan.jsonl", plain);
+	struct audit_reader *r = NULL, *t = NULL;
+	struct status_info si;
+	unsigned char z[4096];
+	dev_t dev;
+	ino_t ino;
+	struct stat stt;
+	uint64_t h_plain, h_gz;
+
+	(void)state;
+	assert_int_equal(audit_reader_open(&r, path, &o, &si), STATUS_OK);
+	{
+		struct audit_item it;
+		int scanned = 0;
+		enum status st;
+		while ((st = audit_reader_next(r, &it, &si)) != STATUS_EOF)
+			if (st == STATUS_OK && it.has_event && !it.doc)
+				scanned++;
+		assert_true(scanned >= 4);
+	}
+	assert_string_equal(stats_str(r),
+			    "lines 12 blank 2 events 5 other 1 malformed 4 ignored 1 capture 0 lost 0");
+	h_plain = audit_reader_content_hash(r);
+	audit_reader_identity(r, &dev, &ino);
+	assert_int_equal(stat(path, &stt), 0);
+	assert_true(dev == stt.st_dev && ino == stt.st_ino);
+	/* reopened on the same content compressed: same lines, same content hash */
+	assert_int_equal(audit_reader_reopen(r, testutil_write("scan.jsonl.gz", (char *)z,
+			 gz_of(plain, z, sizeof(z))), &si), STATUS_OK);
+	assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+	h_gz = audit_reader_content_hash(r);
+	assert_true(h_plain == h_gz);
+	assert_true(audit_reader_stats(r)->gzip);
+	/* reopened on a missing file: nothing to read, and it can be reopened again */
+	assert_int_equal(audit_reader_reopen(r, "/nonexistent/x", &si), STATUS_IO);
+	assert_int_equal(audit_reader_next(r, &(struct audit_item){ 0 }, &si), STATUS_EOF);
+	assert_int_equal(audit_reader_reopen(r, path, &si), STATUS_OK);
+	assert_true(audit_reader_content_hash(r) != h_plain);   /* nothing read yet */
+	read_all(r);
+	assert_true(audit_reader_content_hash(r) == h_plain);
+	/* a different content hashes differently */
+	t = open_ok(WRITE("other.jsonl", "{\"ev\":\"decode\"}\n"), 0);
+	read_all(t);
+	assert_true(audit_reader_content_hash(t) != h_plain);
+	audit_reader_free(t);
+	audit_reader_free(r);
 }
 
 static void test_stdin(void **state)
@@ -629,6 +831,10 @@ int main(void)
 		cmocka_unit_test(test_line_cap),
 		cmocka_unit_test(test_empty_and_blank),
 		cmocka_unit_test(test_gzip),
+		cmocka_unit_test(test_gzip_members),
+		cmocka_unit_test(test_bom),
+		cmocka_unit_test(test_capture_records),
+		cmocka_unit_test(test_scan_mode_and_reopen),
 		cmocka_unit_test(test_stdin),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_open_alloc_failures),

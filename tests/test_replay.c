@@ -19,6 +19,7 @@
 static const char *const fixtures[] = {
 	"capture-mixed", "garbage-drift", "incident-confirmed", "legacy-positions-only",
 	"residual-coinciding", "residual-step202", "shape-fallback", "slot-reuse",
+	"capture-two-servers", "capture-dp-drift", "gate-refused", "capture-uncertain",
 };
 
 
@@ -199,8 +200,8 @@ static void test_fixtures_match_expected(void **state)
 		checked += compare_expected(r, fixtures[i]);
 		replay_free(r);
 	}
-	/* 8 fixtures x (6 rules x 11 values + garbage, malformed, lost, verdict) at least */
-	assert_true(checked >= 8 * (66 + 6));
+	/* 12 fixtures x (6 rules x 11 values + garbage, malformed, lost, verdict) at least */
+	assert_true(checked >= 12 * (66 + 6));
 }
 
 /* The spec's known cases, stated here as well as in the expected files. */
@@ -528,6 +529,162 @@ static void test_unreadable_and_bad_opts(void **state)
 	replay_free(NULL);
 }
 
+/* A whole report as text and JSON, for comparing two replays byte for byte. */
+static char *report_of(struct replay *r)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	assert_non_null(f);
+	replay_print_json(r, f);
+	replay_print_text(r, f);
+	replay_print_explain_text(r, f);
+	fclose(f);
+	return buf;
+}
+
+/* Several server processes in one capture: each its own config, garbage bound and fingerprint. */
+static void test_per_process(void **state)
+{
+	struct replay *r = replay_with(NULL, 0, false, 0, NULL);
+	const struct tally *t;
+	size_t bound;
+
+	(void)state;
+	add(r, "fixtures/audit/capture-two-servers.jsonl");
+	t = replay_tally(r);
+	bound = rule_index(t, "bound");
+	assert_int_equal(tally_counts(t, bound)->taken, 5);   /* 5000 refused under pid 101's bound only */
+	assert_int_equal(tally_garbage(t)->count, 1);
+	assert_int_equal(replay_n_proc_rows(r), 2);
+	{
+		const struct replay_proc_row *a = replay_proc_row_at(r, 0), *b = replay_proc_row_at(r, 1);
+		struct tally_fingerprint fa, fb;
+		assert_true(a->has_pid && a->pid == 101 && b->pid == 202);
+		tally_fingerprint_of(a->counts, tally_n_rules(t), a->events_with_taken, &fa);
+		tally_fingerprint_of(b->counts, tally_n_rules(t), b->events_with_taken, &fb);
+		assert_int_equal(fa.verdict, TALLY_CONSISTENT);
+		assert_string_equal(tally_rule(t, fa.consistent[0])->name, "bare");
+		assert_int_equal(fb.verdict, TALLY_CONSISTENT);
+		assert_string_equal(tally_rule(t, fb.consistent[0])->name, "batch");
+		assert_int_equal(a->garbage, 1);
+		assert_int_equal(b->garbage, 0);
+	}
+	assert_int_equal(replay_file_at(r, 0)->n_procs, 2);
+	replay_free(r);
+	/* one process: no rows, as before */
+	r = replay_with(NULL, 0, false, 0, NULL);
+	add(r, "fixtures/audit/incident-confirmed.jsonl");
+	assert_int_equal(replay_n_proc_rows(r), 0);
+	replay_free(r);
+}
+
+/* The same input twice, by name or by content: counted once, each copy named. */
+static void test_duplicates(void **state)
+{
+	const char *a = "fixtures/audit/incident-confirmed.jsonl";
+	char *text;
+	size_t n;
+	const char *copy;
+	char *diag = NULL;
+	size_t dlen = 0;
+	FILE *df = open_memstream(&diag, &dlen);
+	struct replay *r = replay_with(NULL, 0, false, 0, df);
+
+	(void)state;
+	text = slurp(a, &n);
+	copy = testutil_write("copy.jsonl", text, n);
+	add(r, a);
+	add(r, a);
+	add(r, copy);
+	add(r, testutil_write("empty1.jsonl", "", 0));
+	add(r, testutil_write("empty2.jsonl", "", 0));   /* nothing to count twice: not a duplicate */
+	fclose(df);
+	assert_int_equal(replay_n_files(r), 5);
+	assert_int_equal(tally_counts(replay_tally(r), 0)->merges, 2);
+	assert_int_equal(replay_file_at(r, 1)->dup, REPLAY_DUP_INODE);
+	assert_int_equal(replay_file_at(r, 1)->dup_of, 0);
+	assert_int_equal(replay_file_at(r, 2)->dup, REPLAY_DUP_CONTENT);
+	assert_int_equal(replay_file_at(r, 4)->dup, REPLAY_DUP_NONE);
+	assert_non_null(strstr(diag, "the same file (device and inode) as fixtures/audit/incident-confirmed.jsonl: counted once"));
+	assert_non_null(strstr(diag, "copy.jsonl: the same content as fixtures/audit/incident-confirmed.jsonl: counted once"));
+	replay_free(r);
+	free(diag);
+	free(text);
+}
+
+/* Reading files in parallel gives the serial result, message for message. */
+static void test_jobs_equal_serial(void **state)
+{
+	const char *paths[32];
+	size_t n = 0, i;
+	char *out[2], *diag[2];
+	unsigned jobs[2] = { 1, 3 };
+	int k;
+
+	(void)state;
+	for (i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		static char buf[32][128];
+		snprintf(buf[i], sizeof(buf[i]), "fixtures/audit/%s.jsonl", fixtures[i]);
+		paths[n++] = buf[i];
+	}
+	paths[n++] = "fixtures/bad/malformed.jsonl";
+	paths[n++] = "fixtures/audit/slot-reuse.jsonl";   /* again */
+	paths[n++] = "/nonexistent/none.jsonl";
+	paths[n++] = "fixtures/audit/corpus-seed7.jsonl.gz";
+	for (k = 0; k < 2; k++) {
+		size_t dlen = 0;
+		FILE *df = open_memstream(&diag[k], &dlen);
+		struct replay *r = replay_with(NULL, 0, true, 141, df);
+		assert_int_equal(replay_add_files(r, paths, n, jobs[k], NULL, NULL), STATUS_OK);
+		out[k] = report_of(r);
+		replay_free(r);
+		fclose(df);
+	}
+	assert_string_equal(out[0], out[1]);
+	assert_string_equal(diag[0], diag[1]);
+	assert_non_null(strstr(diag[0], "slot-reuse.jsonl: the same file (device and inode)"));
+	for (k = 0; k < 2; k++) {
+		free(out[k]);
+		free(diag[k]);
+	}
+}
+
+/* The scanner and the tree give the same reports on every fixture. */
+static void test_scan_equals_tree(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		static struct rule rs[RULE_MAX_LIST];
+		char path[256], *a = NULL, *b = NULL;
+		struct replay_opts o = { 0 };
+		struct replay *r;
+		int k;
+		o.rules = rs;
+		o.n_rules = rule_list_default(rs, RULE_MAX_LIST);
+		o.explain = true;
+		o.explain_step = 141;
+		snprintf(path, sizeof(path), "fixtures/audit/%s.jsonl", fixtures[i]);
+		for (k = 0; k < 2; k++) {
+			o.tree = k;
+			r = replay_new(&o);
+			add(r, path);
+			if (k)
+				b = report_of(r);
+			else
+				a = report_of(r);
+			replay_free(r);
+		}
+		if (strcmp(a, b))
+			fail_msg("%s: the scanner and the tree report differently", fixtures[i]);
+		free(a);
+		free(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +697,10 @@ int main(void)
 		cmocka_unit_test(test_several_files),
 		cmocka_unit_test(test_malformed_and_strict),
 		cmocka_unit_test(test_unreadable_and_bad_opts),
+		cmocka_unit_test(test_per_process),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_jobs_equal_serial),
+		cmocka_unit_test(test_scan_equals_tree),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "jdoc.h"
 #include "rule.h"
 #include "testutil.h"
 
@@ -331,6 +332,140 @@ static void test_lifetime_edges(void **state)
 	assert_string_equal(eval("lifetime", &f, 0, NULL), "00");
 	f.m.buf_step = 101;
 	assert_string_equal(eval("lifetime", &f, 0, NULL), "00");
+	/* step INT64_MIN has no step before it: INT64_MAX (what step - 1 wraps to) is stale */
+	f.m.step = INT64_MIN;
+	f.m.buf_step = INT64_MAX;
+	assert_string_equal(eval("lifetime", &f, 0, NULL), "00");
+	assert_int_equal(rule_step_is_prev(INT64_MAX, INT64_MIN), 0);
+	assert_int_equal(rule_step_is_prev(INT64_MAX - 1, INT64_MAX), 1);
+	{
+		char buf[32], why[256];
+		struct rule r = R("lifetime");
+		struct rule_ctx ctx = { 0 };
+		assert_string_equal(rule_step_diff(INT64_MAX, INT64_MIN, buf, sizeof(buf)),
+				    "18446744073709551615");
+		assert_string_equal(rule_step_diff(INT64_MIN, INT64_MAX, buf, sizeof(buf)),
+				    "-18446744073709551615");
+		rule_why(&r, &f.m, &ctx, 0, why, sizeof(why));
+		assert_string_equal(why, "lifetime: buffer from step 9223372036854775807, "
+				    "-18446744073709551615 steps old");
+	}
+}
+
+/*
+ * The window masks (AVX2 and portable) against their definitions slot by
+ * slot, and rule_eval against an independent per-slot reading of each base
+ * rule, on random events of every width (windows and tails).
+ */
+static void test_windows_agree(void **state)
+{
+	enum { H = 200 };
+	static int64_t host[H], dev[H], sg[H], bsg[H];
+	static uint8_t pre[H], tak[H], take[H], allowed[H];
+	static const int64_t vals[] = { -1, -2, 0, 1, 2, 99, 100, INT64_MAX, INT64_MIN, 1 << 24 };
+	struct merge_event m;
+	unsigned seed = 99, round;
+	size_t ri;
+
+	(void)state;
+	for (round = 0; round < 600; round++) {
+		uint32_t h = 1 + (round * 7) % H, s, k;
+		struct rule_ctx ctx = { .max_pos = round % 3 ? 100 : 0 };
+		int simd;
+		memset(&m, 0, sizeof(m));
+		for (s = 0; s < h; s++) {
+			seed = seed * 1103515245u + 12345u;
+			host[s] = vals[(seed >> 4) % 10];
+			dev[s] = (seed >> 12) % 3 == 0 ? host[s] + ((seed >> 14) % 2 && host[s] < INT64_MAX)
+						       : vals[(seed >> 8) % 10];
+			sg[s] = (seed >> 18) % 2;
+			bsg[s] = (seed >> 19) % 2;
+			pre[s] = (seed >> 20) % 4 == 0;
+			tak[s] = (seed >> 22) % 2;
+		}
+		m.n_host = h;
+		m.n_dev = h + round % 3;
+		m.host_pos = host;
+		m.dev_pos = dev;
+		m.step = 100;
+		m.has_slot_gen = round % 2;
+		m.slot_gen = sg;
+		m.buf_slot_gen = bsg;
+		m.has_gen = true;
+		m.gen = 1;
+		m.buf_gen = (int64_t)(round % 2);
+		m.has_buf_step = true;
+		m.buf_step = round % 4 ? 99 : 90;
+		m.mode_switched = round % 9 == 0;
+		m.has_prefilled = round % 3 != 1;
+		m.prefilled = pre;
+		m.has_taken = round % 2;
+		m.taken = tak;
+		for (simd = 0; simd < 2; simd++) {
+			jdoc_simd(simd);
+			for (k = 0; k < rule_n_windows(h); k++) {
+				struct rule_window w;
+				rule_window_fill(&m, &ctx, 1000, k, &w);
+				for (s = 0; s < w.n; s++) {
+					uint32_t t = w.base + s;
+					int64_t d = dev[t];
+					int bits[8] = {
+						host[t] != -1, d != -1, rule_bare_take(&m, t),
+						m.has_prefilled && pre[t], m.has_slot_gen && sg[t] == bsg[t],
+						d >= -1 && d < ctx.max_pos, d < -1 || d >= 1000,
+						m.has_taken && tak[t] };
+					uint64_t got[8] = { w.active, w.dev_active, w.bare, w.prefilled,
+							    w.gen_eq, w.in_bound, w.garbage, w.taken };
+					int b;
+					for (b = 0; b < 8; b++)
+						if ((int)(got[b] >> s & 1) != bits[b])
+							fail_msg("round %u simd %d slot %u: mask %d is %d, want %d",
+								 round, simd, t, b, (int)(got[b] >> s & 1), bits[b]);
+				}
+				assert_true(w.n == 64 || (w.active >> w.n) == 0);
+			}
+		}
+		jdoc_simd(1);
+		/* rule_eval against the definitions, per base rule */
+		for (ri = 0; ri < rule_base_count(); ri++) {
+			struct rule r = R(rule_base_name(ri));
+			int batch_ok = 1;
+			for (s = 0; s < h; s++)
+				batch_ok &= (dev[s] != -1) == (host[s] != -1);
+			if (rule_eval(&r, &m, &ctx, take, allowed) != RULE_EVALUATED)
+				continue;
+			for (s = 0; s < h; s++) {
+				int a = host[s] != -1;
+				switch (ri) {
+				case 1: a &= !pre[s] || !m.has_prefilled; break;
+				case 2: a &= batch_ok; break;
+				case 3: a &= m.buf_step == m.step - 1 && !m.mode_switched; break;
+				case 4: a &= m.has_slot_gen ? sg[s] == bsg[s] : m.gen == m.buf_gen; break;
+				case 5: a &= dev[s] >= -1 && dev[s] < ctx.max_pos; break;
+				}
+				if (allowed[s] != a || take[s] != (a && rule_bare_take(&m, s)))
+					fail_msg("round %u rule %s slot %u: allowed %d take %d, want %d",
+						 round, r.name, s, allowed[s], take[s], a);
+			}
+		}
+	}
+}
+
+/* Names read from an audit are byte strings: a NUL inside is no rule. */
+static void test_parse_len(void **state)
+{
+	struct rule r;
+	struct status_info si;
+
+	(void)state;
+	assert_int_equal(rule_parse_len("batch", 5, &r, NULL), STATUS_OK);
+	assert_string_equal(r.name, "batch");
+	assert_int_equal(rule_parse_len("batch+stampXX", 11, &r, NULL), STATUS_OK);
+	assert_string_equal(r.name, "batch+stamp");
+	status_info_clear(&si);
+	assert_int_equal(rule_parse_len("batch\0x", 7, &r, &si), STATUS_NOTFOUND);
+	assert_string_equal(si.msg, "'batch\\u0000...' is not a rule (bare, prefilled, batch, "
+			    "lifetime, stamp, bound)");
 }
 
 static void test_stamp_edges(void **state)
@@ -533,6 +668,8 @@ static void test_why(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_windows_agree),
+		cmocka_unit_test(test_parse_len),
 		cmocka_unit_test(test_base_table),
 		cmocka_unit_test(test_parse_names),
 		cmocka_unit_test(test_parse_list),

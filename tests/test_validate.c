@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <zlib.h>
+
 #include "validate.h"
 #include "testutil.h"
 
@@ -300,6 +302,63 @@ static void test_several_files_and_json(void **state)
 	replay_free(rp);
 }
 
+/* A truncated gzip fails the gate (as truncated, unless a substitution was read); a copy is judged once. */
+static void test_truncated_and_duplicate(void **state)
+{
+	static const char text[] =
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],\"gen\":1,\"buf_gen\":1}\n"
+		"{\"ev\":\"merge\",\"step\":2,\"host_pos\":[1],\"dev_pos\":[1],\"gen\":1,\"buf_gen\":1}\n";
+	unsigned char z[512];
+	uLongf zn = sizeof(z);
+	z_stream zs;
+	const char *files[3];
+	struct replay *rp;
+	char *out;
+	int ok;
+
+	(void)state;
+	memset(&zs, 0, sizeof(zs));
+	assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (Bytef *)(uintptr_t)text;
+	zs.avail_in = sizeof(text) - 1;
+	zs.next_out = z;
+	zs.avail_out = (uInt)zn;
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	zn = zs.total_out;
+	deflateEnd(&zs);
+	files[0] = testutil_write("cut.jsonl.gz", (const char *)z, zn - 4);
+	files[1] = tmpfile_with("whole.jsonl", text);
+	files[2] = tmpfile_with("whole-copy.jsonl", text);
+	rp = run("stamp", files, 3);
+	assert_int_equal(validate_file(replay_file_at(rp, 0), 0, &no_limit), VALIDATE_TRUNCATED);
+	assert_int_equal(validate_file(replay_file_at(rp, 1), 0, &no_limit), VALIDATE_PASS);
+	assert_int_equal(validate_file(replay_file_at(rp, 2), 0, &no_limit), VALIDATE_DUPLICATE);
+	assert_string_equal(validate_verdict_name(VALIDATE_TRUNCATED), "truncated");
+	assert_string_equal(validate_verdict_name(VALIDATE_DUPLICATE), "duplicate");
+	out = report(rp, &no_limit, false, &ok);
+	assert_false(ok);
+	assert_non_null(strstr(out, "cut.jsonl.gz: truncated gzip after 2 lines: the file was not all read"));
+	assert_non_null(strstr(out, "whole-copy.jsonl: the same content as"));
+	free(out);
+	replay_free(rp);
+	/* without the cut file the copy neither passes nor fails: PASS */
+	rp = run("stamp", files + 1, 2);
+	out = report(rp, &no_limit, true, &ok);
+	assert_true(ok);
+	assert_non_null(strstr(out, "\"verdict\":\"duplicate\""));
+	free(out);
+	replay_free(rp);
+	/* the gate refused the keep on every step: not evaluable, and said why */
+	files[0] = "fixtures/audit/gate-refused.jsonl";
+	rp = run("batch", files, 1);
+	assert_int_equal(validate_file(replay_file_at(rp, 0), 0, &no_limit), VALIDATE_NOT_EVALUABLE);
+	out = report(rp, &no_limit, false, &ok);
+	assert_false(ok);
+	assert_non_null(strstr(out, "not evaluable: the keep never ran: the capability gate refused it on 3 steps"));
+	free(out);
+	replay_free(rp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_and_malformed),
 		cmocka_unit_test(test_forgone_limit),
 		cmocka_unit_test(test_several_files_and_json),
+		cmocka_unit_test(test_truncated_and_duplicate),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -4,6 +4,11 @@
 #   fuzz_line     one audit line through jdoc_parse/event_decode, differential
 #                 against jdoc_check; SECONDS (default 45), corpus seeded with
 #                 every line of the fixture audits (one file per line)
+#   fuzz_scan     one line through the scanner (event_scan, jdoc_scan_*),
+#                 differential against the tree; 2*SECONDS/3, seeded like fuzz_line
+#   fuzz_replay   one whole audit file replayed through the scanner and through
+#                 the tree, every report compared byte for byte; 2*SECONDS/3,
+#                 seeded with every fixture audit (plain and capture)
 #   fuzz_capture  the shim's line path; SECONDS/3, seeded like fuzz_line
 #   fuzz_prom     the Prometheus text parser; SECONDS/3
 # One summary line per target; exit 1 on a failure (the input is kept in
@@ -12,11 +17,13 @@ set -u
 secs=${1:-45}
 side=$((secs / 3))
 [ "$side" -ge 5 ] || side=5
+two=$((2 * secs / 3))
+[ "$two" -ge 5 ] || two=5
 B=build/fuzz
 CC=${FUZZ_CC:-clang}
 FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -D_GNU_SOURCE -std=c11
-	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Icapture -Iprobe"
-mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom"
+	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Ireplay -Itests -Icapture -Iprobe"
+mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom" "$B/corpus-scan" "$B/corpus-replay"
 
 build() {   # build NAME SOURCES... [-lLIB]
 	name=$1; shift
@@ -28,6 +35,9 @@ build() {   # build NAME SOURCES... [-lLIB]
 }
 
 build fuzz_line base/jdoc.c analyzer/event.c base/status.c
+build fuzz_scan base/jdoc.c analyzer/event.c base/status.c
+build fuzz_replay base/jdoc.c base/status.c base/jsonw.c analyzer/event.c analyzer/evidence.c \
+	analyzer/reader.c analyzer/rule.c analyzer/tally.c replay/replay.c replay/validate.c -lz -lpthread
 [ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c \
 	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
 	base/status.c -lpcre2-8
@@ -43,6 +53,15 @@ printf '%s' '{"ev":"merge","step":1.00000000000000000000000000000000000000000000
 printf '%s' '{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{"ev":"x"}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}' >"$B/corpus/seed-nested"
 printf '%s' '{"ev":"merge","step":1,"host_pos":[9223372036854775807,-1],"dev_pos":[-9223372036854775808,1,2],"slot_req":["\ud83d\ude00",null],"buf_req":["a\u0000",null],"slot_gen":[1,2],"buf_slot_gen":[1,3],"taken":[true,false],"prefilled":[1,7,-1]}' >"$B/corpus/seed-merge-all"
 cp "$B"/corpus/seed-* "$B/corpus-capture/"
+cp "$B"/corpus/seed-* "$B/corpus-scan/"
+printf '%s' '{"ev":"merge","step":1,"host_pos":[1,-1,0,-9223372036854775808],"dev_pos":[2, 3 ,-0,1e2],"slot_req":["a\u0000b",null,"x","\ud800"],"buf_req":["a\u0000c",null,"y","\udbff"]}' >"$B/corpus-scan/seed-edges"
+printf '\003%s' '{"ev":"gate","step":3,"keep":false,"x":[[[1]]],"dp":0}' >"$B/corpus-scan/seed-depth"
+# whole files for fuzz_replay, each behind an options byte
+i=0
+for f in fixtures/audit/*.jsonl fixtures/bad/*.jsonl; do
+	i=$((i + 1))
+	{ printf "\\$(printf '%03o' $((i * 37 % 256)))"; head -c 3800 "$f"; } >"$B/corpus-replay/seed-$(basename "$f" .jsonl)"
+done
 printf 'INFO 11-29 20:41:02 [generator.py:1930] MERGE_AUDIT {"ev":"merge","step":1,"host_pos":[1],"dev_pos":[2]}\n' >"$B/corpus-capture/seed-log-prefix"
 printf '# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 3\nvllm:e2e_request_latency_seconds_bucket{le="+Inf"} 1.5e3\n' >"$B/corpus-prom/seed-metrics"
 
@@ -66,6 +85,8 @@ run() {   # run NAME CORPUS SECONDS
 }
 
 run fuzz_line "$B/corpus" "$secs"
+run fuzz_scan "$B/corpus-scan" "$two"
+run fuzz_replay "$B/corpus-replay" "$two"
 [ -x "$B/fuzz_capture" ] && [ -f tests/fuzz/fuzz_capture.c ] && run fuzz_capture "$B/corpus-capture" "$side"
 [ -x "$B/fuzz_prom" ] && [ -f tests/fuzz/fuzz_prom.c ] && run fuzz_prom "$B/corpus-prom" "$side"
 exit "$failed"
