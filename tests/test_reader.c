@@ -775,7 +775,7 @@ static void test_open_alloc_failures(void **state)
 				 live - base_live);
 		assert_int_equal(count_fds(), base_fds);
 	}
-	/* reader struct, name, buffer, jdoc, decoder, decompressor */
+	/* reader struct, buffer, jdoc, decoder and its arrays, name (the gzip buffer comes later) */
 	assert_int_equal(n, 7);
 	assert_int_equal(live, base_live);
 	assert_int_equal(count_fds(), base_fds);

@@ -12,7 +12,7 @@ part() {
 	echo "== $1"
 }
 
-part "replay: ttaudit replay --json vs the plain-Python replay and jq -c . (tools/bench-replay.py)"
+part "replay: ttaudit replay --json vs its tree path, the plain-Python replay, jq, simdjson and cat (tools/bench-replay.py)"
 "$PYTHON" tools/bench-replay.py --build "$BUILD" --work "$BUILD/bench"
 
 if [ -f tools/bench-shim.sh ]; then
