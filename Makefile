@@ -92,6 +92,8 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 .PHONY: FORCE all demo check check-run deps deps-check test unit e2e asan fuzz bench \
 	install uninstall clean _demo
 all: _all
+# The part archives' rules come first in the file: `make` alone must still build all.
+.DEFAULT_GOAL := all
 
 # Fragments of parts that build something other than a library member.
 -include $(sort $(wildcard */module.mk tools/*/module.mk))

@@ -157,6 +157,27 @@ static size_t seen_check(struct replay_seen **tab, size_t *n, size_t *cap, uint6
 	return SIZE_MAX;
 }
 
+/*
+ * The growing array arr of *cap elements of `size` bytes, holding n, with
+ * room for one more (doubling from `first`, at most `max`): arr itself or
+ * its new place. NULL when full or out of memory; arr is then left as it was.
+ */
+static void *grow(void *arr, size_t *cap, size_t n, size_t size, size_t first, size_t max)
+{
+	void *na;
+	size_t ncap;
+
+	if (n < *cap)
+		return arr;
+	ncap = *cap ? *cap * 2 : first;
+	if (ncap > max)
+		ncap = max;
+	if (ncap <= n || !(na = realloc(arr, ncap * size)))
+		return NULL;
+	*cap = ncap;
+	return na;
+}
+
 /* a - b for any int64, as a sign and a magnitude (65 bits). */
 static void diff65(int64_t a, int64_t b, int *neg, uint64_t *mag)
 {
@@ -281,6 +302,7 @@ static void job_release(struct replay_job *j)
 static void job_observe(void *ctx, const struct tally_subst *s)
 {
 	struct replay_job *j = ctx;
+	void *grown;
 
 	if (!j->r->opts.keep_sites)
 		return;
@@ -288,19 +310,12 @@ static void job_observe(void *ctx, const struct tally_subst *s)
 		j->sites_dropped++;
 		return;
 	}
-	if (j->n_sites == j->cap_sites) {
-		size_t cap = j->cap_sites ? j->cap_sites * 2 : 2;
-		struct replay_site *ns;
-		if (cap > j->r->opts.max_sites)
-			cap = j->r->opts.max_sites;
-		ns = realloc(j->sites, cap * sizeof(*ns));
-		if (!ns) {
-			j->sites_dropped++;
-			return;
-		}
-		j->sites = ns;
-		j->cap_sites = cap;
+	if (!(grown = grow(j->sites, &j->cap_sites, j->n_sites, sizeof(*j->sites), 2,
+			   j->r->opts.max_sites))) {
+		j->sites_dropped++;
+		return;
 	}
+	j->sites = grown;
 	j->sites[j->n_sites++] = (struct replay_site){ s->line, s->m->step, s->slot, s->rule,
 							s->evidence };
 }
@@ -321,34 +336,25 @@ static struct replay_proc *job_proc(struct replay_job *j, const struct audit_ite
 {
 	struct replay_proc *p;
 	struct config_event cfg = { 0 };
+	void *grown;
 	size_t i;
 
-	if (j->n_procs) {
-		p = &j->procs[j->last_proc];
-		if (p->has_pid == it->has_pid && (!p->has_pid || p->pid == it->pid) &&
-		    p->has_rank == has_rank && (!has_rank || p->rank == rank) &&
-		    p->has_dp == has_dp && (!has_dp || p->dp == dp))
-			return p;
-	}
-	for (i = 0; i < j->n_procs; i++) {
-		p = &j->procs[i];
-		if (p->has_pid == it->has_pid && (!p->has_pid || p->pid == it->pid) &&
-		    p->has_rank == has_rank && (!has_rank || p->rank == rank) &&
-		    p->has_dp == has_dp && (!has_dp || p->dp == dp)) {
+#define PROC_IS(p) ((p)->has_pid == it->has_pid && (!(p)->has_pid || (p)->pid == it->pid) && \
+		     (p)->has_rank == has_rank && (!has_rank || (p)->rank == rank) && \
+		     (p)->has_dp == has_dp && (!has_dp || (p)->dp == dp))
+	/* the process of the line before, most of the time */
+	if (j->n_procs && PROC_IS(&j->procs[j->last_proc]))
+		return &j->procs[j->last_proc];
+	for (i = 0; i < j->n_procs; i++)
+		if (PROC_IS(&j->procs[i])) {
 			j->last_proc = i;
-			return p;
+			return &j->procs[i];
 		}
-	}
-	if (j->n_procs == REPLAY_MAX_PROCS)
+#undef PROC_IS
+	if (!(grown = grow(j->procs, &j->cap_procs, j->n_procs, sizeof(*j->procs), 4,
+			   REPLAY_MAX_PROCS)))
 		return NULL;
-	if (j->n_procs == j->cap_procs) {
-		size_t cap = j->cap_procs ? j->cap_procs * 2 : 4;
-		struct replay_proc *np = realloc(j->procs, cap * sizeof(*np));
-		if (!np)
-			return NULL;
-		j->procs = np;
-		j->cap_procs = cap;
-	}
+	j->procs = grown;
 	p = &j->procs[j->n_procs];
 	memset(p, 0, sizeof(*p));
 	p->has_pid = it->has_pid;
@@ -377,6 +383,7 @@ static void job_config(struct replay_job *j, const struct audit_item *it,
 {
 	struct replay_cfg cfg = { it->has_pid, c->has_rank, it->has_pid ? it->pid : 0,
 				  c->has_rank ? c->rank : 0, c->max_model_len };
+	void *grown;
 	size_t i;
 
 	if (c->max_model_len <= 0)
@@ -392,17 +399,9 @@ static void job_config(struct replay_job *j, const struct audit_item *it,
 			j->n_cfgs--;
 			break;
 		}
-	if (j->n_cfgs == j->cap_cfgs) {
-		size_t cap = j->cap_cfgs ? j->cap_cfgs * 2 : 4;
-		struct replay_cfg *nc;
-		if (cap > REPLAY_MAX_PROCS)
-			return;
-		nc = realloc(j->cfgs, cap * sizeof(*nc));
-		if (!nc)
-			return;
-		j->cfgs = nc;
-		j->cap_cfgs = cap;
-	}
+	if (!(grown = grow(j->cfgs, &j->cap_cfgs, j->n_cfgs, sizeof(*j->cfgs), 4, REPLAY_MAX_PROCS)))
+		return;   /* more configs than processes: the existing ones were updated above */
+	j->cfgs = grown;
 	j->cfgs[j->n_cfgs++] = cfg;
 }
 
@@ -781,15 +780,12 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 static struct replay_file *replay_new_row(struct replay *r, const char *path)
 {
 	struct replay_file *f;
+	void *grown;
 
-	if (r->n_files == r->cap_files) {
-		size_t cap = r->cap_files ? r->cap_files * 2 : 8;
-		struct replay_file *nf = realloc(r->files, cap * sizeof(*nf));
-		if (!nf)
-			return NULL;
-		r->files = nf;
-		r->cap_files = cap;
-	}
+	if (!(grown = grow(r->files, &r->cap_files, r->n_files, sizeof(*r->files), 8,
+			   SIZE_MAX / 2 / sizeof(*f))))
+		return NULL;
+	r->files = grown;
 	f = &r->files[r->n_files];
 	memset(f, 0, sizeof(*f));
 	f->path = strdup(path);
@@ -837,22 +833,14 @@ static void replay_keep_row(struct replay *r, const struct replay_job *j, size_t
 {
 	struct replay_proc_row *row;
 	struct tally_counts *c;
+	void *grown;
 	size_t i;
 
-	if (r->n_rows == REPLAY_ROWS_MAX) {
+	if (!(grown = grow(r->rows, &r->cap_rows, r->n_rows, sizeof(*r->rows), 8, REPLAY_ROWS_MAX))) {
 		r->rows_dropped++;
 		return;
 	}
-	if (r->n_rows == r->cap_rows) {
-		size_t cap = r->cap_rows ? r->cap_rows * 2 : 8;
-		struct replay_proc_row *nr = realloc(r->rows, cap * sizeof(*nr));
-		if (!nr) {
-			r->rows_dropped++;
-			return;
-		}
-		r->rows = nr;
-		r->cap_rows = cap;
-	}
+	r->rows = grown;
 	c = calloc(r->opts.n_rules, sizeof(*c));
 	if (!c) {
 		r->rows_dropped++;
