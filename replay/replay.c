@@ -979,7 +979,13 @@ struct replay_pool {
 	struct replay *r;
 	const char *const *paths;
 	size_t n;
-	struct replay_job *jobs;     /* [n]; a job is read by one worker, merged by the caller */
+	/*
+	 * A ring of `window` jobs: file i is read into jobs[i % window] by one
+	 * worker and merged by the caller, and a worker starts file i only once
+	 * file i - window has been merged, so memory does not grow with n.
+	 */
+	struct replay_job *jobs;
+	size_t *dup_of;              /* [n]: the earlier file each is the same file as, or SIZE_MAX */
 	size_t next;                 /* the next file a worker takes */
 	size_t merged;               /* files merged so far: workers stay within a window of it */
 	size_t window;
@@ -1004,10 +1010,13 @@ static void *replay_worker(void *arg)
 		}
 		i = pl->next++;
 		pthread_mutex_unlock(&pl->mu);
-		if (!pl->jobs[i].skip)
-			job_read(&pl->jobs[i], &rd);
+		job_init(&pl->jobs[i % pl->window], pl->r, pl->paths[i]);
+		pl->jobs[i % pl->window].dup_of = pl->dup_of[i];
+		pl->jobs[i % pl->window].skip = pl->dup_of[i] != SIZE_MAX;
+		if (!pl->jobs[i % pl->window].skip)
+			job_read(&pl->jobs[i % pl->window], &rd);
 		pthread_mutex_lock(&pl->mu);
-		pl->jobs[i].done = true;
+		pl->jobs[i % pl->window].done = true;
 		pthread_cond_broadcast(&pl->cv_done);
 		pthread_mutex_unlock(&pl->mu);
 	}
@@ -1046,18 +1055,19 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 	pl.paths = paths;
 	pl.n = n;
 	pl.window = (size_t)jobs * REPLAY_AHEAD;
-	pl.jobs = calloc(n, sizeof(*pl.jobs));
-	if (!pl.jobs)
+	pl.jobs = calloc(pl.window, sizeof(*pl.jobs));
+	pl.dup_of = calloc(n, sizeof(*pl.dup_of));
+	if (!pl.jobs || !pl.dup_of) {
+		free(pl.jobs);
+		free(pl.dup_of);
 		return STATUS_NOMEM;
+	}
 	pthread_mutex_init(&pl.mu, NULL);
 	pthread_cond_init(&pl.cv_done, NULL);
 	pthread_cond_init(&pl.cv_room, NULL);
-	for (i = 0; i < n; i++) {
-		job_init(&pl.jobs[i], r, paths[i]);
-		/* decided before any file is read, in file order, as the serial path decides it */
-		pl.jobs[i].dup_of = replay_same_file(r, paths[i], r->n_files + i);
-		pl.jobs[i].skip = pl.jobs[i].dup_of != SIZE_MAX;
-	}
+	/* decided before any file is read, in file order, as the serial path decides it */
+	for (i = 0; i < n; i++)
+		pl.dup_of[i] = replay_same_file(r, paths[i], r->n_files + i);
 	for (t = 0; t < jobs; t++)
 		if (!pthread_create(&th[n_th], NULL, replay_worker, &pl))
 			n_th++;
@@ -1065,7 +1075,7 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 		ret = STATUS_NOMEM;
 	/* the merge, in file order, as replay_add_file would have done it */
 	for (i = 0; i < n && n_th; i++) {
-		struct replay_job *j = &pl.jobs[i];
+		struct replay_job *j = &pl.jobs[i % pl.window];
 		struct replay_file *f = replay_new_row(r, paths[i]);
 
 		if (!f) {
@@ -1073,7 +1083,7 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 			break;
 		}
 		pthread_mutex_lock(&pl.mu);
-		while (!j->done)
+		while (pl.next <= i || !j->done)
 			pthread_cond_wait(&pl.cv_done, &pl.mu);
 		pthread_mutex_unlock(&pl.mu);
 		if (j->skip) {
@@ -1085,6 +1095,7 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 		}
 		job_release(j);
 		pthread_mutex_lock(&pl.mu);
+		j->done = false;
 		pl.merged = i + 1;
 		if (!j->skip && j->st && j->st != STATUS_IO) {
 			ret = j->st;
@@ -1101,12 +1112,13 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 	pthread_mutex_unlock(&pl.mu);
 	for (t = 0; t < n_th; t++)
 		pthread_join(th[t], NULL);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < pl.window; i++)
 		job_release(&pl.jobs[i]);
 	pthread_cond_destroy(&pl.cv_done);
 	pthread_cond_destroy(&pl.cv_room);
 	pthread_mutex_destroy(&pl.mu);
 	free(pl.jobs);
+	free(pl.dup_of);
 	return ret;
 }
 
