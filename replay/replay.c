@@ -1009,10 +1009,11 @@ static void *replay_worker(void *arg)
 			break;
 		}
 		i = pl->next++;
-		pthread_mutex_unlock(&pl->mu);
+		/* the slot is free (its last file merged); set up under the lock the merge reads it by */
 		job_init(&pl->jobs[i % pl->window], pl->r, pl->paths[i]);
 		pl->jobs[i % pl->window].dup_of = pl->dup_of[i];
 		pl->jobs[i % pl->window].skip = pl->dup_of[i] != SIZE_MAX;
+		pthread_mutex_unlock(&pl->mu);
 		if (!pl->jobs[i % pl->window].skip)
 			job_read(&pl->jobs[i % pl->window], &rd);
 		pthread_mutex_lock(&pl->mu);
