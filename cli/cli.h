@@ -39,6 +39,8 @@ int cmd_preflight(int argc, char **argv);
 
 /* Option tables (opt.h) of the commands that have one. */
 struct cmd_doc;
+extern const struct cmd_doc cmd_replay_doc;
+extern const struct cmd_doc cmd_validate_doc;
 extern const struct cmd_doc cmd_preflight_doc;
 extern const struct cmd_doc cmd_lock_doc;
 extern const struct cmd_doc cmd_pair_doc;

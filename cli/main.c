@@ -18,8 +18,8 @@ struct cli_cmd {
 };
 
 static const struct cli_cmd cli_commands[] = {
-	{ "replay", cmd_replay, "replay merge audits against every guard rule and count", NULL },
-	{ "validate", cmd_validate, "gate a guard rule on an incident corpus before deployment", NULL },
+	{ "replay", cmd_replay, NULL, &cmd_replay_doc },
+	{ "validate", cmd_validate, NULL, &cmd_validate_doc },
 	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)", NULL },
 	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F", NULL },
 	{ "pair", cmd_pair, NULL, &cmd_pair_doc },
