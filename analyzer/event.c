@@ -849,12 +849,32 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 	if (!jdoc_scan_key_is(&sc, &ev_first) &&
 	    (jdoc_scan_key(&sc, &key, &klen) != 1 || scan_field_of(key, klen) != SF_EV))
 		return 0;
-	memset(out, 0, sizeof(*out));
 	if (jdoc_scan_str(&sc, &out->ev, &out->ev_len) != 1)
 		return 0;
 	out->kind = event_kind_of(out->ev, out->ev_len);
-	if (out->kind == EVENT_CONTEXT)
+	/*
+	 * Only the member of the union in use is cleared, and a merge field by
+	 * field: a memset of the whole event is as long as a short line's scan.
+	 * Pointers and arrays of a merge are set by scan_merge_finish.
+	 */
+	if (out->kind == EVENT_MERGE) {
+		struct merge_event *m = &out->u.merge;
+		m->step = m->buf_step = m->gen = m->buf_gen = m->dp = m->rank = 0;
+		m->n_host = m->n_dev = m->n_host_tok = m->n_dev_tok = 0;
+		m->reset_batch = m->mode_switched = m->has_prefilled = m->has_buf_step = false;
+		m->has_gen = m->has_slot_gen = m->has_req = m->has_taken = m->has_t = false;
+		m->has_dp = m->has_rank = false;
+		m->arm = NULL;
+		m->arm_len = 0;
+		m->t = 0;
+	} else if (out->kind == EVENT_CONFIG) {
+		memset(&out->u.config, 0, sizeof(out->u.config));
+	} else if (out->kind == EVENT_CONTEXT) {
+		memset(&out->u.ctx, 0, sizeof(out->u.ctx));
 		out->u.ctx.ev = out->ev;
+	} else if (out->kind == EVENT_GATE) {
+		memset(&out->u.gate, 0, sizeof(out->u.gate));
+	}
 	fields = scan_fields_of[out->kind];
 	seen = SFB(SF_EV);
 	pred = scan_pred_for(dec, out->ev, out->ev_len, ++dec->tick);

@@ -127,10 +127,15 @@ void evidence_window_fill(const struct merge_event *m, uint32_t base, uint32_t n
 	uint32_t i;
 
 	memset(out, 0, sizeof(*out));
+	(void)n;
 	if (m->has_req) {
-		for (i = 0; i < n; i++) {
-			uint32_t s = base + i;
-			if (!(active >> i & 1) || !m->slot_req[s] || !m->buf_req[s])
+		uint64_t a;
+		/* the active slots only, by their bits */
+		for (a = active; a; a &= a - 1) {
+			uint32_t s;
+			i = (uint32_t)__builtin_ctzll(a);
+			s = base + i;
+			if (!m->slot_req[s] || !m->buf_req[s])
 				continue;
 			req |= 1ull << i;
 			if (!evidence_same_req(m->slot_req[s], req_len(m->slot_req, m->slot_req_len, s),

@@ -105,6 +105,7 @@ struct replay {
 	struct replay_seen *seen_id, *seen_content;   /* open addressing, cap_seen slots each */
 	size_t n_seen_id, n_seen_content, cap_seen_id, cap_seen_content;
 	struct audit_reader *reader;       /* the serial path's reader, reused file to file */
+	bool single_input;                 /* replay_add_files with one file: no content to compare */
 };
 
 /* --- small helpers -------------------------------------------------------- */
@@ -694,7 +695,8 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 	const struct replay *r = j->r;
 	struct audit_reader_opts ro = { .max_line = r->opts.max_line, .max_depth = r->opts.max_depth,
 					.max_slots = r->opts.max_slots, .scan = !r->opts.tree,
-					.want = r->opts.explain ? EVENT_WANT_TOKENS : 0 };
+					.want = r->opts.explain ? EVENT_WANT_TOKENS : 0,
+					.no_hash = r->single_input };
 	struct audit_item it;
 	struct status_info lsi;
 	enum status st;
@@ -876,7 +878,8 @@ static void replay_merge(struct replay *r, struct replay_job *j, struct replay_f
 	f->truncated = j->truncated;
 	f->malformed = j->malformed;
 	f->stats = j->stats;
-	if (!j->unreadable && !j->truncated && !j->strict_stop && j->stats.bytes > 0) {
+	if (!j->unreadable && !j->truncated && !j->strict_stop && j->stats.bytes > 0 &&
+	    !r->single_input) {
 		earlier = seen_check(&r->seen_content, &r->n_seen_content, &r->cap_seen_content,
 				     j->hash, j->stats.bytes, file, true);
 		if (earlier != SIZE_MAX) {
@@ -1035,6 +1038,8 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 	size_t i;
 
 	if (jobs <= 1 || n <= 1) {
+		/* one input in a run that has no other: no content to compare it with */
+		r->single_input = n == 1 && r->n_files == 0;
 		for (i = 0; i < n; i++) {
 			struct status_info si;
 			enum status st;
@@ -1042,12 +1047,18 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 			st = replay_add_file(r, paths[i], &si);
 			if (st && fn)
 				fn(ctx, paths[i], st, &si);
-			if (st == STATUS_NOMEM)
-				return st;
-			if (st && st != STATUS_IO)
-				return st;    /* --strict */
+			if (st && st != STATUS_IO) {
+				ret = st;    /* out of memory, or --strict */
+				break;
+			}
 		}
-		return STATUS_OK;
+		if (r->single_input) {
+			/* its reader skipped the hash: a later file needs one that does not */
+			audit_reader_free(r->reader);
+			r->reader = NULL;
+			r->single_input = false;
+		}
+		return ret;
 	}
 	if (jobs > REPLAY_MAX_JOBS)
 		jobs = REPLAY_MAX_JOBS;

@@ -12,7 +12,6 @@
  * picks the options: which rules, --max-pos, --explain step,
  * --strict, gzip (with a cut), and the file given twice (counted once).
  */
-#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
