@@ -1476,28 +1476,55 @@ int jdoc_scan_bool_array(struct jdoc_scan *sc, uint8_t *dst, size_t cap, uint32_
 int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, size_t cap,
 			uint32_t *n)
 {
+	const char *p = sc->p;
+	uint32_t k = 0;
+
 	if (cap > UINT32_MAX)
 		cap = UINT32_MAX;
-	JS_ARRAY(sc, n, {
-		/*
-		 * Both readings at once and a select, no branch on which: request id
-		 * arrays mix strings and nulls slot by slot. A string without escapes
-		 * stays where it is in the input.
-		 */
-		const char *q = js_str_stop16(p + 1);
-		int is_null = JS_IS_NULL(p);
-		int is_str;
-		const char *z;
-		if (__builtin_expect(!q, 0))
-			q = *p == '"' ? js_str_stop(p + 17) : p;   /* longer than 15 bytes */
-		is_str = (*p == '"') & (*q == '"');
-		z = is_str ? p + 1 : NULL;
-		uint32_t zn = is_str ? (uint32_t)(q - p - 1) : 0;
-		if (__builtin_expect(!(is_null | is_str), 0)) {
-			if (*p != '"' || !(p = js_str(sc, p, &z, &zn)))
-				return -1;
-		} else {
+	/*
+	 * The compact form first (entries of strings without escapes and nulls,
+	 * commas, no spaces), in a loop with nothing else to look at; anything
+	 * else goes to the general reader below, from the start. Both readings of
+	 * an entry are made at once and one is selected, with no branch on which:
+	 * request id arrays mix strings and nulls slot by slot. A string stays
+	 * where it is in the input.
+	 */
+	if (p[0] == '[' && p[1] != ']' && sc->depth + 1 <= sc->max_depth) {
+		for (p++;; p++) {
+			const char *q = js_str_stop16(p + 1), *z;
+			int is_null = JS_IS_NULL(p), is_str;
+			if (__builtin_expect(!q, 0))
+				q = *p == '"' ? js_str_stop(p + 17) : p;   /* longer than 15 bytes */
+			is_str = (*p == '"') & (*q == '"');
+			if (__builtin_expect(!(is_null | is_str) || k >= cap, 0))
+				break;
+			z = is_str ? p + 1 : NULL;
+			if (dst) {
+				dst[k] = z;
+				lens[k] = is_str ? (uint32_t)(q - p - 1) : 0;
+			}
+			k++;
 			p = is_str ? q + 1 : p + 4;
+			if (*p == ',')
+				continue;
+			if (*p == ']') {
+				sc->p = p + 1;
+				*n = k;
+				return 1;
+			}
+			break;
+		}
+	}
+	JS_ARRAY(sc, n, {
+		const char *z = NULL;
+		uint32_t zn = 0;
+		if (*p == '"') {
+			if (!(p = js_str(sc, p, &z, &zn)))
+				return -1;
+		} else if (JS_IS_NULL(p)) {
+			p += 4;
+		} else {
+			return -1;
 		}
 		if (dst) {
 			dst[k] = z;

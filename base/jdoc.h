@@ -184,9 +184,9 @@ int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len);
 int jdoc_scan_int_array(struct jdoc_scan *sc, int64_t *dst, size_t cap, uint32_t *n);
 int jdoc_scan_bool_array(struct jdoc_scan *sc, uint8_t *dst, size_t cap, uint32_t *n);
 /*
- * Entries that are strings or null (NULL, length 0). A string without
- * escapes points into the input itself and is NOT NUL-terminated (use its
- * length); one with escapes is unescaped into the arena.
+ * Entries that are strings or null (NULL, length 0). A string may point
+ * into the input itself, and is then NOT NUL-terminated: use its length. One
+ * with escapes is unescaped into the arena.
  */
 int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, size_t cap,
 			uint32_t *n);
