@@ -2,10 +2,10 @@
 #
 # test_reader injects allocation failures into the reader: the linker sends
 # the library's (and the test's) malloc, calloc, realloc, strdup, free and
-# gzdopen through the __wrap_* functions the test defines. `private` keeps the
+# inflateInit2_ through the __wrap_* functions the test defines. `private` keeps the
 # options off the prerequisites (the libraries).
 $(BUILD)/tests/test_reader: private ALL_LDFLAGS += \
-	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free,--wrap=gzdopen
+	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free,--wrap=inflateInit2_
 
 # test_opt tests the CLI's option tables, which no library holds.
 $(BUILD)/tests/test_opt: $(OBJ)/cli/opt.o

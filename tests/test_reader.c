@@ -28,13 +28,13 @@ void *__real_calloc(size_t k, size_t n);
 void *__real_realloc(void *p, size_t n);
 char *__real_strdup(const char *s);
 void __real_free(void *p);
-gzFile __real_gzdopen(int fd, const char *mode);
+int __real_inflateInit2_(z_streamp strm, int bits, const char *version, int size);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t k, size_t n);
 void *__wrap_realloc(void *p, size_t n);
 char *__wrap_strdup(const char *s);
 void __wrap_free(void *p);
-gzFile __wrap_gzdopen(int fd, const char *mode);
+int __wrap_inflateInit2_(z_streamp strm, int bits, const char *version, int size);
 
 static long fail_countdown;   /* > 0: the allocation this many calls from now fails */
 static long n_failed;         /* failures injected */
@@ -99,12 +99,12 @@ void __wrap_free(void *p)
 	__real_free(p);
 }
 
-/* zlib allocates inside itself; its failure shows as gzdopen returning NULL. */
-gzFile __wrap_gzdopen(int fd, const char *mode)
+/* zlib allocates inside itself; its failure shows as inflateInit2 saying so. */
+int __wrap_inflateInit2_(z_streamp strm, int bits, const char *version, int size)
 {
 	if (fail_now())
-		return NULL;
-	return __real_gzdopen(fd, mode);
+		return Z_MEM_ERROR;
+	return __real_inflateInit2_(strm, bits, version, size);
 }
 
 /* --- helpers --------------------------------------------------------------- */
@@ -820,6 +820,34 @@ static void test_read_alloc_failures(void **state)
 	 * when a longer line comes (line 4)
 	 */
 	assert_int_equal(failures, 3);
+
+	/* a gzip file: its input buffer, then the decompressor, can fail too */
+	{
+		unsigned char z[1024];
+		const char *gz = testutil_write("inject.jsonl.gz", (const char *)z, gz_of(plain, z, sizeof(z)));
+		long gz_failures = 0;
+		for (n = 1; n < 100; n++) {
+			struct audit_reader *r = open_ok(gz, 0);
+			struct audit_item it;
+			struct status_info si;
+			enum status st;
+			n_failed = 0;
+			fail_countdown = n;
+			while ((st = audit_reader_next(r, &it, &si)) != STATUS_EOF && st != STATUS_NOMEM)
+				;
+			fail_countdown = 0;
+			audit_reader_free(r);
+			assert_int_equal(live, base_live);
+			if (st == STATUS_EOF)
+				break;
+			assert_int_equal(n_failed, 1);
+			assert_true(!strcmp(si.msg, "out of memory") ||
+				    !strcmp(si.msg, "cannot start decompression"));
+			gz_failures++;
+		}
+		/* the input buffer, the decompressor, then the parser's as above */
+		assert_true(gz_failures >= 2);
+	}
 }
 
 int main(void)
