@@ -1517,8 +1517,13 @@ int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, 
 	}
 	JS_ARRAY(sc, n, {
 		const char *z = NULL;
+		const char *q;
 		uint32_t zn = 0;
-		if (*p == '"') {
+		if (*p == '"' && *(q = js_str_stop(p + 1)) == '"') {
+			z = p + 1;   /* no escape: it stays in the input, as above */
+			zn = (uint32_t)(q - p - 1);
+			p = q + 1;
+		} else if (*p == '"') {
 			if (!(p = js_str(sc, p, &z, &zn)))
 				return -1;
 		} else if (JS_IS_NULL(p)) {
