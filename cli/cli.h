@@ -46,6 +46,8 @@ extern const struct cmd_doc cmd_lock_doc;
 extern const struct cmd_doc cmd_pair_doc;
 extern const struct cmd_doc cmd_report_doc;
 extern const struct cmd_doc cmd_plan_doc;
+extern const struct cmd_doc cmd_ready_doc;
+extern const struct cmd_doc cmd_arm_doc;
 extern const struct cmd_doc cmd_passthrough_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);

@@ -1,89 +1,84 @@
 /*
  * ttaudit arm - confirm the engaged guard arm from the server's own output.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "arms.h"
 #include "cli.h"
+#include "opt.h"
 
-static void arm_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ttaudit arm --spec ARMS.json --arm NAME [--url URL] [--log FILE]\n"
-		"                   [--capture FILE] [--audit FILE] [--timeout S] [--json]\n"
-		"       ttaudit arm --spec ARMS.json --arm NAME --print-env\n"
-		"       ttaudit arm --spec ARMS.json --list\n"
-		"  --url URL       server base URL (metrics and models evidence)\n"
-		"  --log FILE      engine log, plain text (log evidence; MERGE_AUDIT lines feed audit)\n"
-		"  --capture FILE  capture JSONL (banner/line records, start env, audit records)\n"
-		"  --audit FILE    audit JSONL or capture for audit evidence\n"
-		"  --print-env     print the arm's launch environment as NAME=VALUE lines\n"
-		"  --list          list the arms the spec declares\n"
-		"spec format: docs/arms.md\n"
-		"exit: 0 CONFIRMED, 1 FAIL (an item absent, forbidden, or a source unreachable), 2 bad usage\n");
-}
+static const char *arm_spec_path, *arm_name;
+static struct arm_sources arm_src;
+static bool arm_print_env, arm_list, arm_json;
+
+static const char *const arm_usage[] = {
+	"arm --spec ARMS.json --arm NAME [--url URL] [--log FILE] [--capture FILE] [--audit FILE] [--timeout S] [--json]",
+	"arm --spec ARMS.json --arm NAME --print-env",
+	"arm --spec ARMS.json --list",
+	NULL,
+};
+
+static const struct opt arm_opts[] = {
+	OPT_STRING(0, "spec", &arm_spec_path, "ARMS.json", "the arm spec (format: docs/arms.md)"),
+	OPT_STRING(0, "arm", &arm_name, "NAME", "the arm to confirm"),
+	OPT_STRING(0, "url", &arm_src.url, "URL", "server base URL (metrics and models evidence)"),
+	OPT_STRING(0, "log", &arm_src.log, "FILE", "the server's log, plain text (log evidence; audit lines feed audit evidence)"),
+	OPT_STRING(0, "capture", &arm_src.capture, "FILE",
+		   "a capture (banner and line records, the environment of the process that wrote the audit, audit records)"),
+	OPT_STRING(0, "audit", &arm_src.audit, "FILE", "audit JSONL or capture for audit evidence"),
+	OPT_NUM(0, "timeout", &arm_src.timeout, "S", 1e-3, 1e6, "HTTP timeout per request"),
+	OPT_BOOL(0, "print-env", &arm_print_env, "print the arm's launch environment as NAME=VALUE lines"),
+	OPT_BOOL(0, "list", &arm_list, "list the arms the spec declares"),
+	OPT_BOOL(0, "json", &arm_json, "the verdict and every item as JSON"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_arm_doc = {
+	.name = "arm",
+	.summary = "confirm the engaged guard arm from the server's own output",
+	.usage = arm_usage,
+	.description =
+		"Confirms the arm a server runs from its own output, against a spec that says what "
+		"each arm must show (requires: a banner in the log, a metrics label, a /v1/models "
+		"field, a variable in the environment of the engine process, merge decisions "
+		"consistent with the rule) and must not show (forbids: the other arm's banner). It "
+		"fails closed: an absent banner, an empty or unreachable source, or an item whose "
+		"source could not have recorded the line (not evaluable) is a FAIL.",
+	.opts = arm_opts,
+	.exit_notes = "FAIL: an item absent, forbidden, not evaluable, or a source unreachable",
+};
 
 int cmd_arm(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "spec", required_argument, NULL, 's' },
-		{ "arm", required_argument, NULL, 'a' },
-		{ "url", required_argument, NULL, 'u' },
-		{ "log", required_argument, NULL, 'l' },
-		{ "capture", required_argument, NULL, 'c' },
-		{ "audit", required_argument, NULL, 'A' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "print-env", no_argument, NULL, 'e' },
-		{ "list", no_argument, NULL, 'L' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *spec_path = NULL, *arm = NULL;
-	struct arm_sources src = { 0 };
+	const char *spec_path, *arm;
+	struct arm_sources src;
 	struct arm_spec *spec = NULL;
 	struct arm_result *r = NULL;
 	struct status_info si = { 0 };
-	int c, json = 0, print_env = 0, list = 0, rc = CLI_USAGE;
+	int n, rc = CLI_USAGE;
 	enum status st;
-	char *end, *js;
+	char *js;
 	size_t i;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': spec_path = optarg; break;
-		case 'a': arm = optarg; break;
-		case 'u': src.url = optarg; break;
-		case 'l': src.log = optarg; break;
-		case 'c': src.capture = optarg; break;
-		case 'A': src.audit = optarg; break;
-		case 't':
-			src.timeout = strtod(optarg, &end);
-			if (end == optarg || *end || src.timeout <= 0)
-				return cli_usage_error("arm", "--timeout '%s' is not a positive number of seconds", optarg);
-			break;
-		case 'e': print_env = 1; break;
-		case 'L': list = 1; break;
-		case 'j': json = 1; break;
-		case 'h': arm_usage(stdout); return CLI_OK;
-		default: arm_usage(stderr); return CLI_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("arm", "unexpected argument '%s'", argv[optind]);
+	n = opt_parse(&cmd_arm_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n > 0)
+		return cli_usage_error("arm", "unexpected argument '%s'", argv[0]);
+	spec_path = arm_spec_path;
+	arm = arm_name;
+	src = arm_src;
 	if (!spec_path)
 		return cli_usage_error("arm", "--spec is required");
-	if (!arm && !list)
+	if (!arm && !arm_list)
 		return cli_usage_error("arm", "--arm is required");
 	st = arm_spec_load(spec_path, &spec, &si);
 	if (st) {
 		cli_report_status("arm", st, &si);
 		return CLI_USAGE;
 	}
-	if (list) {
+	if (arm_list) {
 		for (i = 0; i < arm_spec_n_arms(spec); i++)
 			printf("%s\n", arm_spec_arm(spec, i));
 		rc = CLI_OK;
@@ -93,7 +88,7 @@ int cmd_arm(int argc, char **argv)
 		rc = cli_usage_error("arm", "%s: no arm '%s' (--list shows them)", spec_path, arm);
 		goto out;
 	}
-	if (print_env) {
+	if (arm_print_env) {
 		st = arm_spec_print_env(spec, arm, stdout, &si);
 		rc = st ? CLI_USAGE : CLI_OK;
 		goto out;
@@ -108,7 +103,7 @@ int cmd_arm(int argc, char **argv)
 		cli_report_status("arm", st, &si);
 		goto out;
 	}
-	if (json) {
+	if (arm_json) {
 		js = arm_result_json(r);
 		if (js)
 			puts(js);

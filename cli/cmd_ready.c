@@ -1,24 +1,44 @@
 /*
  * ttaudit ready - wait until a server really generates, rung by rung.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "ready.h"
 
-static void ready_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ttaudit ready --url URL [--timeout S] [--interval S] [--model NAME] [--json]\n"
-		"  rungs: /health 200 -> /metrics parses -> /v1/models lists the model ->\n"
-		"  one generated token from /v1/completions (max_tokens 1, temperature 0)\n"
-		"  --timeout S   whole ladder (default 600: a Tenstorrent load takes ~510 s)\n"
-		"  --interval S  pause between attempts (default 1)\n"
-		"exit: 0 ready, 1 not ready by the deadline, 2 bad usage\n");
-}
+static struct ready_opts ready_o;
+static bool ready_json;
+
+static const char *const ready_usage[] = {
+	"ready --url URL [--timeout S] [--interval S] [--model NAME] [--json]", NULL };
+
+static const struct opt ready_opts[] = {
+	OPT_STRING(0, "url", &ready_o.url, "URL", "server base URL, e.g. http://127.0.0.1:8000"),
+	OPT_NUM(0, "timeout", &ready_o.timeout, "S", 1e-3, 1e7,
+		"the whole ladder (default 600: a Tenstorrent load takes about 510 s)"),
+	OPT_NUM(0, "interval", &ready_o.interval, "S", 1e-3, 1e5, "pause between attempts (default 1)"),
+	OPT_STRING(0, "model", &ready_o.model, "NAME", "the model /v1/models must list (default: the first)"),
+	OPT_BOOL(0, "json", &ready_json, "the ladder as JSON"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_ready_doc = {
+	.name = "ready",
+	.summary = "wait until a server generates a real token, each rung timed",
+	.usage = ready_usage,
+	.description =
+		"Climbs the readiness ladder: /health answers 200, /metrics parses, /v1/models lists "
+		"the model, one generated token from /v1/completions (max_tokens 1, temperature 0). "
+		"Each rung is timed; only a real token passes the last rung, so a gateway that "
+		"answers 400 for a minute does not. An API key is taken from TTAUDIT_API_KEY, else "
+		"OPENAI_API_KEY, and never recorded. A rung the server does not have (401, 404, 405, "
+		"501 three times) is named and the wait stops.",
+	.opts = ready_opts,
+	.exit_notes = "not ready by the deadline, or a rung the server lacks",
+};
 
 static void ready_progress(void *ctx, const struct ready_report *r, enum ready_rung at, double t)
 {
@@ -31,52 +51,21 @@ static void ready_progress(void *ctx, const struct ready_report *r, enum ready_r
 	fflush(stderr);
 }
 
-static int ready_seconds(const char *s, double *out)
-{
-	char *end;
-
-	*out = strtod(s, &end);
-	return end != s && !*end && *out > 0 ? 0 : -1;
-}
-
 int cmd_ready(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "url", required_argument, NULL, 'u' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct ready_opts o = { 0 };
+	struct ready_opts o;
 	struct ready_report r;
 	struct status_info si = { 0 };
 	enum status st;
-	int c, json = 0, i;
+	int n, i;
 	char *js;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'u': o.url = optarg; break;
-		case 'm': o.model = optarg; break;
-		case 't':
-			if (ready_seconds(optarg, &o.timeout))
-				return cli_usage_error("ready", "--timeout '%s' is not a positive number of seconds", optarg);
-			break;
-		case 'i':
-			if (ready_seconds(optarg, &o.interval))
-				return cli_usage_error("ready", "--interval '%s' is not a positive number of seconds", optarg);
-			break;
-		case 'j': json = 1; break;
-		case 'h': ready_usage(stdout); return CLI_OK;
-		default: ready_usage(stderr); return CLI_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("ready", "unexpected argument '%s'", argv[optind]);
+	n = opt_parse(&cmd_ready_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n > 0)
+		return cli_usage_error("ready", "unexpected argument '%s'", argv[0]);
+	o = ready_o;
 	if (!o.url)
 		return cli_usage_error("ready", "--url is required");
 	if (isatty(2))
@@ -88,7 +77,7 @@ int cmd_ready(int argc, char **argv)
 		cli_report_status("ready", st, &si);
 		return CLI_USAGE;
 	}
-	if (json) {
+	if (ready_json) {
 		js = ready_report_json(&r);
 		if (js)
 			puts(js);

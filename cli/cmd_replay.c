@@ -186,8 +186,11 @@ int cmd_replay(int argc, char **argv)
 	r = replay_new(&o);
 	if (!r)
 		return cli_usage_error("replay", "out of memory");
+	/* A file that could not be read at all gives no report (an empty one
+	 * would pass for the report of the input asked for); a cut gzip gives
+	 * the report of what was read, and still exit 2. */
 	rc = replay_cli_run("replay", r, n, argv);
-	if (rc == CLI_USAGE && o.strict)
+	if (rc == CLI_USAGE && (o.strict || replay_n_unreadable(r)))
 		goto out;
 	if (o.explain && !replay_n_explained(r)) {
 		rc = cli_usage_error("replay", "no merge event at step %lld", (long long)o.explain_step);
@@ -229,16 +232,15 @@ int cmd_validate(int argc, char **argv)
 	r = replay_new(&o);
 	if (!r)
 		return cli_usage_error("validate", "out of memory");
+	/* A file that cannot be read (or was cut short) is bad input, exit 2 and
+	 * no verdict: CI must be able to tell a typo from an unsafe guard. */
 	rc = replay_cli_run("validate", r, n, argv);
-	if (rc == CLI_USAGE && o.strict)
+	if (rc == CLI_USAGE && (o.strict || replay_n_unreadable(r)))
 		goto out;
 	vo.max_forgone_pct = rp_max_forgone;
-	/* an unreadable file fails the gate (it is in the report) rather than
-	 * being a usage error: the corpus was not fully checked */
+	/* A cut gzip fails the gate in the report, and is still exit 2. */
 	ok = validate_report(r, 0, &vo, rp_json, stdout);
-	rc = ok ? CLI_OK : CLI_FAIL;
-	if (replay_n_truncated(r))
-		rc = CLI_USAGE;
+	rc = replay_n_truncated(r) ? CLI_USAGE : ok ? CLI_OK : CLI_FAIL;
 out:
 	replay_free(r);
 	return rc;

@@ -1287,7 +1287,7 @@ char *arm_result_json(const struct arm_result *r)
 		cJSON_AddStringToObject(o, "quote", it->quote);
 		cJSON_AddStringToObject(o, "reason", it->reason);
 	}
-	out = cJSON_Print(root);
+	out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return out;
 }

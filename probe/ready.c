@@ -296,7 +296,7 @@ char *ready_report_json(const struct ready_report *r)
 			cJSON_AddStringToObject(o, "excerpt", rr->excerpt);
 		}
 	}
-	out = cJSON_Print(root);
+	out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return out;
 }

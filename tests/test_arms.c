@@ -319,9 +319,9 @@ static void test_json(void **state)
 	check("batch", F("banner-only.log"), NULL);
 	js = arm_result_json(res);
 	assert_non_null(js);
-	contains(js, "\"verdict\":\t\"FAIL\"");
-	contains(js, "\"verdict\":\t\"absent\"");
-	contains(js, "\"kind\":\t\"audit\"");
+	contains(js, "\"verdict\":\"FAIL\"");
+	contains(js, "\"verdict\":\"absent\"");
+	contains(js, "\"kind\":\"audit\"");
 	free(js);
 }
 

@@ -184,7 +184,7 @@ static void test_gateway_400(void **state)
 	assert_string_equal(r.rung[READY_GENERATE].last_error, "answered 400");
 	assert_non_null(strstr(r.rung[READY_GENERATE].excerpt, "model is not loaded yet"));
 	js = ready_report_json(&r);
-	assert_non_null(strstr(js, "\"failed_rung\":\t\"generate\""));
+	assert_non_null(strstr(js, "\"failed_rung\":\"generate\""));
 	free(js);
 }
 

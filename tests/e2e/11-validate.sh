@@ -29,8 +29,10 @@ echo 'garbage' >"$T/junk.jsonl"
 expect_rc 1 "$TTAUDIT" validate --rule batch "$T/junk.jsonl"
 contains "$T/out" "no readable merge events (1 malformed lines)"
 # an unreadable file fails the gate
-expect_rc 1 "$TTAUDIT" validate --rule batch "$A/incident-confirmed.jsonl" "$T/missing.jsonl"
-contains "$T/out" "missing.jsonl: could not be read"
+# a file that cannot be read is bad input (2), never a verdict (1): CI must tell a typo from an unsafe guard
+expect_rc 2 "$TTAUDIT" validate --rule batch "$A/incident-confirmed.jsonl" "$T/missing.jsonl"
+contains "$T/err" "missing.jsonl: cannot open"
+lacks "$T/out" "PASS"
 # cost cap: lifetime forgoes tokens on the drift fixture's first merge? no: on the seeded corpus
 "$PYTHON" tools/gencorpus.py --seed 11 --arm stamp --merges 400 --out "$T/c.jsonl"
 expect_rc 0 "$TTAUDIT" validate --json --rule stamp "$T/c.jsonl"

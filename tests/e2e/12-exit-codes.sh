@@ -29,6 +29,11 @@ usage_contract lock --lock
 usage_contract pair --slack
 usage_contract report ""
 usage_contract plan --baseline
+usage_contract replay --rules
+usage_contract validate --rule
+usage_contract ready --url
+usage_contract arm --spec
+usage_contract passthrough --guard
 
 # typos get the nearest name
 expect_rc 2 "$TTAUDIT" preflight --mem-flor 3
@@ -50,7 +55,16 @@ expect_rc 2 "$TTAUDIT" report timeline "$T/missing.jsonl"
 expect_rc 2 "$TTAUDIT" report timeline "$T/missing.jsonl" -o "$T/t.svg"
 [ ! -e "$T/t.svg" ] || fail "report created its output for a missing input"
 
+expect_rc 2 "$TTAUDIT" replay "$T/missing.jsonl"
+lacks "$T/out" "merge events"
+expect_rc 2 "$TTAUDIT" validate --rule batch "$T/missing.jsonl"
+expect_rc 2 "$TTAUDIT" validate --rule nosuchrule "$FIX/audit/incident-confirmed.jsonl"
+expect_rc 2 "$TTAUDIT" replay --max-forgone-pct 5 "$FIX/audit/incident-confirmed.jsonl"
+expect_rc 2 "$TTAUDIT" arm --spec "$T/missing.json" --arm batch
+
 # verdicts: 1
+expect_rc 1 "$TTAUDIT" validate --rule batch "$FIX/audit/residual-coinciding.jsonl"
+expect_rc 0 "$TTAUDIT" validate --rule batch+lifetime "$FIX/audit/residual-coinciding.jsonl"
 expect_rc 1 "$TTAUDIT" preflight --root "$FIX/preflight/root-lowmem" --vendor-neutral --no-docker
 expect_rc 0 "$TTAUDIT" preflight --root "$FIX/preflight/root-ok" --vendor-neutral --no-docker
 
