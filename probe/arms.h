@@ -24,13 +24,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "armspec.h"
 #include "status.h"
 
-#define ARM_SPEC_MAX_BYTES (1u << 20)
-#define ARM_MAX_ITEMS 64          /* requires + forbids of one arm */
 #define ARM_MAX_LINE (64u << 10)  /* log lines longer than this are matched on their start */
-
-enum arm_kind { ARM_LOG, ARM_METRICS, ARM_MODELS, ARM_ENV, ARM_AUDIT };
 
 enum arm_verdict {
 	ARM_MET,                /* required evidence found */
@@ -41,24 +38,6 @@ enum arm_verdict {
 	ARM_NOT_EVALUABLE,      /* the source read could not have recorded the evidence (a
 				 * capture without --all-lines, for a line no banner rule names) */
 };
-
-struct arm_spec;
-
-/*
- * Loads and validates a spec. Errors (STATUS_IO, STATUS_PARSE) name the
- * file, line and what is wrong (`arms.json:12: arm 'batch': requires[1]:
- * bad pattern: missing closing parenthesis`). Free with arm_spec_free().
- */
-enum status arm_spec_load(const char *path, struct arm_spec **out, struct status_info *si);
-void arm_spec_free(struct arm_spec *s);
-
-size_t arm_spec_n_arms(const struct arm_spec *s);
-const char *arm_spec_arm(const struct arm_spec *s, size_t i);
-/* 1 when the spec declares arm `name`. */
-int arm_spec_has(const struct arm_spec *s, const char *name);
-/* Writes the arm's launch environment as NAME=VALUE lines to f. */
-enum status arm_spec_print_env(const struct arm_spec *s, const char *arm, FILE *f,
-			       struct status_info *si);
 
 /* Where the evidence comes from; NULL members are not available. */
 struct arm_sources {
@@ -98,7 +77,6 @@ enum status arm_check(const struct arm_spec *s, const char *arm, const struct ar
 
 /* "met", "absent", "forbidden-present", "clear", "source-unreachable", "not-evaluable". */
 const char *arm_verdict_name(enum arm_verdict v);
-const char *arm_kind_name(enum arm_kind k);
 
 void arm_result_print(const struct arm_result *r, FILE *f);
 /* malloc'd JSON (caller frees); NULL on allocation failure. */
