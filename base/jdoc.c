@@ -907,6 +907,57 @@ int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len)
 	return 1;
 }
 
+enum jtype jdoc_scan_peek(const struct jdoc_scan *sc)
+{
+	const char *p = sc->p;
+
+	JS_WS(p);
+	switch (*p) {
+	case '{': return JT_OBJ;
+	case '[': return JT_ARR;
+	case '"': return JT_STR;
+	case 'n': return JT_NULL;
+	case 't': return JT_TRUE;
+	case 'f': return JT_FALSE;
+	default: return JT_REAL;
+	}
+}
+
+int jdoc_scan_array(struct jdoc_scan *sc)
+{
+	const char *p = sc->p;
+
+	JS_WS(p);
+	if (*p != '[' || sc->depth + 1 > sc->max_depth)
+		return -1;
+	sc->depth++;
+	sc->first = 1;
+	sc->p = p + 1;
+	return 1;
+}
+
+int jdoc_scan_elem(struct jdoc_scan *sc)
+{
+	const char *p = sc->p;
+
+	JS_WS(p);
+	if (*p == ']') {
+		sc->p = p + 1;
+		sc->depth--;
+		sc->first = 0;
+		return 0;
+	}
+	if (!sc->first) {
+		if (*p != ',')
+			return -1;
+		p++;
+		JS_WS(p);
+	}
+	sc->first = 0;
+	sc->p = p;
+	return 1;
+}
+
 void jdoc_scan_name_init(struct jdoc_scan_name *nm, const char *name, size_t n, int first)
 {
 	unsigned char text[24];

@@ -167,6 +167,19 @@ void jdoc_scan_name_init(struct jdoc_scan_name *nm, const char *name, size_t n, 
  * jdoc_scan_key; 0 when it is not (nothing consumed: ask jdoc_scan_key).
  */
 int jdoc_scan_key_is(struct jdoc_scan *sc, const struct jdoc_scan_name *nm);
+/*
+ * Enters the array at the scan position (1), or -1; then jdoc_scan_elem
+ * positions on each element in turn (1) for a value function to read, and at
+ * the end consumes ']' (0); -1 on invalid input.
+ */
+int jdoc_scan_array(struct jdoc_scan *sc);
+int jdoc_scan_elem(struct jdoc_scan *sc);
+/*
+ * The type the next value has by its first byte, consuming nothing: JT_OBJ,
+ * JT_ARR, JT_STR, JT_NULL, JT_TRUE, JT_FALSE, or JT_REAL for anything else
+ * (a number, or invalid input the value functions will decline).
+ */
+enum jtype jdoc_scan_peek(const struct jdoc_scan *sc);
 /* After the root object: 1 when only whitespace is left, else -1. */
 int jdoc_scan_end(struct jdoc_scan *sc);
 /* Validates and passes over any value: 1, or -1. */

@@ -12,12 +12,10 @@
 #include <unistd.h>
 
 #include "http.h"
-#include "jdoc.h"
+#include "chunk.h"
 #include "rxstamp.h"
 #include "sse.h"
 
-/* A stream chunk is one small JSON object; anything larger is refused. */
-#define LOAD_MAX_CHUNK (1u << 20)
 
 static const char *const load_fail_names[LOAD_FAIL__COUNT] = {
 	[LOAD_OK] = "ok",
@@ -62,8 +60,7 @@ double load_result_origin(const struct load_result *r)
 /* --- one chunk ------------------------------------------------------------ */
 
 struct load_chunk_parser {
-	struct jdoc *doc;   /* reused chunk after chunk: no allocation per token */
-	size_t n_fast;      /* chunks read by the fast path */
+	struct chunk_reader *cr;    /* reused chunk after chunk: no allocation per token */
 };
 
 struct load_chunk_parser *load_chunk_parser_new(void)
@@ -72,8 +69,8 @@ struct load_chunk_parser *load_chunk_parser_new(void)
 
 	if (!cp)
 		return NULL;
-	cp->doc = jdoc_new(LOAD_MAX_CHUNK);
-	if (!cp->doc) {
+	cp->cr = chunk_reader_new();
+	if (!cp->cr) {
 		free(cp);
 		return NULL;
 	}
@@ -84,13 +81,18 @@ void load_chunk_parser_free(struct load_chunk_parser *cp)
 {
 	if (!cp)
 		return;
-	jdoc_free(cp->doc);
+	chunk_reader_free(cp->cr);
 	free(cp);
 }
 
 size_t load_chunk_parser_fast(const struct load_chunk_parser *cp)
 {
-	return cp->n_fast;
+	return chunk_reader_scanned(cp->cr);
+}
+
+void load_chunk_parser_tree_only(struct load_chunk_parser *cp, bool on)
+{
+	chunk_reader_tree_only(cp->cr, on);
 }
 
 static void load_set_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
@@ -156,465 +158,25 @@ static int load_keep_text(struct load_result *r, const char *s, size_t n)
 	return 0;
 }
 
-/*
- * What load_chunk takes from one chunk, found by either path. Strings are
- * spans (not NUL-terminated): the fast path points into the chunk itself.
- */
-struct load_fields {
-	const char *id, *content, *finish, *reasoning;
-	size_t n_id, n_content, n_finish, n_reasoning;
-	bool has_id, has_content, has_finish, has_role, has_reasoning;
-	long n_token_ids;           /* elements of the choice's `token_ids`; -1: none */
-	bool has_usage;             /* a `usage` object */
-	long usage_prompt, usage_completion;   /* its integers; -1: absent */
-	bool choice;                /* choices[0] is an object (a per-choice chunk) */
-};
-
-/* --- fast path ------------------------------------------------------------ *
- * Most chunks are compact objects whose strings carry no escapes. A scan of
- * that subset finds the few fields needed without building a tree. It gives
- * up (returns 1) on anything outside the subset: whitespace, an escape or a
- * control byte in a string, a number other than a short integer, deep nesting,
- * an "error" member that is not null, a root that is not an object. The full
- * parse then decides, so errors and escapes are read exactly as by jdoc. The
- * real chunk shapes are inside it: `usage` null or an object of integers,
- * `stop_reason`, `token_ids`, `prompt_token_ids`, reasoning deltas. */
-
-#define LOAD_FAST_DEPTH 8
-
-struct load_scan {
-	const char *p, *e;
-};
-
-/* Bytes that end the plain run of a string: the quote, an escape, a control byte. */
-static const unsigned char load_str_stop[256] = {
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	['"'] = 1, ['\\'] = 1,
-};
-
-/* At '"': the raw span of a string without escapes; 1 to give up. */
-static int load_scan_str(struct load_scan *x, const char **s, size_t *n)
-{
-	const char *q = x->p + 1;
-
-	while (q < x->e && !load_str_stop[(unsigned char)*q])
-		q++;
-	if (q == x->e || *q != '"')
-		return 1;
-	*s = x->p + 1;
-	*n = (size_t)(q - *s);
-	x->p = q + 1;
-	return 0;
-}
-
-static int load_scan_value(struct load_scan *x, int depth);
-
-/* One member of an object being read: the value at x->p under key k. */
-typedef int (*load_member_fn)(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth);
-
-/* At '{': calls fn for each member, in order (a later duplicate overrides). */
-static int load_scan_object(struct load_scan *x, int depth, load_member_fn fn, void *ctx)
-{
-	const char *k;
-	size_t nk;
-
-	if (depth >= LOAD_FAST_DEPTH || x->p >= x->e || *x->p != '{')
-		return 1;
-	x->p++;
-	if (x->p < x->e && *x->p == '}') {
-		x->p++;
-		return 0;
-	}
-	for (;;) {
-		if (x->p >= x->e || *x->p != '"' || load_scan_str(x, &k, &nk))
-			return 1;
-		if (x->p >= x->e || *x->p++ != ':')
-			return 1;
-		if (fn(x, k, nk, ctx, depth + 1))
-			return 1;
-		if (x->p >= x->e)
-			return 1;
-		if (*x->p == ',') {
-			x->p++;
-			continue;
-		}
-		return *x->p++ == '}' ? 0 : 1;
-	}
-}
-
-static int load_skip_member(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
-{
-	(void)k;
-	(void)nk;
-	(void)ctx;
-	return load_scan_value(x, depth);
-}
-
-/* At '[' (or anything else: skipped, *n = -1): counts the elements. */
-static int load_scan_count(struct load_scan *x, int depth, long *n)
-{
-	*n = -1;
-	if (x->p >= x->e || *x->p != '[')
-		return load_scan_value(x, depth);
-	if (depth >= LOAD_FAST_DEPTH)
-		return 1;
-	*n = 0;
-	x->p++;
-	if (x->p < x->e && *x->p == ']') {
-		x->p++;
-		return 0;
-	}
-	for (;;) {
-		if (load_scan_value(x, depth + 1))
-			return 1;
-		(*n)++;
-		if (x->p >= x->e)
-			return 1;
-		if (*x->p == ',') {
-			x->p++;
-			continue;
-		}
-		return *x->p++ == ']' ? 0 : 1;
-	}
-}
-
-/* At '[': skips the array. */
-static int load_scan_array(struct load_scan *x, int depth)
-{
-	long n;
-
-	return load_scan_count(x, depth, &n);
-}
-
-/* Skips one value of the subset. */
-static int load_scan_value(struct load_scan *x, int depth)
-{
-	const char *s, *q;
-	size_t n;
-
-	if (x->p >= x->e)
-		return 1;
-	switch (*x->p) {
-	case '"':
-		return load_scan_str(x, &s, &n);
-	case '{':
-		return load_scan_object(x, depth, load_skip_member, NULL);
-	case '[':
-		return load_scan_array(x, depth);
-	case 'n':
-		n = 4, s = "null";
-		break;
-	case 't':
-		n = 4, s = "true";
-		break;
-	case 'f':
-		n = 5, s = "false";
-		break;
-	default:
-		/* -?(0|[1-9][0-9]*), at most 18 digits: an exact int64 either way;
-		 * a fraction or exponent gives up */
-		q = x->p;
-		if (*q == '-')
-			q++;
-		if (q >= x->e || *q < '0' || *q > '9')
-			return 1;
-		s = q;
-		if (*q == '0')
-			q++;
-		else
-			while (q < x->e && *q >= '0' && *q <= '9')
-				q++;
-		if (q - s > 18 || (q < x->e && (*q == '.' || *q == 'e' || *q == 'E' ||
-						(*q >= '0' && *q <= '9'))))
-			return 1;
-		x->p = q;
-		return 0;
-	}
-	if ((size_t)(x->e - x->p) < n || memcmp(x->p, s, n))
-		return 1;
-	x->p += n;
-	return 0;
-}
-
-/* A short integer (as load_scan_value reads one) into *v, or null (*v = -1);
- * 1 to give up on anything else. */
-static int load_scan_int(struct load_scan *x, long *v)
-{
-	const char *q = x->p;
-	long n = 0;
-	bool neg = false;
-
-	if (q < x->e && *q == 'n') {
-		*v = -1;
-		return load_scan_value(x, 0);
-	}
-	if (q < x->e && *q == '-') {
-		neg = true;
-		q++;
-	}
-	if (load_scan_value(x, 0))
-		return 1;
-	for (; q < x->p; q++)
-		n = n * 10 + (*q - '0');   /* at most 18 digits: no overflow */
-	*v = neg ? -n : n;
-	return 0;
-}
-
-#define LOAD_KEY(k, nk, lit) ((nk) == sizeof(lit) - 1 && !memcmp((k), lit, sizeof(lit) - 1))
-
-/* A string member: sets *has and the span, or clears *has for another type. */
-static int load_scan_strval(struct load_scan *x, int depth, bool *has, const char **s, size_t *n)
-{
-	if (x->p < x->e && *x->p == '"') {
-		if (load_scan_str(x, s, n))
-			return 1;
-		*has = true;
-		return 0;
-	}
-	*has = false;
-	return load_scan_value(x, depth);
-}
-
-struct load_fast {
-	struct load_fields *f;
-	enum load_api api;
-	/* the delta's members, kept apart: only the last "delta" counts */
-	bool has_content, has_role, has_reasoning;
-	const char *content, *reasoning;
-	size_t n_content, n_reasoning;
-};
-
-static int load_scan_delta(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
-{
-	struct load_fast *ff = ctx;
-	const char *s;
-	size_t n;
-
-	if (LOAD_KEY(k, nk, "content"))
-		return load_scan_strval(x, depth, &ff->has_content, &ff->content, &ff->n_content);
-	if (LOAD_KEY(k, nk, "role"))
-		return load_scan_strval(x, depth, &ff->has_role, &s, &n);
-	/* the thinking text: `reasoning` on current vLLM, `reasoning_content`
-	 * before (and on other servers) */
-	if (LOAD_KEY(k, nk, "reasoning") || LOAD_KEY(k, nk, "reasoning_content"))
-		return load_scan_strval(x, depth, &ff->has_reasoning, &ff->reasoning, &ff->n_reasoning);
-	return load_scan_value(x, depth);
-}
-
-static int load_scan_usage(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
-{
-	struct load_fields *f = ctx;
-
-	if (LOAD_KEY(k, nk, "prompt_tokens"))
-		return load_scan_int(x, &f->usage_prompt);
-	if (LOAD_KEY(k, nk, "completion_tokens"))
-		return load_scan_int(x, &f->usage_completion);
-	return load_scan_value(x, depth);
-}
-
-static int load_scan_choice(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
-{
-	struct load_fast *ff = ctx;
-	struct load_fields *f = ff->f;
-
-	if (LOAD_KEY(k, nk, "finish_reason"))
-		return load_scan_strval(x, depth, &f->has_finish, &f->finish, &f->n_finish);
-	if (ff->api != LOAD_API_CHAT && LOAD_KEY(k, nk, "text"))
-		return load_scan_strval(x, depth, &f->has_content, &f->content, &f->n_content);
-	if (LOAD_KEY(k, nk, "token_ids"))
-		return load_scan_count(x, depth, &f->n_token_ids);
-	if (ff->api == LOAD_API_CHAT && LOAD_KEY(k, nk, "delta")) {
-		ff->has_content = ff->has_role = ff->has_reasoning = false;
-		if (x->p < x->e && *x->p == '{')
-			return load_scan_object(x, depth, load_scan_delta, ff);
-		return load_scan_value(x, depth);
-	}
-	return load_scan_value(x, depth);
-}
-
-static int load_scan_root(struct load_scan *x, const char *k, size_t nk, void *ctx, int depth)
-{
-	struct load_fast *ff = ctx;
-	struct load_fields *f = ff->f;
-
-	if (LOAD_KEY(k, nk, "error"))
-		return x->p < x->e && *x->p == 'n' ? load_scan_value(x, depth) : 1;
-	if (LOAD_KEY(k, nk, "usage")) {
-		f->has_usage = false;
-		f->usage_prompt = f->usage_completion = -1;
-		if (x->p < x->e && *x->p == '{') {
-			f->has_usage = true;
-			return load_scan_object(x, depth, load_scan_usage, f);
-		}
-		return load_scan_value(x, depth);
-	}
-	if (LOAD_KEY(k, nk, "id"))
-		return load_scan_strval(x, depth, &f->has_id, &f->id, &f->n_id);
-	if (!LOAD_KEY(k, nk, "choices"))
-		return load_scan_value(x, depth);
-	/* a later "choices" replaces everything an earlier one gave */
-	f->has_content = f->has_finish = f->choice = false;
-	f->n_token_ids = -1;
-	ff->has_content = ff->has_role = ff->has_reasoning = false;
-	if (x->p >= x->e || *x->p != '[')
-		return load_scan_value(x, depth);
-	if (x->p + 1 < x->e && x->p[1] == '{') {
-		/* the first element is the choice; the rest are skipped */
-		x->p++;
-		f->choice = true;
-		if (load_scan_object(x, depth + 1, load_scan_choice, ff))
-			return 1;
-		for (;;) {
-			if (x->p >= x->e)
-				return 1;
-			if (*x->p == ']') {
-				x->p++;
-				return 0;
-			}
-			if (*x->p++ != ',' || load_scan_value(x, depth + 1))
-				return 1;
-		}
-	}
-	return load_scan_value(x, depth);
-}
-
-/* 0 with f filled when the chunk is in the subset, 1 to use the full parse. */
-static int load_chunk_fast(enum load_api api, const char *data, size_t len, struct load_fields *f)
-{
-	struct load_scan x = { data, data + len };
-	struct load_fast ff = { .f = f, .api = api };
-
-	memset(f, 0, sizeof(*f));
-	f->n_token_ids = f->usage_prompt = f->usage_completion = -1;
-	if (len > LOAD_MAX_CHUNK || load_scan_object(&x, 0, load_scan_root, &ff) || x.p != x.e)
-		return 1;
-	if (api == LOAD_API_CHAT) {
-		f->has_content = ff.has_content;
-		f->content = ff.content;
-		f->n_content = ff.n_content;
-		f->has_role = ff.has_role;
-		f->has_reasoning = ff.has_reasoning;
-		f->reasoning = ff.reasoning;
-		f->n_reasoning = ff.n_reasoning;
-	}
-	return 0;
-}
-
-/* --- full parse ----------------------------------------------------------- */
-
-static const struct jval *load_get(struct jdoc *d, const struct jval *o, const char *k, enum jtype t)
-{
-	const struct jval *v;
-
-	if (!o || o->type != JT_OBJ)
-		return NULL;
-	v = jdoc_get(d, o, k);
-	return v && v->type == t ? v : NULL;
-}
-
-/* Fills f; -1 with r failed on a bad chunk or an error. */
-static int load_chunk_full(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
-			   const char *data, size_t len, struct load_fields *f)
-{
-	struct status_info si;
-	const struct jval *root, *v, *choices, *c, *content = NULL, *role = NULL, *reasoning = NULL;
-	const struct jval *usage;
-	struct jdoc *d = cp->doc;
-
-	memset(f, 0, sizeof(*f));
-	f->n_token_ids = f->usage_prompt = f->usage_completion = -1;
-	if (jdoc_parse(d, data, len, &si)) {
-		load_set_fail(r, LOAD_FAIL_PROTOCOL, "chunk is not json at byte %ld: %s", si.byte, si.msg);
-		return -1;
-	}
-	root = jdoc_root(d);
-	if (root->type != JT_OBJ) {
-		load_set_fail(r, LOAD_FAIL_PROTOCOL, "chunk is a json %s, not an object",
-			      jdoc_typename(root));
-		return -1;
-	}
-	v = jdoc_get(d, root, "error");
-	if (v && v->type != JT_NULL) {
-		const struct jval *m = load_get(d, v, "message", JT_STR);
-
-		load_set_fail(r, LOAD_FAIL_SERVER, "error in stream: %.160s",
-			      m ? m->u.s : v->type == JT_STR ? v->u.s : "(no message)");
-		return -1;
-	}
-	v = load_get(d, root, "id", JT_STR);
-	if (v) {
-		f->has_id = true;
-		f->id = v->u.s;
-		/* up to a \u0000, as the NUL-terminated string was read before */
-		f->n_id = strlen(v->u.s);
-	}
-	choices = load_get(d, root, "choices", JT_ARR);
-	c = choices ? jdoc_kid(d, choices) : NULL;
-	if (c && c->type == JT_OBJ) {
-		f->choice = true;
-		v = load_get(d, c, "token_ids", JT_ARR);
-		if (v) {
-			const struct jval *e;
-
-			f->n_token_ids = 0;
-			for (e = jdoc_kid(d, v); e; e = jdoc_next(d, e))
-				f->n_token_ids++;
-		}
-		if (api == LOAD_API_CHAT) {
-			const struct jval *delta = load_get(d, c, "delta", JT_OBJ);
-
-			content = load_get(d, delta, "content", JT_STR);
-			role = load_get(d, delta, "role", JT_STR);
-			reasoning = load_get(d, delta, "reasoning", JT_STR);
-			if (!reasoning)
-				reasoning = load_get(d, delta, "reasoning_content", JT_STR);
-		} else {
-			content = load_get(d, c, "text", JT_STR);
-		}
-		v = load_get(d, c, "finish_reason", JT_STR);
-		if (v) {
-			f->has_finish = true;
-			f->finish = v->u.s;
-			f->n_finish = strlen(v->u.s);
-		}
-	}
-	if (content) {
-		f->has_content = true;
-		f->content = content->u.s;
-		f->n_content = content->n;
-	}
-	if (reasoning) {
-		f->has_reasoning = true;
-		f->reasoning = reasoning->u.s;
-		f->n_reasoning = reasoning->n;
-	}
-	f->has_role = role != NULL;
-	usage = load_get(d, root, "usage", JT_OBJ);
-	if (usage) {
-		f->has_usage = true;
-		v = load_get(d, usage, "prompt_tokens", JT_INT);
-		if (v)
-			f->usage_prompt = (long)v->u.i;
-		v = load_get(d, usage, "completion_tokens", JT_INT);
-		if (v)
-			f->usage_completion = (long)v->u.i;
-	}
-	return 0;
-}
-
 int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const char *data, size_t len, double now)
 {
-	struct load_fields f;
+	struct chunk_fields f;
+	enum chunk_error ce;
+	char msg[200];
 	bool answer, thought;
 	long k = 1;
 	enum load_count src = LOAD_COUNT_CHUNKS;
 
-	if (load_chunk_fast(api, data, len, &f) == 0)
-		cp->n_fast++;
-	else if (load_chunk_full(cp, r, api, data, len, &f))
+	ce = chunk_read(cp->cr, api == LOAD_API_CHAT, data, len, &f, msg, sizeof(msg));
+	if (ce == CHUNK_SERVER) {
+		load_set_fail(r, LOAD_FAIL_SERVER, "error in stream: %.160s", msg);
 		return -1;
+	}
+	if (ce) {
+		load_set_fail(r, LOAD_FAIL_PROTOCOL, "%s", msg);
+		return -1;
+	}
 	if (f.has_id && !r->id[0])
 		snprintf(r->id, sizeof(r->id), "%.*s", (int)f.n_id, f.id);
 	if (f.has_finish)
@@ -692,26 +254,15 @@ int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_ap
 int load_event(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const struct sse *p, const char *data, size_t len, double now)
 {
-	const char *err = sse_event_error(p, NULL), *m;
-	const struct jval *v;
-	struct status_info si;
+	const char *err = sse_event_error(p, NULL);
+	char m[200];
 
 	if (!err && strcmp(sse_event_type(p), "error"))
 		return load_chunk(cp, r, api, keep_text, data, len, now);
 	/* the server ended the stream with an error: its message, from the
 	 * error field (llama-server) or the data of an `event: error` */
-	if (!err)
-		err = data;
-	m = err;
-	if (!jdoc_parse(cp->doc, err, strlen(err), &si) && jdoc_root(cp->doc)->type == JT_OBJ) {
-		v = jdoc_get(cp->doc, jdoc_root(cp->doc), "error");
-		if (!v || v->type != JT_OBJ)
-			v = jdoc_root(cp->doc);
-		v = load_get(cp->doc, v, "message", JT_STR);
-		if (v)
-			m = v->u.s;
-	}
-	load_set_fail(r, LOAD_FAIL_SERVER, "error event in stream: %.160s", *m ? m : "(no message)");
+	chunk_error_message(cp->cr, err ? err : data, m, sizeof(m));
+	load_set_fail(r, LOAD_FAIL_SERVER, "error event in stream: %.160s", m);
 	return -1;
 }
 

@@ -201,6 +201,8 @@ void load_chunk_parser_free(struct load_chunk_parser *cp);
 /* Chunks this parser read by its fast path (compact, no escapes, no usage or
  * error member) rather than a full parse; both give the same result. */
 size_t load_chunk_parser_fast(const struct load_chunk_parser *cp);
+/* Tests: every chunk through jdoc's tree, to compare with the scanner. */
+void load_chunk_parser_tree_only(struct load_chunk_parser *cp, bool on);
 int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const char *data, size_t len, double now);
 /*

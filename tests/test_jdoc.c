@@ -680,6 +680,76 @@ static void test_scan_int_arrays(void **state)
 	}
 }
 
+static void test_scan_arrays(void **state)
+{
+	static char arena[4096];
+	struct jdoc_scan sc;
+	const char *key, *z;
+	uint32_t zn;
+	size_t klen, len;
+	int64_t v;
+	char *s = padded("{\"c\":[ {\"t\":\"a\\nb\"} , 7,[1],\"x\" ],\"e\":[]}", &len);
+
+	(void)state;
+	jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_object(&sc), 1);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+	assert_int_equal(jdoc_scan_peek(&sc), JT_ARR);
+	assert_int_equal(jdoc_scan_array(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);          /* an object element, read member by member */
+	assert_int_equal(jdoc_scan_peek(&sc), JT_OBJ);
+	assert_int_equal(jdoc_scan_object(&sc), 1);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+	assert_int_equal(jdoc_scan_str(&sc, &z, &zn), 1);
+	assert_int_equal(zn, 3);
+	assert_memory_equal(z, "a\nb", 4);
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 0);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_peek(&sc), JT_REAL);
+	assert_int_equal(jdoc_scan_int(&sc, &v), 1);
+	assert_int_equal(v, 7);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_skip(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_skip(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 0);          /* ']' consumed */
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 1);
+	assert_int_equal(jdoc_scan_array(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 0);          /* an empty array */
+	assert_int_equal(jdoc_scan_key(&sc, &key, &klen), 0);
+	assert_int_equal(jdoc_scan_end(&sc), 1);
+	free(s);
+	/* a missing comma, a trailing comma, an array where none is */
+	s = padded("[1 2]", &len);
+	jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_array(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_int(&sc, &v), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), -1);
+	free(s);
+	s = padded("[1,]", &len);
+	jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_array(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_int(&sc, &v), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_int(&sc, &v), -1);   /* ']' is no value */
+	free(s);
+	s = padded("{}", &len);
+	jdoc_scan_init(&sc, s, len, JDOC_MAX_DEPTH, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_array(&sc), -1);
+	free(s);
+	/* nesting counts arrays too */
+	s = padded("[[[1]]]", &len);
+	jdoc_scan_init(&sc, s, len, 2, arena, sizeof(arena));
+	assert_int_equal(jdoc_scan_array(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_array(&sc), 1);
+	assert_int_equal(jdoc_scan_elem(&sc), 1);
+	assert_int_equal(jdoc_scan_array(&sc), -1);
+	free(s);
+}
+
 static void test_scan_members(void **state)
 {
 	static char arena[4096];
@@ -777,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_max_len),
 		cmocka_unit_test(test_length_bounded),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_scan_arrays),
 		cmocka_unit_test(test_check_agrees_with_get),
 	};
 

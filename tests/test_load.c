@@ -95,26 +95,28 @@ static void fast_free(struct load_result *r)
 }
 
 /*
- * Each chunk read as is, then with a leading space (valid JSON the fast path
- * leaves to the full parse): both results must agree, and `fast` says
- * whether the first read took the fast path.
+ * Each chunk read as load_chunk reads it, then by jdoc's tree alone: both
+ * results must agree, and `fast` says whether the first read was the
+ * scanner's (not declined to the tree).
  */
 static void fast_same(struct load_chunk_parser *cp, enum load_api api, const char *c, int fast)
 {
 	struct load_result a, b;
-	char spaced[1024];
+	struct load_chunk_parser *tree = load_chunk_parser_new();
 	size_t before = load_chunk_parser_fast(cp);
 	int ra, rb;
 
-	snprintf(spaced, sizeof(spaced), " %s", c);
+	assert_non_null(tree);
+	load_chunk_parser_tree_only(tree, true);
 	fast_read(cp, &a, api, c, &ra);
-	assert_int_equal(load_chunk_parser_fast(cp) - before, fast ? 1 : 0);
-	fast_read(cp, &b, api, spaced, &rb);
-	assert_int_equal(load_chunk_parser_fast(cp) - before, fast ? 1 : 0);
+	if (load_chunk_parser_fast(cp) - before != (fast ? 1u : 0u))
+		fail_msg("'%s' %s the scanner", c, fast ? "was declined by" : "was read by");
+	fast_read(tree, &b, api, c, &rb);
+	assert_int_equal(load_chunk_parser_fast(tree), 0);
+	load_chunk_parser_free(tree);
 	assert_int_equal(ra, rb);
 	assert_int_equal(a.fail, b.fail);
-	if (ra == 0)   /* a failure's byte offset moves with the space */
-		assert_string_equal(a.reason, b.reason);
+	assert_string_equal(a.reason, b.reason);
 	assert_string_equal(a.id, b.id);
 	assert_string_equal(a.finish_reason, b.finish_reason);
 	assert_int_equal(a.n_chunks, b.n_chunks);
@@ -152,6 +154,15 @@ static void test_chunk_fast(void **state)
 		"{\"choices\":[{\"text\":\"a\",\"stop_reason\":null,\"prompt_token_ids\":null,\"token_ids\":[1,2]}],\"usage\":null}",
 		"{\"choices\":[{\"text\":\"a\",\"token_ids\":7}],\"usage\":{\"prompt_tokens\":null}}",
 		"{\"choices\":[{\"text\":\"\"}],\"usage\":{\"completion_tokens\":-2,\"x\":{\"y\":[1]}}}",
+		/* escapes, spaces, reals and long integers are the scanner's too */
+		"{\"choices\":[{\"text\":\"a\\nb\"}]}",
+		"{\"choices\":[{\"text\":\"\\u0041\\ud83d\\ude00\\ud800x\"}]}",
+		"{\"id\":\"a\\u0000b\",\"choices\":[{\"text\":\"\\u0000\",\"finish_reason\":\"st\\u0000op\"}]}",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":1.5}",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":1e3}",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":12345678901234567890}",
+		" { \"choices\" : [ { \"text\" : \"a\" } ] } ",
+		"{\"a\":[[[[[[[[[[1]]]]]]]]]],\"choices\":[{\"text\":\"deep\"}]}",
 	};
 	static const char *const fast_chat[] = {
 		"{\"id\":\"c\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
@@ -161,26 +172,21 @@ static void test_chunk_fast(void **state)
 		"{\"choices\":[{\"delta\":{\"content\":null,\"role\":7}}]}",
 		"{\"choices\":[{\"text\":\" not chat\"}]}",
 	};
-	/* each of these leaves the fast path for the full parse */
+	/* what the scanner declines, for the tree to read (or reject) */
 	static const char *const full[] = {
-		"{\"choices\":[{\"text\":\"a\\nb\"}]}",                       /* an escape */
-		"{\"choices\":[{\"text\":\"\\u0041\\ud83d\\ude00\\ud800x\"}]}",
 		"{\"ch\\u006fices\":[{\"text\":\"k\"}]}",                     /* an escaped key */
 		"{\"error\":{\"message\":\"boom\"}}",
 		"{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":1.5}}",
-		"{\"choices\":[{\"text\":\"a\"}],\"n\":1.5}",
-		"{\"choices\":[{\"text\":\"a\"}],\"n\":1e3}",
-		"{\"choices\":[{\"text\":\"a\"}],\"n\":01}",                  /* invalid: full parse says */
-		"{\"choices\":[{\"text\":\"a\"}],\"n\":12345678901234567890}",
-		"{\"choices\":[{\"text\":\"a\"}] }",
+		"{\"choices\":[{\"text\":\"a\"}],\"n\":01}",                  /* invalid: the tree says */
 		"{\"choices\":[{\"text\":\"a\"}]}x",
 		"{\"choices\":[{\"text\":\"a\"}],}",
 		"{\"choices\":[{\"text\":\"a\"}]",
 		"{\"choices\":[{\"text\":\"a\"}],\"z\":nul}",
 		"{\"choices\":[{\"text\":\"a\tb\"}]}",                        /* a control byte */
+		"{\"choices\":[{\"text\":\"a\",\"token_ids\":[1,\"x\"]}]}",
 		"[{\"text\":\"a\"}]",
 		"",
-		"{\"a\":[[[[[[[[[[1]]]]]]]]]],\"choices\":[{\"text\":\"deep\"}]}",
+		"{\"a\":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]],\"choices\":[{\"text\":\"deep\"}]}",
 	};
 	size_t i;
 
@@ -217,16 +223,17 @@ static void test_chunk_fast(void **state)
 	assert_int_equal(r.n_chunks, 0);
 	fast_free(&r);
 
-	/* escapes, unicode escapes and surrogates, decoded as before */
-	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[0], &rc);
+	/* escapes and unicode escapes decoded; a lone surrogate keeps its own
+	 * bytes (WTF-8) by both paths, so two of them stay two */
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, fast_comp[16], &rc);
 	assert_int_equal(rc, 0);
 	assert_string_equal(r.text, "a\nb");
 	fast_free(&r);
-	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[1], &rc);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, fast_comp[17], &rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(r.text, "A\xf0\x9f\x98\x80\xef\xbf\xbdx");
+	assert_string_equal(r.text, "A\xf0\x9f\x98\x80\xed\xa0\x80x");
 	fast_free(&r);
-	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[2], &rc);
+	fast_read(cp, &r, LOAD_API_COMPLETIONS, full[0], &rc);
 	assert_string_equal(r.text, "k");
 	fast_free(&r);
 	/* a usage chunk, by the fast path */
@@ -287,8 +294,8 @@ static void test_chunk_split(void **state)
 		assert_int_equal(s.r.usage_completion, 2);
 		/* a token is timed by the read that completed its event */
 		assert_true(s.r.tok_t[0] == (cut < strlen("data: {\"id\":\"s\",\"choices\":[{\"text\":\" one\"}]}\n\n") ? 2.0 : 1.0));
-		/* the second has an escape: the full parse reads it */
-		assert_int_equal(load_chunk_parser_fast(s.cp), 2);
+		/* the second has escapes: the scanner reads those too */
+		assert_int_equal(load_chunk_parser_fast(s.cp), 3);
 		sse_free(p);
 		load_chunk_parser_free(s.cp);
 		fast_free(&s.r);
@@ -404,9 +411,8 @@ static void test_fixtures(void **state)
 		assert_int_equal(f.r.usage_completion, 10);
 		assert_string_equal(f.r.text, "\n\nParis is the");
 		assert_string_equal(f.r.finish_reason, "length");
-		/* every chunk of the real shapes by the fast path, but the one
-		 * whose text has an escape ("\n\n") */
-		assert_int_equal(load_chunk_parser_fast(f.cp), 11);
+		/* every chunk of the real shapes by the scanner */
+		assert_int_equal(load_chunk_parser_fast(f.cp), 12);
 		fix_done(&f);
 
 		fix_replay(&f, "vllm-0.10-chat-reasoning-content.sse", LOAD_API_CHAT, step);

@@ -11,6 +11,7 @@
 #                 seeded with every fixture audit (plain and capture)
 #   fuzz_capture  the shim's line path; SECONDS/3, seeded like fuzz_line
 #   fuzz_prom     the Prometheus text parser; SECONDS/3
+#   fuzz_chunk    a stream chunk by jdoc's scanner and by its tree, differential; SECONDS/3
 # One summary line per target; exit 1 on a failure (the input is kept in
 # build/fuzz/ and the fuzzer's reason printed), 2 when a target does not build.
 set -u
@@ -22,8 +23,8 @@ two=$((2 * secs / 3))
 B=build/fuzz
 CC=${FUZZ_CC:-clang}
 FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -D_GNU_SOURCE -std=c11
-	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Ireplay -Itests -Icapture -Iprobe"
-mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom" "$B/corpus-scan" "$B/corpus-replay"
+	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Ireplay -Itests -Icapture -Iprobe -Ibench"
+mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom" "$B/corpus-scan" "$B/corpus-replay" "$B/corpus-chunk"
 
 build() {   # build NAME SOURCES... [-lLIB]
 	name=$1; shift
@@ -42,6 +43,7 @@ build fuzz_replay base/jdoc.c base/status.c base/jsonw.c analyzer/event.c analyz
 	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
 	base/status.c -lpcre2-8
 [ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom probe/prom.c base/status.c
+build fuzz_chunk bench/chunk.c base/jdoc.c base/status.c
 
 for f in fixtures/audit/*.jsonl; do
 	base=$(basename "$f" .jsonl)
@@ -64,6 +66,16 @@ for f in fixtures/audit/*.jsonl fixtures/bad/*.jsonl; do
 done
 printf 'INFO 11-29 20:41:02 [generator.py:1930] MERGE_AUDIT {"ev":"merge","step":1,"host_pos":[1],"dev_pos":[2]}\n' >"$B/corpus-capture/seed-log-prefix"
 printf '# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 3\nvllm:e2e_request_latency_seconds_bucket{le="+Inf"} 1.5e3\n' >"$B/corpus-prom/seed-metrics"
+
+# every chunk of the field's transcripts, as chat (odd first byte) or completions
+i=0
+for f in fixtures/sse/*.sse; do
+	case $f in *chat*) kind='\001' ;; *) kind='\000' ;; esac
+	sed -n 's/^\(data\|error\): \{0,1\}//p' "$f" | grep -v '^\[DONE\]' | while IFS= read -r line; do
+		i=$((i + 1))
+		{ printf "$kind"; printf '%s' "$line"; } >"$B/corpus-chunk/seed-$(basename "$f" .sse)-$i"
+	done
+done
 
 failed=0
 run() {   # run NAME CORPUS SECONDS
@@ -89,4 +101,5 @@ run fuzz_scan "$B/corpus-scan" "$two"
 run fuzz_replay "$B/corpus-replay" "$two"
 [ -x "$B/fuzz_capture" ] && [ -f tests/fuzz/fuzz_capture.c ] && run fuzz_capture "$B/corpus-capture" "$side"
 [ -x "$B/fuzz_prom" ] && [ -f tests/fuzz/fuzz_prom.c ] && run fuzz_prom "$B/corpus-prom" "$side"
+run fuzz_chunk "$B/corpus-chunk" "$side"
 exit "$failed"
