@@ -1,6 +1,6 @@
 #include "driver.h"
 
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 
 #include "suite.h"
 
