@@ -1,6 +1,8 @@
-/* test_ttsim_model.c - ttsim's generator model and offline run: determinism,
- * the stale-merge defect and its guards, substitutions against the
- * sequential reference, aborts and limits. */
+/* test_ttsim_model.c - ttsim's generator model and offline run: the keep
+ * reading the device's trace buffers as the last decode of their key left
+ * them (slot reuse, host-sampled stretches, width buckets, the slot remap of
+ * the condense and its fallbacks), the guards on it, substitutions against
+ * the sequential reference, determinism, aborts and limits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include <cjson/cJSON.h>
 
 #include "../tools/ttsim/model.h"
 #include "../tools/ttsim/run.h"
@@ -44,7 +48,7 @@ static void on_finish(void *ctx, void *user, const struct ttsim_req_result *res)
 	s->res = *res;
 }
 
-static struct ttsim_model *new_model(int slots, unsigned arm, int refresh)
+static struct ttsim_model *new_model_gen(int slots, unsigned arm, enum ttsim_generator gen)
 {
 	struct ttsim_model_config c;
 	struct ttsim_model *m = NULL;
@@ -53,12 +57,17 @@ static struct ttsim_model *new_model(int slots, unsigned arm, int refresh)
 	ttsim_model_config_default(&c);
 	c.slots = slots;
 	c.arm = c.arm_claimed = arm;
-	c.refresh_every = refresh;
+	c.generator = gen;
 	c.seed = 7;
 	assert_int_equal(ttsim_model_new(&c, &m, NULL), STATUS_OK);
 	ttsim_model_set_sink(m, &sink);
 	memset(seen, 0, sizeof(seen));
 	return m;
+}
+
+static struct ttsim_model *new_model(int slots, unsigned arm)
+{
+	return new_model_gen(slots, arm, TTSIM_GEN_QWEN36);
 }
 
 static void prompt_of(int *p, int n, int salt)
@@ -81,13 +90,15 @@ static void drain(struct ttsim_model *m)
 }
 
 /*
- * One slot, fresh host copy. A (10 prompt, 5 tokens) leaves its device slot
- * at position 15; B (15 prompt) starts at host_pos 15: the merge after B's
- * prefill matches dev_pos == host_pos and, under bare, hands B A's token.
+ * One slot. A (10 prompt, 5 tokens) leaves the trace's row at position 15
+ * (its last replay); B (15 prompt) fills the row at host_pos 15: the keep
+ * after B's prefill matches dev_pos == host_pos and hands B A's token unless
+ * the row is masked as prefilled (the generic path, or Qwen3.6 with the
+ * prefilled arm's patch) or a guard refuses.
  */
-static void reuse_case(unsigned arm, bool want_sub)
+static void reuse_case(unsigned arm, enum ttsim_generator gen, bool want_sub)
 {
-	struct ttsim_model *m = new_model(1, arm, 1);
+	struct ttsim_model *m = new_model_gen(1, arm, gen);
 	struct ttsim_model_stats st;
 	int pa[10], pb[15], ref[8], i;
 
@@ -120,17 +131,18 @@ static void reuse_case(unsigned arm, bool want_sub)
 static void test_slot_reuse_bare(void **state)
 {
 	(void)state;
-	reuse_case(0, true);
-	reuse_case(TTSIM_RULE_BATCH, true);      /* same active pattern: batch is blind */
-	reuse_case(TTSIM_RULE_PREFILLED, false);
-	reuse_case(TTSIM_RULE_STAMP, false);
-	reuse_case(TTSIM_RULE_LIFETIME, false);
+	reuse_case(0, TTSIM_GEN_QWEN36, true);              /* the mask is inert there */
+	reuse_case(TTSIM_RULE_BATCH, TTSIM_GEN_QWEN36, true);  /* same active pattern: blind */
+	reuse_case(TTSIM_RULE_PREFILLED, TTSIM_GEN_QWEN36, false);
+	reuse_case(TTSIM_RULE_STAMP, TTSIM_GEN_QWEN36, false);
+	reuse_case(TTSIM_RULE_LIFETIME, TTSIM_GEN_QWEN36, false);
+	reuse_case(0, TTSIM_GEN_GENERIC, false);             /* the helper masks the row */
 }
 
 /* A fresh buffer from the same request is taken and changes nothing. */
 static void test_fresh_takes_harmless(void **state)
 {
-	struct ttsim_model *m = new_model(2, 0, 1);
+	struct ttsim_model *m = new_model(2, 0);
 	struct ttsim_model_stats st;
 	int pa[12], pb[20], ref[40];
 
@@ -148,8 +160,8 @@ static void test_fresh_takes_harmless(void **state)
 	ttsim_model_free(m);
 }
 
-static struct ttsim_run_result run_with(unsigned arm, int refresh, double garbage,
-					const char *audit_path)
+static struct ttsim_run_result run_gen(unsigned arm, enum ttsim_generator gen, double host,
+				       double garbage, const char *audit_path)
 {
 	struct ttsim_run_config c;
 	struct ttsim_run_result r;
@@ -160,7 +172,8 @@ static struct ttsim_run_result run_with(unsigned arm, int refresh, double garbag
 	c.steps = 12000;
 	c.model.seed = 1;
 	c.model.arm = c.model.arm_claimed = arm;
-	c.model.refresh_every = refresh;
+	c.model.generator = gen;
+	c.model.host_sampling = host;
 	c.model.garbage_rate = garbage;
 	if (audit_path)
 		assert_int_equal(ttsim_audit_open(audit_path, false, &a, &si), STATUS_OK);
@@ -169,6 +182,12 @@ static struct ttsim_run_result run_with(unsigned arm, int refresh, double garbag
 		assert_int_equal(ttsim_audit_lost(a), 0);
 	ttsim_audit_free(a);
 	return r;
+}
+
+static struct ttsim_run_result run_with(unsigned arm, double host, double garbage,
+					const char *audit_path)
+{
+	return run_gen(arm, TTSIM_GEN_QWEN36, host, garbage, audit_path);
 }
 
 static const struct ttsim_rule_stats *rule_of(const struct ttsim_run_result *r, unsigned mask)
@@ -192,33 +211,58 @@ static void check_explained(const struct ttsim_run_result *r)
 
 static void test_defect_and_stamp(void **state)
 {
-	struct ttsim_run_result bare, stamp, batch, pre;
+	struct ttsim_run_result bare, stamp, batch, pre, pre0, gen0, gen, life;
 
 	(void)state;
-	bare = run_with(0, 4, 0, NULL);
-	assert_true(bare.st.substitutions > 5);
-	assert_true(bare.diverged > 5);
+	/* slot reuse and host-sampled stretches */
+	bare = run_with(0, 0.05, 0, NULL);
+	assert_true(bare.st.host_sampled > 1000);
+	assert_true(bare.st.substitutions > 20);
+	assert_true(bare.diverged > 20);
 	check_explained(&bare);
 	assert_int_equal(rule_of(&bare, 0)->substitutions, bare.st.substitutions);
-	/* the stale buffer outlives the prefilled set: that mask lets some through */
-	assert_true(rule_of(&bare, TTSIM_RULE_PREFILLED)->substitutions > 0);
+	/* Qwen3.6's prefill leaves the prefilled set empty: on this audit the
+	 * mask would change nothing */
+	assert_int_equal(rule_of(&bare, TTSIM_RULE_PREFILLED)->substitutions, bare.st.substitutions);
 	assert_int_equal(rule_of(&bare, TTSIM_RULE_STAMP)->substitutions, 0);
 	assert_int_equal(rule_of(&bare, TTSIM_RULE_STAMP)->prevented, bare.st.substitutions);
+	assert_int_equal(rule_of(&bare, TTSIM_RULE_LIFETIME)->substitutions, 0);
 
-	stamp = run_with(TTSIM_RULE_STAMP, 4, 0, NULL);
+	/* a per-request stamp refuses exactly the other requests' rows */
+	stamp = run_with(TTSIM_RULE_STAMP, 0.05, 0, NULL);
 	assert_int_equal(stamp.st.substitutions, 0);
 	assert_int_equal(stamp.diverged, 0);
+	assert_int_equal(rule_of(&stamp, TTSIM_RULE_STAMP)->forgone, 0);
 	assert_true(stamp.st.forgone > 0);
 	assert_true(stamp.finished > 1000);
 
-	batch = run_with(TTSIM_RULE_BATCH, 4, 0, NULL);
+	/* a full batch: every buffer has the batch's active pattern */
+	batch = run_with(TTSIM_RULE_BATCH, 0.05, 0, NULL);
 	assert_int_equal(rule_of(&batch, TTSIM_RULE_BATCH)->substitutions, batch.st.substitutions);
+	assert_true(batch.st.substitutions > 0);
 	check_explained(&batch);
 
-	/* with a host copy refreshed every decode, the slot-reuse mask suffices */
-	pre = run_with(0, 1, 0, NULL);
+	/* the prefilled arm restores the set: it stops slot reuse, and lets
+	 * through the buffers that outlived it (written before a host-sampled
+	 * stretch) */
+	pre0 = run_with(TTSIM_RULE_PREFILLED, 0, 0, NULL);
+	assert_int_equal(pre0.st.substitutions, 0);
+	assert_true(rule_of(&pre0, TTSIM_RULE_PREFILLED)->prevented > 0);
+	pre = run_with(TTSIM_RULE_PREFILLED, 0.05, 0, NULL);
 	assert_true(pre.st.substitutions > 0);
-	assert_int_equal(rule_of(&pre, TTSIM_RULE_PREFILLED)->substitutions, 0);
+	assert_true(pre.st.substitutions < bare.st.substitutions);
+	check_explained(&pre);
+
+	/* the generic path masks prefilled rows itself */
+	gen0 = run_gen(0, TTSIM_GEN_GENERIC, 0, 0, NULL);
+	assert_int_equal(gen0.st.substitutions, 0);
+	assert_true(rule_of(&gen0, 0)->substitutions > 0);
+	gen = run_gen(0, TTSIM_GEN_GENERIC, 0.05, 0, NULL);
+	assert_true(gen.st.substitutions > 0);
+	assert_int_equal(rule_of(&gen, TTSIM_RULE_PREFILLED)->substitutions, gen.st.substitutions);
+
+	life = run_with(TTSIM_RULE_LIFETIME, 0.05, 0, NULL);
+	assert_int_equal(life.st.substitutions, 0);
 }
 
 static void test_engaged_equals_rule(void **state)
@@ -230,9 +274,14 @@ static void test_engaged_equals_rule(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(arms) / sizeof(arms[0]); i++) {
-		r = run_with(arms[i], 3, 0.3, NULL);
+		r = run_with(arms[i], 0.05, 0.3, NULL);
 		assert_int_equal(rule_of(&r, arms[i])->substitutions, r.st.substitutions);
 		assert_int_equal(rule_of(&r, arms[i])->merges, r.st.merges);
+		check_explained(&r);
+		/* the generic path: the arm and the helper's mask */
+		r = run_gen(arms[i], TTSIM_GEN_GENERIC, 0.05, 0.3, NULL);
+		assert_int_equal(rule_of(&r, arms[i] | TTSIM_RULE_PREFILLED)->substitutions,
+				 r.st.substitutions);
 		check_explained(&r);
 	}
 }
@@ -268,8 +317,8 @@ static void test_determinism(void **state)
 	assert_true(f1 >= 0 && f2 >= 0);
 	close(f1);
 	close(f2);
-	a = run_with(0, 4, 0.2, p1);
-	b = run_with(0, 4, 0.2, p2);
+	a = run_with(0, 0.05, 0.2, p1);
+	b = run_with(0, 0.05, 0.2, p2);
 	assert_memory_equal(&a.st, &b.st, sizeof(a.st));
 	s1 = slurp(p1, &l1);
 	s2 = slurp(p2, &l2);
@@ -283,6 +332,11 @@ static void test_determinism(void **state)
 	assert_non_null(strstr(s1, "\"taken\":["));
 	assert_non_null(strstr(s1, "\"arm\":\"bare\""));
 	assert_non_null(strstr(s1, "{\"ev\":\"config\",\"slots\":8,\"max_model_len\":131072"));
+	assert_non_null(strstr(s1, "\"generator\":\"qwen36\",\"trace_key\":\"(on_device_sampling, batch)\","
+			       "\"host_sampling\":0.05,\"decode_buckets\":[]"));
+	assert_non_null(strstr(s1, "{\"ev\":\"trace\",\"step\":"));
+	assert_non_null(strstr(s1, "\"key\":\"(False, 8)\""));
+	assert_null(strstr(s1, "refresh"));
 	free(s1);
 	free(s2);
 	unlink(p1);
@@ -298,7 +352,7 @@ static void test_concurrency_independent(void **state)
 
 	(void)state;
 	for (slots = 1; slots <= 8; slots *= 8) {
-		m = new_model(slots, TTSIM_RULE_STAMP, 5);
+		m = new_model(slots, TTSIM_RULE_STAMP);
 		for (i = 0; i < REQ_MAX; i++) {
 			prompt_of(p[i], 10 + i, i);
 			snprintf(id, sizeof(id), "r%d", i);
@@ -317,7 +371,7 @@ static void test_concurrency_independent(void **state)
 
 static void test_abort_and_limits(void **state)
 {
-	struct ttsim_model *m = new_model(1, 0, 4);
+	struct ttsim_model *m = new_model(1, 0);
 	struct ttsim_step st;
 	unsigned long long h1, h2;
 	int p[8];
@@ -368,7 +422,6 @@ static void test_garbage(void **state)
 	ttsim_model_config_default(&c);
 	c.slots = 4;
 	c.garbage_rate = 1.0;
-	c.refresh_every = 1;
 	assert_int_equal(ttsim_model_new(&c, &m, NULL), 0);
 	assert_int_equal(ttsim_model_track(m, TTSIM_RULE_BATCH), 0);
 	assert_int_equal(ttsim_audit_open(path, false, &a, NULL), 0);
@@ -406,6 +459,326 @@ static void test_garbage(void **state)
 	unlink(path);
 }
 
+/* The merge audit of a run, one parsed object per line (caller frees). */
+static cJSON **read_audit(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "r");
+	cJSON **v = NULL;
+	size_t cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+
+	assert_non_null(f);
+	*n = 0;
+	while (getline(&line, &lcap, f) > 0) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			v = realloc(v, cap * sizeof(*v));
+			assert_non_null(v);
+		}
+		v[*n] = cJSON_Parse(line);
+		assert_non_null(v[*n]);
+		(*n)++;
+	}
+	free(line);
+	fclose(f);
+	return v;
+}
+
+static const char *ev_of(const cJSON *o)
+{
+	return cJSON_GetObjectItem(o, "ev")->valuestring;
+}
+
+/* Runs 4000 ticks of the closed-loop workload and reads back its audit. */
+static cJSON **audit_of_run(unsigned long long seed, double host, struct ttsim_run_result *r,
+			    size_t *n)
+{
+	char path[] = "/tmp/ttsim-run.XXXXXX";
+	int fd = mkstemp(path);
+	struct ttsim_run_config c;
+	struct ttsim_audit *a = NULL;
+	struct status_info si;
+	cJSON **v;
+
+	assert_true(fd >= 0);
+	close(fd);
+	ttsim_run_config_default(&c);
+	c.steps = 4000;
+	c.model.seed = seed;
+	c.model.host_sampling = host;
+	assert_int_equal(ttsim_audit_open(path, false, &a, &si), STATUS_OK);
+	assert_int_equal(ttsim_run(&c, a, r, &si), STATUS_OK);
+	ttsim_audit_free(a);
+	v = read_audit(path, n);
+	unlink(path);
+	return v;
+}
+
+static void free_audit(cJSON **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cJSON_Delete(v[i]);
+	free(v);
+}
+
+/*
+ * The keep reads the device's trace inputs as the last decode of the same
+ * trace left them (tt-metal generator.py: trace_inputs_decode[key][i],
+ * rewritten by every replay), not a host copy refreshed now and then: every
+ * decode writes a trace event, a merge's buf_step is the step of the latest
+ * one, and a row whose request is still the one the buffer was written for
+ * is exactly one ahead of the host.
+ */
+static void test_keep_reads_last_replay(void **state)
+{
+	struct ttsim_run_result r;
+	cJSON **v;
+	size_t n, i;
+	long long last_trace = -1, decodes = 0, traced = 0, merges = 0, same = 0;
+	int s;
+
+	(void)state;
+	v = audit_of_run(1, 0, &r, &n);
+	for (i = 0; i < n; i++) {
+		const char *ev = ev_of(v[i]);
+		long long step = cJSON_GetObjectItem(v[i], "step") ?
+			(long long)cJSON_GetObjectItem(v[i], "step")->valuedouble : -1;
+
+		if (!strcmp(ev, "trace")) {
+			last_trace = step;
+			traced++;
+		} else if (!strcmp(ev, "decode")) {
+			decodes++;
+		} else if (!strcmp(ev, "merge")) {
+			cJSON *hp = cJSON_GetObjectItem(v[i], "host_pos");
+			cJSON *dp = cJSON_GetObjectItem(v[i], "dev_pos");
+			cJSON *sr = cJSON_GetObjectItem(v[i], "slot_req");
+			cJSON *br = cJSON_GetObjectItem(v[i], "buf_req");
+
+			merges++;
+			assert_int_equal((long long)cJSON_GetObjectItem(v[i], "buf_step")->valuedouble,
+					 last_trace);
+			for (s = 0; s < cJSON_GetArraySize(hp); s++) {
+				cJSON *a1 = cJSON_GetArrayItem(sr, s), *b1 = cJSON_GetArrayItem(br, s);
+
+				if (!cJSON_IsString(a1) || !cJSON_IsString(b1) ||
+				    strcmp(a1->valuestring, b1->valuestring))
+					continue;
+				same++;
+				assert_int_equal((long long)cJSON_GetArrayItem(dp, s)->valuedouble,
+						 (long long)cJSON_GetArrayItem(hp, s)->valuedouble + 1);
+			}
+		}
+	}
+	/* one replay or restage per decode (one data-parallel chunk) */
+	assert_true(decodes > 1000);
+	assert_int_equal(traced, decodes);
+	assert_true(merges > 100 && same > 100);
+	free_audit(v, n);
+}
+
+/* The merge events of an audit file, in order (caller frees with cJSON_Delete). */
+static cJSON *merges_of(const char *path)
+{
+	cJSON **v, *out = cJSON_CreateArray();
+	size_t n, i;
+
+	v = read_audit(path, &n);
+	for (i = 0; i < n; i++) {
+		if (!strcmp(ev_of(v[i]), "merge"))
+			cJSON_AddItemToArray(out, v[i]);
+		else
+			cJSON_Delete(v[i]);
+	}
+	free(v);
+	return out;
+}
+
+static struct ttsim_model *model_to(const char *path, int slots, struct ttsim_audit **a,
+				    const int *buckets, int n_buckets, int max_prefills)
+{
+	struct ttsim_model_config c;
+	struct ttsim_model *m = NULL;
+	struct ttsim_model_sink sink = { on_token, on_finish, NULL };
+	int i;
+
+	ttsim_model_config_default(&c);
+	c.slots = slots;
+	c.seed = 7;
+	c.max_prefills = max_prefills;
+	for (i = 0; i < n_buckets; i++)
+		c.buckets[i] = buckets[i];
+	c.n_buckets = n_buckets;
+	assert_int_equal(ttsim_model_new(&c, &m, NULL), STATUS_OK);
+	ttsim_model_set_sink(m, &sink);
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(ttsim_audit_open(path, false, a, NULL), STATUS_OK);
+	ttsim_model_set_audit(m, *a);
+	return m;
+}
+
+/*
+ * The condense and its slot remap: A (row 0) finishes with nothing waiting,
+ * C moves from row 2 to row 0, and the keep compares row 0 with device row 2
+ * (where C's data is): C's own token, one ahead, taken, no substitution.
+ */
+static void test_condense_remap(void **state)
+{
+	char path[] = "/tmp/ttsim-remap.XXXXXX";
+	int fd = mkstemp(path), pa[10], pb[12], pc[14];
+	struct ttsim_audit *a = NULL;
+	struct ttsim_model *m;
+	struct ttsim_model_stats st;
+	cJSON *mg, *e, *row0;
+	int found = 0, i;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	m = model_to(path, 3, &a, NULL, 0, 3);
+	prompt_of(pa, 10, 1);
+	prompt_of(pb, 12, 2);
+	prompt_of(pc, 14, 3);
+	assert_int_equal(ttsim_model_submit(m, "a", pa, 10, 3, (void *)0, NULL, NULL), 0);
+	assert_int_equal(ttsim_model_submit(m, "b", pb, 12, 40, (void *)1, NULL, NULL), 0);
+	assert_int_equal(ttsim_model_submit(m, "c", pc, 14, 40, (void *)2, NULL, NULL), 0);
+	drain(m);
+	ttsim_model_stats(m, &st);
+	assert_int_equal(st.substitutions, 0);
+	ttsim_audit_free(a);
+	ttsim_model_free(m);
+	mg = merges_of(path);
+	cJSON_ArrayForEach(e, mg) {
+		row0 = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "slot_req"), 0);
+		if (!cJSON_IsString(row0) || strcmp(row0->valuestring, "c"))
+			continue;
+		found++;
+		assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "buf_req"), 0)->valuestring, "c");
+		assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "dev_pos"), 0)->valuedouble,
+				 cJSON_GetArrayItem(cJSON_GetObjectItem(e, "host_pos"), 0)->valuedouble + 1);
+		assert_true(cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "taken"), 0)));
+		/* the row C left is padding now */
+		assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "host_pos"), 2)->valuedouble, -1);
+	}
+	assert_int_equal(found, 1);
+	for (i = 0; i < 3; i++) {
+		int ref[40];
+
+		ttsim_model_reference(7, i == 0 ? pa : i == 1 ? pb : pc, 10 + 2 * i, i ? 40 : 3, ref);
+		assert_memory_equal(seen[i].toks, ref, (size_t)(i ? 40 : 3) * sizeof(int));
+	}
+	cJSON_Delete(mg);
+	unlink(path);
+}
+
+/*
+ * Width buckets 2 and 4: A and B run at width 2 (that trace is captured),
+ * C and D join (width 4), A and B finish together; the condense moves D and
+ * C into rows 0 and 1, the batch is width 2 again, and the keep reads the
+ * width-2 trace, last written before C and D existed, through a remap that
+ * points at rows 3 and 2: outside it, so host tokens (the slot_remap
+ * fallback), audited with no device rows.
+ */
+static void test_remap_fallback(void **state)
+{
+	static const int buckets[] = { 2, 4 };
+	char path[] = "/tmp/ttsim-fb.XXXXXX";
+	int fd = mkstemp(path), p[4][16], i;
+	struct ttsim_audit *a = NULL;
+	struct ttsim_model *m;
+	struct ttsim_model_stats st;
+	cJSON *mg, *e;
+	int fb = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	m = model_to(path, 4, &a, buckets, 2, 2);
+	for (i = 0; i < 4; i++) {
+		char id[4] = { (char)('a' + i), 0 };
+
+		prompt_of(p[i], 10 + i, i);
+		assert_int_equal(ttsim_model_submit(m, id, p[i], 10 + i, i < 2 ? 3 : 30,
+						    (void *)(intptr_t)i, NULL, NULL), 0);
+	}
+	drain(m);
+	ttsim_model_stats(m, &st);
+	assert_int_equal(st.fallbacks, 1);
+	assert_int_equal(st.substitutions, 0);
+	ttsim_audit_free(a);
+	ttsim_model_free(m);
+	mg = merges_of(path);
+	cJSON_ArrayForEach(e, mg) {
+		cJSON *f = cJSON_GetObjectItem(e, "fallback");
+
+		if (!f)
+			continue;
+		fb++;
+		assert_string_equal(f->valuestring, "slot_remap");
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(e, "dev_pos")), 0);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(e, "host_pos")), 2);
+		assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "slot_req"), 0)->valuestring, "d");
+		assert_null(cJSON_GetObjectItem(e, "buf_req"));
+		assert_false(cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "taken"), 0)));
+	}
+	assert_int_equal(fb, 1);
+	cJSON_Delete(mg);
+	unlink(path);
+}
+
+/*
+ * Host sampling: the decodes of a batch holding a request the device cannot
+ * sample run the (False, width) trace and leave the on-device one as it was;
+ * the keep after such a stretch reads a buffer older than the last decode,
+ * and only then. Every merge's buf_step is its key's latest trace event.
+ */
+static void test_host_sampled_stretch(void **state)
+{
+	struct ttsim_run_result r;
+	cJSON **v;
+	size_t n, i;
+	long long last_on = -1, last_decode = -1, stale = 0, fresh = 0;
+	bool last_host = false;
+
+	(void)state;
+	v = audit_of_run(2, 0.05, &r, &n);
+	assert_true(r.st.host_sampled > 0 && r.st.host_sampled < r.st.decodes);
+	for (i = 0; i < n; i++) {
+		const char *ev = ev_of(v[i]);
+		cJSON *step = cJSON_GetObjectItem(v[i], "step");
+
+		if (!strcmp(ev, "trace")) {
+			const char *key = cJSON_GetObjectItem(v[i], "key")->valuestring;
+
+			last_host = !strcmp(key, "(False, 8)");
+			if (!last_host) {
+				assert_string_equal(key, "(True, 8)");
+				last_on = (long long)step->valuedouble;
+			}
+			/* host sampling restages every time */
+			if (last_host)
+				assert_string_equal(cJSON_GetObjectItem(v[i], "op")->valuestring, "restage");
+		} else if (!strcmp(ev, "merge")) {
+			long long bs = (long long)cJSON_GetObjectItem(v[i], "buf_step")->valuedouble;
+
+			assert_int_equal(bs, last_on);
+			if (bs < last_decode) {
+				stale++;
+				assert_true(last_host);
+			} else {
+				fresh++;
+			}
+		} else if (!strcmp(ev, "decode")) {
+			last_decode = (long long)step->valuedouble;
+		}
+	}
+	assert_true(stale > 10 && fresh > 10);
+	free_audit(v, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +790,10 @@ int main(void)
 		cmocka_unit_test(test_concurrency_independent),
 		cmocka_unit_test(test_abort_and_limits),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_keep_reads_last_replay),
+		cmocka_unit_test(test_condense_remap),
+		cmocka_unit_test(test_remap_fallback),
+		cmocka_unit_test(test_host_sampled_stretch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,7 +61,7 @@ static struct ttsim_server *start(unsigned arm, const char *audit_path, double s
 	c.model.seed = 11;
 	c.model.slots = 8;
 	c.model.arm = c.model.arm_claimed = arm;
-	c.model.refresh_every = 3;
+	c.model.host_sampling = 0.05;   /* stale on-device buffers after host-sampled decodes */
 	*audit = NULL;
 	if (audit_path)
 		assert_int_equal(ttsim_audit_open(audit_path, false, audit, &si), STATUS_OK);
@@ -151,7 +151,7 @@ static struct xfer *run_concurrent(int port, int n, bool chat)
 		assert_non_null(x->body);
 		x->max_tokens = 4 + i % 29;
 		snprintf(x->prompt, sizeof(x->prompt), "ask %d about the %d river and the stone %d"
-			 "%.*s", i, i * 7, i % 5, 2 * (i % 17),
+			 "%.*s", i, i * 7, i % 5, 4 * (i % 3),
 			 " a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a");
 		if (chat)
 			snprintf(x->req, sizeof(x->req), "{\"messages\":[{\"role\":\"user\","

@@ -11,17 +11,10 @@ P='-s -H Content-Type:application/json'
 unset QWEN36_PREFILLED_SLOTS_FIX QWEN36_MERGE_BATCH_GUARD QWEN36_MERGE_LIFETIME_GUARD \
 	QWEN36_MERGE_STAMP_GUARD QWEN36_MERGE_GARBAGE_BOUND
 
-# traffic that makes reset_batch merges with stale buffers (as in 71-ttsim-faults):
-# 30 concurrent completions of varied lengths, from one curl process
+# traffic that makes reset_batch merges with rows reused by other requests (as
+# in 71-ttsim-faults): 30 concurrent completions in ttsim.inc's chain of shapes
 load() {
-	set -- -s -Z --parallel-max 64
-	i=0
-	while [ $i -lt 30 ]; do
-		set -- "$@" --next -s -o /dev/null -H Content-Type:application/json "$URL/v1/completions" \
-			-d "{\"prompt\":\"ask $i $(seq 1 $((i % 23)) | tr '\n' ' ')\",\"max_tokens\":$((3 + i % 31))}"
-		i=$((i + 1))
-	done
-	curl "$@" 2>/dev/null || true
+	sim_load 30
 }
 # arm WANT ARGS...: ttaudit arm --json with the example spec; report in $T/out
 arm() {
@@ -32,7 +25,7 @@ arm() {
 item() { jget "$T/out" ".items[$1].$2"; }
 
 # 1. the batch arm, engaged and announced: CONFIRMED, every item quoted
-sim_start ok --time-scale 0 --arm batch --refresh-every 3
+sim_start ok --time-scale 0 --arm batch
 # A run may, by timing, hold no merge where the batch guard refuses a slot the
 # bare merge would take; then no event separates batch from bare and the audit
 # item is rightly WITHHELD. More traffic brings one; nothing else may be short.
@@ -65,7 +58,7 @@ eq "$(item 1 verdict)" absent "stamp fingerprint on a batch server"
 sim_stop
 
 # 2. banner printed, guard not applied: the banner is met, the audit is not
-sim_start bo --time-scale 0 --arm batch --fault banner-only --refresh-every 3
+sim_start bo --time-scale 0 --arm batch --fault banner-only
 # as above: a run may, by timing, hold no event that separates the rules
 rounds=0
 while :; do
@@ -84,7 +77,7 @@ eq "$(item 1 verdict)" absent "banner-only: audit"
 case "$(item 1 reason)" in *"contradict 'batch'"*bare*) ;; *) fail "banner-only reason: $(item 1 reason)" ;; esac
 
 # 3. guard applied, no banner: FAIL, absent
-sim_start nb --time-scale 0 --arm batch --fault no-banner --refresh-every 3
+sim_start nb --time-scale 0 --arm batch --fault no-banner
 load
 sim_stop
 arm 1 --arm batch --log "$T/nb.err"
@@ -92,7 +85,7 @@ eq "$(item 0 verdict)" absent "no-banner: banner"
 eq "$(item 1 verdict)" met "no-banner: audit"
 
 # 4. the control's banner on a run declared as the treatment: forbidden
-sim_start bare --time-scale 0 --refresh-every 3
+sim_start bare --time-scale 0
 load
 arm 1 --arm batch --url "$URL" --log "$T/bare.err"
 eq "$(item 0 verdict)" absent "control run: batch banner"
@@ -161,7 +154,7 @@ JSON
 start_captured() {
 	rm -f "$T/cap.port"
 	"$@" "$TTAUDIT" capture -o "$T/cap.jsonl" -- "$TTSIM" serve --port 0 --port-file "$T/cap.port" \
-		--time-scale 0 --refresh-every 3 >"$T/cap.err" 2>&1 &
+		--time-scale 0 >"$T/cap.err" 2>&1 &
 	SIMPID=$!
 	E2E_PIDS="$E2E_PIDS $SIMPID"
 	n=0; while [ ! -s "$T/cap.port" ]; do n=$((n + 1)); [ $n -lt 200 ] || fail "captured ttsim did not start"; sleep 0.05; done

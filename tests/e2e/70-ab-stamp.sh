@@ -9,7 +9,7 @@
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
 
 TTSIM="$PWD/$BUILD/ttsim"
-SERVE="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+SERVE="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1"
 ab() {
 	"$TTAUDIT" ab --spec "$FIX/ab/arms.json" --suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 \
 		--lock "$T/lock" --vendor-neutral --no-docker --stop-timeout 10 --serve "$SERVE" "$@"

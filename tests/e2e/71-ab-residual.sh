@@ -9,7 +9,7 @@
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
 
 # each boot notes whether the host lock is held while it runs
-SERVE="test -d $T/lock && touch $T/held-\$TTAUDIT_AB_ROLE; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+SERVE="test -d $T/lock && touch $T/held-\$TTAUDIT_AB_ROLE; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1"
 expect_rc 0 "$TTAUDIT" ab --control batch --treatment batch+lifetime --spec "$FIX/ab/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 --lock "$T/lock" --vendor-neutral --no-docker \
 	--serve "$SERVE" -o "$T/ab" --json --stop-cmd 'echo stop-cmd ran for $TTAUDIT_AB_PID >&2; kill -TERM -$TTAUDIT_AB_PID'

@@ -26,12 +26,12 @@ sim_stop
 
 # banner-only: the stamp banner, the audit says stamp, the merge is bare;
 # no-banner: the guard works and says nothing
-sim_start bo --time-scale 0 --arm stamp --fault banner-only --audit "$T/bo.jsonl" --refresh-every 3
+sim_start bo --time-scale 0 --arm stamp --fault banner-only --audit "$T/bo.jsonl"
 sim_load 60
 sim_stop
 contains "$T/bo.err" "QWEN36_MERGE_STAMP_GUARD engaged"
 contains "$T/bo.jsonl" '"arm":"stamp"'
-sim_start nb --time-scale 0 --arm stamp --fault no-banner --audit "$T/nb.jsonl" --refresh-every 3
+sim_start nb --time-scale 0 --arm stamp --fault no-banner --audit "$T/nb.jsonl"
 sim_load 60
 sim_stop
 lacks "$T/nb.err" "engaged"

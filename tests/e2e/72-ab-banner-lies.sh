@@ -10,7 +10,7 @@
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
 
 jq '.arms.stamp.env.TTSIM_FAULT = "banner-only"' "$FIX/ab/arms.json" >"$T/arms.json"
-SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16 \${TTSIM_FAULT:+--fault \$TTSIM_FAULT}"
+SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 \${TTSIM_FAULT:+--fault \$TTSIM_FAULT}"
 expect_rc 1 "$TTAUDIT" ab --control bare --treatment stamp --spec "$T/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral --no-docker \
 	--serve "$SERVE" -o "$T/ab"
@@ -25,7 +25,7 @@ done
 [ -e "$T/ab/boot-01-treatment.run.jsonl.rejected" ] || fail "the lying boot's records were not set aside"
 [ ! -e "$T/ab/boot-02-negative-control.cap.jsonl" ] || fail "the A/B went on after the failure"
 # the same spec without the fault passes: the check can pass
-SERVE_OK="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+SERVE_OK="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1"
 expect_rc 0 "$TTAUDIT" ab --control bare --treatment stamp --spec "$T/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --lock "$T/lock" --vendor-neutral --no-docker \
 	--serve "$SERVE_OK" -o "$T/ok"
@@ -88,7 +88,7 @@ port=$(cat "$T/int/boot-00.port")
 # gate): the fake /proc/meminfo loses 2 GiB while the server runs
 mkdir -p "$T/root/proc"
 printf 'MemTotal:       32000000 kB\nMemAvailable:   20000000 kB\n' >"$T/root/proc/meminfo"
-SERVE_LEAK="printf 'MemTotal:       32000000 kB\\nMemAvailable:   17900000 kB\\n' >$T/root/proc/meminfo; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 --refresh-every 16"
+SERVE_LEAK="printf 'MemTotal:       32000000 kB\\nMemAvailable:   17900000 kB\\n' >$T/root/proc/meminfo; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1"
 expect_rc 0 "$TTAUDIT" ab --control bare --treatment stamp --spec "$FIX/ab/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --requests 96 --lock "$T/lock4" --vendor-neutral --no-docker \
 	--preflight-root "$T/root" --serve "$SERVE_LEAK" -o "$T/leak" --json

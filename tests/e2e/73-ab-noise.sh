@@ -18,7 +18,7 @@ ab() {
 		--no-docker "$@"
 }
 
-NOISY="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --refresh-every 16 --noise 4 --seed \$([ \"\$TTAUDIT_AB_ROLE\" = negative-control ] && echo 3 || echo 1)"
+NOISY="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --noise 4 --seed \$([ \"\$TTAUDIT_AB_ROLE\" = negative-control ] && echo 3 || echo 1)"
 expect_rc 0 ab --sensitivity slightly-slow --serve "$NOISY" -o "$T/noisy" --json
 J="$T/out"
 [ "$(jget "$J" .cost_verdict)" = WITHHELD ] ||
@@ -30,7 +30,7 @@ lacks "$T/noisy/ab-report.md" "| makespan |"
 # the guard effect is still reported
 eq "$(jget "$J" .guard_verdict)" PASS "guard verdict under noise"
 
-QUIET="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --refresh-every 16 --seed 1"
+QUIET="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --seed 1"
 expect_rc 0 ab --sensitivity slow --serve "$QUIET" -o "$T/quiet" --json
 J="$T/out"
 eq "$(jget "$J" .cost_verdict)" published "cost verdict without noise"

@@ -1,16 +1,17 @@
 #!/bin/sh
 # ttaudit bench --correctness: the reference at concurrency 1, temperature 0,
-# then the same bodies under load. `ttsim --arm bare` with slots reused
-# (concurrency above the slots, requests of mixed lengths, a host copy of the
-# device buffer refreshed rarely) hands slots stale tokens: the stage must
+# then the same bodies under load. `ttsim --arm bare` with rows reused
+# (concurrency above the slots, a chain of request shapes where one ends at
+# the position the next starts at, fixtures/bench/slot-reuse.jsonl) hands a
+# new request the last token of the one that left its row: the stage must
 # catch them, and pass the same workload under `--arm stamp`. An `expect`
 # string missing is a wrong answer, told apart from divergent phrasing.
 . tests/e2e/lib.sh
 [ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
-SUITE="$FIX/bench/mixed-lengths.jsonl"
-SIM="--seed 3 --time-scale 0 --slots 16 --refresh-every 64 --no-audit"
+SUITE="$FIX/bench/slot-reuse.jsonl"
+SIM="--seed 3 --time-scale 0 --slots 16 --no-audit"
 RUN="--no-progress --suite $SUITE --concurrency 32 --requests 200 --correctness --seed 11"
 
 sim_start bare $SIM --arm bare

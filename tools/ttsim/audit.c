@@ -163,14 +163,25 @@ static void audit_end(struct ttsim_audit *a)
 }
 
 void ttsim_audit_config(struct ttsim_audit *a, int slots, long long max_model_len,
-			const char *arm, unsigned long long seed, int refresh_every)
+			const char *arm, unsigned long long seed, const char *generator,
+			const char *trace_key, double host_sampling, const int *buckets,
+			int n_buckets)
 {
+	int i;
+
 	if (!a)
 		return;
 	audit_begin(a, "config");
 	audit_put(a, ",\"slots\":%d,\"max_model_len\":%lld,\"arm\":", slots, max_model_len);
 	audit_str(a, arm);
-	audit_put(a, ",\"seed\":%llu,\"refresh_every\":%d,\"source\":\"ttsim\"", seed, refresh_every);
+	audit_put(a, ",\"seed\":%llu,\"generator\":", seed);
+	audit_str(a, generator);
+	audit_put(a, ",\"trace_key\":");
+	audit_str(a, trace_key);
+	audit_put(a, ",\"host_sampling\":%g,\"decode_buckets\":[", host_sampling);
+	for (i = 0; i < n_buckets; i++)
+		audit_put(a, i ? ",%d" : "%d", buckets[i]);
+	audit_put(a, "],\"source\":\"ttsim\"");
 	audit_end(a);
 }
 
@@ -249,6 +260,10 @@ void ttsim_audit_merge(struct ttsim_audit *a, const struct ttsim_merge *m)
 		for (i = 0; i < m->n_host; i++)
 			audit_put(a, "%s%s", i ? "," : "", m->taken[i] ? "true" : "false");
 		audit_put(a, "]");
+	}
+	if (m->fallback) {
+		audit_put(a, ",\"fallback\":");
+		audit_str(a, m->fallback);
 	}
 	if (m->arm) {
 		audit_put(a, ",\"arm\":");

@@ -28,8 +28,12 @@ void ttsim_audit_set_tag(struct ttsim_audit *a, const char *tag);
 /* Closes the file if ttsim_audit_open opened it. NULL is fine. */
 void ttsim_audit_free(struct ttsim_audit *a);
 
+/* The first event: the batch and the keep's configuration (generator path,
+ * trace keying, host-sampling rate, decode buckets: n_buckets 0 = padded). */
 void ttsim_audit_config(struct ttsim_audit *a, int slots, long long max_model_len,
-			const char *arm, unsigned long long seed, int refresh_every);
+			const char *arm, unsigned long long seed, const char *generator,
+			const char *trace_key, double host_sampling, const int *buckets,
+			int n_buckets);
 void ttsim_audit_merge(struct ttsim_audit *a, const struct ttsim_merge *m);
 void ttsim_audit_prefill(struct ttsim_audit *a, long long step, int slot, const char *req,
 			 int prompt_tokens, int cached_tokens);

@@ -66,6 +66,9 @@ struct ttsim_merge {
 	long long max_pos;                   /* <= 0: unknown */
 	bool has_dp;                         /* several data-parallel chunks: dp is this one */
 	int dp;
+	const char *fallback;                /* the keep fell back to host tokens: "shape"
+					      * (dev_* as read, n_dev < n_host) or "slot_remap"
+					      * (n_dev 0); NULL = it compared */
 	double t;                            /* wall seconds; 0 = omit */
 };
 

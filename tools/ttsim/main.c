@@ -93,6 +93,27 @@ static bool main_range(const char *s, int *lo, int *hi)
 	return true;
 }
 
+/* "1,2,4,8": ascending positive widths; the model checks them against the
+ * chunk's rows. */
+static bool main_buckets(const char *s, struct ttsim_model_config *mc)
+{
+	char buf[256], *p, *tok, *save = NULL;
+	long long v;
+	int n = 0;
+
+	if (!s || !*s || strlen(s) >= sizeof(buf))
+		return false;
+	strcpy(buf, s);
+	for (p = buf; (tok = strtok_r(p, ",", &save)); p = NULL) {
+		if (n == TTSIM_MAX_BUCKETS || !main_ll(tok, 1, TTSIM_MAX_SLOTS, &v) ||
+		    (n && v <= mc->buckets[n - 1]))
+			return false;
+		mc->buckets[n++] = (int)v;
+	}
+	mc->n_buckets = n;
+	return n > 0;
+}
+
 /* Options both commands share: the model. Returns 1 when handled, 0 when
  * not ours, 2 on a bad value. */
 static int main_model_opt(const char *cmd, int opt, const char *arg,
@@ -125,9 +146,38 @@ static int main_model_opt(const char *cmd, int opt, const char *arg,
 		mc->max_model_len = v;
 		return 1;
 	case 'R':
-		if (!main_ll(arg, 1, 1 << 20, &v))
-			return main_usage_error(cmd, "--refresh-every '%s': want >= 1", arg);
-		mc->refresh_every = (int)v;
+		/* the old stand-in for the buffer's staleness: there is no host
+		 * copy on the real stack */
+		return main_usage_error(cmd, "--refresh-every is gone: the keep reads the device's "
+					"trace buffers, which every decode of their key rewrites; a "
+					"stale one comes from --host-sampling P (decodes of another "
+					"sampling mode) or --decode-buckets LIST (width changes) "
+					"(docs/ttsim.md)");
+	case 'H':
+		if (!main_dbl(arg, 0, 1, &d))
+			return main_usage_error(cmd, "--host-sampling '%s': want 0..1", arg);
+		mc->host_sampling = d;
+		return 1;
+	case 'J':
+		if (!strcmp(arg, "qwen36"))
+			mc->generator = TTSIM_GEN_QWEN36;
+		else if (!strcmp(arg, "generic"))
+			mc->generator = TTSIM_GEN_GENERIC;
+		else
+			return main_usage_error(cmd, "--generator '%s': want qwen36 or generic", arg);
+		return 1;
+	case 'O':
+		if (!strcmp(arg, "sampling+batch"))
+			mc->trace_key_sampling = false;
+		else if (!strcmp(arg, "sampling"))
+			mc->trace_key_sampling = true;
+		else
+			return main_usage_error(cmd, "--trace-key '%s': want sampling+batch or sampling", arg);
+		return 1;
+	case 'B':
+		if (!main_buckets(arg, mc))
+			return main_usage_error(cmd, "--decode-buckets '%s': want ascending widths "
+						"like 1,2,4,8 (at most %d)", arg, TTSIM_MAX_BUCKETS);
 		return 1;
 	case 'g':
 		if (!main_dbl(arg, 0, 1, &d))
@@ -162,6 +212,10 @@ static int main_model_opt(const char *cmd, int opt, const char *arg,
 	{ "seed", required_argument, NULL, 's' }, \
 	{ "max-model-len", required_argument, NULL, 'L' }, \
 	{ "refresh-every", required_argument, NULL, 'R' }, \
+	{ "host-sampling", required_argument, NULL, 'H' }, \
+	{ "generator", required_argument, NULL, 'J' }, \
+	{ "trace-key", required_argument, NULL, 'O' }, \
+	{ "decode-buckets", required_argument, NULL, 'B' }, \
 	{ "garbage-rate", required_argument, NULL, 'g' }, \
 	{ "max-prefills", required_argument, NULL, 'P' }, \
 	{ "cache-blocks", required_argument, NULL, 'C' }, \
@@ -174,9 +228,16 @@ static const char main_model_help[] =
 	"  --slots B           max_num_seqs (default 8)\n"
 	"  --seed S            seed of tokens, workload and faults (default 0)\n"
 	"  --max-model-len N   context length, also the bound rule's limit (default 131072)\n"
-	"  --refresh-every K   host copy of the device buffer refreshed every K-th decode\n"
-	"                      (default 4; 1 = always fresh)\n"
-	"  --garbage-rate P    chance an idle slot's device position is float32 garbage (0)\n"
+	"the keep (docs/ttsim.md): the device's trace buffers, rewritten by every decode\n"
+	"of their key, are all it reads; these choose when one is stale:\n"
+	"  --host-sampling P   chance a request needs host sampling: decodes with one sample\n"
+	"                      on the host and leave the on-device trace's buffers behind (0)\n"
+	"  --decode-buckets L  decode widths per chunk, e.g. 1,2,4,8: each width its own\n"
+	"                      trace (default: padded to slots/dp, as the TT plugin pads)\n"
+	"  --trace-key K       sampling+batch (default, tt-metal PR #53947) or sampling\n"
+	"  --generator G       qwen36 (default: its prefill leaves the prefilled-slot set\n"
+	"                      empty, the mask inert) or generic (Generator's prefill fills it)\n"
+	"  --garbage-rate P    chance an idle row restaged reads as float32 garbage (0)\n"
 	"  --max-prefills N    consecutive prefill steps before a decode (default: slots)\n"
 	"  --cache-blocks N    prefix cache capacity in 16-token blocks (default 4096, 0 = off)\n"
 	"  --dp N              the keep runs per data-parallel chunk of slots/N slots: one merge\n"

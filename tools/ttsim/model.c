@@ -24,25 +24,27 @@ struct mreq {
 	uint64_t h;                 /* sequence hash including the pending token */
 	int cached;                 /* prompt tokens found in the prefix cache */
 	int n_subs, first_sub;
+	long long serial;           /* request generation: placement order (the stamp) */
+	bool host_sampling;         /* sampling the device cannot do */
+	int row;                    /* host row while running, -1 = waiting */
 	struct mreq *next;          /* waiting queue link */
 };
 
-/* One (device or host-copy) buffer of the async-ahead tokens. */
-struct devbuf {
+/*
+ * One decode trace: its input buffers (tokens, positions) for every chunk,
+ * as the device holds them, with the ground truth of whom each row was
+ * written for. Chunk c's rows are [c * width, (c + 1) * width).
+ */
+struct trace {
+	bool captured;              /* a decode has run it */
+	int width;                  /* rows per chunk */
+	long long step;             /* the decode that last wrote it */
+	long long gen;              /* batch generation then */
 	long long pos[TTSIM_MAX_SLOTS];
 	int tok[TTSIM_MAX_SLOTS];
-	char req[TTSIM_MAX_SLOTS][TTSIM_ID_MAX];   /* "" = no request (idle slot) */
-	long long slot_gen[TTSIM_MAX_SLOTS];
-	long long step;             /* the decode that wrote it, -1 = never */
-	long long gen;              /* batch generation at capture */
-};
-
-struct slot {
-	struct mreq *req;           /* NULL = free */
-	long long gen;              /* request generation: +1 per request placed */
-	bool idle_on_dev;           /* device side already idle at the last decode */
-	bool garbage_on;
-	long long garbage;          /* device position while idle and garbage_on */
+	char req[TTSIM_MAX_SLOTS][TTSIM_ID_MAX];   /* "" = no request (idle row) */
+	long long serial[TTSIM_MAX_SLOTS];         /* -1 = none */
+	unsigned char garbage[TTSIM_MAX_SLOTS];    /* an idle row read as garbage */
 };
 
 struct tracked {
@@ -62,18 +64,28 @@ struct ttsim_model {
 	struct ttsim_audit *audit;
 	char arm_name[TTSIM_ARM_NAME_MAX];
 	bool gate_said;              /* the forced keep's gate event was written */
-	struct slot slots[TTSIM_MAX_SLOTS];
-	struct devbuf dev, copy;
-	unsigned char prefilled[TTSIM_MAX_SLOTS];
+	int n_dp, rows;              /* chunks, rows per chunk (slots / dp) */
+	/* the host's persistent batch: chunk c's rows at [c * rows, (c + 1) * rows) */
+	struct mreq *row[TTSIM_MAX_SLOTS];
+	int n_used[TTSIM_MAX_SLOTS];      /* per chunk: rows in use, holes included */
+	int n_active[TTSIM_MAX_SLOTS];    /* per chunk: running requests */
+	int remap[TTSIM_MAX_SLOTS];       /* slot_remap since the last decode, chunk-local */
+	unsigned char prefilled[TTSIM_MAX_SLOTS];  /* _slots_prefilled_since_decode */
+	/* the device: traces by [on_device_sampling][width] ([.][0] when keyed by
+	 * sampling alone), allocated for every key the configuration can meet and
+	 * captured at their key's first decode */
+	struct trace *traces[2][TTSIM_MAX_SLOTS + 1];
+	bool have_prev, prev_ods;    /* the previous decode's key */
+	int prev_width;
 	struct mreq *wait_head, *wait_tail;
 	int n_waiting, n_running;
 	long long step;             /* next step number */
 	long long gen;              /* batch generation: +1 per composition change */
-	unsigned long long n_decodes;
+	long long next_serial;
 	unsigned long long next_handle;
 	int consec_prefills;
 	bool reset_batch, mode_switched;
-	uint64_t rng;
+	uint64_t rng, rng_host;
 	struct tracked tracked[TTSIM_MAX_TRACKED];
 	int n_tracked;
 	struct ttsim_model_stats st;
@@ -125,8 +137,8 @@ void ttsim_model_config_default(struct ttsim_model_config *c)
 	c->slots = 8;
 	c->max_model_len = 131072;
 	c->seed = 0;
-	c->refresh_every = 4;
 	c->garbage_rate = 0.0;
+	c->generator = TTSIM_GEN_QWEN36;
 	c->max_prefills = TTSIM_MAX_SLOTS;
 	c->block_size = 16;
 	c->cache_blocks = 4096;
@@ -137,25 +149,26 @@ void ttsim_model_config_default(struct ttsim_model_config *c)
 	c->forgone_s = 0.0015;
 }
 
-static void model_buf_clear(struct devbuf *b)
+unsigned ttsim_model_running_rules(const struct ttsim_model_config *c)
 {
-	int s;
+	return c->arm | (c->generator == TTSIM_GEN_GENERIC ? TTSIM_RULE_PREFILLED : 0u);
+}
 
-	for (s = 0; s < TTSIM_MAX_SLOTS; s++) {
-		b->pos[s] = -1;
-		b->tok[s] = -1;
-		b->req[s][0] = 0;
-		b->slot_gen[s] = 0;
-	}
-	b->step = -1;
-	b->gen = 0;
+const char *ttsim_model_trace_key(bool on_device_sampling, int width, bool sampling_only,
+				  char *buf, size_t n)
+{
+	if (sampling_only)
+		snprintf(buf, n, "%s", on_device_sampling ? "True" : "False");
+	else
+		snprintf(buf, n, "(%s, %d)", on_device_sampling ? "True" : "False", width);
+	return buf;
 }
 
 enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_model **out,
 			    struct status_info *si)
 {
 	struct ttsim_model *m = NULL;
-	int i;
+	int i, dp = c->dp > 1 ? c->dp : 1;
 
 	*out = NULL;
 	if (c->slots < 1 || c->slots > TTSIM_MAX_SLOTS)
@@ -164,13 +177,19 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 	if (c->max_model_len < 2)
 		return status_set(si, STATUS_USAGE, "max_model_len %lld: too small",
 				  c->max_model_len);
-	if (c->refresh_every < 1)
-		return status_set(si, STATUS_USAGE, "refresh_every %d: must be >= 1",
-				  c->refresh_every);
 	if (c->dp > 1 && c->slots % c->dp)
 		return status_set(si, STATUS_USAGE, "dp %d: must divide the %d slots", c->dp, c->slots);
 	if (!(c->garbage_rate >= 0 && c->garbage_rate <= 1))
 		return status_set(si, STATUS_USAGE, "garbage rate: must be in [0, 1]");
+	if (!(c->host_sampling >= 0 && c->host_sampling <= 1))
+		return status_set(si, STATUS_USAGE, "host sampling rate: must be in [0, 1]");
+	if (c->n_buckets < 0 || c->n_buckets > TTSIM_MAX_BUCKETS)
+		return status_set(si, STATUS_USAGE, "at most %d decode buckets", TTSIM_MAX_BUCKETS);
+	for (i = 0; i < c->n_buckets; i++)
+		if (c->buckets[i] < 1 || c->buckets[i] > c->slots / dp ||
+		    (i && c->buckets[i] <= c->buckets[i - 1]))
+			return status_set(si, STATUS_USAGE, "decode buckets: want ascending widths in "
+					  "1..%d (the rows of a chunk)", c->slots / dp);
 	if (c->max_prefills < 1 || c->block_size < 1 || c->cache_blocks < 0 ||
 	    c->cache_blocks > (1 << 22))
 		return status_set(si, STATUS_USAGE, "bad prefill or cache configuration");
@@ -178,6 +197,8 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 	if (!m)
 		return status_set(si, STATUS_NOMEM, "model: out of memory");
 	m->c = *c;
+	m->n_dp = dp;
+	m->rows = c->slots / dp;
 	if (c->cache_blocks > 0) {
 		for (m->n_bucket = 64; m->n_bucket < 2 * c->cache_blocks; m->n_bucket *= 2)
 			;
@@ -190,10 +211,24 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 		for (i = 0; i < m->n_bucket; i++)
 			m->cache_bucket[i] = -1;
 	}
+	for (i = 0; i < TTSIM_MAX_SLOTS; i++)
+		m->remap[i] = i % m->rows;
+	for (i = 0; i <= c->n_buckets; i++) {
+		int w = c->trace_key_sampling ? 0 : i < c->n_buckets ? c->buckets[i] : m->rows, ods;
+
+		for (ods = 0; ods < 2; ods++) {
+			if (m->traces[ods][w])
+				continue;
+			m->traces[ods][w] = calloc(1, sizeof(struct trace));
+			if (!m->traces[ods][w]) {
+				ttsim_model_free(m);
+				return status_set(si, STATUS_NOMEM, "model: out of memory");
+			}
+		}
+	}
 	ttsim_guard_name(c->arm_claimed, m->arm_name, sizeof(m->arm_name));
-	model_buf_clear(&m->dev);
-	model_buf_clear(&m->copy);
 	m->rng = model_mix(c->seed ^ 0x6761726261676521ull);
+	m->rng_host = model_mix(c->seed ^ 0x686f737473616d70ull);
 	m->next_handle = 1;
 	*out = m;
 	return STATUS_OK;
@@ -210,7 +245,7 @@ static void model_req_free(struct mreq *r)
 void ttsim_model_free(struct ttsim_model *m)
 {
 	struct mreq *r, *n;
-	int s;
+	int s, k;
 
 	if (!m)
 		return;
@@ -219,7 +254,11 @@ void ttsim_model_free(struct ttsim_model *m)
 		model_req_free(r);
 	}
 	for (s = 0; s < m->c.slots; s++)
-		model_req_free(m->slots[s].req);
+		model_req_free(m->row[s]);
+	for (k = 0; k <= TTSIM_MAX_SLOTS; k++) {
+		free(m->traces[0][k]);
+		free(m->traces[1][k]);
+	}
 	free(m->cache);
 	free(m->cache_bucket);
 	free(m);
@@ -237,7 +276,9 @@ void ttsim_model_set_audit(struct ttsim_model *m, struct ttsim_audit *a)
 {
 	m->audit = a;
 	ttsim_audit_config(a, m->c.slots, m->c.max_model_len, m->arm_name, m->c.seed,
-			   m->c.refresh_every);
+			   m->c.generator == TTSIM_GEN_GENERIC ? "generic" : "qwen36",
+			   m->c.trace_key_sampling ? "on_device_sampling" : "(on_device_sampling, batch)",
+			   m->c.host_sampling, m->c.buckets, m->c.n_buckets);
 }
 
 enum status ttsim_model_track(struct ttsim_model *m, unsigned mask)
@@ -293,6 +334,14 @@ enum status ttsim_model_submit(struct ttsim_model *m, const char *id, const int 
 	r->user = user;
 	r->forced = -1;
 	r->first_sub = -1;
+	r->row = -1;
+	r->serial = -1;
+	/* decided in arrival order, from its own generator, so the rate does not
+	 * move the other random decisions */
+	if (m->c.host_sampling > 0) {
+		m->rng_host = model_mix(m->rng_host);
+		r->host_sampling = (double)(m->rng_host >> 11) / 9007199254740992.0 < m->c.host_sampling;
+	}
 	r->handle = m->next_handle++;
 	if (m->wait_tail)
 		m->wait_tail->next = r;
@@ -429,9 +478,12 @@ static void model_finish(struct ttsim_model *m, struct mreq *r, int slot, bool a
 	model_req_free(r);
 }
 
-static void model_free_slot(struct ttsim_model *m, int s)
+/* A request leaves its row: a hole until the next step fills or closes it. */
+static void model_free_row(struct ttsim_model *m, struct mreq *r)
 {
-	m->slots[s].req = NULL;
+	m->row[r->row] = NULL;
+	m->n_active[r->row / m->rows]--;
+	r->row = -1;
 	m->n_running--;
 	m->gen++;
 	m->reset_batch = true;
@@ -456,9 +508,9 @@ bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle)
 		return true;
 	}
 	for (s = 0; s < m->c.slots; s++) {
-		r = m->slots[s].req;
+		r = m->row[s];
 		if (r && r->handle == handle) {
-			model_free_slot(m, s);
+			model_free_row(m, r);
 			model_finish(m, r, s, true);
 			return true;
 		}
@@ -466,28 +518,86 @@ bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle)
 	return false;
 }
 
+/* --- the persistent batch ---------------------------------------------- */
+
+/*
+ * vLLM's condense, per chunk: the highest rows move down into the holes
+ * below them; the move goes into the slot remap the next decode hands the
+ * generator (remap[i] = j: row i's data is where row j's was at the last
+ * decode).
+ */
+static void model_condense(struct ttsim_model *m)
+{
+	int c, h, l, base;
+
+	for (c = 0; c < m->n_dp; c++) {
+		base = c * m->rows;
+		for (;;) {
+			for (h = 0; h < m->n_used[c] && m->row[base + h]; h++)
+				;
+			for (l = m->n_used[c] - 1; l >= 0 && !m->row[base + l]; l--)
+				;
+			if (h >= l)
+				break;
+			m->row[base + h] = m->row[base + l];
+			m->row[base + h]->row = base + h;
+			m->row[base + l] = NULL;
+			m->remap[base + h] = m->remap[base + l];
+			m->gen++;
+			m->reset_batch = true;
+		}
+		m->n_used[c] = l + 1;
+	}
+}
+
+/* A new request's row: the chunk with the fewest requests, its lowest hole,
+ * else the row after the last. The caller checked there is room. */
+static int model_place(struct ttsim_model *m, struct mreq *r)
+{
+	int c, best = -1, i, base;
+
+	for (c = 0; c < m->n_dp; c++)
+		if (m->n_active[c] < m->rows && (best < 0 || m->n_active[c] < m->n_active[best]))
+			best = c;
+	base = best * m->rows;
+	for (i = 0; i < m->n_used[best] && m->row[base + i]; i++)
+		;
+	if (i == m->n_used[best])
+		m->n_used[best]++;
+	m->row[base + i] = r;
+	m->n_active[best]++;
+	r->row = base + i;
+	return base + i;
+}
+
 /* --- steps --------------------------------------------------------------- */
 
-static void model_prefill(struct ttsim_model *m, int s, struct ttsim_step *st)
+static void model_prefill(struct ttsim_model *m, struct ttsim_step *st)
 {
 	struct mreq *r = m->wait_head;
-	struct slot *sl = &m->slots[s];
+	int s;
 
 	m->wait_head = r->next;
 	if (!m->wait_head)
 		m->wait_tail = NULL;
 	r->next = NULL;
 	m->n_waiting--;
-	sl->req = r;
-	sl->gen++;
+	s = model_place(m, r);
+	r->serial = m->next_serial++;
 	m->n_running++;
 	m->gen++;
-	m->prefilled[s] = 1;
+	/* _slots_prefilled_since_decode: Generator.prefill_forward_text fills
+	 * it; Qwen3.6's own prefill does not, unless the prefilled arm's patch
+	 * restores it */
+	if (m->c.generator == TTSIM_GEN_GENERIC || (m->c.arm & TTSIM_RULE_PREFILLED))
+		m->prefilled[s] = 1;
 	m->reset_batch = true;
 	m->mode_switched = true;
 	m->consec_prefills++;
 	m->st.started++;
 	m->st.prefills++;
+	/* the rest of the step's state update closes the other holes */
+	model_condense(m);
 
 	r->cached = model_cache_prefill(m, r->prompt, r->n_prompt);
 	m->st.prompt_tokens += (unsigned long long)r->n_prompt;
@@ -497,14 +607,15 @@ static void model_prefill(struct ttsim_model *m, int s, struct ttsim_step *st)
 	r->h = model_absorb(r->h_prev, r->pending);
 	r->n_gen = 1;
 
-	ttsim_audit_request(m->audit, "start", r->id, s, m->step, 0, 0, false);
-	ttsim_audit_prefill(m->audit, m->step, s, r->id, r->n_prompt, r->cached);
+	ttsim_audit_request(m->audit, "start", r->id, r->row, m->step, 0, 0, false);
+	ttsim_audit_prefill(m->audit, m->step, r->row, r->id, r->n_prompt, r->cached);
 	st->kind = TTSIM_STEP_PREFILL;
 	st->width = 1;
 	st->seconds = m->c.prefill_base_s + m->c.prefill_token_s * (r->n_prompt - r->cached);
 	if (r->n_gen >= r->max_tokens) {
+		s = r->row;
 		model_deliver(m, r, 0, r->pending);
-		model_free_slot(m, s);
+		model_free_row(m, r);
 		model_finish(m, r, s, false);
 	}
 }
@@ -514,56 +625,107 @@ static long long model_host_pos(const struct mreq *r)
 	return (long long)r->n_prompt + r->n_gen - 1;
 }
 
-/* The merge block: evaluates tracked rules, applies the engaged arm. Returns
- * how many async-ahead tokens the engaged arm gave up (its cost). */
-static int model_merge(struct ttsim_model *m)
+/* This decode's batch width per chunk (its trace key's batch): padded to the
+ * chunk's rows, or the nearest bucket at or above the rows in use. */
+static int model_width(const struct ttsim_model *m)
+{
+	int c, used = 0, i;
+
+	if (!m->c.n_buckets)
+		return m->rows;
+	for (c = 0; c < m->n_dp; c++)
+		if (m->n_used[c] > used)
+			used = m->n_used[c];
+	for (i = 0; i < m->c.n_buckets; i++)
+		if (m->c.buckets[i] >= used)
+			return m->c.buckets[i];
+	return m->rows;
+}
+
+static struct trace *model_trace(struct ttsim_model *m, bool ods, int width)
+{
+	return m->traces[ods][m->c.trace_key_sampling ? 0 : width];
+}
+
+/*
+ * The keep, per data-parallel chunk i of trace_inputs_decode[key][i]: reads
+ * the buffers through the slot remap, evaluates the tracked rules, applies
+ * the running code's, audits. Returns how many async-ahead tokens the
+ * engaged arm gave up (its cost).
+ */
+static int model_keep(struct ttsim_model *m, const struct trace *t, int W)
 {
 	long long host_pos[TTSIM_MAX_SLOTS], slot_gen[TTSIM_MAX_SLOTS];
-	int host_tok[TTSIM_MAX_SLOTS];
+	long long dev_pos[TTSIM_MAX_SLOTS], buf_gen[TTSIM_MAX_SLOTS];
+	int host_tok[TTSIM_MAX_SLOTS], dev_tok[TTSIM_MAX_SLOTS];
 	const char *slot_req[TTSIM_MAX_SLOTS], *buf_req[TTSIM_MAX_SLOTS];
 	unsigned char take[TTSIM_MAX_SLOTS], bare[TTSIM_MAX_SLOTS], rt[TTSIM_MAX_SLOTS];
 	struct ttsim_merge mg;
 	struct ttsim_rule_stats *rs;
 	struct mreq *r;
 	enum ttsim_guard_eval ev;
-	int s, H = m->c.slots, i, n_forgone = 0, stale, c, off, K;
+	int s, i, c, hb, db, D = t->width, n_forgone = 0, stale, j;
 	bool fired;
 	struct timespec ts;
 
-	for (s = 0; s < H; s++) {
-		r = m->slots[s].req;
-		host_pos[s] = r ? model_host_pos(r) : -1;
-		host_tok[s] = r ? r->pending : -1;
-		slot_gen[s] = m->slots[s].gen;
-		slot_req[s] = r ? r->id : NULL;
-		buf_req[s] = m->copy.req[s][0] ? m->copy.req[s] : NULL;
-	}
-	/* the real keep runs per data-parallel chunk i of the trace inputs
-	 * (trace_inputs_decode[key][i]): one merge, and one audit event with
-	 * its `dp`, per chunk */
-	K = H / (m->c.dp > 1 ? m->c.dp : 1);
-	for (c = 0, off = 0; off < H; c++, off += K) {
+	for (c = 0; c < m->n_dp; c++) {
+		hb = c * m->rows;
+		db = c * D;
 		memset(&mg, 0, sizeof(mg));
+		for (s = 0; s < W; s++) {
+			r = m->row[hb + s];
+			host_pos[s] = r ? model_host_pos(r) : -1;
+			host_tok[s] = r ? r->pending : -1;
+			slot_gen[s] = r ? r->serial : -1;
+			slot_req[s] = r ? r->id : NULL;
+		}
+		mg.n_dev = (size_t)W;
+		if (D < W) {
+			/* narrower than the batch: host tokens (PR #48042); the
+			 * buffer as read */
+			mg.fallback = "shape";
+			mg.n_dev = (size_t)D;
+			for (s = 0; s < D; s++) {
+				dev_pos[s] = t->pos[db + s];
+				dev_tok[s] = t->tok[db + s];
+			}
+		} else {
+			for (s = 0; s < W; s++)
+				if (m->remap[hb + s] < 0 || m->remap[hb + s] >= D)
+					break;
+			if (s < W) {
+				/* the remap points outside the buffer: host tokens */
+				mg.fallback = "slot_remap";
+				mg.n_dev = 0;
+			}
+			for (s = 0; s < W && !mg.fallback; s++) {
+				j = db + m->remap[hb + s];
+				dev_pos[s] = t->pos[j];
+				dev_tok[s] = t->tok[j];
+				buf_gen[s] = t->serial[j];
+				buf_req[s] = t->req[j][0] ? t->req[j] : NULL;
+			}
+		}
 		mg.step = m->step;
 		mg.reset_batch = m->reset_batch;
 		mg.mode_switched = m->mode_switched;
-		mg.n_host = mg.n_dev = (size_t)K;
-		mg.has_dp = m->c.dp > 1;
+		mg.n_host = (size_t)W;
+		mg.has_dp = m->n_dp > 1;
 		mg.dp = c;
-		mg.host_pos = host_pos + off;
-		mg.dev_pos = m->copy.pos + off;
-		mg.host_tok = host_tok + off;
-		mg.dev_tok = m->copy.tok + off;
-		mg.prefilled = m->prefilled + off;
+		mg.host_pos = host_pos;
+		mg.dev_pos = dev_pos;
+		mg.host_tok = host_tok;
+		mg.dev_tok = dev_tok;
+		mg.prefilled = m->prefilled + hb;
 		mg.has_buf_step = true;
-		mg.buf_step = m->copy.step;
+		mg.buf_step = t->step;
 		mg.has_gen = true;
 		mg.gen = m->gen;
-		mg.buf_gen = m->copy.gen;
-		mg.slot_gen = slot_gen + off;
-		mg.buf_slot_gen = m->copy.slot_gen + off;
-		mg.slot_req = slot_req + off;
-		mg.buf_req = buf_req + off;
+		mg.buf_gen = t->gen;
+		mg.slot_gen = slot_gen;
+		mg.buf_slot_gen = mg.fallback ? NULL : buf_gen;
+		mg.slot_req = slot_req;
+		mg.buf_req = mg.fallback ? NULL : buf_req;
 		mg.max_pos = m->c.max_model_len;
 		mg.arm = m->arm_name;
 
@@ -581,8 +743,8 @@ static int model_merge(struct ttsim_model *m)
 				continue;
 			}
 			rs->fired += fired;
-			for (s = 0; s < K; s++) {
-				if (host_pos[off + s] == -1)
+			for (s = 0; s < W; s++) {
+				if (host_pos[s] == -1)
 					continue;
 				stale = ttsim_guard_stale(&mg, (size_t)s) == 1;
 				rs->taken += rt[s];
@@ -592,39 +754,42 @@ static int model_merge(struct ttsim_model *m)
 			}
 		}
 
-		ttsim_guard_take(m->c.arm, &mg, take, NULL);
-		for (s = off; s < off + K; s++) {
-			r = m->slots[s].req;
-			if (bare[s - off] && !take[s - off])
+		ttsim_guard_take(ttsim_model_running_rules(&m->c), &mg, take, NULL);
+		m->st.fallbacks += mg.fallback != NULL;
+		for (s = 0; s < W; s++) {
+			r = m->row[hb + s];
+			if (bare[s] && !take[s])
 				n_forgone++;
-			if (!take[s - off])
+			if (!take[s])
 				continue;
 			m->st.takes++;
 			if (!buf_req[s] || strcmp(buf_req[s], r->id)) {
-				int want, index = (int)(m->copy.pos[s] - r->n_prompt);
+				int want, index = (int)(dev_pos[s] - r->n_prompt);
 
-				want = m->copy.pos[s] == host_pos[s] ? r->pending : model_greedy(r->h);
+				want = dev_pos[s] == host_pos[s] ? r->pending : model_greedy(r->h);
 				m->st.substitutions++;
-				if (m->copy.tok[s] != want)
+				if (dev_tok[s] != want)
 					m->st.changed++;
 				if (!r->n_subs || index < r->first_sub)
 					r->first_sub = index;
 				r->n_subs++;
 			}
-			if (m->copy.pos[s] == host_pos[s]) {
-				r->pending = m->copy.tok[s];
+			/* the device's token and position: at host_pos it replaces the
+			 * pending token, one ahead it is the next one */
+			if (dev_pos[s] == host_pos[s]) {
+				r->pending = dev_tok[s];
 				r->h = model_absorb(r->h_prev, r->pending);
 			} else {
-				r->forced = m->copy.tok[s];
+				r->forced = dev_tok[s];
 			}
 		}
-	m->st.merges++;
-	mg.taken = take;
-	if (m->audit && m->c.audit_wall_time) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		mg.t = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-	}
-	ttsim_audit_merge(m->audit, &mg);
+		m->st.merges++;
+		mg.taken = take;
+		if (m->audit && m->c.audit_wall_time) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			mg.t = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+		}
+		ttsim_audit_merge(m->audit, &mg);
 	}
 	m->st.forgone += (unsigned long long)n_forgone;
 	return n_forgone;
@@ -640,39 +805,113 @@ static long long model_garbage(struct ttsim_model *m)
 	return v;
 }
 
+/* _decode_forward_trace_text's host restage: the batch's inputs copied into
+ * the trace's buffers. Running rows are written by the replay that follows;
+ * an idle row gets -1, or garbage where the buffer's memory is reused. */
+static void model_restage(struct ttsim_model *m, struct trace *t, int W)
+{
+	int c, s, d;
+
+	t->width = W;
+	for (c = 0; c < m->n_dp; c++)
+		for (s = 0; s < W; s++) {
+			if (m->row[c * m->rows + s])
+				continue;
+			d = c * W + s;
+			t->garbage[d] = m->c.garbage_rate > 0 && model_rand(m) < m->c.garbage_rate;
+			t->pos[d] = t->garbage[d] ? model_garbage(m) : -1;
+			t->tok[d] = -1;
+			t->req[d][0] = 0;
+			t->serial[d] = -1;
+		}
+	m->st.restages += (unsigned long long)m->n_dp;
+}
+
+/* The replay: every running row's sampled token and its position, one ahead
+ * of the host (finishing requests included: the device ran them); garbage
+ * moves on by one (ttnn.plus_one). */
+static void model_replay(struct ttsim_model *m, struct trace *t)
+{
+	struct mreq *r;
+	int c, s, d, W = t->width;
+
+	for (c = 0; c < m->n_dp; c++)
+		for (s = 0; s < W; s++) {
+			r = m->row[c * m->rows + s];
+			d = c * W + s;
+			if (!r) {
+				if (t->garbage[d])
+					t->pos[d]++;
+				continue;
+			}
+			t->pos[d] = model_host_pos(r) + 1;
+			t->tok[d] = model_greedy(r->h);
+			snprintf(t->req[d], TTSIM_ID_MAX, "%s", r->id);
+			t->serial[d] = r->serial;
+			t->garbage[d] = 0;
+		}
+	t->step = m->step;
+	t->gen = m->gen;
+	t->captured = true;
+}
+
 static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 {
 	int active[TTSIM_MAX_SLOTS] = { 0 }, done[TTSIM_MAX_SLOTS];
-	int n_active = 0, n_done = 0, s, i, n_forgone = 0, next;
-	long long gen_at_capture;
+	int n_active = 0, n_done = 0, s, i, n_forgone = 0, next, W = model_width(m), c;
 	struct mreq *r;
-	struct slot *sl;
+	struct trace *t;
+	bool ods = true, restage;
+	char key[48];
 
 	for (s = 0; s < m->c.slots; s++)
-		if (m->slots[s].req)
+		if (m->row[s]) {
 			active[n_active++] = s;
-	if ((m->reset_batch || m->mode_switched) && m->c.keep_gate && !m->c.supports_async_decode &&
-	    !m->c.force_keep) {
-		/* the gate refuses: host tokens only, no merge, said each time */
-		ttsim_audit_gate(m->audit, m->step, false, false, false,
-				 "model does not declare supports_async_decode");
-	} else if (m->reset_batch || m->mode_switched) {
-		if (m->c.keep_gate && !m->c.supports_async_decode && !m->gate_said) {
-			ttsim_audit_gate(m->audit, m->step, true, false, true,
-					 "TT_FORCE_ASYNC_AHEAD_KEEP=1 overrides supports_async_decode false");
-			m->gate_said = true;
+			if (m->row[s]->host_sampling)
+				ods = false;
 		}
-		n_forgone = model_merge(m);
-		st->merged = true;
+	t = model_trace(m, ods, W);
+	/* Generator.decode_forward: the keep needs on-device sampling, a reset or
+	 * a mode switch, and the key's trace inputs (trace mode is on) */
+	if (ods && (m->reset_batch || m->mode_switched) && t->captured) {
+		if (m->c.keep_gate && !m->c.supports_async_decode && !m->c.force_keep) {
+			/* the gate refuses: host tokens only, no merge, said each time */
+			ttsim_audit_gate(m->audit, m->step, false, false, false,
+					 "model does not declare supports_async_decode");
+		} else {
+			if (m->c.keep_gate && !m->c.supports_async_decode && !m->gate_said) {
+				ttsim_audit_gate(m->audit, m->step, true, false, true,
+						 "TT_FORCE_ASYNC_AHEAD_KEEP=1 overrides supports_async_decode false");
+				m->gate_said = true;
+			}
+			n_forgone = model_keep(m, t, W);
+			st->merged = true;
+		}
 	}
+	/* _decode_forward_trace_text: restage on a reset (or a mode switch), host
+	 * sampling, a sampling-mode or a batch change, and at the capture */
+	restage = !t->captured || m->reset_batch || m->mode_switched || !ods ||
+		  (m->have_prev && (m->prev_ods != ods || m->prev_width != W));
+	m->have_prev = true;
+	m->prev_ods = ods;
+	m->prev_width = W;
+	if (restage)
+		model_restage(m, t, W);
+	ttsim_model_trace_key(ods, W, m->c.trace_key_sampling, key, sizeof(key));
+	for (c = 0; c < m->n_dp; c++)
+		ttsim_audit_trace(m->audit, m->step, restage ? "restage" : "replay", key,
+				  m->n_dp > 1 ? c : -1);
 	m->reset_batch = m->mode_switched = false;
 	memset(m->prefilled, 0, sizeof(m->prefilled));
+	for (s = 0; s < TTSIM_MAX_SLOTS; s++)
+		m->remap[s] = s % m->rows;
 	m->consec_prefills = 0;
 	m->st.decodes++;
+	m->st.host_sampled += !ods;
 	ttsim_audit_decode(m->audit, m->step, active, (size_t)n_active);
 
 	for (i = 0; i < n_active; i++) {
-		r = m->slots[active[i]].req;
+		r = m->row[active[i]];
 		model_deliver(m, r, r->n_gen - 1, r->pending);
 		next = r->forced >= 0 ? r->forced : model_greedy(r->h);
 		r->forced = -1;
@@ -685,52 +924,11 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 			done[n_done++] = active[i];
 		}
 	}
-
-	/* The device ran this batch one ahead: finishing requests included. */
-	gen_at_capture = m->gen;
-	for (s = 0; s < m->c.slots; s++) {
-		sl = &m->slots[s];
-		r = sl->req;
-		if (r) {
-			m->dev.pos[s] = model_host_pos(r) + 1;
-			m->dev.tok[s] = model_greedy(r->h);
-			snprintf(m->dev.req[s], TTSIM_ID_MAX, "%s", r->id);
-			sl->idle_on_dev = false;
-		} else {
-			if (!sl->idle_on_dev) {
-				sl->garbage_on = m->c.garbage_rate > 0 &&
-						 model_rand(m) < m->c.garbage_rate;
-				if (sl->garbage_on)
-					sl->garbage = model_garbage(m);
-				sl->idle_on_dev = true;
-			} else if (sl->garbage_on) {
-				sl->garbage++;
-			}
-			m->dev.pos[s] = sl->garbage_on ? sl->garbage : -1;
-			m->dev.tok[s] = -1;
-			m->dev.req[s][0] = 0;
-		}
-		m->dev.slot_gen[s] = sl->gen;
-	}
-	m->dev.step = m->step;
-	m->dev.gen = gen_at_capture;
-
+	model_replay(m, t);
 	for (i = 0; i < n_done; i++) {
-		r = m->slots[done[i]].req;
-		model_free_slot(m, done[i]);
+		r = m->row[done[i]];
+		model_free_row(m, r);
 		model_finish(m, r, done[i], false);
-	}
-	m->n_decodes++;
-	if (m->n_decodes % (unsigned long long)m->c.refresh_every == 0) {
-		/* the buffer the keep reads is rewritten: a trace replay of the
-		 * decode trace, whose key is (on-device sampling, batch) */
-		char key[48];
-		int c;
-
-		m->copy = m->dev;
-		snprintf(key, sizeof(key), "(True, %d)", m->c.slots / (m->c.dp > 1 ? m->c.dp : 1));
-		for (c = 0; c < (m->c.dp > 1 ? m->c.dp : 1); c++)
-			ttsim_audit_trace(m->audit, m->step, "replay", key, m->c.dp > 1 ? c : -1);
 	}
 	st->kind = TTSIM_STEP_DECODE;
 	st->width = n_active;
@@ -740,21 +938,16 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 
 void ttsim_model_step(struct ttsim_model *m, struct ttsim_step *st)
 {
-	int s, free_slot = -1;
-
 	memset(st, 0, sizeof(*st));
-	for (s = 0; s < m->c.slots; s++)
-		if (!m->slots[s].req) {
-			free_slot = s;
-			break;
-		}
-	if (m->wait_head && free_slot >= 0 &&
-	    (m->consec_prefills < m->c.max_prefills || m->n_running == 0))
-		model_prefill(m, free_slot, st);
-	else if (m->n_running > 0)
+	if (m->wait_head && m->n_running < m->c.slots &&
+	    (m->consec_prefills < m->c.max_prefills || m->n_running == 0)) {
+		model_prefill(m, st);
+	} else if (m->n_running > 0) {
+		model_condense(m);
 		model_decode(m, st);
-	else
+	} else {
 		return;
+	}
 	m->step++;
 	m->st.steps++;
 	m->st.modeled_seconds += st->seconds;

@@ -1,31 +1,49 @@
 /*
  * model.h - ttsim's generator model: the tt-metal generator's continuous
- * batching and async-ahead device buffer, with the real merge.
+ * batching and its async-ahead token keep as the real code has it
+ * (models/tt_transformers/tt/generator.py Generator.decode_forward, the
+ * vLLM TT plugin's persistent batch; docs/ttsim.md cites the sources).
  *
- * - `slots` slots (max_num_seqs). A step is one forward: a prefill (one
- *   waiting request into the lowest free slot) or a decode (every active slot
- *   advances one token). Requests leave when done; slots are reused.
+ * - `slots` rows (max_num_seqs), in `dp` data-parallel chunks of slots/dp
+ *   rows. A step is one forward: a prefill (one waiting request into its
+ *   chunk's lowest free row, the chunk with the fewest requests first) or a
+ *   decode (every running request advances one token). Requests leave when
+ *   done. The rows are vLLM's persistent batch: a finished request leaves a
+ *   hole; at the next step a new request fills the lowest hole and the other
+ *   holes are closed by moving the highest rows down (the condense), which
+ *   the next decode's slot_remap records (remap[i] = j: row i's data is at
+ *   device row j).
  * - Tokens are greedy and deterministic: the next token is a hash of the
  *   seed, the prompt and the sequence so far, so a request's output does not
- *   depend on concurrency unless a merge substitutes a token, and then it
+ *   depend on concurrency unless the keep substitutes a token, and then it
  *   changes from that position on. Emission lags one step, as with async
- *   scheduling: a slot's newest token (at host_pos) is pending and is
+ *   scheduling: a request's newest token (at host_pos) is pending and is
  *   delivered by the next decode, or when the request finishes.
- * - Each decode writes the device buffer one ahead of the host: per slot the
- *   next token and its position (host_pos + 1), stamped with the request id,
- *   the slot's request generation, the step and the batch generation. Idle
- *   slots hold -1, or at `garbage_rate` a float32 bit pattern read as int32
- *   that grows by one each decode the slot stays idle.
- * - The host's copy of that buffer is refreshed only every `refresh_every`-th
- *   decode, so the copy a merge reads can be many steps and a whole request
- *   generation old.
- * - A merge runs at a decode whose batch changed since the previous decode
- *   (reset_batch: a request entered or left) or that follows a prefill
- *   (mode_switched). It takes, per active slot, the device token where
- *   dev_pos == host_pos or dev_pos == host_pos + 1 and the engaged arm allows
- *   (guard.h, spec section 3). A take at host_pos replaces the pending token;
- *   at host_pos + 1 it becomes the next token. A token taken from a buffer
- *   slot written for another request is a substitution.
+ * - The device's decode traces, one per key (on_device_sampling, batch
+ *   width per chunk), each with its input buffers (tokens, positions) per
+ *   chunk. Every decode replays its key's trace, which writes each running
+ *   row's next token and position host_pos + 1 (the sampled token written
+ *   back, the position advanced: AsyncDecodeStep.emit_step_tail); a decode
+ *   after a layout change, a prefill, a key change or with host sampling
+ *   first restages the inputs from the host (idle rows -1, or, at
+ *   `garbage_rate`, a float32 bit pattern read as int32 that every replay
+ *   moves on by one). Nothing else writes them: a buffer is as old as the
+ *   last decode of its key, so a width change (`buckets`) or a stretch of
+ *   host-sampled decodes (`host_sampling`) leaves the keep a buffer written
+ *   long ago, for other requests.
+ * - The keep runs at a decode with on-device sampling, after a layout change
+ *   (reset_batch) or a prefill (mode_switched), when the key's trace exists
+ *   (and the capability gate lets it): per chunk it reads the buffers through
+ *   slot_remap, falls back to host tokens when they are narrower than the
+ *   batch or the remap points outside them, and takes, per running row, the
+ *   device token and position where dev_pos == host_pos or host_pos + 1,
+ *   except where the engaged arm (guard.h) refuses and in rows prefilled
+ *   since the last decode. That set is filled by the generic Generator's
+ *   prefill; Qwen3.6's own prefill leaves it empty (the mask is inert) unless
+ *   the prefilled arm (QWEN36_PREFILLED_SLOTS_FIX) restores it. A take at
+ *   host_pos replaces the pending token; at host_pos + 1 it becomes the next
+ *   token. A token taken from a buffer row written for another request is a
+ *   substitution.
  *
  * Not thread-safe: the caller serialises all calls (the server holds a lock).
  */
@@ -42,6 +60,12 @@
 #define TTSIM_MAX_SLOTS 256
 #define TTSIM_ID_MAX 128
 #define TTSIM_MAX_TRACKED 16
+#define TTSIM_MAX_BUCKETS 16
+
+/* Whose prefill runs before the keep: Qwen3.6's own (it never fills the
+ * prefilled-slot set) or tt_transformers' Generator.prefill_forward_text (it
+ * does). */
+enum ttsim_generator { TTSIM_GEN_QWEN36 = 0, TTSIM_GEN_GENERIC };
 
 struct ttsim_model_config {
 	int slots;                  /* max_num_seqs, 1..TTSIM_MAX_SLOTS */
@@ -50,8 +74,17 @@ struct ttsim_model_config {
 	unsigned arm;               /* rules the merge applies (guard.h mask) */
 	unsigned arm_claimed;       /* rules the audit's "arm" names; differs from
 				     * `arm` only under a fault switch */
-	int refresh_every;          /* host copy refreshed every N-th decode, >= 1 */
-	double garbage_rate;        /* chance an idle slot reads as garbage, [0,1] */
+	double garbage_rate;        /* chance an idle row restaged reads as garbage, [0,1] */
+	enum ttsim_generator generator;
+	bool trace_key_sampling;    /* traces keyed by on_device_sampling alone (before
+				     * tt-metal PR #53947): one buffer per mode whose width is
+				     * that of its last restage */
+	double host_sampling;       /* chance a request's sampling needs the host, [0,1]: a
+				     * decode with one in its batch samples on the host */
+	int n_buckets;              /* decode widths per chunk (nearest bucket at or above
+				     * the rows in use); 0: padded to slots/dp, as the TT
+				     * plugin pads to max_num_seqs */
+	int buckets[TTSIM_MAX_BUCKETS];   /* ascending, each 1..slots/dp */
 	int max_prefills;           /* consecutive prefill steps before a decode, >= 1 */
 	int block_size;             /* prefix cache block, tokens */
 	int cache_blocks;           /* prefix cache capacity, blocks; 0 = no cache */
@@ -72,7 +105,12 @@ struct ttsim_model_config {
 				     * byte-identical across runs of one seed) */
 };
 
-/* The defaults: 8 slots, 131072 max_model_len, bare, refresh every 4th decode. */
+/* The rules the running keep applies: the engaged arm, and on the generic
+ * path the helper's own prefilled-slot mask (upstream code, not a guard). */
+unsigned ttsim_model_running_rules(const struct ttsim_model_config *c);
+
+/* The defaults: 8 slots, 131072 max_model_len, bare, the Qwen3.6 path, traces
+ * keyed (on_device_sampling, batch), no host sampling, no buckets. */
 void ttsim_model_config_default(struct ttsim_model_config *c);
 
 struct ttsim_req_result {
@@ -107,12 +145,19 @@ struct ttsim_rule_stats {
 	unsigned long long skipped, shape_fallback;
 };
 
+/* The keep's inputs the model writes each decode, as text: "(True, 8)". */
+const char *ttsim_model_trace_key(bool on_device_sampling, int width, bool sampling_only,
+				  char *buf, size_t n);
+
 struct ttsim_model_stats {
 	unsigned long long steps, prefills, decodes, merges;
 	unsigned long long takes;           /* slots the running code took */
 	unsigned long long substitutions;   /* takes from another request's buffer slot */
 	unsigned long long changed;         /* substitutions whose token differed */
 	unsigned long long forgone;         /* bare would take, the engaged arm did not */
+	unsigned long long fallbacks;       /* chunk merges that fell back to host tokens */
+	unsigned long long host_sampled;    /* decodes sampled on the host */
+	unsigned long long restages;        /* trace-input restages (chunks) */
 	unsigned long long started, finished, aborted, with_subs;
 	unsigned long long prompt_tokens, cached_tokens, generation_tokens;
 	double modeled_seconds;

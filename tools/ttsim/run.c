@@ -166,6 +166,7 @@ enum status ttsim_run(const struct ttsim_run_config *c, struct ttsim_audit *audi
 	uint64_t rng;
 	unsigned long long n_sub = 0;
 	int queue, i;
+	unsigned running;
 	long long k;
 	const struct ttsim_rule_stats *rs;
 
@@ -190,8 +191,11 @@ enum status ttsim_run(const struct ttsim_run_config *c, struct ttsim_audit *audi
 	res->rule_mask[res->n_rules++] = 0;
 	for (i = 0; i < TTSIM_RULE_COUNT; i++)
 		res->rule_mask[res->n_rules++] = 1u << i;
-	if (__builtin_popcount(c->model.arm) > 1)
-		res->rule_mask[res->n_rules++] = c->model.arm;
+	/* the running code's rules as a row of their own: a combination, or
+	 * the arm with the generic path's prefilled mask */
+	running = ttsim_model_running_rules(&c->model);
+	if (__builtin_popcount(running) > 1)
+		res->rule_mask[res->n_rules++] = running;
 	for (i = 0; i < res->n_rules; i++)
 		ttsim_model_track(m, res->rule_mask[i]);
 	ttsim_model_set_audit(m, audit);
@@ -244,6 +248,23 @@ out:
 	return st;
 }
 
+/* "qwen36 path, traces keyed (sampling, batch), padded widths, host sampling 0" */
+static void run_keep_desc(const struct ttsim_model_config *m, char *buf, size_t n)
+{
+	size_t len;
+	int i;
+
+	len = (size_t)snprintf(buf, n, "%s path, traces keyed %s, ",
+			       m->generator == TTSIM_GEN_GENERIC ? "generic" : "qwen36",
+			       m->trace_key_sampling ? "(sampling)" : "(sampling, batch)");
+	if (!m->n_buckets && len < n)
+		len += (size_t)snprintf(buf + len, n - len, "padded widths");
+	for (i = 0; i < m->n_buckets && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? "," : "widths ", m->buckets[i]);
+	if (len < n)
+		snprintf(buf + len, n - len, ", host sampling %g", m->host_sampling);
+}
+
 static double run_per(unsigned long long a, unsigned long long b, double scale)
 {
 	return b ? scale * (double)a / (double)b : 0.0;
@@ -251,22 +272,32 @@ static double run_per(unsigned long long a, unsigned long long b, double scale)
 
 void ttsim_run_print(FILE *f, const struct ttsim_run_result *r, bool json)
 {
-	char arm[TTSIM_ARM_NAME_MAX], name[TTSIM_ARM_NAME_MAX];
+	char arm[TTSIM_ARM_NAME_MAX], name[TTSIM_ARM_NAME_MAX], keep[256];
 	const struct ttsim_model_stats *s = &r->st;
 	int i;
 
 	ttsim_guard_name(r->model.arm, arm, sizeof(arm));
+	run_keep_desc(&r->model, keep, sizeof(keep));
 	if (json) {
 		fprintf(f, "{\"steps\":%lld,\"slots\":%d,\"seed\":%llu,\"arm\":\"%s\","
-			"\"refresh_every\":%d,\"garbage_rate\":%g,\"requests\":%llu,\"finished\":%llu,"
-			"\"prefills\":%llu,\"decodes\":%llu,\"merges\":%llu,\"takes\":%llu,"
+			"\"running_rules\":\"%s\",\"generator\":\"%s\",\"trace_key\":\"%s\",\"host_sampling\":%g,"
+			"\"decode_buckets\":[", r->steps, r->model.slots, r->model.seed, arm,
+			ttsim_guard_name(ttsim_model_running_rules(&r->model), name, sizeof(name)),
+			r->model.generator == TTSIM_GEN_GENERIC ? "generic" : "qwen36",
+			r->model.trace_key_sampling ? "sampling" : "sampling+batch",
+			r->model.host_sampling);
+		for (i = 0; i < r->model.n_buckets; i++)
+			fprintf(f, i ? ",%d" : "%d", r->model.buckets[i]);
+		fprintf(f, "],\"garbage_rate\":%g,\"requests\":%llu,\"finished\":%llu,"
+			"\"prefills\":%llu,\"decodes\":%llu,\"host_sampled\":%llu,\"restages\":%llu,"
+			"\"merges\":%llu,\"fallbacks\":%llu,\"takes\":%llu,"
 			"\"substitutions\":%llu,\"substitutions_changed\":%llu,"
 			"\"per_1k_merges\":%.4f,\"per_request\":%.6f,\"requests_affected\":%llu,"
 			"\"diverged\":%llu,\"diverged_unexplained\":%llu,\"changed_undiverged\":%llu,"
 			"\"refused\":%llu,\"modeled_seconds\":%.4f,\"generation_tokens\":%llu,\"rules\":{",
-			r->steps, r->model.slots, r->model.seed, arm, r->model.refresh_every,
 			r->model.garbage_rate, r->requests, r->finished, s->prefills, s->decodes,
-			s->merges, s->takes, s->substitutions, s->changed,
+			s->host_sampled, s->restages, s->merges, s->fallbacks, s->takes,
+			s->substitutions, s->changed,
 			run_per(s->substitutions, s->merges, 1000), run_per(s->substitutions, r->requests, 1),
 			s->with_subs, r->diverged, r->diverged_unexplained, r->changed_undiverged,
 			s->forgone, s->modeled_seconds, s->generation_tokens);
@@ -285,12 +316,16 @@ void ttsim_run_print(FILE *f, const struct ttsim_run_result *r, bool json)
 		fprintf(f, "}}\n");
 		return;
 	}
-	fprintf(f, "ttsim run: %lld ticks, %d slots, seed %llu, arm %s, host copy refreshed every "
-		"%d decode(s), garbage rate %g\n", r->steps, r->model.slots, r->model.seed, arm,
-		r->model.refresh_every, r->model.garbage_rate);
-	fprintf(f, "  %llu requests (%llu finished), %llu prefills, %llu decodes, %llu merges, "
-		"%.1f s modeled\n", r->requests, r->finished, s->prefills, s->decodes, s->merges,
-		s->modeled_seconds);
+	fprintf(f, "ttsim run: %lld ticks, %d slots, seed %llu, arm %s, %s, garbage rate %g\n",
+		r->steps, r->model.slots, r->model.seed, arm, keep, r->model.garbage_rate);
+	fprintf(f, "  %llu requests (%llu finished), %llu prefills, %llu decodes (%llu sampled on "
+		"the host), %llu merges (%llu fell back to host tokens), %.1f s modeled\n",
+		r->requests, r->finished, s->prefills, s->decodes, s->host_sampled, s->merges,
+		s->fallbacks, s->modeled_seconds);
+	if (ttsim_model_running_rules(&r->model) != r->model.arm)
+		fprintf(f, "  (the generic path's keep masks rows prefilled since the last decode "
+			"itself: the running rules are %s)\n",
+			ttsim_guard_name(ttsim_model_running_rules(&r->model), name, sizeof(name)));
 	fprintf(f, "  engaged arm %s: %llu substitutions = %.2f per 1,000 merges, %.4f per request; "
 		"%llu requests affected; %llu bare takes refused (prevented + forgone)\n", arm,
 		s->substitutions, run_per(s->substitutions, s->merges, 1000), run_per(s->substitutions, r->requests, 1),
