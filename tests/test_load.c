@@ -388,7 +388,7 @@ static void test_fixtures(void **state)
 		/* llama-server's error event inside a 200 stream is a failure with its message */
 		fix_replay(&f, "llamacpp-error.sse", LOAD_API_CHAT, step);
 		assert_int_equal(f.r.fail, LOAD_FAIL_SERVER);
-		assert_non_null(strstr(f.r.reason, "exceeds the available context size"));
+		assert_non_null(strstr(f.r.reason, "Input prompt is too big compared to KV size"));
 		fix_done(&f);
 
 		fix_replay(&f, "vllm-chat-error.sse", LOAD_API_CHAT, step);

@@ -36,6 +36,32 @@ jq -s -e '[.[] | select(.kind == "request") | .prompt_tokens - 64 | fabs <= 2] |
 # readiness: /metrics with inf values parses
 expect_rc 0 "$TTAUDIT" ready --url "$URL" --timeout 10
 contains "$T/out" "metrics  passed"
+# the bytes as llama-server's source writes them (fixtures/sse/README.md):
+# ordered_json, so keys in the order the code inserts them; one event per
+# token; the last chunk with no text, finish_reason, usage and timings; the
+# request's model echoed; ids chatcmpl- and 32 letters or digits for both
+shape() {
+	grep '^data: {' "$1" | sed 's/^data: //' |
+		jq -c '[keys_unsorted, (.choices[0] // {} | keys_unsorted), (.choices[0].delta // {} | keys_unsorted),
+			(.usage // {} | keys_unsorted), (.timings // {} | keys_unsorted)]' | sort -u
+}
+curl -sN -H Content-Type:application/json "$URL/v1/chat/completions" \
+	-d '{"model":"tiny.gguf","messages":[{"role":"user","content":"hello there"}],"max_tokens":3,"stream":true}' >"$T/lc.sse"
+eq "$(shape "$T/lc.sse")" "$(shape "$FIX/sse/llamacpp-chat.sse")" "llama-server chat chunk shapes"
+eq "$(grep -c '^data: {' "$T/lc.sse")" 4 "one event per token and the last chunk"
+eq "$(grep '^data: {' "$T/lc.sse" | sed 's/^data: //' | jq -r '.model' | sort -u)" tiny.gguf "the request's model echoed"
+grep '^data: {' "$T/lc.sse" | sed 's/^data: //' | jq -r .id | grep -qvE '^chatcmpl-[0-9A-Za-z]{32}$' && fail "llama-server chat id shape"
+curl -sN -H Content-Type:application/json "$URL/v1/completions" \
+	-d '{"model":"tiny.gguf","prompt":"time river","max_tokens":2,"stream":true}' >"$T/lk.sse"
+eq "$(shape "$T/lk.sse")" "$(shape "$FIX/sse/llamacpp-completions.sse")" "llama-server completions chunk shapes"
+grep '^data: {' "$T/lk.sse" | sed 's/^data: //' | jq -r .id | grep -qvE '^chatcmpl-[0-9A-Za-z]{32}$' && fail "llama-server completions id shape"
+eq "$(tail -n 2 "$T/lk.sse" | head -n 1)" "data: [DONE]" "llama-server [DONE]"
+# the other routes in llama-server's shapes
+eq "$(curl -s -H Content-Type:application/json "$URL/detokenize" -d '{"tokens":[1,2]}' | jq -c 'keys_unsorted')" '["content"]' "detokenize"
+eq "$(curl -s "$URL/v1/models" | jq -c '[keys_unsorted, (.data[0] | keys_unsorted)]')" \
+	'[["object","data"],["id","object","created","owned_by","meta"]]' "models"
+eq "$(curl -s -o "$T/nf.json" -w '%{http_code}' "$URL/nosuch")" 404 "unknown route"
+eq "$(jq -c . "$T/nf.json")" '{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}' "unknown route body"
 sim_stop
 
 # 2. an error event inside a 200 stream is a failure with the server's message
@@ -43,8 +69,21 @@ sim_start llerr --profile llamacpp --seed 3 --time-scale 0 --stream-error-rate 1
 expect_rc 1 "$TTAUDIT" bench --url "$URL" --no-progress --input-tokens 16 --output-tokens 8 --prompts 4 \
 	--concurrency 2 -o "$T/le.jsonl"
 eq "$(jq -s -c '[.[] | select(.kind == "request") | .outcome] | unique' "$T/le.jsonl")" '["server"]' "error events are failures"
-jq -s -e '[.[] | select(.kind == "request") | .reason | contains("decode failed (injected fault)")] | all' \
+jq -s -e '[.[] | select(.kind == "request") | .reason | contains("Input prompt is too big compared to KV size")] | all' \
 	"$T/le.jsonl" >/dev/null || fail "the server's message is not in the reason"
+# the event as the fixture has it: an error field, the error object bare, then [DONE]
+curl -sN -H Content-Type:application/json "$URL/v1/chat/completions" \
+	-d '{"messages":[{"role":"user","content":"hello"}],"max_tokens":3,"stream":true}' >"$T/le.sse"
+eq "$(grep '^error: ' "$T/le.sse")" "$(grep '^error: ' "$FIX/sse/llamacpp-error.sse")" "llama-server error event"
+eq "$(tail -n 2 "$T/le.sse" | head -n 1)" "data: [DONE]" "[DONE] after the error"
+sim_stop
+# an API key: every route but /health and the models needs it (401 Invalid API Key)
+sim_start llkey --profile llamacpp --seed 3 --time-scale 0 --api-key k3y
+eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" 200 "llama-server health without the key"
+eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/models")" 200 "llama-server models without the key"
+eq "$(curl -s -H Content-Type:application/json "$URL/tokenize" -d '{"content":"a b"}')" \
+	'{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}' "llama-server without the key"
+eq "$(curl -s -H 'Authorization: Bearer k3y' -H Content-Type:application/json "$URL/tokenize" -d '{"content":"a b"}' | jq -c '.tokens | length')" 2 "llama-server with the key"
 sim_stop
 sim_start vllmerr --seed 3 --time-scale 0 --stream-error-rate 1
 expect_rc 1 "$TTAUDIT" bench --url "$URL" --no-progress --chat --input-tokens 16 --output-tokens 8 --prompts 4 \

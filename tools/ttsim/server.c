@@ -48,6 +48,7 @@
 #define SRV_BLOCK 16384              /* bytes MHD asks a stream for at most */
 #define SRV_PROBE_S 0.5              /* a waiting connection checks for a gone client */
 #define SRV_NAME_MAX 256
+#define SRV_LLAMA_BUILD "b6000-ttsim"   /* llama-server's build_info: "b<number>-<commit>" */
 
 /* vLLM's default histogram buckets (seconds). */
 static const double srv_ttft_buckets[] = { 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
@@ -82,7 +83,8 @@ struct sreq {
 	struct ttsim_req_result res;
 	unsigned long long handle;
 	int refs;                    /* connection + model */
-	double t_arrival, t_last;    /* CLOCK_MONOTONIC */
+	double t_arrival, t_first, t_last;  /* CLOCK_MONOTONIC */
+	char model_json[2 * SRV_NAME_MAX + 3];  /* llama-server: the request's model, as JSON */
 	int reset_at, truncate_at, stall_at;   /* token index of a fault, -1 = none */
 	enum sphase phase;
 	char chunk[SRV_CHUNK_MAX];
@@ -217,6 +219,23 @@ static void sreq_release(struct sreq *rq)
 	free(rq);
 }
 
+/* llama-server's completion id: "chatcmpl-" and 32 of [0-9A-Za-z]. */
+static void srv_llama_id(char *id, uint64_t *rng)
+{
+	static const char al[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	uint64_t x = 0;
+	int i;
+
+	memcpy(id, "chatcmpl-", 9);
+	for (i = 0; i < 32; i++) {
+		if (i % 10 == 0)
+			x = srv_rand64(rng);   /* 62^10 < 2^64 */
+		id[9 + i] = al[x % 62];
+		x /= 62;
+	}
+	id[41] = 0;
+}
+
 static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, int max_tokens,
 			     const char *xrid)
 {
@@ -246,7 +265,11 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	rq->t_arrival = srv_mono();
 	a = srv_rand64(&srv->rng);
 	b = srv_rand64(&srv->rng);
-	if (xrid && *xrid && srv->c.profile == TTSIM_VLLM)
+	if (srv->c.profile == TTSIM_LLAMACPP)
+		/* gen_chatcmplid(): "chatcmpl-" and 32 letters or digits, for
+		 * completions too (utils.hpp random_string) */
+		srv_llama_id(rq->id, &srv->rng);
+	else if (xrid && *xrid)
 		/* vLLM: the X-Request-Id is the external id (engine/serving.py) */
 		snprintf(rq->id, sizeof(rq->id), "%s-%.*s", chat ? "chatcmpl" : "cmpl",
 			 TTSIM_ID_MAX - 30, xrid);
@@ -312,8 +335,10 @@ static void srv_on_token(void *ctx, void *user, int index, int tok)
 	if (index != rq->n_tok || rq->n_tok >= rq->max_tokens)
 		return;
 	rq->toks[rq->n_tok++] = tok;
-	if (index == 0)
+	if (index == 0) {
 		hist_add(&srv->ttft, srv_ttft_buckets, SRV_NB_TTFT, now - rq->t_arrival);
+		rq->t_first = now;
+	}
 	else
 		hist_add(&srv->itl, srv_itl_buckets, SRV_NB_ITL, now - rq->t_last);
 	rq->t_last = now;
@@ -465,6 +490,20 @@ static const char *srv_err_type(unsigned code)
 	}
 }
 
+/* format_error_response's type for each code llama-server sends. */
+static const char *srv_llama_err_type(unsigned code)
+{
+	switch (code) {
+	case 400: return "invalid_request_error";
+	case 401: return "authentication_error";
+	case 403: return "permission_error";
+	case 404: return "not_found_error";
+	case 501: return "not_supported_error";
+	case 503: return "unavailable_error";
+	default: return "server_error";
+	}
+}
+
 /*
  * The error body each server sends. vLLM since PR #22099 nests it,
  * {"error":{"message","type","param","code"}} (engine/protocol.py ErrorResponse);
@@ -482,8 +521,7 @@ static cJSON *srv_error_body(const struct ttsim_server *srv, unsigned code, cons
 		e = cJSON_AddObjectToObject(j, "error");
 		cJSON_AddNumberToObject(e, "code", code);
 		cJSON_AddStringToObject(e, "message", msg);
-		cJSON_AddStringToObject(e, "type", code == 404 ? "not_found_error" : code >= 500 ?
-					"server_error" : "invalid_request_error");
+		cJSON_AddStringToObject(e, "type", srv_llama_err_type(code));
 		return j;
 	}
 	if (srv->c.vllm_minor == 10)
@@ -823,16 +861,18 @@ static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int lo, i
 	srv_token_text(rq, lo, hi, text, sizeof(text), ids, sizeof(ids));
 	rq->chunk_len = rq->chunk_off = 0;
 	if (srv->c.profile == TTSIM_LLAMACPP) {
+		/* server_task_result_cmpl_partial::to_json_oaicompat_chat and
+		 * ::to_json_oaicompat: ordered_json, keys as inserted */
 		if (rq->chat)
-			srv_cat(rq, "data: {\"choices\":[{\"delta\":{\"content\":\"%s\"},\"finish_reason\":null,"
-				"\"index\":0}],\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"object\":"
-				"\"chat.completion.chunk\",\"system_fingerprint\":\"b6000-ttsim\"}\n\n", text,
-				rq->created, rq->id, srv->model_json);
+			srv_cat(rq, "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+				"{\"content\":\"%s\"}}],\"created\":%ld,\"id\":\"%s\",\"model\":%s,"
+				"\"system_fingerprint\":\"%s\",\"object\":\"chat.completion.chunk\"}\n\n",
+				text, rq->created, rq->id, rq->model_json, SRV_LLAMA_BUILD);
 		else
-			srv_cat(rq, "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"logprobs\":null,"
-				"\"text\":\"%s\"}],\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"object\":"
-				"\"text_completion\",\"system_fingerprint\":\"b6000-ttsim\"}\n\n", text,
-				rq->created, rq->id, srv->model_json);
+			srv_cat(rq, "data: {\"choices\":[{\"text\":\"%s\",\"index\":0,\"logprobs\":null,"
+				"\"finish_reason\":null}],\"created\":%ld,\"model\":%s,\"system_fingerprint\":"
+				"\"%s\",\"object\":\"text_completion\",\"id\":\"%s\"}\n\n", text,
+				rq->created, rq->model_json, SRV_LLAMA_BUILD, rq->id);
 	} else if (rq->chat) {
 		srv_cat(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
 			"\"model\":%s,\"choices\":[{\"index\":0,\"delta\":{\"%s\":\"%s\"},\"logprobs\":null,"
@@ -865,23 +905,65 @@ static void srv_token_chunk(struct ttsim_server *srv, struct sreq *rq, int lo, i
 	rq->chunk_hi = hi;
 }
 
-/* llama-server's last chunk: no text, the finish, timings and usage (sent
- * without include_usage too). */
+/* A double as nlohmann::json dumps it: the shortest form that reads back the
+ * same, with ".0" when integral; null when not finite. */
+static const char *srv_jnum(double v, char *buf, size_t n)
+{
+	int p;
+
+	if (!isfinite(v)) {
+		snprintf(buf, n, "null");
+		return buf;
+	}
+	for (p = 1; p <= 17; p++) {
+		snprintf(buf, n, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	if (!strpbrk(buf, ".en") && strlen(buf) + 3 <= n)
+		strcat(buf, ".0");
+	return buf;
+}
+
+/* result_timings::to_json, from the server's own clock: prompt processing
+ * (uncached prompt tokens) until the first token, generation after it. */
+static void srv_cat_timings(struct sreq *rq)
+{
+	int pn = rq->n_prompt - rq->res.cached_tokens;
+	double pms = (rq->t_first - rq->t_arrival) * 1e3, gms = (rq->t_last - rq->t_first) * 1e3;
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+
+	if (pn < 1)
+		pn = 1;
+	srv_cat(rq, "\"timings\":{\"prompt_n\":%d,\"prompt_ms\":%s,\"prompt_per_token_ms\":%s,"
+		"\"prompt_per_second\":%s,\"predicted_n\":%d,\"predicted_ms\":%s,"
+		"\"predicted_per_token_ms\":%s,\"predicted_per_second\":%s}", pn,
+		srv_jnum(pms, a, sizeof(a)), srv_jnum(pms / pn, b, sizeof(b)),
+		srv_jnum(1e3 / pms * pn, c, sizeof(c)), rq->n_tok, srv_jnum(gms, d, sizeof(d)),
+		srv_jnum(gms / rq->n_tok, e, sizeof(e)), srv_jnum(1e3 / gms * rq->n_tok, f, sizeof(f)));
+}
+
+/* llama-server's last chunk (server_task_result_cmpl_final): no text, the
+ * finish, usage (sent without include_usage too) and timings. */
 static void srv_llama_final(struct ttsim_server *srv, struct sreq *rq)
 {
-	double pred_ms = (rq->t_last - rq->t_arrival) * 1e3;
-
+	(void)srv;
 	rq->chunk_len = rq->chunk_off = 0;
 	if (rq->chat)
-		srv_cat(rq, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\",\"index\":0}],");
+		srv_cat(rq, "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],"
+			"\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"system_fingerprint\":\"%s\","
+			"\"object\":\"chat.completion.chunk\",", rq->created, rq->id, rq->model_json,
+			SRV_LLAMA_BUILD);
 	else
-		srv_cat(rq, "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"logprobs\":null,"
-			"\"text\":\"\"}],");
-	srv_cat(rq, "\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"object\":\"%s\",\"system_fingerprint\":"
-		"\"b6000-ttsim\",\"timings\":{\"predicted_ms\":%.3f,\"predicted_n\":%d,\"prompt_n\":%d},"
-		"\"usage\":{\"completion_tokens\":%d,\"prompt_tokens\":%d,\"total_tokens\":%d}}\n\n",
-		rq->created, rq->id, srv->model_json, rq->chat ? "chat.completion.chunk" : "text_completion",
-		pred_ms, rq->n_tok, rq->n_prompt, rq->n_tok, rq->n_prompt, rq->n_prompt + rq->n_tok);
+		srv_cat(rq, "data: {\"choices\":[{\"text\":\"\",\"index\":0,\"logprobs\":null,"
+			"\"finish_reason\":\"length\"}],\"created\":%ld,\"model\":%s,\"system_fingerprint\":"
+			"\"%s\",\"object\":\"text_completion\",", rq->created, rq->model_json, SRV_LLAMA_BUILD);
+	srv_cat(rq, "\"usage\":{\"completion_tokens\":%d,\"prompt_tokens\":%d,\"total_tokens\":%d},",
+		rq->n_tok, rq->n_prompt, rq->n_prompt + rq->n_tok);
+	if (!rq->chat)
+		srv_cat(rq, "\"id\":\"%s\",", rq->id);
+	srv_cat_timings(rq);
+	srv_cat(rq, "}\n\n");
 }
 
 /*
@@ -945,7 +1027,8 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wak
 				/* every token that is here goes in one chunk, as vLLM's
 				 * output processor merges outputs a slow reader left */
 				hi = rq->n_tok - 1;
-				lim = srv->c.no_merge ? 1 : SRV_MERGE_MAX;
+				/* llama-server sends each token as its own event */
+				lim = srv->c.no_merge || srv->c.profile == TTSIM_LLAMACPP ? 1 : SRV_MERGE_MAX;
 				if (srv->c.stream_interval > 1 && srv->c.no_merge)
 					lim = srv->c.stream_interval;
 				if (hi > rq->n_sent + lim - 1)
@@ -995,8 +1078,10 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wak
 			 * as an error field; both then end with [DONE] */
 			rq->phase = SP_DONE;
 			if (srv->c.profile == TTSIM_LLAMACPP)
-				srv_chunk(rq, "error: {\"code\":500,\"message\":\"decode failed (injected "
-					  "fault)\",\"type\":\"server_error\"}\n\n");
+				/* update_slots' llama_decode failure, to every slot
+				 * (send_error, ERROR_TYPE_SERVER), as an "error" event */
+				srv_chunk(rq, "error: {\"code\":500,\"message\":\"Input prompt is too big compared "
+					  "to KV size. Please try increasing KV size.\",\"type\":\"server_error\"}\n\n");
 			else if (srv->c.vllm_minor == 10)
 				srv_chunk(rq, "data: {\"object\": \"error\", \"message\": \"Internal server "
 					  "error\", \"type\": \"InternalServerError\", \"param\": null, \"code\": "
@@ -1165,6 +1250,56 @@ static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 /* --- non-streaming answers -------------------------------------------------- */
 
+/* llama-server's whole answer (server_task_result_cmpl_final::to_json_oaicompat
+ * and ::to_json_oaicompat_chat), keys in its order, the numbers as
+ * nlohmann::json writes them. */
+static cJSON *srv_answer_llama(struct ttsim_server *srv, struct sreq *rq, const char *text)
+{
+	cJSON *j = cJSON_CreateObject(), *ch, *msg, *u, *t;
+	int pn = rq->n_prompt - rq->res.cached_tokens;
+	double pms = (rq->t_first - rq->t_arrival) * 1e3, gms = (rq->t_last - rq->t_first) * 1e3;
+	char b[32];
+
+	(void)srv;
+	if (!j)
+		return NULL;
+	if (pn < 1)
+		pn = 1;
+	ch = cJSON_CreateObject();
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
+	if (rq->chat) {
+		cJSON_AddStringToObject(ch, "finish_reason", "length");
+		cJSON_AddNumberToObject(ch, "index", 0);
+		msg = cJSON_AddObjectToObject(ch, "message");
+		cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddStringToObject(msg, "content", text);
+	} else {
+		cJSON_AddStringToObject(ch, "text", text);
+		cJSON_AddNumberToObject(ch, "index", 0);
+		cJSON_AddNullToObject(ch, "logprobs");
+		cJSON_AddStringToObject(ch, "finish_reason", "length");
+	}
+	cJSON_AddNumberToObject(j, "created", (double)rq->created);
+	cJSON_AddRawToObject(j, "model", rq->model_json);
+	cJSON_AddStringToObject(j, "system_fingerprint", SRV_LLAMA_BUILD);
+	cJSON_AddStringToObject(j, "object", rq->chat ? "chat.completion" : "text_completion");
+	u = cJSON_AddObjectToObject(j, "usage");
+	cJSON_AddNumberToObject(u, "completion_tokens", rq->n_tok);
+	cJSON_AddNumberToObject(u, "prompt_tokens", rq->n_prompt);
+	cJSON_AddNumberToObject(u, "total_tokens", rq->n_prompt + rq->n_tok);
+	cJSON_AddStringToObject(j, "id", rq->id);
+	t = cJSON_AddObjectToObject(j, "timings");
+	cJSON_AddNumberToObject(t, "prompt_n", pn);
+	cJSON_AddRawToObject(t, "prompt_ms", srv_jnum(pms, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_per_token_ms", srv_jnum(pms / pn, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_per_second", srv_jnum(1e3 / pms * pn, b, sizeof(b)));
+	cJSON_AddNumberToObject(t, "predicted_n", rq->n_tok);
+	cJSON_AddRawToObject(t, "predicted_ms", srv_jnum(gms, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_per_token_ms", srv_jnum(gms / rq->n_tok, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_per_second", srv_jnum(1e3 / gms * rq->n_tok, b, sizeof(b)));
+	return j;
+}
+
 static enum MHD_Result srv_answer_full(struct ttsim_server *srv, struct MHD_Connection *conn,
 				       struct sreq *rq)
 {
@@ -1181,6 +1316,12 @@ static enum MHD_Result srv_answer_full(struct ttsim_server *srv, struct MHD_Conn
 	for (i = 0; i < rq->n_tok; i++)
 		if (ttsim_vocab_append(rq->toks[i], text, cap, &len) < 0)
 			break;
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		j = srv_answer_llama(srv, rq, text);
+		if (j)
+			ret = srv_send_json(conn, MHD_HTTP_OK, j);
+		goto out;
+	}
 	j = cJSON_CreateObject();
 	if (!j)
 		goto out;
@@ -1398,6 +1539,17 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		ret = srv_error(srv, conn, 500, NULL, "out of memory");
 		goto out;
 	}
+	/* llama-server echoes the request's model (params_from_json_cmpl:
+	 * oaicompat_model), else its alias */
+	snprintf(rq->model_json, sizeof(rq->model_json), "%s", srv->model_json);
+	v = cJSON_GetObjectItemCaseSensitive(req, "model");
+	if (srv->c.profile == TTSIM_LLAMACPP && cJSON_IsString(v) && strlen(v->valuestring) < SRV_NAME_MAX) {
+		char *mj = cJSON_PrintUnformatted(v);
+
+		if (mj && strlen(mj) < sizeof(rq->model_json))
+			snprintf(rq->model_json, sizeof(rq->model_json), "%s", mj);
+		free(mj);
+	}
 	rq->conn = conn;
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	rq->fd = ci ? ci->connect_fd : -1;
@@ -1438,11 +1590,11 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 		}
 		MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
 		MHD_add_response_header(resp, "Cache-Control", "no-cache");
-		if (srv->c.profile == TTSIM_LLAMACPP) {
-			/* it says keep-alive and closes after the stream all the same */
-			MHD_add_response_header(resp, "Connection", "keep-alive");
+		if (srv->c.profile == TTSIM_LLAMACPP)
+			/* cpp-httplib's keep-alive header (no Connection header); the
+			 * stream's content provider returns false after sink.done(),
+			 * so the connection closes after the stream all the same */
 			MHD_add_response_header(resp, "Keep-Alive", "timeout=5, max=100");
-		}
 		ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
 		MHD_destroy_response(resp);
 		goto out;
@@ -1529,7 +1681,6 @@ static enum MHD_Result srv_detokenize(struct ttsim_server *srv, struct MHD_Conne
 	long long id;
 	enum MHD_Result ret;
 
-	(void)srv;
 	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	arr = req ? cJSON_GetObjectItemCaseSensitive(req, "tokens") : NULL;
 	if (!cJSON_IsArray(arr)) {
@@ -1557,7 +1708,9 @@ static enum MHD_Result srv_detokenize(struct ttsim_server *srv, struct MHD_Conne
 		ret = MHD_NO;
 		goto out;
 	}
-	cJSON_AddStringToObject(out, "prompt", len ? text + 1 : "");
+	/* vLLM {"prompt"}; llama-server format_detokenized_response {"content"} */
+	cJSON_AddStringToObject(out, srv->c.profile == TTSIM_LLAMACPP ? "content" : "prompt",
+				len ? text + 1 : "");
 	ret = srv_send_json(conn, MHD_HTTP_OK, out);
 out:
 	free(text);
@@ -1583,8 +1736,14 @@ static enum MHD_Result srv_models(struct ttsim_server *srv, struct MHD_Connectio
 	if (srv->c.profile == TTSIM_LLAMACPP) {
 		/* the id is the model path; no max_model_len */
 		cJSON_AddStringToObject(m, "owned_by", "llamacpp");
+		/* server_context::model_meta() */
 		p = cJSON_AddObjectToObject(m, "meta");
+		cJSON_AddNumberToObject(p, "vocab_type", 2);
+		cJSON_AddNumberToObject(p, "n_vocab", TTSIM_VOCAB_SIZE);
 		cJSON_AddNumberToObject(p, "n_ctx_train", (double)srv->c.model.max_model_len);
+		cJSON_AddNumberToObject(p, "n_embd", 4096);
+		cJSON_AddNumberToObject(p, "n_params", 8030261248.0);
+		cJSON_AddNumberToObject(p, "size", 4920733696.0);
 		ret = srv_send_json(conn, MHD_HTTP_OK, j);
 		cJSON_Delete(j);
 		return ret;
@@ -1757,8 +1916,49 @@ static enum MHD_Result srv_metrics_llama(struct ttsim_server *srv, struct MHD_Co
 const char *ttsim_server_version(const struct ttsim_server_config *c)
 {
 	if (c->profile == TTSIM_LLAMACPP)
-		return "b6000-ttsim";
+		return SRV_LLAMA_BUILD;
 	return c->vllm_minor == 10 ? "0.10.1+ttsim" : "0.16.0+ttsim";
+}
+
+/*
+ * llama-server's routes (examples/server/server.cpp main(): the pre-routing
+ * middlewares, then the handlers): while the model loads every route
+ * answers 503 "Loading model"; with an API key every route but /health and
+ * the models needs it; an unknown route is 404 "File Not Found".
+ */
+static enum MHD_Result srv_route_llama(struct ttsim_server *srv, struct MHD_Connection *conn,
+				       const char *q, bool get, bool post, struct sconn *sc)
+{
+	bool models = !strcmp(q, "/v1/models") || !strcmp(q, "/models");
+
+	if (srv_loading(srv))
+		return srv_error(srv, conn, 503, NULL, "Loading model");
+	if (srv->c.api_key && strcmp(q, "/health") && !models && strcmp(q, "/")) {
+		const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+
+		if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->c.api_key))
+			return srv_error(srv, conn, 401, NULL, "Invalid API Key");
+	}
+	if (get && !strcmp(q, "/health"))
+		return srv_send(conn, MHD_HTTP_OK, "application/json; charset=utf-8", "{\"status\":\"ok\"}", 15);
+	if (get && models)
+		return srv_models(srv, conn);
+	if (get && !strcmp(q, "/metrics"))
+		return srv->c.metrics ? srv_metrics_llama(srv, conn) :
+		       srv_error(srv, conn, 501, NULL, "This server does not support metrics endpoint. "
+				 "Start it with `--metrics`");
+	if (post && sc->too_big && (!strcmp(q, "/v1/completions") || !strcmp(q, "/v1/chat/completions") ||
+				    !strcmp(q, "/tokenize") || !strcmp(q, "/detokenize")))
+		return srv_error(srv, conn, 400, NULL, "request body exceeds %u bytes", SRV_BODY_MAX);
+	if (post && !strcmp(q, "/v1/completions"))
+		return srv_completion(srv, conn, sc, false);
+	if (post && !strcmp(q, "/v1/chat/completions"))
+		return srv_completion(srv, conn, sc, true);
+	if (post && !strcmp(q, "/tokenize"))
+		return srv_tokenize(srv, conn, sc);
+	if (post && !strcmp(q, "/detokenize"))
+		return srv_detokenize(srv, conn, sc);
+	return srv_error(srv, conn, 404, NULL, "File Not Found");
 }
 
 static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection *conn,
@@ -1772,19 +1972,8 @@ static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection
 		return srv_detail(conn, 404, "Not Found");
 	memcpy(q, url, ul);
 	q[ul] = 0;
-	if (srv->c.profile == TTSIM_LLAMACPP) {
-		/* llama-server answers while it loads: 503 "Loading model" */
-		static const char loading[] = "{\"error\":{\"code\":503,\"message\":\"Loading model\","
-			"\"type\":\"unavailable_error\"}}";
-
-		if (srv_loading(srv))
-			return srv_send(conn, 503, "application/json", loading, sizeof(loading) - 1);
-		if (!strcmp(q, "/health"))
-			return srv_send(conn, MHD_HTTP_OK, "application/json", "{\"status\":\"ok\"}", 15);
-		if (!strcmp(q, "/metrics") && !srv->c.metrics)
-			return srv_error(srv, conn, 501, NULL, "This server does not support metrics endpoint. "
-					 "Start it with `--metrics`");
-	}
+	if (srv->c.profile == TTSIM_LLAMACPP)
+		return srv_route_llama(srv, conn, q, get, post, sc);
 	if (!strcmp(q, "/health") || !strcmp(q, "/ping")) {
 		if (!get && !post)
 			return srv_detail(conn, 405, "Method Not Allowed");
@@ -1801,8 +1990,6 @@ static enum MHD_Result srv_route(struct ttsim_server *srv, struct MHD_Connection
 		if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->c.api_key))
 			return srv_send(conn, 401, "application/json", "{\"error\":\"Unauthorized\"}", 24);
 	}
-	if (!strcmp(q, "/metrics") && srv->c.profile == TTSIM_LLAMACPP)
-		return get ? srv_metrics_llama(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/metrics"))
 		return get ? srv_metrics(srv, conn) : srv_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/v1/models"))
