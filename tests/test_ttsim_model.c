@@ -657,11 +657,11 @@ static void test_condense_remap(void **state)
 			continue;
 		found++;
 		assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "buf_req"), 0)->valuestring, "c");
-		assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "dev_pos"), 0)->valuedouble,
-				 cJSON_GetArrayItem(cJSON_GetObjectItem(e, "host_pos"), 0)->valuedouble + 1);
+		assert_int_equal((long long)cJSON_GetArrayItem(cJSON_GetObjectItem(e, "dev_pos"), 0)->valuedouble,
+				 (long long)cJSON_GetArrayItem(cJSON_GetObjectItem(e, "host_pos"), 0)->valuedouble + 1);
 		assert_true(cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "taken"), 0)));
 		/* the row C left is padding now */
-		assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "host_pos"), 2)->valuedouble, -1);
+		assert_int_equal((long long)cJSON_GetArrayItem(cJSON_GetObjectItem(e, "host_pos"), 2)->valuedouble, -1);
 	}
 	assert_int_equal(found, 1);
 	for (i = 0; i < 3; i++) {
