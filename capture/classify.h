@@ -24,11 +24,9 @@ struct classify_result {
 };
 
 /*
- * A quick, allocation-free reading of s[0..n) as one JSON object, for the
- * common audit line (no escapes in strings, nesting up to 32): returns 1 and
- * sets *has_ev exactly as jdoc_check() would, or -1 when it cannot tell
- * (anything else, including every invalid input): then ask jdoc_check().
- * classify_line() uses it; tests/fuzz/fuzz_capture.c holds it to jdoc_check.
+ * base/auditline.h's auditline_object() (the audit part of classify_line
+ * lives there, shared with the analyzer's reader); tests/fuzz/fuzz_capture.c
+ * holds it to jdoc_check.
  */
 int classify_object(const char *s, size_t n, int *has_ev);
 
