@@ -10,6 +10,7 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include "auditline.h"
 
 #define READER_CHUNK (256 * 1024)      /* bytes read or inflated at a time */
 #define READER_ZCHUNK (64 * 1024)      /* compressed bytes read at a time */
@@ -175,7 +178,7 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	r->gz = false;
 	r->in_member = false;
 	r->raw_eof = false;
-	if (fstat(r->fd, &r->st))
+	if (r->fd < 0 || fstat(r->fd, &r->st))
 		memset(&r->st, 0, sizeof(r->st));
 	return STATUS_OK;
 }
@@ -185,7 +188,7 @@ static int reader_open_fd(const char *path)
 	return strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : fcntl(0, F_DUPFD_CLOEXEC, 0);
 }
 
-enum status audit_reader_open(struct audit_reader **out, const char *path,
+static enum status reader_new(struct audit_reader **out, const char *path, bool lines_only,
 			      const struct audit_reader_opts *opts, struct status_info *si)
 {
 	struct audit_reader *r = NULL;
@@ -211,10 +214,12 @@ enum status audit_reader_open(struct audit_reader **out, const char *path,
 		goto out;
 	jdoc_set_max_depth(r->doc, r->max_depth);
 	jdoc_set_keep_surrogates(r->doc, 1);   /* ids must stay distinct */
-	r->fd = reader_open_fd(path);
-	if (r->fd < 0) {
-		st = status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
-		goto out;
+	if (!lines_only) {
+		r->fd = reader_open_fd(path);
+		if (r->fd < 0) {
+			st = status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+			goto out;
+		}
 	}
 	if ((st = reader_start(r, path, si)))
 		goto out;
@@ -226,6 +231,18 @@ out:
 		status_set_at(si, st, path, 0, 0, "out of memory");
 	audit_reader_free(r);
 	return st;
+}
+
+enum status audit_reader_open(struct audit_reader **out, const char *path,
+			      const struct audit_reader_opts *opts, struct status_info *si)
+{
+	return reader_new(out, path, false, opts, si);
+}
+
+enum status audit_reader_open_lines(struct audit_reader **out, const char *name,
+				    const struct audit_reader_opts *opts, struct status_info *si)
+{
+	return reader_new(out, name, true, opts, si);
 }
 
 enum status audit_reader_reopen(struct audit_reader *r, const char *path, struct status_info *si)
@@ -608,15 +625,164 @@ static enum status reader_capture(struct audit_reader *r, struct audit_item *it,
 	return STATUS_OK;
 }
 
+/* "pid=N)" in a log line's prefix (vLLM's `(EngineCore_DP0 pid=N) `): the writing process. */
+static bool reader_prefix_pid(const char *s, size_t n, int64_t *pid)
+{
+	const char *p = s, *end = s + n;
+
+	while ((p = memmem(p, (size_t)(end - p), "pid=", 4))) {
+		int64_t v = 0;
+		const char *d = p + 4;
+
+		while (d < end && *d >= '0' && *d <= '9' && v < INT64_C(1) << 40)
+			v = v * 10 + (*d++ - '0');
+		if (d > p + 4 && d < end && *d == ')') {
+			*pid = v;
+			return true;
+		}
+		p += 4;
+	}
+	return false;
+}
+
+/* Keeps what the first lines that are not audit lines look like, for the no-audit message. */
+static void reader_other(struct audit_reader *r, const char *s, size_t n)
+{
+	size_t i, k = 0;
+
+	r->stats.other_lines++;
+	if (n > 0 && s[0] == '(' && memmem(s, n < 64 ? n : 64, " pid=", 5))
+		r->stats.vllm_lines++;
+	if (r->stats.first_other_line)
+		return;
+	r->stats.first_other_line = r->line;
+	for (i = 0; i < n && k + 1 < sizeof(r->stats.first_other); i++) {
+		unsigned char c = (unsigned char)s[i];
+		r->stats.first_other[k++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	r->stats.first_other[k] = '\0';
+}
+
+/*
+ * One line s[0..n) (NUL at s[n], JDOC_SCAN_PAD readable bytes after):
+ * STATUS_OK with *it filled, STATUS_EOF when the line yields no item (blank,
+ * ignored, not an audit line), or PARSE/LIMIT (malformed) or NOMEM with si set.
+ */
+static enum status reader_decode(struct audit_reader *r, char *s, size_t n, struct audit_item *it,
+			 struct status_info *si)
+{
+	enum status st;
+	const struct jval *root, *src, *ev;
+	size_t i, off = 0;
+	int rc;
+
+	if (r->line == 1 && n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
+		/* a byte order mark before the first line: skipped, and said once */
+		r->stats.bom = true;
+		s += 3;
+		n -= 3;
+	}
+	if (is_blank(s, n)) {
+		r->stats.blank++;
+		return STATUS_EOF;
+	}
+	/*
+	 * Every field but the event, which the decoders clear themselves:
+	 * clearing the whole item for each line costs as much as a short line.
+	 */
+	it->file = r->file;
+	it->line = r->line;
+	it->doc = NULL;
+	it->record = NULL;
+	it->src = NULL;
+	it->src_len = 0;
+	it->has_event = it->has_pid = it->has_time = it->has_end = false;
+	it->pid = it->tid = 0;
+	it->t = it->mono = 0;
+	memset(&it->end, 0, sizeof(it->end));
+	if (si)
+		si->byte = 0;
+	for (i = 0; i < n && (s[i] == ' ' || s[i] == '\t'); i++)
+		;
+	if (s[i] != '{') {
+		/*
+		 * Not a bare JSON object: a log line. It is an audit line when a spec
+		 * event follows its prefix, as the shim decides (base/auditline.h);
+		 * any other line is `other`, never malformed.
+		 */
+		if (!auditline_find(s, n, &off)) {
+			reader_other(r, s, n);
+			return STATUS_EOF;
+		}
+		r->stats.log_audit_lines++;
+		it->has_pid = reader_prefix_pid(s, off, &it->pid);
+		s += off;
+		n -= off;
+	}
+	if (r->scan) {
+		rc = event_scan(r->dec, s, n, r->max_depth, r->want, &it->event);
+		if (rc < 0)
+			return status_set_at(si, STATUS_NOMEM, r->file, r->line, 0, "out of memory");
+		if (rc > 0) {
+			it->has_event = true;
+			r->stats.events++;
+			r->stats.other_events += it->event.kind == EVENT_OTHER;
+			return STATUS_OK;
+		}
+	}
+	memset(&it->event, 0, sizeof(it->event));
+	st = jdoc_parse(r->doc, s, n, si);
+	if (st == STATUS_NOMEM)
+		return status_set_at(si, st, r->file, r->line, 0, "out of memory");
+	root = st ? NULL : jdoc_root(r->doc);
+	if (!st && root->type != JT_OBJ) {
+		st = status_set(si, STATUS_PARSE, "not a JSON object (%s)", jdoc_typename(root));
+		if (si)
+			si->byte = 1;
+	}
+	if (!st) {
+		it->doc = r->doc;
+		it->record = root;
+		src = off ? NULL : jdoc_get(r->doc, root, "src");
+		ev = jdoc_get(r->doc, root, "ev");
+		/* an event may carry any unknown key, "src" included; capture
+		 * records never have a top-level "ev" */
+		if (ev) {
+			st = event_decode(r->dec, r->doc, root, &it->event, si);
+			it->has_event = !st;
+		} else if (src) {
+			st = reader_capture(r, it, src, si);
+		} else {
+			r->stats.ignored++;
+			return STATUS_EOF;
+		}
+	}
+	if (st) {
+		long byte = si ? si->byte : 0;
+		r->stats.malformed++;
+		if (si) {
+			snprintf(si->file, sizeof(si->file), "%s", r->file);
+			si->line = r->line;
+			si->byte = byte ? byte + (long)off : 0;
+		}
+		return st == STATUS_LIMIT ? STATUS_LIMIT : STATUS_PARSE;
+	}
+	if (it->has_event) {
+		r->stats.events++;
+		if (it->event.kind == EVENT_OTHER)
+			r->stats.other_events++;
+	}
+	return STATUS_OK;
+}
+
 enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 			      struct status_info *si)
 {
 	for (;;) {
 		char *s = NULL;
 		size_t n = 0;
-		int rc;
 		enum status st;
-		const struct jval *root, *src, *ev;
+		int rc;
 
 		rc = reader_line(r, &s, &n, si);
 		if (rc == 0)
@@ -631,85 +797,56 @@ enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 			return status_set_at(si, STATUS_LIMIT, r->file, r->line, 0,
 					     "line longer than %zu bytes", r->max_line);
 		}
-		if (r->line == 1 && n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
-			/* a byte order mark before the first line: skipped, and said once */
-			r->stats.bom = true;
-			s += 3;
-			n -= 3;
-		}
-		if (is_blank(s, n)) {
-			r->stats.blank++;
-			continue;
-		}
-		/*
-		 * Every field but the event, which the decoders clear themselves:
-		 * clearing the whole item for each line costs as much as a short line.
-		 */
-		it->file = r->file;
-		it->line = r->line;
-		it->doc = NULL;
-		it->record = NULL;
-		it->src = NULL;
-		it->src_len = 0;
-		it->has_event = it->has_pid = it->has_time = it->has_end = false;
-		it->pid = it->tid = 0;
-		it->t = it->mono = 0;
-		memset(&it->end, 0, sizeof(it->end));
-		if (si)
-			si->byte = 0;
-		if (r->scan) {
-			rc = event_scan(r->dec, s, n, r->max_depth, r->want, &it->event);
-			if (rc < 0)
-				return status_set_at(si, STATUS_NOMEM, r->file, r->line, 0, "out of memory");
-			if (rc > 0) {
-				it->has_event = true;
-				r->stats.events++;
-				r->stats.other_events += it->event.kind == EVENT_OTHER;
-				return STATUS_OK;
-			}
-		}
-		memset(&it->event, 0, sizeof(it->event));
-		st = jdoc_parse(r->doc, s, n, si);
-		if (st == STATUS_NOMEM)
-			return status_set_at(si, st, r->file, r->line, 0, "out of memory");
-		root = st ? NULL : jdoc_root(r->doc);
-		if (!st && root->type != JT_OBJ) {
-			st = status_set(si, STATUS_PARSE, "not a JSON object (%s)", jdoc_typename(root));
-			if (si)
-				si->byte = 1;
-		}
-		if (!st) {
-			it->doc = r->doc;
-			it->record = root;
-			src = jdoc_get(r->doc, root, "src");
-			ev = jdoc_get(r->doc, root, "ev");
-			/* an event may carry any unknown key, "src" included; capture
-			 * records never have a top-level "ev" */
-			if (ev) {
-				st = event_decode(r->dec, r->doc, root, &it->event, si);
-				it->has_event = !st;
-			} else if (src) {
-				st = reader_capture(r, it, src, si);
-			} else {
-				r->stats.ignored++;
-				continue;
-			}
-		}
-		if (st) {
-			long byte = si ? si->byte : 0;
-			r->stats.malformed++;
-			if (si) {
-				snprintf(si->file, sizeof(si->file), "%s", r->file);
-				si->line = r->line;
-				si->byte = byte;
-			}
-			return st == STATUS_LIMIT ? STATUS_LIMIT : STATUS_PARSE;
-		}
-		if (it->has_event) {
-			r->stats.events++;
-			if (it->event.kind == EVENT_OTHER)
-				r->stats.other_events++;
-		}
-		return STATUS_OK;
+		st = reader_decode(r, s, n, it, si);
+		if (st != STATUS_EOF)
+			return st;
 	}
+}
+
+enum status audit_reader_line(struct audit_reader *r, const char *line, size_t n,
+			      struct audit_item *it, struct status_info *si)
+{
+	r->line++;
+	r->stats.lines++;
+	r->stats.bytes += n + 1;
+	if (n > r->max_line) {
+		r->stats.malformed++;
+		return status_set_at(si, STATUS_LIMIT, r->file, r->line, 0,
+				     "line longer than %zu bytes", r->max_line);
+	}
+	/* into the padded buffer the scanner needs */
+	memcpy(r->buf, line, n);
+	memset(r->buf + n, 0, JDOC_SCAN_PAD + 1);
+	return reader_decode(r, r->buf, n, it, si);
+}
+
+int audit_reader_describe(const struct audit_reader_stats *s, char *buf, size_t n)
+{
+	uint64_t content = s->lines - s->blank;
+
+	if (s->events || s->malformed)
+		return 0;
+	if (!s->bytes)
+		snprintf(buf, n, "the file is empty: give the server's log or capture, where the audit lines are");
+	else if (!content)
+		snprintf(buf, n, "%" PRIu64 " blank lines and nothing else: no audit line", s->lines);
+	else if (s->capture_records && s->capture_records >= content)
+		snprintf(buf, n, "a capture of %" PRIu64 " records without audit records: the captured "
+			 "process wrote no audit line (is the model instrumented, docs/instrumenting.md, "
+			 "and the audit on?)", s->capture_records);
+	else if (s->vllm_lines * 2 >= content)
+		snprintf(buf, n, "a vLLM log (%" PRIu64 " of %" PRIu64 " lines with a process prefix, "
+			 "line %ld: '%.60s') without audit lines: the keep writes them only when the "
+			 "model is instrumented (docs/instrumenting.md); if the audit goes to another "
+			 "stream (stderr, a file), give that one", s->vllm_lines, content,
+			 s->first_other_line, s->first_other);
+	else if (s->other_lines)
+		snprintf(buf, n, "%" PRIu64 " lines, %" PRIu64 " of them neither JSON nor a log line "
+			 "with an audit event after its prefix (line %ld: '%.60s'): give an audit, a "
+			 "capture (ttaudit capture, ttaudit follow) or the log the audit lines went to",
+			 content, s->other_lines, s->first_other_line, s->first_other);
+	else
+		snprintf(buf, n, "%" PRIu64 " lines of JSON, none an audit event (no \"ev\") or a capture "
+			 "record (no \"src\")", content);
+	return 1;
 }

@@ -1,8 +1,8 @@
 /*
  * reader.h - streaming reader for merge audits and capture files.
  *
- * Reads plain audit JSONL, capture JSONL (records with "src"), or a mix,
- * deciding line by line; "-" is stdin; gzip input (one member or several) is
+ * Reads plain audit JSONL, capture JSONL (records with "src"), server logs
+ * whose audit lines carry a log prefix, or a mix, deciding line by line; "-" is stdin; gzip input (one member or several) is
  * read transparently, whatever the file is called. Memory is bounded by the
  * longest accepted line, whatever the file size.
  *
@@ -63,6 +63,16 @@ struct audit_reader_stats {
 	bool bom;                    /* the file began with a UTF-8 byte order mark (skipped) */
 	bool gzip;
 	bool truncated;              /* a gzip stream ended early or was corrupt */
+	/*
+	 * Lines of a plain log: a line that is not a bare JSON object is an audit
+	 * line when a spec event follows its prefix (base/auditline.h, the
+	 * shim's test), else `other` (never malformed).
+	 */
+	uint64_t log_audit_lines;    /* audit events read after a log prefix */
+	uint64_t other_lines;        /* lines neither JSON nor audit lines */
+	uint64_t vllm_lines;         /* of those, lines with a vLLM process prefix "(Name pid=N) " */
+	long first_other_line;       /* the first other line (0: none) and its start, control bytes as '?' */
+	char first_other[64];
 };
 
 /* How a process ended, from a capture "end" record (docs/audit-format.md). */
@@ -86,7 +96,7 @@ struct audit_item {
 	bool has_event;            /* a plain event, or a capture "audit" record's event */
 	struct event event;
 	/* capture metadata (audit/banner/line records), when present */
-	bool has_pid;
+	bool has_pid;              /* a capture record's pid, or a log prefix's "pid=N)" */
 	int64_t pid, tid;
 	bool has_time;
 	double t, mono;
@@ -119,6 +129,26 @@ enum status audit_reader_reopen(struct audit_reader *r, const char *path, struct
  */
 enum status audit_reader_next(struct audit_reader *r, struct audit_item *item,
 			      struct status_info *si);
+
+/*
+ * A reader its caller feeds line by line (watch: the caller follows the
+ * file): `name` names the source in messages. audit_reader_line decodes one
+ * complete line (without its newline; copied, so any buffer) exactly as
+ * audit_reader_next would: STATUS_OK with *item filled, STATUS_EOF when the
+ * line yields no item (blank, `other`, an ignored object), STATUS_PARSE or
+ * STATUS_LIMIT for a malformed line (counted; si says why), STATUS_NOMEM.
+ */
+enum status audit_reader_open_lines(struct audit_reader **out, const char *name,
+				    const struct audit_reader_opts *opts, struct status_info *si);
+enum status audit_reader_line(struct audit_reader *r, const char *line, size_t n,
+			      struct audit_item *item, struct status_info *si);
+
+/*
+ * When the input held no audit event at all (none read, none malformed): 1, with what it looked like and
+ * what to do in buf (an empty file, a vLLM log without audit lines, a capture
+ * without audit records, ...). 0 when it held one.
+ */
+int audit_reader_describe(const struct audit_reader_stats *s, char *buf, size_t n);
 
 const struct audit_reader_stats *audit_reader_stats(const struct audit_reader *r);
 /* The device and inode of the open file (fstat), for spotting the same file twice. */

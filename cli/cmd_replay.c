@@ -76,8 +76,9 @@ const struct cmd_doc cmd_replay_doc = {
 	.name = "replay",
 	.summary = "replay merge audits against every guard rule and count",
 	.usage = replay_usage,
-	.description = "Replays merge audits (plain JSONL, capture files, or both; '-' is stdin, "
-		"gzip is read as is) against guard rules and counts, per rule: merges, taken, "
+	.description = "Replays merge audits (plain JSONL, capture files, server logs whose audit "
+		"lines follow a log prefix, or a mix; '-' is stdin, gzip is read as is; a file with no "
+		"audit event at all exits 2, saying what it holds) against guard rules and counts, per rule: merges, taken, "
 		"substitutions, unverified, prevented, forgone, fired, skipped, shape_fallback; "
 		"garbage positions; and the arm the recorded decisions are consistent with. A capture "
 		"holding several server processes is replayed per process (config, garbage bound, "
@@ -164,7 +165,8 @@ static int replay_cli_run(const char *cmd, struct replay *r, int n, char **files
 	}
 	if (st)
 		return CLI_USAGE;   /* --strict */
-	if (replay_n_unreadable(r) || (replay_n_truncated(r) && !rp_allow_truncated))
+	if (replay_n_unreadable(r) || (replay_n_truncated(r) && !rp_allow_truncated) ||
+	    replay_n_no_audit(r))
 		return CLI_USAGE;
 	return -1;
 }
@@ -240,7 +242,7 @@ int cmd_validate(int argc, char **argv)
 	vo.max_forgone_pct = rp_max_forgone;
 	/* A cut gzip fails the gate in the report, and is still exit 2. */
 	ok = validate_report(r, 0, &vo, rp_json, stdout);
-	rc = replay_n_truncated(r) ? CLI_USAGE : ok ? CLI_OK : CLI_FAIL;
+	rc = replay_n_truncated(r) || replay_n_no_audit(r) ? CLI_USAGE : ok ? CLI_OK : CLI_FAIL;
 out:
 	replay_free(r);
 	return rc;

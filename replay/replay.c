@@ -93,7 +93,7 @@ struct replay {
 	struct replay_explained explained[REPLAY_EXPLAIN_MAX];
 	size_t n_explained;
 	uint64_t explain_dropped;
-	size_t n_unreadable, n_truncated, n_dups, n_bom;
+	size_t n_unreadable, n_truncated, n_dups, n_bom, n_no_audit;
 	size_t n_sites_total;
 	uint64_t procs_dropped;
 	struct replay_proc_row *rows;
@@ -201,6 +201,9 @@ static void stats_add(struct audit_reader_stats *d, const struct audit_reader_st
 	d->partial += s->partial;
 	d->invalid_utf8 += s->invalid_utf8;
 	d->bytes += s->bytes;
+	d->log_audit_lines += s->log_audit_lines;
+	d->other_lines += s->other_lines;
+	d->vllm_lines += s->vllm_lines;
 }
 
 static void gate_add(struct replay_gate *d, const struct replay_gate *s)
@@ -689,6 +692,47 @@ static void job_end(struct replay_job *j, const struct audit_item *it)
 		snprintf(e->by, sizeof(e->by), "%.*s", (int)it->end.by_len, it->end.by);
 }
 
+/* One item of j's file: an end, a config, a merge or a gate decision. */
+static void job_item(struct replay_job *j, const struct audit_item *it)
+{
+	const struct replay *r = j->r;
+	struct replay_proc *p;
+	const struct event *e;
+
+	if (it->has_end)
+		job_end(j, it);
+	if (!it->has_event)
+		return;
+	e = &it->event;
+	if (e->kind == EVENT_CONFIG) {
+		job_config(j, it, &e->u.config);
+	} else if (e->kind == EVENT_MERGE) {
+		const struct merge_event *m = &e->u.merge;
+		int64_t max_pos;
+		if (!(p = job_proc(j, it, m->has_rank, m->rank, m->has_dp, m->dp))) {
+			j->procs_dropped++;
+			return;
+		}
+		max_pos = tally_max_pos(p->tally);
+		if (r->opts.explain && m->step == r->opts.explain_step)
+			job_explain(j, p, m, it->line, max_pos);
+		tally_merge(p->tally, m, j->path, it->line);
+		if (r->opts.explain)
+			proc_note_resident(p, m, max_pos);
+	} else if (e->kind == EVENT_GATE) {
+		const struct gate_event *g = &e->u.gate;
+		if (!(p = job_proc(j, it, g->has_rank, g->rank, g->has_dp, g->dp))) {
+			j->procs_dropped++;
+			return;
+		}
+		p->gate.events++;
+		if (g->has_keep && !g->keep)
+			p->gate.refused++;
+		if (g->has_keep && g->keep && g->force)
+			p->gate.forced++;
+	}
+}
+
 /* Reads j's file to the end with *rd (opened or reopened here). */
 static void job_read(struct replay_job *j, struct audit_reader **rd)
 {
@@ -712,9 +756,6 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 	/* cleared once, and again after each error: the reader fills it only on one */
 	status_info_clear(&lsi);
 	for (;;) {
-		struct replay_proc *p;
-		const struct event *e;
-
 		st = audit_reader_next(*rd, &it, &lsi);
 		if (st == STATUS_EOF) {
 			st = STATUS_OK;
@@ -739,38 +780,7 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 				j->unreadable = true;
 			break;
 		}
-		if (it.has_end)
-			job_end(j, &it);
-		if (!it.has_event)
-			continue;
-		e = &it.event;
-		if (e->kind == EVENT_CONFIG) {
-			job_config(j, &it, &e->u.config);
-		} else if (e->kind == EVENT_MERGE) {
-			const struct merge_event *m = &e->u.merge;
-			int64_t max_pos;
-			if (!(p = job_proc(j, &it, m->has_rank, m->rank, m->has_dp, m->dp))) {
-				j->procs_dropped++;
-				continue;
-			}
-			max_pos = tally_max_pos(p->tally);
-			if (r->opts.explain && m->step == r->opts.explain_step)
-				job_explain(j, p, m, it.line, max_pos);
-			tally_merge(p->tally, m, j->path, it.line);
-			if (r->opts.explain)
-				proc_note_resident(p, m, max_pos);
-		} else if (e->kind == EVENT_GATE) {
-			const struct gate_event *g = &e->u.gate;
-			if (!(p = job_proc(j, &it, g->has_rank, g->rank, g->has_dp, g->dp))) {
-				j->procs_dropped++;
-				continue;
-			}
-			p->gate.events++;
-			if (g->has_keep && !g->keep)
-				p->gate.refused++;
-			if (g->has_keep && g->keep && g->force)
-				p->gate.forced++;
-		}
+		job_item(j, &it);
 	}
 	j->st = st;
 	j->stats = *audit_reader_stats(*rd);
@@ -892,6 +902,13 @@ static void replay_merge(struct replay *r, struct replay_job *j, struct replay_f
 	for (i = 0; i < j->n_diag; i++)
 		if (r->shown++ < REPLAY_MALFORMED_SHOWN)
 			fprintf(r->opts.diag, "%s\n", j->diag[i]);
+	if (!j->unreadable && !j->strict_stop && !j->stats.events && !j->malformed) {
+		char what[512];
+		audit_reader_describe(&j->stats, what, sizeof(what));
+		f->no_audit = true;
+		r->n_no_audit++;
+		fprintf(r->opts.diag, "%s: no audit event: %s\n", f->path, what);
+	}
 	if (j->stats.bom && !r->n_bom++)
 		fprintf(r->opts.diag, "%s: a UTF-8 byte order mark at the start was skipped (said once "
 			"for all files)\n", f->path);
@@ -1143,6 +1160,7 @@ uint64_t replay_malformed(const struct replay *r) { return r->malformed; }
 size_t replay_n_explained(const struct replay *r) { return r->n_explained; }
 size_t replay_n_unreadable(const struct replay *r) { return r->n_unreadable; }
 size_t replay_n_truncated(const struct replay *r) { return r->n_truncated; }
+size_t replay_n_no_audit(const struct replay *r) { return r->n_no_audit; }
 const struct replay_gate *replay_gate(const struct replay *r) { return &r->gate; }
 size_t replay_n_proc_rows(const struct replay *r) { return r->n_rows; }
 const struct replay_proc_row *replay_proc_row_at(const struct replay *r, size_t i) { return &r->rows[i]; }
@@ -1281,6 +1299,8 @@ void replay_print_text(const struct replay *r, FILE *f)
 		r->malformed, r->malformed == 1 ? "" : "s");
 	if (r->stats.other_events)
 		fprintf(f, ", %" PRIu64 " other events", r->stats.other_events);
+	if (r->stats.other_lines)
+		fprintf(f, ", %" PRIu64 " other log lines", r->stats.other_lines);
 	if (r->stats.capture_lost)
 		fprintf(f, ", %" PRIu64 " lines LOST by the capture", r->stats.capture_lost);
 	if (r->stats.capture_uncertain)
@@ -1291,6 +1311,9 @@ void replay_print_text(const struct replay *r, FILE *f)
 	for (i = 0; i < r->n_files; i++) {
 		if (r->files[i].unreadable)
 			fprintf(f, "%s: could not be read to the end\n", r->files[i].path);
+		if (r->files[i].no_audit)
+			fprintf(f, "%s: no audit event (what it holds is said on stderr)\n",
+				r->files[i].path);
 		if (r->files[i].truncated)
 			fprintf(f, "%s: truncated gzip after %" PRIu64 " lines: the counts hold what was "
 				"read\n", r->files[i].path, r->files[i].stats.lines);
@@ -1575,12 +1598,20 @@ void replay_print_json(const struct replay *r, FILE *f)
 	jsonw_kuint(&w, "partial", r->stats.partial);
 	jsonw_kuint(&w, "invalid_utf8", r->stats.invalid_utf8);
 	jsonw_kuint(&w, "bytes", r->stats.bytes);
+	jsonw_kuint(&w, "log_audit_lines", r->stats.log_audit_lines);
+	jsonw_kuint(&w, "other_lines", r->stats.other_lines);
 	jsonw_kuint(&w, "bom", r->n_bom);
 	jsonw_kuint(&w, "events_beyond_process_cap", r->procs_dropped);
 	jsonw_key(&w, "unreadable");
 	jsonw_arr(&w);
 	for (i = 0; i < r->n_files; i++)
 		if (r->files[i].unreadable)
+			jsonw_str(&w, r->files[i].path);
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "no_audit");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_files; i++)
+		if (r->files[i].no_audit)
 			jsonw_str(&w, r->files[i].path);
 	jsonw_arr_end(&w);
 	jsonw_key(&w, "truncated");

@@ -81,6 +81,7 @@ struct replay_file {
 	const char *path;
 	bool unreadable;            /* could not be opened or read to the end */
 	bool truncated;             /* a gzip stream cut short or corrupt: counts are of what was read */
+	bool no_audit;              /* read, and no audit event in it: the wrong file (said on diag) */
 	enum replay_dup dup;        /* counted once: this file added nothing */
 	size_t dup_of;              /* the earlier file, when dup */
 	uint64_t malformed;
@@ -149,6 +150,8 @@ size_t replay_n_explained(const struct replay *r);
 /* Files that could not be read at all, and files cut short. */
 size_t replay_n_unreadable(const struct replay *r);
 size_t replay_n_truncated(const struct replay *r);
+/* Files read that held no audit event at all (a log without audit lines ...): a usage error. */
+size_t replay_n_no_audit(const struct replay *r);
 const struct replay_gate *replay_gate(const struct replay *r);
 /* Rows of the processes of files that hold more than one. */
 size_t replay_n_proc_rows(const struct replay *r);

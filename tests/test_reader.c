@@ -237,17 +237,15 @@ static void test_plain(void **state)
 	char want[600];
 
 	(void)state;
-	assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+	assert_string_equal(read_all(r), "E1c !4 E5m E7x E9o !10 E12m");
 	assert_string_equal(stats_str(r),
-			    "lines 12 blank 2 events 5 other 1 malformed 4 ignored 1 capture 0 lost 0");
+			    "lines 12 blank 2 events 5 other 1 malformed 2 ignored 1 capture 0 lost 0");
 	snprintf(want, sizeof(want), "%s:4: dev_pos[1] is outside int64", path);
 	assert_string_equal(msgs[0], want);
-	snprintf(want, sizeof(want), "%s:6: not a JSON object (array)", path);
-	assert_string_equal(msgs[1], want);
+	/* lines 6 ([1,2]) and 11 (not json) are `other`, not malformed */
 	snprintf(want, sizeof(want), "%s:10: expected a member name at byte 24", path);
-	assert_string_equal(msgs[2], want);
-	snprintf(want, sizeof(want), "%s:11: unexpected character at byte 1", path);
-	assert_string_equal(msgs[3], want);
+	assert_string_equal(msgs[1], want);
+	assert_int_equal(audit_reader_stats(r)->other_lines, 2);
 	audit_reader_free(r);
 
 	/* the items themselves: line, doc, event fields */
@@ -359,6 +357,82 @@ static void test_event_with_src_key(void **state)
 	audit_reader_free(r);
 }
 
+/* A server log: audit lines after any prefix (the pid of vLLM's), other lines counted apart. */
+static const char vllm_log[] =
+	"(APIServer pid=11) INFO 11-29 20:41:00 [api_server.py:1] vLLM server version 0.11, serving model m\n"
+	"(EngineCore_DP0 pid=12) INFO 11-29 20:41:02 [generator.py:1930] MERGE_AUDIT "
+	"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[2]}\n"
+	"(EngineCore_DP0 pid=12) 2026-09-08 20:35:14.930 | INFO | model_config:591 - {'a': 1}\n"
+	"MERGE_AUDIT {\"ev\":\"merge\",\"step\":2,\"host_pos\":[1],\"dev_pos\":[\"x\"]}\n"
+	"{\"ev\":\"decode\",\"step\":3}\r\n";
+
+static void test_log_lines(void **state)
+{
+	struct audit_reader *r;
+	struct audit_item it;
+	struct status_info si;
+	const struct audit_reader_stats *st;
+	char what[512];
+	const char *p, *e;
+	long line = 0;
+
+	(void)state;
+	r = open_ok(WRITE("server.log", vllm_log), 0);
+	assert_string_equal(read_all(r), "E2m !4 E5x");
+	st = audit_reader_stats(r);
+	assert_int_equal(st->other_lines, 2);
+	assert_int_equal(st->vllm_lines, 2);
+	assert_int_equal(st->log_audit_lines, 2);
+	assert_int_equal(st->malformed, 1);
+	assert_int_equal(audit_reader_describe(st, what, sizeof(what)), 0);
+	audit_reader_free(r);
+
+	/* the same lines fed one by one give the same items; the prefix names the pid */
+	assert_int_equal(audit_reader_open_lines(&r, "fed", NULL, &si), STATUS_OK);
+	for (p = vllm_log; *p; p = e + 1) {
+		enum status rc;
+		e = strchr(p, '\n');
+		status_info_clear(&si);
+		rc = audit_reader_line(r, p, (size_t)(e - p), &it, &si);
+		line++;
+		if (line == 2) {
+			assert_int_equal(rc, STATUS_OK);
+			assert_true(it.has_event && it.has_pid);
+			assert_int_equal(it.pid, 12);
+			assert_int_equal(it.line, 2);
+		} else if (line == 4) {
+			assert_int_equal(rc, STATUS_PARSE);
+			assert_string_equal(si.file, "fed");
+			assert_int_equal(si.line, 4);
+		} else if (line == 5) {
+			assert_int_equal(rc, STATUS_OK);
+			assert_false(it.has_pid);
+		} else {
+			assert_int_equal(rc, STATUS_EOF);
+		}
+	}
+	assert_int_equal(audit_reader_stats(r)->other_lines, 2);
+	audit_reader_free(r);
+
+	/* no audit event at all: what the file looked like, in words */
+	r = open_ok(WRITE("noaudit.log", "(APIServer pid=11) INFO a\n(APIServer pid=11) INFO b\n"), 0);
+	assert_string_equal(read_all(r), "");
+	assert_int_equal(audit_reader_describe(audit_reader_stats(r), what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "a vLLM log (2 of 2 lines with a process prefix, line 1: "
+				     "'(APIServer pid=11) INFO a') without audit lines"));
+	audit_reader_free(r);
+	r = open_ok(WRITE("empty.log", ""), 0);
+	assert_string_equal(read_all(r), "");
+	assert_int_equal(audit_reader_describe(audit_reader_stats(r), what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "the file is empty"));
+	audit_reader_free(r);
+	r = open_ok(WRITE("cap.jsonl", "{\"src\":\"start\",\"pid\":3}\n{\"src\":\"end\",\"pid\":3}\n"), 0);
+	assert_string_equal(read_all(r), "R1:start R2:end");
+	assert_int_equal(audit_reader_describe(audit_reader_stats(r), what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "a capture of 2 records without audit records"));
+	audit_reader_free(r);
+}
+
 static void test_line_cap(void **state)
 {
 	size_t big = 200000, n;
@@ -395,9 +469,11 @@ static void test_line_cap(void **state)
 
 	/* with the default cap the long line is one (blank-padded) object, ignored */
 	r = open_ok(path, 0);
-	assert_string_equal(read_all(r), "E1m E2m E4x !5");
+	/* ... and the last line, not JSON, is `other` */
+	assert_string_equal(read_all(r), "E1m E2m E4x");
 	assert_string_equal(stats_str(r),
-			    "lines 5 blank 0 events 3 other 0 malformed 1 ignored 1 capture 0 lost 0");
+			    "lines 5 blank 0 events 3 other 0 malformed 0 ignored 1 capture 0 lost 0");
+	assert_int_equal(audit_reader_stats(r)->other_lines, 1);
 	audit_reader_free(r);
 	free(text);
 }
@@ -437,9 +513,9 @@ static void test_gzip(void **state)
 	assert_int_equal(gzwrite(gz, plain, sizeof(plain) - 1), (int)sizeof(plain) - 1);
 	assert_int_equal(gzclose(gz), Z_OK);
 	r = open_ok(path, 0);
-	assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+	assert_string_equal(read_all(r), "E1c !4 E5m E7x E9o !10 E12m");
 	assert_string_equal(stats_str(r),
-			    "lines 12 blank 2 events 5 other 1 malformed 4 ignored 1 capture 0 lost 0");
+			    "lines 12 blank 2 events 5 other 1 malformed 2 ignored 1 capture 0 lost 0");
 	audit_reader_free(r);
 
 	/* a large compressed file: many buffer refills, every line read */
@@ -578,7 +654,10 @@ static void test_gzip_members(void **state)
 	}
 }
 
-/* A byte order mark before the first line is skipped and noted; elsewhere it is malformed. */
+/*
+ * A byte order mark before the first line is skipped and noted; elsewhere it
+ * is a log prefix like any other (the shim's classifier reads it so too).
+ */
 static void test_bom(void **state)
 {
 	const char *path = WRITE("bom.jsonl", "\xef\xbb\xbf{\"ev\":\"config\",\"max_model_len\":9}\n"
@@ -586,8 +665,9 @@ static void test_bom(void **state)
 	struct audit_reader *r = open_ok(path, 0);
 
 	(void)state;
-	assert_string_equal(read_all(r), "E1c !2");
+	assert_string_equal(read_all(r), "E1c E2x");
 	assert_true(audit_reader_stats(r)->bom);
+	assert_int_equal(audit_reader_stats(r)->log_audit_lines, 1);
 	audit_reader_free(r);
 }
 
@@ -661,7 +741,7 @@ static void test_scan_mode_and_reopen(void **state)
 		assert_true(scanned >= 4);
 	}
 	assert_string_equal(stats_str(r),
-			    "lines 12 blank 2 events 5 other 1 malformed 4 ignored 1 capture 0 lost 0");
+			    "lines 12 blank 2 events 5 other 1 malformed 2 ignored 1 capture 0 lost 0");
 	h_plain = audit_reader_content_hash(r);
 	audit_reader_identity(r, &dev, &ino);
 	assert_int_equal(stat(path, &stt), 0);
@@ -669,7 +749,7 @@ static void test_scan_mode_and_reopen(void **state)
 	/* reopened on the same content compressed: same lines, same content hash */
 	assert_int_equal(audit_reader_reopen(r, testutil_write("scan.jsonl.gz", (char *)z,
 			 gz_of(plain, z, sizeof(z))), &si), STATUS_OK);
-	assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+	assert_string_equal(read_all(r), "E1c !4 E5m E7x E9o !10 E12m");
 	h_gz = audit_reader_content_hash(r);
 	assert_true(h_plain == h_gz);
 	assert_true(audit_reader_stats(r)->gzip);
@@ -763,7 +843,7 @@ static void test_open_alloc_failures(void **state)
 		if (st == STATUS_OK) {
 			assert_int_equal(n_failed, 0);
 			assert_non_null(r);
-			assert_string_equal(read_all(r), "E1c !4 E5m !6 E7x E9o !10 !11 E12m");
+			assert_string_equal(read_all(r), "E1c !4 E5m E7x E9o !10 E12m");
 			audit_reader_free(r);
 			break;
 		}
@@ -808,7 +888,7 @@ static void test_read_alloc_failures(void **state)
 		assert_int_equal(live, base_live);
 		if (st == STATUS_EOF) {
 			assert_int_equal(n_failed, 0);
-			assert_int_equal(items, 9);
+			assert_int_equal(items, 7);   /* 5 events, 2 malformed; 2 other lines yield none */
 			break;
 		}
 		assert_int_equal(n_failed, 1);
@@ -854,6 +934,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain),
+		cmocka_unit_test(test_log_lines),
 		cmocka_unit_test(test_capture_and_mixed),
 		cmocka_unit_test(test_event_with_src_key),
 		cmocka_unit_test(test_line_cap),

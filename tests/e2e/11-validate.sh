@@ -18,16 +18,22 @@ expect_rc 0 "$TTAUDIT" validate --rule batch "$A/incident-confirmed.jsonl"
 expect_rc 1 "$TTAUDIT" validate --rule stamp "$A/incident-confirmed.jsonl"
 contains "$T/out" "not evaluable: the rule was skipped on every merge event"
 expect_rc 1 "$TTAUDIT" validate --rule batch "$A/legacy-positions-only.jsonl" "$A/slot-reuse.jsonl"
-# empty evidence: an empty file, and a file with no merge events
+# empty evidence: an empty file (no audit event at all: the wrong file, exit
+# 2, and the gate fails in the report), and a file with no merge events
 : >"$T/empty.jsonl"
-expect_rc 1 "$TTAUDIT" validate --rule batch "$T/empty.jsonl"
+expect_rc 2 "$TTAUDIT" validate --rule batch "$T/empty.jsonl"
 contains "$T/out" "empty.jsonl: not evaluable: no merge events"
+contains "$T/err" "empty.jsonl: no audit event: the file is empty"
 echo '{"ev":"decode","step":3}' >"$T/nomerge.jsonl"
 expect_rc 1 "$TTAUDIT" validate --rule bare "$T/nomerge.jsonl"
 # every line malformed: nothing to judge
-echo 'garbage' >"$T/junk.jsonl"
+echo '{"ev":"merge","step":1}' >"$T/junk.jsonl"
 expect_rc 1 "$TTAUDIT" validate --rule batch "$T/junk.jsonl"
 contains "$T/out" "no readable merge events (1 malformed lines)"
+# a line that is neither JSON nor an audit line is `other`: no audit event, exit 2
+echo 'garbage' >"$T/junk.log"
+expect_rc 2 "$TTAUDIT" validate --rule batch "$T/junk.log"
+contains "$T/err" "junk.log: no audit event: 1 lines, 1 of them neither JSON nor a log line"
 # an unreadable file fails the gate
 # a file that cannot be read is bad input (2), never a verdict (1): CI must tell a typo from an unsafe guard
 expect_rc 2 "$TTAUDIT" validate --rule batch "$A/incident-confirmed.jsonl" "$T/missing.jsonl"

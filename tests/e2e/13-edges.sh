@@ -20,8 +20,11 @@ expect_rc 0 "$TTAUDIT" replay --json "$T/nul-ev.jsonl"
 eq "$(jq .rules.bare.merges "$T/out")" 0 "merge\\u0000 is not a merge"
 eq "$(jq .input.other_events "$T/out")" 1 "merge\\u0000 is another event"
 printf '%s\n' '{"src":"audit\u0000","pid":1,"event":{"ev":"merge","step":1,"host_pos":[1],"dev_pos":[1]}}' >"$T/nul-src.jsonl"
-expect_rc 0 "$TTAUDIT" replay --json "$T/nul-src.jsonl"
+# ... so the file holds no audit event: exit 2, the report says so
+expect_rc 2 "$TTAUDIT" replay --json "$T/nul-src.jsonl"
 eq "$(jq .rules.bare.merges "$T/out")" 0 "audit\\u0000 is not an audit record"
+eq "$(jq -r '.input.no_audit[0]' "$T/out")" "$T/nul-src.jsonl" "no audit event"
+contains "$T/err" "no audit event: a capture of 1 records without audit records"
 
 # 2. request ids differing after a NUL, or in a lone surrogate, are different ids
 printf '%s\n' '{"ev":"merge","step":1,"host_pos":[5,6,7,8],"dev_pos":[5,6,7,8],"slot_req":["a\u0000b","\ud800","\udc80","same\u0000"],"buf_req":["a\u0000c","\udbff","\udc81","same\u0000"]}' >"$T/ids.jsonl"

@@ -195,7 +195,9 @@ def main():
             rules += ",batch+lifetime,prefilled+bound"
         p = subprocess.run([ttaudit, "replay", "--json", "--rules", rules, path],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if p.returncode != 0:
+        # a file with no audit event at all (a lone capture record) exits 2 and says so
+        no_audit = p.returncode == 2 and p.stdout and json.loads(p.stdout)["input"]["no_audit"] == [path]
+        if p.returncode != 0 and not no_audit:
             print("corner %d: ttaudit exited %d: %s" % (i, p.returncode, p.stderr[-300:]))
             bad += 1
             continue
