@@ -49,11 +49,13 @@ extern const struct cmd_doc cmd_plan_doc;
 extern const struct cmd_doc cmd_ready_doc;
 extern const struct cmd_doc cmd_arm_doc;
 extern const struct cmd_doc cmd_passthrough_doc;
+extern const struct cmd_doc cmd_watch_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_passthrough(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 #endif

@@ -31,6 +31,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "arm", cmd_arm, NULL, &cmd_arm_doc },
 	{ "plan", cmd_plan, NULL, &cmd_plan_doc },
 	{ "passthrough", cmd_passthrough, NULL, &cmd_passthrough_doc },
+	{ "watch", cmd_watch, NULL, &cmd_watch_doc },
 	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load", NULL },
 };
 

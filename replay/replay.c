@@ -1151,6 +1151,88 @@ enum status replay_add_files(struct replay *r, const char *const *paths, size_t 
 	return ret;
 }
 
+/* --- one source fed line by line (watch) ----------------------------------- */
+
+struct replay_stream {
+	struct replay_job job;
+	struct audit_reader *rd;
+	struct audit_item it;
+};
+
+struct replay_stream *replay_stream_new(const struct replay *r, const char *name)
+{
+	struct replay_stream *s = calloc(1, sizeof(*s));
+	struct audit_reader_opts ro = { .max_line = r->opts.max_line, .max_depth = r->opts.max_depth,
+					.max_slots = r->opts.max_slots, .scan = !r->opts.tree,
+					.no_hash = true };
+	struct status_info si;
+	char *path = strdup(name);
+
+	status_info_clear(&si);
+	if (!s || !path || audit_reader_open_lines(&s->rd, name, &ro, &si)) {
+		free(path);
+		free(s);
+		return NULL;
+	}
+	job_init(&s->job, r, path);
+	return s;
+}
+
+void replay_stream_free(struct replay_stream *s)
+{
+	if (!s)
+		return;
+	job_release(&s->job);
+	audit_reader_free(s->rd);
+	free((char *)s->job.path);
+	free(s);
+}
+
+enum status replay_stream_line(struct replay_stream *s, const char *line, size_t n,
+			       struct status_info *si)
+{
+	enum status st = audit_reader_line(s->rd, line, n, &s->it, si);
+
+	if (st == STATUS_OK)
+		job_item(&s->job, &s->it);
+	else if (st == STATUS_PARSE || st == STATUS_LIMIT)
+		s->job.malformed++;
+	return st == STATUS_EOF ? STATUS_OK : st;
+}
+
+const struct audit_reader_stats *replay_stream_stats(const struct replay_stream *s)
+{
+	return audit_reader_stats(s->rd);
+}
+
+size_t replay_stream_n_procs(const struct replay_stream *s)
+{
+	return s->job.n_procs;
+}
+
+void replay_stream_proc(const struct replay_stream *s, size_t i, struct replay_proc_row *row)
+{
+	const struct replay_proc *p = &s->job.procs[i];
+
+	memset(row, 0, sizeof(*row));
+	row->has_pid = p->has_pid;
+	row->has_rank = p->has_rank;
+	row->has_dp = p->has_dp;
+	row->pid = p->pid;
+	row->rank = p->rank;
+	row->dp = p->dp;
+	row->gate = p->gate;
+	row->events_with_taken = tally_events_with_taken(p->tally);
+	row->garbage = tally_garbage(p->tally)->count;
+	row->float32_like = tally_garbage(p->tally)->float32_like;
+	row->counts = tally_counts(p->tally, 0);
+}
+
+uint64_t replay_stream_procs_dropped(const struct replay_stream *s)
+{
+	return s->job.procs_dropped;
+}
+
 /* --- what the replay found -------------------------------------------------- */
 
 const struct tally *replay_tally(const struct replay *r) { return r->total; }

@@ -159,6 +159,30 @@ const struct replay_proc_row *replay_proc_row_at(const struct replay *r, size_t 
 /* Why rule i of a file (or the total, f NULL) has nothing to judge, in words. */
 const char *replay_not_evaluable_why(const struct replay *r, const struct replay_file *f, size_t i);
 
+/*
+ * One source replayed as its lines arrive (ttaudit watch): the same decoding
+ * and per-process replay as replay_add_file, fed one complete line at a time
+ * (without its newline). r gives the rules and options and must outlive the
+ * stream; nothing is merged into r. Not thread-safe: the caller serialises
+ * feeding and reading. NULL on allocation failure.
+ */
+struct replay_stream;
+struct replay_stream *replay_stream_new(const struct replay *r, const char *name);
+void replay_stream_free(struct replay_stream *s);
+/*
+ * STATUS_OK for a line read (an item, or a line that holds none); STATUS_PARSE
+ * or STATUS_LIMIT for a malformed one (counted in the stats; si says why);
+ * STATUS_NOMEM.
+ */
+enum status replay_stream_line(struct replay_stream *s, const char *line, size_t n,
+			       struct status_info *si);
+const struct audit_reader_stats *replay_stream_stats(const struct replay_stream *s);
+/* The processes so far; row->counts points at the live counts ([n_rules], valid until the next line). */
+size_t replay_stream_n_procs(const struct replay_stream *s);
+void replay_stream_proc(const struct replay_stream *s, size_t i, struct replay_proc_row *row);
+/* Events of processes beyond REPLAY_MAX_PROCS (not counted per process). */
+uint64_t replay_stream_procs_dropped(const struct replay_stream *s);
+
 /* The report. */
 void replay_print_text(const struct replay *r, FILE *f);
 void replay_print_json(const struct replay *r, FILE *f);
