@@ -220,12 +220,14 @@ install: _all
 	install -d $(DESTDIR)$(DATADIR)/ttaudit_emit/boot
 	install -m 0644 $(wildcard tools/instrument/ttaudit_emit/*.py) $(DESTDIR)$(DATADIR)/ttaudit_emit/
 	install -m 0644 tools/instrument/ttaudit_emit/boot/sitecustomize.py $(DESTDIR)$(DATADIR)/ttaudit_emit/boot/
+	install -m 0644 watch/ttaudit-alerts.yml $(DESTDIR)$(DATADIR)/ttaudit-alerts.yml
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ttaudit $(DESTDIR)$(BINDIR)/ttsim \
 		$(DESTDIR)$(LIBDIR)/libttaudit-shim.so
 	rm -f $(DESTDIR)$(LIBDIR)/libttaudit.a $(DESTDIR)$(DATADIR)/ttaudit_emit.py \
-		$(DESTDIR)$(MANDIR)/man1/ttaudit.1 $(DESTDIR)$(PKGCONFIGDIR)/ttaudit.pc
+		$(DESTDIR)$(MANDIR)/man1/ttaudit.1 $(DESTDIR)$(PKGCONFIGDIR)/ttaudit.pc \
+		$(DESTDIR)$(DATADIR)/ttaudit-alerts.yml
 	rm -rf $(DESTDIR)$(DATADIR)/ttaudit_emit
 	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/ttaudit
 	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
