@@ -297,18 +297,24 @@ void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)
 	d->fp_mismatch += s->fp_mismatch;
 }
 
-void tally_absorb(struct tally *dst, const struct tally *src)
+void tally_absorb_counts(struct tally *dst, const struct tally_counts *counts, size_t n,
+			 const struct tally_garbage *g, uint64_t events_with_taken)
 {
 	size_t r, i;
 
-	for (r = 0; r < dst->n_rules && r < src->n_rules; r++)
-		tally_add_counts(&dst->counts[r], &src->counts[r]);
-	dst->garbage.count += src->garbage.count;
-	dst->garbage.float32_like += src->garbage.float32_like;
-	dst->garbage.values_dropped += src->garbage.values_dropped;
-	for (i = 0; i < src->garbage.n_values; i++)
-		garbage_note(&dst->garbage, src->garbage.values[i].value, src->garbage.values[i].n);
-	dst->events_with_taken += src->events_with_taken;
+	for (r = 0; r < dst->n_rules && r < n; r++)
+		tally_add_counts(&dst->counts[r], &counts[r]);
+	dst->garbage.count += g->count;
+	dst->garbage.float32_like += g->float32_like;
+	dst->garbage.values_dropped += g->values_dropped;
+	for (i = 0; i < g->n_values; i++)
+		garbage_note(&dst->garbage, g->values[i].value, g->values[i].n);
+	dst->events_with_taken += events_with_taken;
+}
+
+void tally_absorb(struct tally *dst, const struct tally *src)
+{
+	tally_absorb_counts(dst, src->counts, src->n_rules, &src->garbage, src->events_with_taken);
 }
 
 size_t tally_n_rules(const struct tally *t)

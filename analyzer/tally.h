@@ -92,6 +92,9 @@ void tally_set_observer(struct tally *t, tally_subst_fn fn, void *ctx);
 
 /* Adds src's counts, garbage and fingerprint into dst (same rule list). */
 void tally_absorb(struct tally *dst, const struct tally *src);
+/* The same from parts kept apart (counts[0..n) per rule; ttaudit combine). */
+void tally_absorb_counts(struct tally *dst, const struct tally_counts *counts, size_t n,
+			 const struct tally_garbage *g, uint64_t events_with_taken);
 /* Adds counts c into rule i of t (a tally of per-file rows kept apart). */
 void tally_add_counts(struct tally_counts *dst, const struct tally_counts *src);
 

@@ -50,6 +50,7 @@ extern const struct cmd_doc cmd_ready_doc;
 extern const struct cmd_doc cmd_arm_doc;
 extern const struct cmd_doc cmd_passthrough_doc;
 extern const struct cmd_doc cmd_watch_doc;
+extern const struct cmd_doc cmd_combine_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
@@ -57,5 +58,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_passthrough(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_combine(int argc, char **argv);
 
 #endif

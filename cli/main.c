@@ -32,6 +32,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "plan", cmd_plan, NULL, &cmd_plan_doc },
 	{ "passthrough", cmd_passthrough, NULL, &cmd_passthrough_doc },
 	{ "watch", cmd_watch, NULL, &cmd_watch_doc },
+	{ "combine", cmd_combine, NULL, &cmd_combine_doc },
 	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load", NULL },
 };
 

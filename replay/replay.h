@@ -183,6 +183,19 @@ void replay_stream_proc(const struct replay_stream *s, size_t i, struct replay_p
 /* Events of processes beyond REPLAY_MAX_PROCS (not counted per process). */
 uint64_t replay_stream_procs_dropped(const struct replay_stream *s);
 
+/*
+ * Reports added up (ttaudit combine): `ttaudit replay --json` results of
+ * separate runs. replay_new_from_report makes a replay with the rules of the
+ * report at path (no file read yet); replay_add_report adds a report into r:
+ * counts add, garbage values merge, fingerprints intersect (evaluated and
+ * mismatched add, so a rule stays consistent only where every part says so),
+ * per-process rows and the files they name are kept, in order. Reports of
+ * different rule lists are STATUS_USAGE; one that is not a report STATUS_PARSE.
+ * The parts must be disjoint: a file replayed in two parts is counted twice.
+ */
+enum status replay_new_from_report(struct replay **out, const char *path, struct status_info *si);
+enum status replay_add_report(struct replay *r, const char *path, struct status_info *si);
+
 /* The report. */
 void replay_print_text(const struct replay *r, FILE *f);
 void replay_print_json(const struct replay *r, FILE *f);
