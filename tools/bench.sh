@@ -35,3 +35,10 @@ if [ -f tools/bench-load.sh ]; then
 else
 	part "load driver: tools/bench-load.sh is absent"
 fi
+
+if [ -f tools/bench-watch.sh ]; then
+	part "watch: a followed log growing by 50,000 merge events/s, one core: rate, lag to /metrics, RSS (tools/bench-watch.sh; BENCH_WATCH_SECONDS=600 for the 10-minute run)"
+	BUILD="$BUILD" PYTHON="$PYTHON" sh tools/bench-watch.sh
+else
+	part "watch: tools/bench-watch.sh is absent"
+fi
