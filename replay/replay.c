@@ -841,6 +841,25 @@ static void replay_note_dup(struct replay *r, struct replay_file *f, enum replay
 		r->files[earlier].path);
 }
 
+/* The row of process p (counts: its own copy, or the live ones). */
+static void proc_row_fill(struct replay_proc_row *row, const struct replay_proc *p, size_t file,
+			  const struct tally_counts *counts)
+{
+	memset(row, 0, sizeof(*row));
+	row->file = file;
+	row->has_pid = p->has_pid;
+	row->has_rank = p->has_rank;
+	row->has_dp = p->has_dp;
+	row->pid = p->pid;
+	row->rank = p->rank;
+	row->dp = p->dp;
+	row->gate = p->gate;
+	row->events_with_taken = tally_events_with_taken(p->tally);
+	row->garbage = tally_garbage(p->tally)->count;
+	row->float32_like = tally_garbage(p->tally)->float32_like;
+	row->counts = counts;
+}
+
 static void replay_keep_row(struct replay *r, const struct replay_job *j, size_t file,
 			    const struct replay_proc *p)
 {
@@ -862,19 +881,7 @@ static void replay_keep_row(struct replay *r, const struct replay_job *j, size_t
 	for (i = 0; i < r->opts.n_rules; i++)
 		c[i] = *tally_counts(p->tally, i);
 	row = &r->rows[r->n_rows++];
-	memset(row, 0, sizeof(*row));
-	row->file = file;
-	row->has_pid = p->has_pid;
-	row->has_rank = p->has_rank;
-	row->has_dp = p->has_dp;
-	row->pid = p->pid;
-	row->rank = p->rank;
-	row->dp = p->dp;
-	row->gate = p->gate;
-	row->events_with_taken = tally_events_with_taken(p->tally);
-	row->garbage = tally_garbage(p->tally)->count;
-	row->float32_like = tally_garbage(p->tally)->float32_like;
-	row->counts = c;
+	proc_row_fill(row, p, file, c);
 	(void)j;
 }
 
@@ -1215,18 +1222,7 @@ void replay_stream_proc(const struct replay_stream *s, size_t i, struct replay_p
 {
 	const struct replay_proc *p = &s->job.procs[i];
 
-	memset(row, 0, sizeof(*row));
-	row->has_pid = p->has_pid;
-	row->has_rank = p->has_rank;
-	row->has_dp = p->has_dp;
-	row->pid = p->pid;
-	row->rank = p->rank;
-	row->dp = p->dp;
-	row->gate = p->gate;
-	row->events_with_taken = tally_events_with_taken(p->tally);
-	row->garbage = tally_garbage(p->tally)->count;
-	row->float32_like = tally_garbage(p->tally)->float32_like;
-	row->counts = tally_counts(p->tally, 0);
+	proc_row_fill(row, p, 0, tally_counts(p->tally, 0));
 }
 
 uint64_t replay_stream_procs_dropped(const struct replay_stream *s)

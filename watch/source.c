@@ -162,14 +162,14 @@ static ssize_t source_read(struct source *s, size_t want, struct status_info *si
 	return r;
 }
 
-/* At the end of a file: rotated (a new file has the name) or truncated? */
-static void source_check(struct source *s, struct status_info *si)
+/* At the end of a file: rotated (a new file has the name) or truncated? 1 when so. */
+static int source_check(struct source *s, struct status_info *si)
 {
 	struct stat st;
 
 	if (stat(s->name, &st) != 0) {
 		/* moved away and not replaced yet: its writer may still append */
-		return;
+		return 0;
 	}
 	if (st.st_dev != s->dev || st.st_ino != s->ino) {
 		while (source_read(s, SOURCE_READ, si) > 0)
@@ -178,7 +178,7 @@ static void source_check(struct source *s, struct status_info *si)
 		close(s->fd);
 		s->fd = -1;
 		s->stats.rotations++;
-		return;
+		return 1;
 	}
 	if (fstat(s->fd, &st) == 0 && st.st_size < s->off) {
 		linebuf_flush(&s->lb, source_on_line, s);
@@ -186,7 +186,9 @@ static void source_check(struct source *s, struct status_info *si)
 		s->off = 0;
 		s->skip_first = false;
 		s->stats.truncations++;
+		return 1;
 	}
+	return 0;
 }
 
 long source_poll(struct source *s, size_t budget, bool final, source_line_fn fn, void *ctx,
@@ -198,13 +200,17 @@ long source_poll(struct source *s, size_t budget, bool final, source_line_fn fn,
 	s->ctx = ctx;
 	if (s->done)
 		return 0;
-	if (s->fd < 0) {
-		int rc = source_open(s, si);
-		if (rc)
-			return rc < 0 ? -1 : 0;
-	}
 	while (got < budget) {
-		ssize_t r = source_read(s, budget - got, si);
+		ssize_t r;
+
+		if (s->fd < 0) {
+			int rc = source_open(s, si);
+			if (rc < 0)
+				return -1;
+			if (rc)
+				break;
+		}
+		r = source_read(s, budget - got, si);
 		if (r == -1) {
 			if (!s->is_stdin) {
 				close(s->fd);
@@ -220,7 +226,8 @@ long source_poll(struct source *s, size_t budget, bool final, source_line_fn fn,
 				s->done = true;
 				return (long)got;
 			}
-			source_check(s, si);
+			if (source_check(s, si))
+				continue;   /* the new file, or the truncated one from 0, now */
 			break;
 		}
 		got += (size_t)r;

@@ -1,0 +1,149 @@
+/*
+ * test_source.c - a followed input of ttaudit watch (watch/source.c): start
+ * at the end of an existing file (and inside a line), late start, append,
+ * rotation, truncation, a name moved away, partial lines.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "source.h"
+#include "testutil.h"
+
+static char got[4096];
+
+static void t_line(void *ctx, const char *line, size_t n, bool overlong)
+{
+	size_t k = strlen(got);
+
+	(void)ctx;
+	/* the first 16 bytes of each line */
+	snprintf(got + k, sizeof(got) - k, "%s%.*s%s", k ? "|" : "", (int)(n < 16 ? n : 16), line,
+		 overlong ? "!" : "");
+}
+
+static void t_append(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	fputs(s, f);
+	fclose(f);
+}
+
+/* All there is now, as "a|b|c". */
+static const char *t_poll(struct source *s, bool final)
+{
+	struct status_info si;
+
+	got[0] = '\0';
+	status_info_clear(&si);
+	while (source_poll(s, 1 << 20, final, t_line, NULL, &si) > 0)
+		;
+	return got;
+}
+
+static void test_end_then_follow(void **state)
+{
+	const char *p = testutil_write("a.log", "old 1\nold 2\nhalf", 16);
+	char moved[600];
+	struct source *s;
+
+	(void)state;
+	s = source_new(p, false);
+	assert_non_null(s);
+	/* what was there is not read, nor the rest of the line it started inside */
+	assert_string_equal(t_poll(s, false), "");
+	assert_true(source_up(s));
+	t_append(p, " line\nnew 1\nnew");
+	assert_string_equal(t_poll(s, false), "new 1");
+	t_append(p, " 2\n");
+	assert_string_equal(t_poll(s, false), "new 2");
+	/* rotation: the name moves away (read on), then a new file takes it (read from 0) */
+	snprintf(moved, sizeof(moved), "%s.1", p);
+	assert_int_equal(rename(p, moved), 0);
+	t_append(moved, "late in the old\nunfinished");
+	assert_string_equal(t_poll(s, false), "late in the old");
+	t_append(p, "fresh 1\n");
+	/* the old file's end (a line), then the new file from its start */
+	assert_string_equal(t_poll(s, false), "unfinished|fresh 1");
+	assert_int_equal(source_stats(s)->rotations, 1);
+	/* truncation: again from 0 */
+	testutil_write("a.log", "t\n", 2);
+	assert_string_equal(t_poll(s, false), "t");
+	assert_int_equal(source_stats(s)->truncations, 1);
+	/* a partial last line waits, and is a line at the final poll */
+	t_append(p, "tail");
+	assert_string_equal(t_poll(s, false), "");
+	assert_string_equal(t_poll(s, true), "tail");
+	source_free(s);
+}
+
+static void test_from_start_and_late(void **state)
+{
+	const char *p = testutil_write("b.log", "x\ny\n", 4);
+	char late[600];
+	struct source *s;
+
+	(void)state;
+	s = source_new(p, true);
+	assert_string_equal(t_poll(s, false), "x|y");
+	source_free(s);
+	snprintf(late, sizeof(late), "%s/late.log", testutil_dir());
+	s = source_new(late, false);
+	assert_string_equal(t_poll(s, false), "");
+	assert_false(source_up(s));
+	assert_int_equal(source_stats(s)->opens, 0);
+	t_append(late, "first\n");   /* appeared after the start: read whole */
+	assert_string_equal(t_poll(s, false), "first");
+	assert_true(source_up(s));
+	source_free(s);
+}
+
+static void test_overlong(void **state)
+{
+	size_t n = SOURCE_LINE_MAX + 10;
+	char *big = malloc(n + 8);
+	struct source *s;
+	const char *p;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', n);
+	memcpy(big + n, "\nok\n", 4);
+	p = testutil_write("c.log", big, n + 4);
+	s = source_new(p, true);
+	t_poll(s, false);
+	assert_int_equal(source_stats(s)->overlong, 1);
+	assert_string_equal(got, "xxxxxxxxxxxxxxxx!|ok");
+	source_free(s);
+	free(big);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return testutil_setup("test_source");
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return testutil_teardown();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_end_then_follow),
+		cmocka_unit_test(test_from_start_and_late),
+		cmocka_unit_test(test_overlong),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
