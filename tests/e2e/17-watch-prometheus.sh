@@ -28,7 +28,7 @@ contains "$T/health" "ok: 0 of 2 sources up"
 # the server under capture; its log lines go to live.log one append at a time
 # (so a rename is a real rotation: the next line makes a new file)
 ( "$TTAUDIT" capture -o "$T/cap.jsonl" -- "$TTSIM" serve --port 0 --port-file "$T/sim.port" \
-	--time-scale 0 --arm bare --refresh-every 3 2>&1 |
+	--time-scale 0 --arm bare --host-sampling 0.1 2>&1 |
 	while IFS= read -r l; do printf '%s\n' "$l" >>"$T/live.log"; done ) &
 CPID=$!
 wait_file "$T/sim.port"

@@ -66,8 +66,10 @@ print(len(exp))
 EOP
 }
 
-# a bare arm with slots reused: substitutions under bare (and rules that let them through)
-"$TTSIM" run --steps 600 --seed 3 --arm bare --slots 8 --refresh-every 3 --audit "$T/a.jsonl" >/dev/null
+# a bare arm whose trace buffers go stale (host-sampled decodes leave them
+# behind): substitutions under bare (and rules that let them through)
+"$TTSIM" run --steps 3000 --seed 3 --arm bare --slots 8 --host-sampling 0.1 --arrival 0.3 \
+	--audit "$T/a.jsonl" >/dev/null
 scrapes "$T/a.jsonl"
 nfire=$(mktest "$T/test.yml")
 [ "$nfire" -ge 1 ] || fail "the run made no substitution to alert on"
@@ -78,9 +80,8 @@ jq -e '.tests[0].alert_rule_test[0].exp_alerts | map(.exp_labels.rule) | index("
 jq '.tests[0].alert_rule_test[0].exp_alerts = []' "$T/test.yml" >"$T/wrong.yml"
 ! (cd "$T" && promtool test rules wrong.yml) >/dev/null 2>&1 || fail "promtool passes an alert that fires unexpected"
 
-# a run where nothing is stale (no reuse): no substitution alert at all
-"$TTSIM" run --steps 300 --seed 5 --arm bare --slots 8 --refresh-every 1000000 --garbage-rate 0 \
-	--audit "$T/b.jsonl" --json >"$T/b.json"
+# a run where nothing is stale (every decode rewrites its buffers): no substitution alert at all
+"$TTSIM" run --steps 600 --seed 5 --arm bare --slots 8 --audit "$T/b.jsonl" --json >"$T/b.json"
 if [ "$(jq .substitutions "$T/b.json")" = 0 ]; then
 	scrapes "$T/b.jsonl"
 	eq "$(mktest "$T/test2.yml")" 0 "alerts expected on a clean run"

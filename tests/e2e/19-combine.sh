@@ -12,8 +12,8 @@ mkdir "$T/c"
 cp "$FIX"/audit/*.jsonl "$FIX"/audit/*.jsonl.gz "$T/c/"
 if [ -x "$TTSIM" ]; then
 	for s in 1 2 3 4 5 6; do
-		"$TTSIM" run --steps 500 --seed $s --arm batch --slots 8 --garbage-rate 0.2 --dp $((1 + s % 2)) \
-			--refresh-every 3 --audit "$T/c/sim$s.jsonl" >/dev/null
+		"$TTSIM" run --steps 1500 --seed $s --arm batch --slots 8 --garbage-rate 0.2 --dp $((1 + s % 2)) \
+			--arrival 0.3 --host-sampling 0.1 --audit "$T/c/sim$s.jsonl" >/dev/null
 	done
 fi
 ls "$T"/c/* >"$T/all"
