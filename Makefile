@@ -45,7 +45,7 @@ DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm -lpthread
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 
-INCLUDES  := -I$(BUILD)/gen -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Iwatch -Icli
+INCLUDES  := -I$(BUILD)/gen -Iinclude -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Iwatch -Icli
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(INCLUDES) $(DEP_CFLAGS) \
 	-DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -216,7 +216,7 @@ install: _all
 	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(INCLUDEDIR)/ttaudit $(DESTDIR)$(DATADIR)
 	install -m 0644 $(LIBTTAUDIT) $(DESTDIR)$(LIBDIR)/libttaudit.a
-	install -m 0644 $(wildcard base/*.h analyzer/*.h replay/*.h) $(DESTDIR)$(INCLUDEDIR)/ttaudit/
+	install -m 0644 include/ttaudit/*.h $(DESTDIR)$(INCLUDEDIR)/ttaudit/
 	install -d $(DESTDIR)$(DATADIR)/ttaudit_emit/boot
 	install -m 0644 $(wildcard tools/instrument/ttaudit_emit/*.py) $(DESTDIR)$(DATADIR)/ttaudit_emit/
 	install -m 0644 tools/instrument/ttaudit_emit/boot/sitecustomize.py $(DESTDIR)$(DATADIR)/ttaudit_emit/boot/

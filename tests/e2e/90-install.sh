@@ -40,14 +40,43 @@ fi
 export PKG_CONFIG_PATH="$D/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"
 pkg-config --exists ttaudit || fail "pkg-config does not find ttaudit.pc"
 cat >"$T/use.c" <<'C'
-#include <ttaudit/status.h>
+#include <ttaudit/ttaudit.h>
 #include <stdio.h>
-int main(void) { puts(status_strerror(STATUS_PARSE)); return 0; }
+int main(int argc, char **argv)
+{
+	struct ttaudit_options o = { .rules = "bare,batch" };
+	struct ttaudit_replay *r;
+	struct ttaudit_counts c;
+	char err[512];
+	size_t i;
+
+	if (argc < 2 || ttaudit_replay_new(&o, &r, err, sizeof(err)))
+		return 2;
+	if (ttaudit_replay_file(r, argv[1], err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	for (i = 0; i < ttaudit_replay_n_rules(r); i++) {
+		ttaudit_replay_counts(r, i, &c);
+		printf("%s %llu %llu\n", ttaudit_replay_rule(r, i), (unsigned long long)c.merges,
+		       (unsigned long long)c.substitutions);
+	}
+	ttaudit_replay_free(r);
+	puts(ttaudit_strerror(TTAUDIT_PARSE));
+	return 0;
+}
 C
 # shellcheck disable=SC2046
 cc -o "$T/use" "$T/use.c" $(pkg-config --cflags ttaudit) $(pkg-config --static --libs ttaudit) ||
 	fail "a program does not build against the installed library"
-eq "$("$T/use")" "malformed input" "program linked against the installed library"
+"$T/use" "$FIX/audit/incident-confirmed.jsonl" >"$T/use.out" || fail "the program on the installed library failed"
+eq "$(sed -n 1p "$T/use.out")" "bare 2 1" "bare's counts through the public interface"
+eq "$(sed -n 2p "$T/use.out")" "batch 2 0" "batch's counts through the public interface"
+eq "$(sed -n 3p "$T/use.out")" "malformed input" "ttaudit_strerror"
+# only the public header is installed, with every symbol it declares prefixed
+eq "$(ls "$D/usr/include/ttaudit")" "ttaudit.h" "installed headers"
+! grep -E '^(int|void|const|struct [a-z_]+ \*|uint64_t|size_t) +[a-z]' "$D/usr/include/ttaudit/ttaudit.h" | grep -v ' \*\?ttaudit_' ||
+	fail "a public function without the ttaudit_ prefix"
 
 make --no-print-directory -s BUILD="$B" PREFIX=/usr DESTDIR="$D" uninstall >"$T/make.log" 2>&1 ||
 	{ tail -n 30 "$T/make.log" >&2; fail "make uninstall failed"; }
