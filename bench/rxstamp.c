@@ -1,7 +1,8 @@
-/* A fortified <sys/socket.h> would make recv an inline wrapper this file
- * could not define. */
-#undef _FORTIFY_SOURCE
-
+/*
+ * rxstamp.c - the kernel's receive time of the bytes the load driver reads
+ * (SO_TIMESTAMPNS through recvmsg, marks for bytes queued while the loop is
+ * busy). See rxstamp.h; the executable's recv() calls rxstamp_recv().
+ */
 #include "rxstamp.h"
 
 #include <errno.h>
@@ -200,7 +201,7 @@ int rxstamp_mark(int fd)
 
 /* A tracked descriptor's read: the oldest marked segment first, alone, with
  * its stamp; unmarked bytes with the stamp recvmsg gives. */
-static ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
+static ssize_t rxstamp_recv_tracked(int fd, void *buf, size_t n, int flags)
 {
 	struct rx_marks *m = &rx_marks[fd];
 	unsigned h = m->head;
@@ -228,15 +229,15 @@ static ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
 }
 
 /*
- * The program's recv (see rxstamp.h). Untracked descriptors take the same
- * system call libc's recv makes; errno is whatever the call left.
+ * What the program's recv does (see rxstamp.h). Untracked descriptors take
+ * the same system call libc's recv makes; errno is whatever the call left.
  */
-ssize_t recv(int fd, void *buf, size_t n, int flags)
+ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags)
 {
 	ssize_t got;
 
 	if (fd >= 0 && fd < RXSTAMP_MAX_FD && atomic_load_explicit(&rx_tracked[fd], memory_order_relaxed))
-		return rxstamp_recv(fd, buf, n, flags);
+		return rxstamp_recv_tracked(fd, buf, n, flags);
 	got = recvfrom(fd, buf, n, flags, NULL, NULL);
 	if (got > 0 && !(flags & MSG_PEEK))
 		rx_last_ns = 0;   /* these bytes have no stamp: none may be taken for them */

@@ -8,9 +8,12 @@
  * measure the client's backlog. The kernel stamps every packet when it
  * receives it (SO_TIMESTAMPNS); only recvmsg(2) hands that stamp back.
  *
- * How: this module defines recv() for the whole program. The executable's
- * definition is the one the dynamic linker binds libcurl's recv calls to
- * (as an executable's malloc replaces libc's). On a descriptor registered
+ * How: the ttaudit executable defines recv() (cli/recv.c) as rxstamp_recv();
+ * the executable's definition is the one the dynamic linker binds libcurl's
+ * recv calls to (as an executable's malloc replaces libc's). The library
+ * itself never defines recv: a program that links libttbench.a without such
+ * a definition gets libc's recv, no stamps, and every chunk loop-timed
+ * (counted as such, never wrong). On a descriptor registered
  * with rxstamp_track() it reads with recvmsg(2) and keeps the stamp of the
  * bytes returned; on any other it is exactly recvfrom(fd, buf, n, flags,
  * NULL, NULL), which is what recv is. Return values and errno are the
@@ -35,6 +38,7 @@
 #define TTAUDIT_RXSTAMP_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define RXSTAMP_MAX_FD 65536
 #define RXSTAMP_MARKS 32       /* unread marked segments kept per descriptor */
@@ -55,6 +59,10 @@ void rxstamp_drop(int hold);
  * stamps. 0, or -1 with errno (fd out of range, setsockopt refused): fd is
  * then not tracked. */
 int rxstamp_track(int fd);
+
+/* recv(2) as the program's recv should do it: stamped on tracked
+ * descriptors, exactly recvfrom(fd, buf, n, flags, NULL, NULL) on others. */
+ssize_t rxstamp_recv(int fd, void *buf, size_t n, int flags);
 
 /*
  * Why marks: TCP merges a packet into the one waiting before it, keeping
