@@ -2,19 +2,12 @@
  * progress.c - the progress line on a terminal (progress.h).
  */
 #include "progress.h"
+#include "mono.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double progress_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void progress_init(struct progress *p, const char *what, const char *items, uint64_t total)
 {
@@ -31,7 +24,7 @@ void progress_init(struct progress *p, const char *what, const char *items, uint
 		p->on = true;
 	else
 		p->on = isatty(STDERR_FILENO) == 1;
-	p->t0 = p->last = progress_now();
+	p->t0 = p->last = mono_now();
 }
 
 /* "1.8 GiB", "512.0 MiB", "300 B" */
@@ -91,7 +84,7 @@ void progress_update(struct progress *p, uint64_t bytes, uint64_t items)
 
 	if (!p->on)
 		return;
-	now = progress_now();
+	now = mono_now();
 	if (now - p->t0 < 1.0 || now - p->last < 0.1)
 		return;
 	p->last = now;

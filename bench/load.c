@@ -1,4 +1,6 @@
 #include "load.h"
+#include "../base/mono.h"
+#include "../base/rng.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -38,10 +40,7 @@ const char *load_fail_name(enum load_fail f)
 
 double load_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return mono_now();
 }
 
 double load_wall(void)
@@ -727,15 +726,6 @@ static void load_busy_figures(const struct load_loop *lp, struct load_run *run)
 	load_hist_pct(lp->busy_cpu, lp->n_wakes, &run->busy_cpu_p50, &run->busy_cpu_p99);
 }
 
-static uint64_t load_splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static void load_loop_release(struct load_loop *lp)
 {
 	size_t i;
@@ -933,7 +923,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		now = t0;
 		for (i = 0; i < n; i++) {
 			/* u in (0, 1]: -ln(u) is finite */
-			double u = ((double)(load_splitmix(&rng) >> 11) + 1.0) / 9007199254740992.0;
+			double u = rng_unit(&rng);
 
 			if (i)
 				now += -log(u) / o->rate;

@@ -1,4 +1,5 @@
 #include "suite.h"
+#include "../base/rng.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,18 +20,9 @@ uint64_t suite_fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static uint64_t suite_mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 void suite_nonce(uint64_t key, char *buf)
 {
-	uint64_t s = key, h = suite_mix(&s);
+	uint64_t s = key, h = rng_next(&s);
 
 	snprintf(buf, SUITE_NONCE_LEN + 1, "run %08" PRIx32 " %08" PRIx32, (uint32_t)(h >> 32),
 		 (uint32_t)h);
@@ -292,7 +284,7 @@ static char *suite_words_text(uint64_t key, long n)
 	if (!t)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		w = suite_words[suite_mix(&s) % SUITE_N_WORDS];
+		w = suite_words[rng_next(&s) % SUITE_N_WORDS];
 		if (len + strlen(w) + 2 > cap) {
 			char *nt = realloc(t, cap * 2);
 

@@ -1,4 +1,5 @@
 #include "preflight.h"
+#include "../base/mono.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -252,7 +253,7 @@ static int preflight_capture(char *const argv[], int timeout_ms, char *out, size
 {
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, wst = 0, rc = 127;
 	size_t lo = 0, le = 0;
-	struct timespec t0, t1;
+	int64_t t0;
 	pid_t pid = -1;
 
 	out[0] = err[0] = '\0';
@@ -275,14 +276,13 @@ static int preflight_capture(char *const argv[], int timeout_ms, char *out, size
 	close(po[1]);
 	close(pe[1]);
 	po[1] = pe[1] = -1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = mono_ns();
 	while (po[0] >= 0 || pe[0] >= 0) {
 		struct pollfd pf[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
 		long left;
 		int i;
 
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		left = timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		left = timeout_ms - (long)((mono_ns() - t0) / 1000000);
 		if (left <= 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);

@@ -1,4 +1,5 @@
 #include "ready.h"
+#include "../base/mono.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -16,26 +17,6 @@ static const char *const ready_names[READY__COUNT] = { "health", "metrics", "mod
 const char *ready_rung_name(enum ready_rung rung)
 {
 	return (unsigned)rung < READY__COUNT ? ready_names[rung] : "?";
-}
-
-static double ready_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void ready_sleep(double s)
-{
-	struct timespec ts;
-
-	if (s <= 0)
-		return;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) == -1)
-		;
 }
 
 static void ready_fail(struct ready_rung_result *rr, const char *fmt, const char *arg)
@@ -212,7 +193,7 @@ out:
 
 enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struct status_info *si)
 {
-	double t0 = ready_now(), timeout, interval, now;
+	double t0 = mono_now(), timeout, interval, now;
 	enum ready_rung rung = READY_HEALTH;
 
 	memset(r, 0, sizeof(*r));
@@ -224,9 +205,9 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 	timeout = o->timeout > 0 ? o->timeout : READY_DEFAULT_TIMEOUT;
 	interval = o->interval > 0 ? o->interval : 1.0;
 	for (;;) {
-		now = ready_now() - t0;
+		now = mono_now() - t0;
 		if (ready_attempt(o, rung, timeout - now, r)) {
-			now = ready_now() - t0;
+			now = mono_now() - t0;
 			r->rung[rung].passed = true;
 			r->rung[rung].seconds = now - r->rung[rung].started;
 			if (o->progress)
@@ -236,7 +217,7 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 			r->rung[rung].started = now;
 			continue;
 		}
-		now = ready_now() - t0;
+		now = mono_now() - t0;
 		r->rung[rung].seconds = now - r->rung[rung].started;
 		if (o->progress)
 			o->progress(o->ctx, r, rung, now);
@@ -248,11 +229,11 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 			return status_set(si, STATUS_TIMEOUT, "%s: not ready after %.1f s: rung '%s' did not pass: %s",
 					  o->url, now, ready_rung_name(rung), r->rung[rung].last_error);
 		}
-		ready_sleep(interval < timeout - now ? interval : timeout - now);
+		mono_sleep(interval < timeout - now ? interval : timeout - now);
 	}
 	r->ready = true;
 	r->failed = READY__COUNT;
-	r->total = ready_now() - t0;
+	r->total = mono_now() - t0;
 	return STATUS_OK;
 }
 

@@ -27,6 +27,13 @@ line:
 In expected output a line "..." matches any number of lines. A block
 without "$ " lines is not an example. Exit status 0 when every example
 matched; 1 with a diff of each one that did not.
+
+A synopsis is generated, not written: a comment "<!-- synopsis CMD... -->"
+right before a fenced block says that the block is what
+`ttaudit help --synopsis CMD` prints for each CMD named (a sub-command as
+"report timeline"; names separated by commas), in order. The runner checks
+every such block; `--update-synopses` rewrites them from the binary instead
+(make readme does), so the README's synopses come from the option tables.
 """
 import argparse
 import os
@@ -108,6 +115,65 @@ def parse(path):
             directives = []
         i += 1
     return out
+
+
+SYNOPSIS_RE = re.compile(r"^<!-- synopsis (.+?) -->$")
+
+
+def synopses(path):
+    """(line index of the block's first line, block lines, commands) for each synopsis block."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    res = []
+    for i, s in enumerate(lines):
+        m = SYNOPSIS_RE.match(s)
+        if not m:
+            continue
+        if i + 1 >= len(lines) or not lines[i + 1].startswith("```"):
+            raise SystemExit(f"{path}:{i + 1}: a synopsis comment must come right before a fenced block")
+        j = i + 2
+        while j < len(lines) and not lines[j].startswith("```"):
+            j += 1
+        if j >= len(lines):
+            raise SystemExit(f"{path}:{i + 2}: fenced block not closed")
+        cmds = [c.strip() for c in m.group(1).split(",") if c.strip()]
+        res.append((i + 2, j, cmds))
+    return lines, res
+
+
+def synopsis_text(build, root, cmds):
+    out = []
+    for c in cmds:
+        p = subprocess.run([os.path.join(root, build, "ttaudit"), "help", "--synopsis"] + c.split(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode:
+            raise SystemExit(f"ttaudit help --synopsis {c}: exit {p.returncode}: {p.stdout.strip()}")
+        out += p.stdout.rstrip("\n").split("\n")
+    return out
+
+
+def check_synopses(path, build, root, update):
+    """Number of synopsis blocks that differ from the binary's (rewritten when update)."""
+    lines, blocks = synopses(path)
+    bad = 0
+    for start, end, cmds in reversed(blocks):
+        want = synopsis_text(build, root, cmds)
+        if lines[start:end] != want:
+            if update:
+                lines[start:end] = want
+            else:
+                bad += 1
+                print(f"FAIL {os.path.relpath(path, root)}:{start}: synopsis of {', '.join(cmds)} "
+                      f"is not what the binary says (make readme rewrites it)")
+                print("  text:")
+                print("\n".join("    " + x for x in lines[start:end]))
+                print("  binary:")
+                print("\n".join("    " + x for x in want))
+    if update:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+        os.replace(tmp, path)
+    return len(blocks), bad
 
 
 def split_block(path, start, block, directives):
@@ -230,12 +296,23 @@ def main():
     ap = argparse.ArgumentParser(description="run the command examples of markdown files")
     ap.add_argument("--build", default="build")
     ap.add_argument("--list", action="store_true", help="list the examples, run nothing")
+    ap.add_argument("--update-synopses", action="store_true",
+                    help="rewrite the synopsis blocks from the binary, run nothing")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     root = os.getcwd()
     total = bad = 0
     skips = []
+    if a.update_synopses:
+        for f in a.files:
+            check_synopses(f, a.build, root, True)
+        return 0
+    nsyn = 0
     for f in a.files:
+        if not a.list:
+            n, b = check_synopses(f, a.build, root, False)
+            nsyn += n
+            bad += b
         if a.list:
             for ex in parse(f):
                 print(f"{f}:{ex.line}: {'skip: ' + ex.skip if ex.skip else '$ ' + ex.cmds[0]}")
@@ -248,7 +325,7 @@ def main():
         return 0
     for s in skips:
         print(f"skipped {s}")
-    print(f"doc examples: {total} run, {bad} failed, {len(skips)} skipped")
+    print(f"doc examples: {total} run, {nsyn} synopses checked, {bad} failed, {len(skips)} skipped")
     return 1 if bad else 0
 
 

@@ -2,6 +2,7 @@
  * model.c - the generator model (see model.h for the mechanism).
  */
 #include "model.h"
+#include "../../base/rng.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -96,22 +97,14 @@ struct ttsim_model {
 	unsigned long long cache_tick;
 };
 
-static uint64_t model_mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t model_absorb(uint64_t h, int tok)
 {
-	return model_mix(h ^ ((uint64_t)(tok + 1) * 0x100000001b3ull));
+	return rng_mix(h ^ ((uint64_t)(tok + 1) * 0x100000001b3ull));
 }
 
 static uint64_t model_prompt_hash(unsigned long long seed, const int *prompt, int n)
 {
-	uint64_t h = model_mix(seed ^ 0x7474736d6f64656cull);
+	uint64_t h = rng_mix(seed ^ 0x7474736d6f64656cull);
 	int i;
 
 	for (i = 0; i < n; i++)
@@ -122,12 +115,12 @@ static uint64_t model_prompt_hash(unsigned long long seed, const int *prompt, in
 /* The greedy token after a sequence whose hash is h. */
 static int model_greedy(uint64_t h)
 {
-	return (int)(model_mix(h ^ 0x5bd1e995ull) % TTSIM_VOCAB_WORDS);
+	return (int)(rng_mix(h ^ 0x5bd1e995ull) % TTSIM_VOCAB_WORDS);
 }
 
 static double model_rand(struct ttsim_model *m)
 {
-	m->rng = model_mix(m->rng);
+	m->rng = rng_mix(m->rng);
 	return (double)(m->rng >> 11) / 9007199254740992.0;
 }
 
@@ -227,8 +220,8 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 		}
 	}
 	ttsim_guard_name(c->arm_claimed, m->arm_name, sizeof(m->arm_name));
-	m->rng = model_mix(c->seed ^ 0x6761726261676521ull);
-	m->rng_host = model_mix(c->seed ^ 0x686f737473616d70ull);
+	m->rng = rng_mix(c->seed ^ 0x6761726261676521ull);
+	m->rng_host = rng_mix(c->seed ^ 0x686f737473616d70ull);
 	m->next_handle = 1;
 	*out = m;
 	return STATUS_OK;
@@ -339,7 +332,7 @@ enum status ttsim_model_submit(struct ttsim_model *m, const char *id, const int 
 	/* decided in arrival order, from its own generator, so the rate does not
 	 * move the other random decisions */
 	if (m->c.host_sampling > 0) {
-		m->rng_host = model_mix(m->rng_host);
+		m->rng_host = rng_mix(m->rng_host);
 		r->host_sampling = (double)(m->rng_host >> 11) / 9007199254740992.0 < m->c.host_sampling;
 	}
 	r->handle = m->next_handle++;

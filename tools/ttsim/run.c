@@ -2,6 +2,7 @@
  * run.c - the offline driver (see run.h).
  */
 #include "run.h"
+#include "../../base/rng.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -39,18 +40,9 @@ void ttsim_run_config_default(struct ttsim_run_config *c)
 	c->gen_max = 64;
 }
 
-static uint64_t run_rand(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static int run_uniform(uint64_t *s, int lo, int hi)
 {
-	return lo + (int)(run_rand(s) % (uint64_t)(hi - lo + 1));
+	return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1));
 }
 
 static void run_req_free(struct runreq *q)
@@ -127,7 +119,7 @@ static enum status run_submit(struct ttsim_model *m, struct runctx *rc,
 		return status_set(si, STATUS_NOMEM, "run: out of memory");
 	}
 	for (i = 0; i < q->n_prompt; i++)
-		q->prompt[i] = (int)(run_rand(rng) % TTSIM_VOCAB_WORDS);
+		q->prompt[i] = (int)(rng_next(rng) % TTSIM_VOCAB_WORDS);
 	snprintf(q->id, sizeof(q->id), "run-%06llu", n);
 	st = ttsim_model_submit(m, q->id, q->prompt, q->n_prompt, q->max_tokens, q, NULL, si);
 	if (st) {
@@ -204,7 +196,7 @@ enum status ttsim_run(const struct ttsim_run_config *c, struct ttsim_audit *audi
 
 	for (k = 0; k < c->steps; k++) {
 		if (c->arrival > 0) {
-			if ((double)(run_rand(&rng) >> 11) / 9007199254740992.0 < c->arrival) {
+			if ((double)(rng_next(&rng) >> 11) / 9007199254740992.0 < c->arrival) {
 				st = run_submit(m, &rc, c, &rng, n_sub++, si);
 				if (st)
 					goto out;

@@ -19,6 +19,8 @@
  * locks (suspend and resume are called with srv->mu held).
  */
 #include "server.h"
+#include "../../base/mono.h"
+#include "../../base/rng.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -154,26 +156,9 @@ struct ttsim_server {
 	unsigned long long req_ok, req_aborted, req_errors;
 };
 
-static double srv_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t srv_rand64(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static double srv_rand(uint64_t *s)
 {
-	return (double)(srv_rand64(s) >> 11) / 9007199254740992.0;
+	return (double)(rng_next(s) >> 11) / 9007199254740992.0;
 }
 
 static void hist_add(struct hist *h, const double *b, size_t nb, double v)
@@ -229,7 +214,7 @@ static void srv_llama_id(char *id, uint64_t *rng)
 	memcpy(id, "chatcmpl-", 9);
 	for (i = 0; i < 32; i++) {
 		if (i % 10 == 0)
-			x = srv_rand64(rng);   /* 62^10 < 2^64 */
+			x = rng_next(rng);   /* 62^10 < 2^64 */
 		id[9 + i] = al[x % 62];
 		x /= 62;
 	}
@@ -262,9 +247,9 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	rq->fd = -1;
 	rq->refs = 1;
 	rq->created = (long)time(NULL);
-	rq->t_arrival = srv_mono();
-	a = srv_rand64(&srv->rng);
-	b = srv_rand64(&srv->rng);
+	rq->t_arrival = mono_now();
+	a = rng_next(&srv->rng);
+	b = rng_next(&srv->rng);
 	if (srv->c.profile == TTSIM_LLAMACPP)
 		/* gen_chatcmplid(): "chatcmpl-" and 32 letters or digits, for
 		 * completions too (utils.hpp random_string) */
@@ -280,7 +265,7 @@ static struct sreq *sreq_new(struct ttsim_server *srv, bool chat, int n_prompt, 
 	 * (v1/engine/input_processor.py); the model, and so the audit, sees that */
 	if (srv->c.profile == TTSIM_VLLM && srv->c.vllm_minor != 10)
 		snprintf(rq->eid, sizeof(rq->eid), "%.*s-%08llx", TTSIM_ID_MAX - 10, rq->id,
-			 (unsigned long long)(srv_rand64(&srv->rng) & 0xffffffffu));
+			 (unsigned long long)(rng_next(&srv->rng) & 0xffffffffu));
 	else
 		snprintf(rq->eid, sizeof(rq->eid), "%s", rq->id);
 	rq->next = srv->live;
@@ -295,7 +280,7 @@ static int srv_fault_at(struct ttsim_server *srv, double rate, int n)
 {
 	if (rate <= 0 || srv_rand(&srv->rng) >= rate)
 		return -1;
-	return n > 1 ? 1 + (int)(srv_rand64(&srv->rng) % (uint64_t)(n - 1)) : 0;
+	return n > 1 ? 1 + (int)(rng_next(&srv->rng) % (uint64_t)(n - 1)) : 0;
 }
 
 /*
@@ -330,7 +315,7 @@ static void srv_on_token(void *ctx, void *user, int index, int tok)
 {
 	struct ttsim_server *srv = ctx;
 	struct sreq *rq = user;
-	double now = srv_mono();
+	double now = mono_now();
 
 	if (index != rq->n_tok || rq->n_tok >= rq->max_tokens)
 		return;
@@ -357,25 +342,13 @@ static void srv_on_finish(void *ctx, void *user, const struct ttsim_req_result *
 		srv->req_aborted++;
 	} else {
 		srv->req_ok++;
-		hist_add(&srv->e2e, srv_ttft_buckets, SRV_NB_TTFT, srv_mono() - rq->t_arrival);
+		hist_add(&srv->e2e, srv_ttft_buckets, SRV_NB_TTFT, mono_now() - rq->t_arrival);
 	}
 	srv_wake(rq, false);
 	sreq_release(rq);
 }
 
 /* --- the generator loop ------------------------------------------------------ */
-
-static void srv_sleep(double secs)
-{
-	struct timespec ts;
-
-	if (secs <= 0)
-		return;
-	ts.tv_sec = (time_t)secs;
-	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static void *srv_gen_main(void *arg)
 {
@@ -395,7 +368,7 @@ static void *srv_gen_main(void *arg)
 		dur = st.seconds * srv->c.time_scale * srv->noise_factor;
 		pthread_mutex_unlock(&srv->mu);
 		if (dur > 0)
-			srv_sleep(dur);
+			mono_sleep(dur);
 		else
 			sched_yield();
 		pthread_mutex_lock(&srv->mu);
@@ -419,7 +392,7 @@ static void *srv_hk_main(void *arg)
 
 	pthread_mutex_lock(&srv->mu);
 	while (!srv->stopping) {
-		now = srv_mono();
+		now = mono_now();
 		next = now + SRV_PROBE_S;
 		/* llama-server: connections whose stream ended are closed, a
 		 * housekeeping turn after the stream at the latest */
@@ -1015,7 +988,7 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wak
 				if (rq->truncate_at == rq->n_sent)
 					return -2;
 				if (rq->stall_at == rq->n_sent && !rq->stalled) {
-					now = srv_mono();
+					now = mono_now();
 					if (rq->stall_until == 0)
 						rq->stall_until = now + srv->c.stall_s;
 					if (now < rq->stall_until) {
@@ -1111,7 +1084,7 @@ static int srv_next_chunk(struct ttsim_server *srv, struct sreq *rq, double *wak
 		}
 		/* Nothing to send yet: wait for a token, probing for a gone client
 		 * now and then. */
-		*wake_at = srv_mono() + SRV_PROBE_S;
+		*wake_at = mono_now() + SRV_PROBE_S;
 		return 2;
 	}
 }
@@ -1181,7 +1154,7 @@ static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 	(void)pos;
 	if (rq->pend_lo <= rq->pend_hi) {
-		t = t0 = srv_mono();
+		t = t0 = mono_now();
 		if (!sendstamp_last(rq->fd, &s0, &s1) && s0 >= rq->pend_at && s1 <= t) {
 			t0 = s0;
 			t = s1;
@@ -1243,7 +1216,7 @@ static ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (tok_lo >= 0 && rq->stamps) {
 		rq->pend_lo = tok_lo;
 		rq->pend_hi = tok_hi;
-		rq->pend_at = srv_mono();
+		rq->pend_at = mono_now();
 	}
 	return (ssize_t)n;
 }
@@ -1360,7 +1333,7 @@ out:
 
 static bool srv_loading(struct ttsim_server *srv)
 {
-	return srv->c.load_time_s > 0 && srv_mono() - srv->t_start < srv->c.load_time_s;
+	return srv->c.load_time_s > 0 && mono_now() - srv->t_start < srv->c.load_time_s;
 }
 
 /*
@@ -1374,7 +1347,7 @@ static enum MHD_Result srv_full_step(struct ttsim_server *srv, struct MHD_Connec
 {
 	struct sreq *rq = sc->rq;
 	bool fault = rq->reset_at >= 0;
-	double now = srv_mono();
+	double now = mono_now();
 
 	pthread_mutex_lock(&srv->mu);
 	if (srv->stopping)
@@ -1398,7 +1371,7 @@ static enum MHD_Result srv_full_step(struct ttsim_server *srv, struct MHD_Connec
 		return MHD_NO;
 	}
 	if (rq->stall_at >= 0 && !rq->stalled) {
-		now = srv_mono();
+		now = mono_now();
 		if (rq->stall_until == 0)
 			rq->stall_until = now + srv->c.stall_s;
 		if (now < rq->stall_until) {
@@ -1602,7 +1575,7 @@ static enum MHD_Result srv_completion(struct ttsim_server *srv, struct MHD_Conne
 	pthread_mutex_unlock(&srv->mu);
 	/* Non-streaming: the connection waits, suspended, for the whole answer. */
 	sc->wait_full = true;
-	rq->probe_at = srv_mono() + SRV_PROBE_S;
+	rq->probe_at = mono_now() + SRV_PROBE_S;
 	ret = srv_full_step(srv, conn, sc);
 out:
 	free(toks);
@@ -2187,9 +2160,9 @@ static void *srv_listen_later(void *arg)
 			return NULL;
 		}
 		pthread_mutex_unlock(&srv->mu);
-		if (srv_mono() - srv->t_start >= srv->c.load_time_s)
+		if (mono_now() - srv->t_start >= srv->c.load_time_s)
 			break;
-		srv_sleep(0.02);
+		mono_sleep(0.02);
 	}
 	if (srv_listen_now(srv))
 		ttsim_log(2, "ERROR", "ttsim", "cannot listen on 127.0.0.1:%d: %s", srv->port, strerror(errno));
@@ -2235,7 +2208,7 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	srv->rng = c->model.seed ^ 0x7365727665722121ull;
 	srv->noise_rng = c->model.seed ^ 0x6e6f697365212121ull;
 	srv->noise_factor = 1.0;
-	srv->t_start = srv_mono();
+	srv->t_start = mono_now();
 	st = ttsim_model_new(&srv->c.model, &srv->model, si);
 	if (st)
 		goto fail;
