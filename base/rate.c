@@ -10,6 +10,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
+
+#include "jsonw.h"
 
 /* Continued fraction of the incomplete beta (modified Lentz). */
 static double rate_betacf(double a, double b, double x)
@@ -358,4 +361,90 @@ uint64_t rate_n_to_detect(double p0, double p1, double alpha, double power, uint
 			lo = mid + 1;
 	}
 	return hi;
+}
+
+bool rate_median_interval(size_t n, double conf, size_t *k, double *coverage)
+{
+	size_t j;
+
+	*k = 0;
+	*coverage = 0;
+	if (n == 0)
+		return false;
+	*k = 1;
+	*coverage = 1 - 2 * rate_binom_cdf(0, n, 0.5);
+	if (*coverage < conf)
+		return false;
+	/* Coverage falls as k grows: the largest k still at conf. */
+	for (j = 2; 2 * j <= n + 1; j++) {
+		double c = 1 - 2 * rate_binom_cdf(j - 1, n, 0.5);
+
+		if (c < conf)
+			break;
+		*k = j;
+		*coverage = c;
+	}
+	return true;
+}
+
+const char *rate_fmt(char *buf, size_t size, double p, double scale, const char *suffix)
+{
+	double v = p * scale;
+	int dec = 0;
+
+	if (!isfinite(v)) {
+		snprintf(buf, size, "?%s", suffix);
+		return buf;
+	}
+	if (v > 0) {
+		dec = 2 - (int)floor(log10(v));
+		/* 9.996 rounds up to 10.00: one digit fewer */
+		if (dec > 0 && floor(log10(v + 0.5 * pow(10, -dec))) > floor(log10(v)))
+			dec--;
+		if (dec < 0)
+			dec = 0;
+		if (dec > 9)
+			dec = 9;
+	}
+	snprintf(buf, size, "%.*f%s", dec, v, suffix);
+	return buf;
+}
+
+const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double conf,
+			  double scale, const char *suffix)
+{
+	struct rate_interval r = rate_clopper_pearson(k, n, conf);
+	char a[32], b[32], c[32], lv[16];
+
+	rate_fmt(lv, sizeof(lv), conf, 100, "%");
+	/* "95%", not "95.0%" */
+	if (fabs(conf * 100 - floor(conf * 100 + 0.5)) < 1e-9)
+		snprintf(lv, sizeof(lv), "%.0f%%", conf * 100);
+	if (n == 0)
+		snprintf(buf, size, "nothing to judge");
+	else if (k == 0)
+		snprintf(buf, size, "rules out only rates above %s at %s",
+			 rate_fmt(a, sizeof(a), r.hi, scale, suffix), lv);
+	else if (suffix[0] == '%')
+		snprintf(buf, size, "%s, %s CI %s to %s", rate_fmt(a, sizeof(a), r.p, scale, suffix), lv,
+			 rate_fmt(b, sizeof(b), r.lo, scale, suffix), rate_fmt(c, sizeof(c), r.hi, scale, suffix));
+	else   /* a unit in words is said once: "364, 95% CI 204 to 549 per 1,000" */
+		snprintf(buf, size, "%s, %s CI %s to %s%s", rate_fmt(a, sizeof(a), r.p, scale, ""), lv,
+			 rate_fmt(b, sizeof(b), r.lo, scale, ""), rate_fmt(c, sizeof(c), r.hi, scale, ""), suffix);
+	return buf;
+}
+
+void rate_json(struct jsonw *w, uint64_t k, uint64_t n, double conf)
+{
+	struct rate_interval r = rate_clopper_pearson(k, n, conf);
+
+	jsonw_obj(w);
+	jsonw_kuint(w, "k", k > n ? n : k);
+	jsonw_kuint(w, "n", n);
+	jsonw_kdouble(w, "rate", n ? r.p : NAN);
+	jsonw_kdouble(w, "lo", r.lo);
+	jsonw_kdouble(w, "hi", r.hi);
+	jsonw_kdouble(w, "confidence", conf);
+	jsonw_kstr(w, "method", "clopper-pearson");
+	jsonw_obj_end(w);
 }

@@ -9,14 +9,21 @@
  * Clopper-Pearson interval says what 0 of 192 really rules out (rates above
  * 1.9% at 95%), which is the question a deploy decision asks.
  *
- * All functions are pure and allocation-free. Counts are uint64_t; k <= n
+ * All functions but rate_json are pure and allocation-free. Counts are uint64_t; k <= n
  * is the caller's to ensure (a k above n is treated as n). `conf` is the
  * two-sided confidence level, e.g. 0.95.
+ *
+ * The convention of every report (rate_describe, rate_json): a rate is k of n
+ * with its two-sided Clopper-Pearson interval at C; 0 of n is said as the
+ * rates it rules out (the upper end: 0 of 192 rules out only rates above
+ * 1.90% at 95%), never as "0%"; two rates are compared with Fisher's exact
+ * test, two-sided, at 1 - C.
  */
 #ifndef TTAUDIT_RATE_H
 #define TTAUDIT_RATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct rate_interval {
@@ -72,5 +79,42 @@ double rate_p_zero(double p, uint64_t n);
 
 /* Regularised incomplete beta I_x(a, b), for a, b > 0 and x in [0, 1]. */
 double rate_ibeta(double a, double b, double x);
+
+/*
+ * The distribution-free interval of a median from n values (the paired
+ * differences of n rounds): [x_(k), x_(n+1-k)] of the sorted values covers
+ * the true median with probability 1 - 2 P(X <= k - 1), X ~ Binomial(n, 1/2).
+ * Sets *k to the largest k >= 1 whose coverage is at least conf and
+ * *coverage to that coverage, and returns true. When even k = 1 (the
+ * minimum and the maximum) covers less than conf (n < 6 at 95%: 75% with 3
+ * rounds, 93.75% with 5) it sets k = 1 and its real coverage and returns
+ * false; n = 0 gives k = 0, coverage 0.
+ */
+bool rate_median_interval(size_t n, double conf, size_t *k, double *coverage);
+
+/*
+ * p (a proportion) times scale with three significant digits, trailing zeros
+ * kept, then suffix: (0.019, 100, "%") "1.90%", (0.271, 100, "%") "27.1%",
+ * (0.364, 1000, "") "364". Returns buf.
+ */
+const char *rate_fmt(char *buf, size_t size, double p, double scale, const char *suffix);
+
+/*
+ * How a report says k of n at conf, into buf (returned), scaled as
+ * rate_fmt does ("%" with 100, " per 1,000" with 1000):
+ *   k > 0   "27.1%, 95% CI 15.3% to 41.8%"
+ *   k = 0   "rules out only rates above 1.90% at 95%"
+ *   n = 0   "nothing to judge"
+ */
+const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double conf,
+			  double scale, const char *suffix);
+
+/*
+ * k of n at conf as one JSON object, the --json twin of rate_describe:
+ * {"k":..,"n":..,"rate":..,"lo":..,"hi":..,"confidence":..,"method":"clopper-pearson"}
+ * (rate null when n is 0).
+ */
+struct jsonw;
+void rate_json(struct jsonw *w, uint64_t k, uint64_t n, double conf);
 
 #endif

@@ -10,8 +10,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
+#include "jsonw.h"
 #include "rate.h"
 
 #define near(got, want, rel) \
@@ -114,6 +117,83 @@ static void test_sample_size(void **state)
 	assert_int_equal(rate_n_to_detect(0.001, 0.002, 0.05, 0.8, 1000, &capped), 0);
 }
 
+static void test_median_interval(void **state)
+{
+	size_t k;
+	double c;
+
+	(void)state;
+	/* the order-statistic interval of a median (Conover, Practical
+	 * Nonparametric Statistics, table A3; SciPy 1 - 2 binom.cdf(k - 1, n, 0.5)):
+	 * with 3 rounds the minimum and maximum cover 75% only */
+	assert_false(rate_median_interval(3, 0.95, &k, &c));
+	assert_int_equal(k, 1);
+	near(c, 0.75, 1e-12);
+	assert_false(rate_median_interval(5, 0.95, &k, &c));
+	near(c, 0.9375, 1e-12);
+	assert_true(rate_median_interval(6, 0.95, &k, &c));
+	assert_int_equal(k, 1);
+	near(c, 0.96875, 1e-12);
+	assert_true(rate_median_interval(10, 0.95, &k, &c));
+	assert_int_equal(k, 2);
+	near(c, 0.978515625, 1e-12);
+	assert_true(rate_median_interval(20, 0.95, &k, &c));
+	assert_int_equal(k, 6);
+	near(c, 0.9586105346679688, 1e-12);
+	assert_true(rate_median_interval(30, 0.95, &k, &c));
+	assert_int_equal(k, 10);
+	near(c, 0.9572260547429323, 1e-12);
+	/* one round is no interval at all */
+	assert_false(rate_median_interval(1, 0.95, &k, &c));
+	near(c, 0, 0);
+	assert_false(rate_median_interval(0, 0.95, &k, &c));
+	assert_int_equal(k, 0);
+}
+
+static void test_describe(void **state)
+{
+	char buf[128];
+
+	(void)state;
+	assert_string_equal(rate_describe(buf, sizeof(buf), 0, 192, 0.95, 100, "%"),
+			    "rules out only rates above 1.90% at 95%");
+	assert_string_equal(rate_describe(buf, sizeof(buf), 15, 77, 0.95, 100, "%"),
+			    "19.5%, 95% CI 11.3% to 30.1%");
+	assert_string_equal(rate_describe(buf, sizeof(buf), 1, 32, 0.95, 100, "%"),
+			    "3.12%, 95% CI 0.0791% to 16.2%");
+	assert_string_equal(rate_describe(buf, sizeof(buf), 12, 33, 0.95, 1000, " per 1,000"),
+			    "364, 95% CI 204 to 549 per 1,000");
+	assert_string_equal(rate_describe(buf, sizeof(buf), 0, 0, 0.95, 100, "%"), "nothing to judge");
+	assert_string_equal(rate_describe(buf, sizeof(buf), 0, 192, 0.9, 100, "%"),
+			    "rules out only rates above 1.55% at 90%");
+	assert_string_equal(rate_fmt(buf, sizeof(buf), 0.09996, 100, "%"), "10.0%");
+	assert_string_equal(rate_fmt(buf, sizeof(buf), 1, 100, "%"), "100%");
+	assert_string_equal(rate_fmt(buf, sizeof(buf), 0, 100, "%"), "0%");
+	assert_string_equal(rate_describe(buf, sizeof(buf), 0, 192, 0.95, 1000, " per 1,000"),
+			    "rules out only rates above 19.0 per 1,000 at 95%");
+}
+
+static void test_json(void **state)
+{
+	struct jsonw w;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	(void)state;
+	jsonw_init(&w, f);
+	jsonw_arr(&w);
+	rate_json(&w, 0, 192, 0.95);
+	rate_json(&w, 0, 0, 0.95);
+	jsonw_arr_end(&w);
+	fclose(f);
+	assert_non_null(strstr(buf, "{\"k\":0,\"n\":192,\"rate\":0,\"lo\":0,\"hi\":0.0190295"));
+	assert_non_null(strstr(buf, "\"method\":\"clopper-pearson\"}"));
+	/* nothing seen: no rate, the whole range */
+	assert_non_null(strstr(buf, "{\"k\":0,\"n\":0,\"rate\":null,\"lo\":0,\"hi\":1,"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +202,9 @@ int main(void)
 		cmocka_unit_test(test_fisher),
 		cmocka_unit_test(test_binom),
 		cmocka_unit_test(test_sample_size),
+		cmocka_unit_test(test_median_interval),
+		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
