@@ -416,10 +416,7 @@ const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double
 	struct rate_interval r = rate_clopper_pearson(k, n, conf);
 	char a[32], b[32], c[32], lv[16];
 
-	rate_fmt(lv, sizeof(lv), conf, 100, "%");
-	/* "95%", not "95.0%" */
-	if (fabs(conf * 100 - floor(conf * 100 + 0.5)) < 1e-9)
-		snprintf(lv, sizeof(lv), "%.0f%%", conf * 100);
+	rate_level(lv, sizeof(lv), conf);
 	if (n == 0)
 		snprintf(buf, size, "nothing to judge");
 	else if (k == 0)
@@ -431,6 +428,28 @@ const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double
 	else   /* a unit in words is said once: "364, 95% CI 204 to 549 per 1,000" */
 		snprintf(buf, size, "%s, %s CI %s to %s%s", rate_fmt(a, sizeof(a), r.p, scale, ""), lv,
 			 rate_fmt(b, sizeof(b), r.lo, scale, ""), rate_fmt(c, sizeof(c), r.hi, scale, ""), suffix);
+	return buf;
+}
+
+const char *rate_level(char *buf, size_t size, double conf)
+{
+	snprintf(buf, size, "%g%%", conf * 100);
+	return buf;
+}
+
+const char *rate_per_1000(char *buf, size_t size, uint64_t k, uint64_t n, double conf,
+			  const char *unit)
+{
+	struct rate_interval r = rate_clopper_pearson(k, n, conf);
+	char a[32], b[32], c[32];
+
+	if (n == 0)
+		snprintf(buf, size, "no %s", unit);
+	else if (k == 0)
+		snprintf(buf, size, "under %s per 1,000 %s", rate_fmt(a, sizeof(a), r.hi, 1000, ""), unit);
+	else
+		snprintf(buf, size, "%s per 1,000 %s (%s to %s)", rate_fmt(a, sizeof(a), r.p, 1000, ""), unit,
+			 rate_fmt(b, sizeof(b), r.lo, 1000, ""), rate_fmt(c, sizeof(c), r.hi, 1000, ""));
 	return buf;
 }
 

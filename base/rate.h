@@ -109,6 +109,17 @@ const char *rate_fmt(char *buf, size_t size, double p, double scale, const char 
 const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double conf,
 			  double scale, const char *suffix);
 
+/* The confidence level as a report says it: "95%", "99.5%". Returns buf. */
+const char *rate_level(char *buf, size_t size, double conf);
+
+/*
+ * The same rate per 1,000 of `unit` ("merges"), into buf (returned):
+ *   k > 0   "559 per 1,000 merges (424 to 688)"
+ *   k = 0   "under 74.0 per 1,000 merges"
+ */
+const char *rate_per_1000(char *buf, size_t size, uint64_t k, uint64_t n, double conf,
+			  const char *unit);
+
 /*
  * k of n at conf as one JSON object, the --json twin of rate_describe:
  * {"k":..,"n":..,"rate":..,"lo":..,"hi":..,"confidence":..,"method":"clopper-pearson"}

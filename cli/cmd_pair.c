@@ -3,7 +3,6 @@
  * server that ran them (pair/pair.h).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 #include "opt.h"
@@ -53,7 +52,8 @@ static int pair_opt_capture(const struct opt *o, const char *arg, char *err, siz
 }
 
 static const char *const pair_usage[] = {
-	"pair --run RUN.jsonl... --capture CAP.jsonl... [--json] [--max-pos N] [--slack S] [--pid PID]",
+	"pair --run RUN.jsonl... --capture CAP.jsonl... [--baseline P] [--confidence C] [--json]",
+	"     [--max-pos N] [--slack S] [--pid PID]",
 	NULL,
 };
 
@@ -66,6 +66,11 @@ static const struct opt pair_opts[] = {
 		"position bound for the bound rule (default config.max_model_len)"),
 	OPT_NUM(0, "slack", &pair_o.slack_s, "S", 0, 1e9, "seconds a merge may lie outside a run's window (default 2)"),
 	OPT_INT(0, "pid", &pair_pid, "PID", 1, 4194304, "only the capture records of this process (a capture of several)"),
+	OPT_NUM(0, "baseline", &pair_o.baseline, "P", 1e-12, 0.999999,
+		"the failure rate per request a clean run must rule out (0.0048 for 0.48%): 0 failing "
+		"of too few requests is INCONCLUSIVE, with the number that would do"),
+	OPT_NUM(0, "confidence", &pair_o.confidence, "C", 0.5, 0.999999,
+		"two-sided confidence of every interval and of the baseline check (default 0.95)"),
 	OPT_BOOL(0, "json", &pair_json, "the report as one JSON object"),
 	OPT_END(),
 };
@@ -79,10 +84,18 @@ const struct cmd_doc cmd_pair_doc = {
 		"substitutions made by evidence class, the guard's fired / prevented / forgone, and each "
 		"correctness failure matched to the substitutions of its request: explained by a "
 		"substitution at step S (at the first divergent token), possible, or unexplained. "
-		"Substitutions whose request produced correct output are listed too.",
+		"Substitutions whose request produced correct output are listed too.\n"
+		"\n"
+		"Every rate comes with its Clopper-Pearson interval (failing requests of the requests "
+		"judged; merges with a substitution of the merges paired), and 0 of N is said as the "
+		"rates it rules out. Each run has a verdict: FAIL (a substitution made, a failing "
+		"request, the arm contradicted), INCONCLUSIVE (nothing failed, but no audit was paired, "
+		"no decisions were recorded, a take could not be judged, or 0 failing of N cannot rule "
+		"out --baseline: the number of requests that would is given), or PASS.",
 	.opts = pair_opts,
 	.flags = 0,
-	.exit_notes = "a run is not clean (a substitution made, a failing request, or the arm contradicted)",
+	.exit_notes = "a run did not PASS: it is not clean (a substitution made, a failing request, the "
+		"arm contradicted) or INCONCLUSIVE (too little evidence to call it clean)",
 	.operand = pair_add,
 };
 
@@ -116,12 +129,9 @@ int cmd_pair(int argc, char **argv)
 		pair_print_json(p, stdout);
 	else
 		pair_print_text(p, stdout);
-	for (i = 0; i < pair_n_runs(p); i++) {
-		const struct pair_run *r = pair_run_at(p, i);
-
-		if (r->subst || r->n_failing || !strcmp(r->arm_verdict, "contradicted"))
+	for (i = 0; i < pair_n_runs(p); i++)
+		if (pair_run_at(p, i)->verdict != PAIR_PASS)
 			rc = CLI_FAIL;
-	}
 	pair_free(p);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "rate.h"
 #include "reader.h"
 #include "rule.h"
 
@@ -43,6 +44,15 @@ const char *pair_match_name(enum pair_match m)
 	case PAIR_EXPLAINED: return "explained";
 	case PAIR_POSSIBLE: return "possible";
 	default: return "unexplained";
+	}
+}
+
+const char *pair_verdict_name(enum pair_verdict v)
+{
+	switch (v) {
+	case PAIR_PASS: return "PASS";
+	case PAIR_FAIL: return "FAIL";
+	default: return "INCONCLUSIVE";
 	}
 }
 
@@ -484,6 +494,7 @@ static enum status pair_merge(struct pair *p, struct pair_run *r, struct pair_fi
 	enum status st;
 	uint32_t s;
 	int stale;
+	bool any;
 
 	if (!r->tally) {
 		struct rule rules[RULE_MAX_LIST];
@@ -515,6 +526,7 @@ static enum status pair_merge(struct pair *p, struct pair_run *r, struct pair_fi
 		r->actual_from_taken = false;
 		return STATUS_OK;
 	}
+	any = false;
 	for (s = 0; s < m->n_host; s++) {
 		enum evidence ev;
 
@@ -530,6 +542,9 @@ static enum status pair_merge(struct pair *p, struct pair_run *r, struct pair_fi
 			continue;
 		r->subst++;
 		r->subst_by[ev]++;
+		if (!any)
+			r->merges_subst++;
+		any = true;
 		st = pair_add_subst(r, m, s, ev, file, it->line, p, si);
 		if (st)
 			return st;
@@ -809,6 +824,68 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 	return STATUS_OK;
 }
 
+/*
+ * One run's verdict (pair.h). The baseline check follows `ttaudit plan`: 0
+ * failing of n rules out the baseline when n reaches the requests for which
+ * 0 failures rule it out at the two-sided confidence, i.e. when the upper end
+ * of the Clopper-Pearson interval of 0 of n falls below it.
+ */
+static void pair_verdict_of(const struct pair *p, struct pair_run *r)
+{
+	double conf = p->o.confidence, alpha = (1 - conf) / 2;
+	char pct[96];
+	size_t n = 0;
+
+	r->n_to_bound = 0;
+	r->verdict_why[0] = '\0';
+	if (r->subst || r->n_failing || !strcmp(r->arm_verdict, "contradicted")) {
+		r->verdict = PAIR_FAIL;
+		if (r->subst)
+			n += (size_t)snprintf(r->verdict_why + n, sizeof(r->verdict_why) - n,
+					      "%" PRIu64 " substitution(s) made", r->subst);
+		if (r->n_failing && n < sizeof(r->verdict_why))
+			n += (size_t)snprintf(r->verdict_why + n, sizeof(r->verdict_why) - n, "%s%zu failing "
+					      "request(s)", n ? ", " : "", r->n_failing);
+		if (!strcmp(r->arm_verdict, "contradicted") && n < sizeof(r->verdict_why))
+			snprintf(r->verdict_why + n, sizeof(r->verdict_why) - n, "%sthe recorded decisions "
+				 "contradict the arm", n ? ", " : "");
+		return;
+	}
+	r->verdict = PAIR_INCONCLUSIVE;
+	if (!r->merges) {
+		snprintf(r->verdict_why, sizeof(r->verdict_why), "no merge event paired with this run: "
+			 "the substitutions it received are not known");
+		return;
+	}
+	if (!r->actual_from_taken && r->arm_rule == SIZE_MAX) {
+		snprintf(r->verdict_why, sizeof(r->verdict_why), "the audit records no decisions (`taken`) "
+			 "and the run declares no rule: the substitutions made are not known");
+		return;
+	}
+	if (r->unverified) {
+		snprintf(r->verdict_why, sizeof(r->verdict_why), "%" PRIu64 " take(s) whose staleness no "
+			 "evidence on the event can judge", r->unverified);
+		return;
+	}
+	if (r->has_correctness && p->o.baseline > 0) {
+		r->n_to_bound = rate_n_to_bound(p->o.baseline, 1 - alpha);
+		if (r->n_correct < r->n_to_bound) {
+			snprintf(r->verdict_why, sizeof(r->verdict_why), "0 failing of %zu %s, not the baseline "
+				 "%g%% per request; %" PRIu64 " requests would (ttaudit plan --baseline %g "
+				 "--target 0)", r->n_correct,
+				 rate_describe(pct, sizeof(pct), 0, r->n_correct, conf, 100, "%"),
+				 100 * p->o.baseline, r->n_to_bound, p->o.baseline);
+			return;
+		}
+	}
+	r->verdict = PAIR_PASS;
+	if (r->has_correctness && p->o.baseline > 0)
+		snprintf(r->verdict_why, sizeof(r->verdict_why), "clean; 0 failing of %zu rules out the "
+			 "baseline %g%%", r->n_correct, 100 * p->o.baseline);
+	else
+		snprintf(r->verdict_why, sizeof(r->verdict_why), "clean");
+}
+
 /* --- lifecycle -------------------------------------------------------------- */
 
 enum status pair_build(const struct pair_opts *o, struct pair **out, struct status_info *si)
@@ -829,6 +906,10 @@ enum status pair_build(const struct pair_opts *o, struct pair **out, struct stat
 	p->o = *o;
 	if (p->o.slack_s < 0)
 		p->o.slack_s = PAIR_DEFAULT_SLACK;
+	if (!(p->o.confidence > 0 && p->o.confidence < 1))
+		p->o.confidence = PAIR_DEFAULT_CONFIDENCE;
+	if (!(p->o.baseline > 0 && p->o.baseline < 1))
+		p->o.baseline = 0;
 	p->diag = o->diag ? o->diag : stderr;
 	for (i = 0; !st && i < o->n_runs; i++)
 		st = pair_read_runs(p, i, si);
@@ -838,6 +919,8 @@ enum status pair_build(const struct pair_opts *o, struct pair **out, struct stat
 		st = pair_read_audit(p, i, si);
 	if (!st)
 		st = pair_attribute(p, si);
+	for (i = 0; !st && i < p->n_runs; i++)
+		pair_verdict_of(p, &p->runs[i]);
 	if (st) {
 		pair_free(p);
 		return st;
@@ -868,6 +951,8 @@ const struct pair_run *pair_run_at(const struct pair *p, size_t i) { return i < 
 uint64_t pair_merges_outside(const struct pair *p) { return p->outside; }
 uint64_t pair_malformed(const struct pair *p) { return p->malformed; }
 uint64_t pair_audit_lines(const struct pair *p) { return p->audit_lines; }
+double pair_confidence(const struct pair *p) { return p->o.confidence; }
+double pair_baseline(const struct pair *p) { return p->o.baseline; }
 const char *pair_audit_file(const struct pair *p, size_t i) { return i < p->o.n_audits ? p->o.audits[i] : ""; }
 const char *pair_run_file(const struct pair *p, size_t i) { return i < p->o.n_runs ? p->o.runs[i] : ""; }
 
@@ -877,11 +962,18 @@ const char *pair_run_file(const struct pair *p, size_t i) { return i < p->o.n_ru
 
 void pair_print_text(const struct pair *p, FILE *f)
 {
+	double conf = p->o.confidence;
+	char buf[128];
 	size_t i, j, k;
 
 	fprintf(f, "%zu run file(s), %zu audit file(s): %" PRIu64 " audit lines, %" PRIu64
 		" malformed lines; %" PRIu64 " merge events outside every run\n",
 		p->o.n_runs, p->o.n_audits, p->audit_lines, p->malformed, p->outside);
+	fprintf(f, "rates: %s two-sided Clopper-Pearson intervals", rate_level(buf, sizeof(buf), conf));
+	if (p->o.baseline > 0)
+		fprintf(f, "; baseline %g%% failing per request (a clean run must rule it out)",
+			100 * p->o.baseline);
+	fputc('\n', f);
 	for (i = 0; i < p->n_runs; i++) {
 		const struct pair_run *r = &p->runs[i];
 
@@ -919,6 +1011,10 @@ void pair_print_text(const struct pair *p, FILE *f)
 				r->subst_by[EVIDENCE_LIFETIME], r->unverified,
 				r->actual_from_taken ? "the recorded decisions" :
 				r->arm_rule != SIZE_MAX ? "the declared arm's rule" : "nothing (no decisions, no arm)");
+			fprintf(f, "  merges with a substitution: %" PRIu64 " of %" PRIu64 ": %s", r->merges_subst,
+				r->merges, rate_describe(buf, sizeof(buf), r->merges_subst, r->merges, conf, 100, "%"));
+			fprintf(f, "; %s\n", rate_per_1000(buf, sizeof(buf), r->merges_subst, r->merges, conf,
+							    "merges"));
 			if (r->arm_rule != SIZE_MAX) {
 				const struct tally_counts *c = tally_counts(r->tally, r->arm_rule);
 
@@ -927,9 +1023,15 @@ void pair_print_text(const struct pair *p, FILE *f)
 					c->fired, c->prevented, c->forgone, c->skipped);
 			}
 		}
-		if (r->has_correctness)
-			fprintf(f, "  correctness: %zu failing of %zu: %zu explained, %zu possible, %zu unexplained\n",
-				r->n_failing, r->n_correct, r->n_explained, r->n_possible, r->n_unexplained);
+		if (r->has_correctness) {
+			fprintf(f, "  correctness: %zu failing of %zu requests: %s", r->n_failing, r->n_correct,
+				rate_describe(buf, sizeof(buf), r->n_failing, r->n_correct, conf, 100, "%"));
+			if (r->n_failing)
+				fprintf(f, "; %zu explained, %zu possible, %zu unexplained", r->n_explained,
+					r->n_possible, r->n_unexplained);
+			fputc('\n', f);
+		}
+		fprintf(f, "  verdict: %s (%s)\n", pair_verdict_name(r->verdict), r->verdict_why);
 		for (j = 0; j < r->n_failures && j < PAIR_SHOWN; j++) {
 			const struct pair_failure *x = &r->failures[j];
 
@@ -1032,11 +1134,20 @@ void pair_run_json(const struct pair *p, const struct pair_run *r, struct jsonw 
 		jsonw_obj_end(w);
 	}
 	jsonw_obj_end(w);
+	jsonw_kuint(w, "merges_with_substitution", r->merges_subst);
+	jsonw_key(w, "substitution_rate");
+	rate_json(w, r->merges_subst, r->merges, p->o.confidence);
+	jsonw_kstr(w, "verdict", pair_verdict_name(r->verdict));
+	jsonw_kstr(w, "verdict_why", r->verdict_why);
 	jsonw_key(w, "correctness");
 	if (r->has_correctness) {
 		jsonw_obj(w);
 		jsonw_kuint(w, "requests", r->n_correct);
 		jsonw_kuint(w, "failing", r->n_failing);
+		jsonw_key(w, "failing_rate");
+		rate_json(w, r->n_failing, r->n_correct, p->o.confidence);
+		if (r->n_to_bound)
+			jsonw_kuint(w, "requests_to_rule_out_baseline", r->n_to_bound);
 		jsonw_kuint(w, "explained", r->n_explained);
 		jsonw_kuint(w, "possible", r->n_possible);
 		jsonw_kuint(w, "unexplained", r->n_unexplained);
@@ -1112,6 +1223,8 @@ void pair_print_json(const struct pair *p, FILE *f)
 	jsonw_kuint(&w, "audit_lines", p->audit_lines);
 	jsonw_kuint(&w, "malformed", p->malformed);
 	jsonw_kuint(&w, "merges_outside", p->outside);
+	jsonw_kdouble(&w, "confidence", p->o.confidence);
+	jsonw_kdouble(&w, "baseline", p->o.baseline > 0 ? p->o.baseline : NAN);
 	jsonw_key(&w, "runs");
 	jsonw_arr(&w);
 	for (i = 0; i < p->n_runs; i++)

@@ -31,6 +31,19 @@
  * is searched as well, since a wrong reference also shows as divergence.
  * Substitutions of requests whose output was identical are listed too: a
  * token that happened to be right, or a check that cannot see it.
+ *
+ * Rates (base/rate.h): failing requests of the requests judged, and merges
+ * with a substitution of the merges paired, each with its Clopper-Pearson
+ * interval at opts.confidence. The merge is the trial, not the slot: the
+ * slots of one merge read the same buffer, so their staleness is not
+ * independent. Each run's verdict (pair_verdict):
+ *   FAIL          a substitution made, a failing request, or the arm
+ *                 contradicted;
+ *   INCONCLUSIVE  nothing failed but the evidence cannot say clean: no merge
+ *                 paired with the run, no decisions to count, takes no
+ *                 evidence can judge, or 0 failing of too few requests to
+ *                 rule out opts.baseline (with the number that would);
+ *   PASS          otherwise.
  */
 #ifndef TTAUDIT_PAIR_H
 #define TTAUDIT_PAIR_H
@@ -62,7 +75,16 @@ struct pair_opts {
 	double slack_s;              /* window slack; < 0: PAIR_DEFAULT_SLACK */
 	int64_t pid;                 /* > 0: only capture records of this process */
 	FILE *diag;                  /* malformed-line messages; NULL: stderr */
+	double confidence;           /* of every interval, two-sided; <= 0: PAIR_DEFAULT_CONFIDENCE */
+	double baseline;             /* failure rate per request a clean run must rule out; <= 0: none */
 };
+
+#define PAIR_DEFAULT_CONFIDENCE 0.95
+
+enum pair_verdict { PAIR_PASS, PAIR_FAIL, PAIR_INCONCLUSIVE };
+
+/* "PASS", "FAIL", "INCONCLUSIVE". */
+const char *pair_verdict_name(enum pair_verdict v);
 
 /* How a correctness failure relates to the substitutions. */
 enum pair_match {
@@ -140,6 +162,10 @@ struct pair_run {
 	struct pair_failure *failures;
 	size_t n_failures;
 	size_t n_explained, n_possible, n_unexplained;
+	uint64_t merges_subst;       /* merges in which at least one substitution was made */
+	enum pair_verdict verdict;
+	char verdict_why[320];       /* what the verdict rests on, for the report */
+	uint64_t n_to_bound;         /* INCONCLUSIVE against the baseline: requests that would do */
 	size_t cap_substs, cap_failures;   /* allocated entries (internal) */
 	size_t req_lo, req_hi;             /* its request records span [lo, hi) (internal) */
 };
@@ -161,6 +187,9 @@ const struct pair_run *pair_run_at(const struct pair *p, size_t i);
 uint64_t pair_merges_outside(const struct pair *p);
 uint64_t pair_malformed(const struct pair *p);
 uint64_t pair_audit_lines(const struct pair *p);
+/* The confidence and baseline in force (opts, defaults applied). */
+double pair_confidence(const struct pair *p);
+double pair_baseline(const struct pair *p);
 const char *pair_audit_file(const struct pair *p, size_t i);
 const char *pair_run_file(const struct pair *p, size_t i);
 

@@ -1,6 +1,7 @@
 /* test_pair.c - joining bench records with audits, and attributing failures to substitutions. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,10 +101,12 @@ static const struct pair_failure *failure_of(const struct pair_run *r, const cha
 	return NULL;
 }
 
+static double build_baseline;   /* opts.baseline of the next build() */
+
 static struct pair *build(const char *runs, const char *audit)
 {
 	const char *rp[1], *ap[1];
-	struct pair_opts o = { .slack_s = -1 };
+	struct pair_opts o = { .slack_s = -1, .baseline = build_baseline };
 	struct status_info si = { 0 };
 	struct pair *p = NULL;
 	FILE *diag = fopen("/dev/null", "w");
@@ -213,6 +216,90 @@ static void test_empty_evidence(void **state)
 	assert_string_equal(c->arm_verdict, "no-audit");
 	assert_non_null(strstr(failure_of(c, "r1")->why, "no audit for this run"));
 	pair_free(p);
+}
+
+/* A correctness run of n requests, all identical to the reference, one merge each. */
+static char *clean_run(size_t n, bool with_merges, char **audit)
+{
+	char *runs = NULL, *aud = NULL;
+	size_t nr = 0, na = 0, i;
+	FILE *f = open_memstream(&runs, &nr), *g = open_memstream(&aud, &na);
+
+	fprintf(f, "{\"kind\":\"run\",\"run_id\":\"z\",\"phase\":\"correctness\",\"identity\":"
+		"{\"arm\":\"bare\",\"arm_state\":\"confirmed\"},\"wall_start\":100,\"wall_end\":200,"
+		"\"correctness\":{}}\n");
+	for (i = 0; i < n; i++) {
+		fprintf(f, "{\"kind\":\"request\",\"run_id\":\"z\",\"index\":%zu,\"prompt_index\":%zu,"
+			"\"id\":\"z%zu\",\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"identical\"}\n", i, i, i);
+		if (with_merges)
+			fprintf(g, "{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[12],\"dev_pos\":[13],"
+				"\"slot_req\":[\"z%zu\"],\"buf_req\":[\"z%zu\"],\"gen\":1,\"buf_gen\":1,"
+				"\"taken\":[true]}\n", i + 1, i, i);
+	}
+	fclose(f);
+	fclose(g);
+	*audit = aud;
+	return runs;
+}
+
+static void test_verdicts(void **state)
+{
+	char *audit, *runs;
+	struct pair *p;
+	const struct pair_run *z;
+
+	(void)state;
+	/* 0 of 192 failing: clean without a baseline, with the rates it rules out */
+	runs = clean_run(192, true, &audit);
+	p = build(runs, audit);
+	z = run_named(p, "z");
+	assert_int_equal(z->verdict, PAIR_PASS);
+	assert_int_equal(z->merges, 192);
+	assert_int_equal(z->merges_subst, 0);
+	pair_free(p);
+	/* against the seeds' 0.48%: 0 of 192 cannot rule it out; 767 would */
+	build_baseline = 0.0048;
+	p = build(runs, audit);
+	z = run_named(p, "z");
+	assert_int_equal(z->verdict, PAIR_INCONCLUSIVE);
+	assert_int_equal(z->n_to_bound, 767);
+	assert_non_null(strstr(z->verdict_why, "rules out only rates above 1.90% at 95%, not the baseline 0.48%"));
+	assert_non_null(strstr(z->verdict_why, "767 requests would"));
+	pair_free(p);
+	free(runs);
+	free(audit);
+	/* 767 requests do */
+	runs = clean_run(767, true, &audit);
+	p = build(runs, audit);
+	assert_int_equal(run_named(p, "z")->verdict, PAIR_PASS);
+	pair_free(p);
+	free(runs);
+	free(audit);
+	build_baseline = 0;
+	/* no merge paired: the substitutions are not known, never clean */
+	runs = clean_run(4, false, &audit);
+	p = build(runs, "{\"ev\":\"config\",\"slots\":1}\n");
+	z = run_named(p, "z");
+	assert_int_equal(z->verdict, PAIR_INCONCLUSIVE);
+	assert_non_null(strstr(z->verdict_why, "no merge event paired"));
+	pair_free(p);
+	free(runs);
+	free(audit);
+	/* a substitution, a failing request: FAIL */
+	p = build(RUNS, MERGE(20, "r1", 13, 205) MERGE(21, "r1", 13, 205));
+	assert_int_equal(run_named(p, "c")->verdict, PAIR_FAIL);
+	assert_int_equal(run_named(p, "c")->merges_subst, 2);
+	pair_free(p);
+	/* a take no evidence can judge is not a clean one */
+	runs = clean_run(1, false, &audit);
+	p = build(runs, "{\"ev\":\"merge\",\"step\":1,\"host_pos\":[12],\"dev_pos\":[13],"
+		  "\"taken\":[true],\"t\":150}\n");
+	z = run_named(p, "z");
+	assert_int_equal(z->unverified, 1);
+	assert_int_equal(z->verdict, PAIR_INCONCLUSIVE);
+	pair_free(p);
+	free(runs);
+	free(audit);
 }
 
 static void test_time_window(void **state)
@@ -466,6 +553,7 @@ int main(void)
 		cmocka_unit_test(test_attribution),
 		cmocka_unit_test(test_reference_explains),
 		cmocka_unit_test(test_empty_evidence),
+		cmocka_unit_test(test_verdicts),
 		cmocka_unit_test(test_time_window),
 		cmocka_unit_test(test_pid_filter),
 		cmocka_unit_test(test_mono_window),

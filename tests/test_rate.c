@@ -171,6 +171,12 @@ static void test_describe(void **state)
 	assert_string_equal(rate_fmt(buf, sizeof(buf), 0, 100, "%"), "0%");
 	assert_string_equal(rate_describe(buf, sizeof(buf), 0, 192, 0.95, 1000, " per 1,000"),
 			    "rules out only rates above 19.0 per 1,000 at 95%");
+	assert_string_equal(rate_per_1000(buf, sizeof(buf), 33, 59, 0.95, "merges"),
+			    "559 per 1,000 merges (424 to 688)");
+	assert_string_equal(rate_per_1000(buf, sizeof(buf), 0, 48, 0.95, "merges"),
+			    "under 74.0 per 1,000 merges");
+	assert_string_equal(rate_level(buf, sizeof(buf), 0.95), "95%");
+	assert_string_equal(rate_level(buf, sizeof(buf), 0.995), "99.5%");
 }
 
 static void test_json(void **state)
