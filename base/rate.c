@@ -431,6 +431,15 @@ const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double
 	return buf;
 }
 
+const char *rate_against(char *buf, size_t size, uint64_t k, uint64_t n, double conf, double p0)
+{
+	struct rate_interval r = rate_clopper_pearson(k, n, conf);
+
+	snprintf(buf, size, "%s the baseline %g%%", n && r.lo > p0 ? "above" : n && r.hi < p0 ? "below" :
+		 "consistent with", 100 * p0);
+	return buf;
+}
+
 const char *rate_level(char *buf, size_t size, double conf)
 {
 	snprintf(buf, size, "%g%%", conf * 100);

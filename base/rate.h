@@ -109,6 +109,13 @@ const char *rate_fmt(char *buf, size_t size, double p, double scale, const char 
 const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double conf,
 			  double scale, const char *suffix);
 
+/*
+ * Where a baseline rate p0 lies against the interval of k of n, into buf
+ * (returned): "above the baseline 0.48%" (the interval is above it),
+ * "below the baseline 0.48%", or "consistent with the baseline 0.48%".
+ */
+const char *rate_against(char *buf, size_t size, uint64_t k, uint64_t n, double conf, double p0);
+
 /* The confidence level as a report says it: "95%", "99.5%". Returns buf. */
 const char *rate_level(char *buf, size_t size, double conf);
 

@@ -12,6 +12,7 @@
 #include "correct.h"
 #include "http.h"
 #include "prom.h"
+#include "rate.h"
 #include "ready.h"
 #include "record.h"
 
@@ -724,6 +725,36 @@ static enum status driver_check_opts(const struct driver_opts *o, struct status_
 	return STATUS_OK;
 }
 
+const char *driver_verdict_name(enum driver_verdict v)
+{
+	switch (v) {
+	case DRIVER_PASS: return "PASS";
+	case DRIVER_FAIL: return "FAIL";
+	default: return "INCONCLUSIVE";
+	}
+}
+
+/* The correctness verdict of a cell (driver.h), with the baseline rule of `ttaudit plan`. */
+static void driver_verdict_of(const struct driver_report *rep, struct driver_cell *dc)
+{
+	const struct driver_arm_info *ai = &rep->arms[dc->arm_index];
+
+	dc->corr_n_to_bound = 0;
+	if (dc->corr_failing || ai->ref_wrong || ai->ref_failed) {
+		dc->corr_verdict = DRIVER_FAIL;
+		return;
+	}
+	dc->corr_verdict = DRIVER_PASS;
+	if (rep->baseline > 0) {
+		uint64_t n = rate_n_to_bound(rep->baseline, 1 - (1 - rep->confidence) / 2);
+
+		if (dc->corr_requests < n) {
+			dc->corr_verdict = DRIVER_INCONCLUSIVE;
+			dc->corr_n_to_bound = n;
+		}
+	}
+}
+
 enum status driver_run(const struct driver_opts *o, struct driver_report *rep, struct status_info *si)
 {
 	struct driver_ctx c;
@@ -753,6 +784,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->n_arms = o->n_arms;
 	rep->arrival = o->arrival;
 	rep->correctness = o->correctness;
+	rep->confidence = o->confidence > 0 && o->confidence < 1 ? o->confidence : 0.95;
+	rep->baseline = o->baseline > 0 && o->baseline < 1 ? o->baseline : 0;
 	rep->warm = o->warm;
 	rep->corpus_seed = o->corpus_seed;
 	if (gethostname(c.host, sizeof(c.host) - 1))
@@ -889,6 +922,13 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 			rep->n_fail[k] += dc->n_fail[k];
 		rep->corr_requests += dc->corr_requests;
 		rep->corr_failing += dc->corr_failing;
+		if (o->correctness) {
+			driver_verdict_of(rep, dc);
+			/* the worst: FAIL over INCONCLUSIVE over PASS */
+			if (dc->corr_verdict == DRIVER_FAIL ||
+			    (dc->corr_verdict == DRIVER_INCONCLUSIVE && rep->corr_verdict == DRIVER_PASS))
+				rep->corr_verdict = dc->corr_verdict;
+		}
 	}
 	{
 		char *js = driver_report_json(rep);
@@ -980,6 +1020,13 @@ char *driver_report_json(const struct driver_report *rep)
 			cJSON_AddNumberToObject(x, "requests", (double)rep->corr_requests);
 			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->ref_wrong);
 			cJSON_AddNumberToObject(x, "reference_failed", (double)rep->ref_failed);
+			/* the worst cell's; each cell has its own rate (arms are not pooled) */
+			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->corr_verdict));
+			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
+			if (rep->baseline > 0)
+				cJSON_AddNumberToObject(x, "baseline", rep->baseline);
+			else
+				cJSON_AddNullToObject(x, "baseline");
 		}
 	}
 	x = cJSON_AddObjectToObject(o, "token_times");
@@ -1047,6 +1094,13 @@ char *driver_report_json(const struct driver_report *rep)
 				cJSON_AddNumberToObject(v, "diverged", (double)dc->corr_diverged);
 				cJSON_AddNumberToObject(v, "wrong", (double)dc->corr_wrong);
 				cJSON_AddNumberToObject(v, "failed", (double)dc->corr_failed);
+				cJSON_AddItemToObject(v, "failing_rate",
+						      record_rate_json(dc->corr_failing, dc->corr_requests,
+								       rep->confidence));
+				cJSON_AddStringToObject(v, "verdict", driver_verdict_name(dc->corr_verdict));
+				if (dc->corr_n_to_bound)
+					cJSON_AddNumberToObject(v, "requests_to_rule_out_baseline",
+								(double)dc->corr_n_to_bound);
 				if (dc->first_divergence[0])
 					cJSON_AddStringToObject(v, "first", dc->first_divergence);
 			}
@@ -1075,7 +1129,7 @@ static void driver_fail_list(const size_t *n_fail, char *buf, size_t n)
 
 void driver_report_print(const struct driver_report *rep, FILE *f)
 {
-	char buf[256], lv[32];
+	char buf[256], lv[32], vs[64];
 	size_t i;
 
 	if (rep->gate_failed) {
@@ -1090,9 +1144,28 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 		fprintf(f, "FAILURES: %zu of %zu requests failed (%s)\n", rep->total_failed,
 			rep->total_requests, buf);
 	}
-	if (rep->correctness)
-		fprintf(f, "CORRECTNESS: %zu failing of %zu%s\n", rep->corr_failing, rep->corr_requests,
-			rep->ref_wrong || rep->ref_failed ? "; the reference itself has wrong or failed answers" : "");
+	if (rep->correctness) {
+		fprintf(f, "CORRECTNESS: %s: %zu failing of %zu", driver_verdict_name(rep->corr_verdict),
+			rep->corr_failing, rep->corr_requests);
+		/* a rate is of one server's requests: arms are never pooled */
+		if (rep->n_cells == 1)
+			fprintf(f, " requests: %s", rate_describe(buf, sizeof(buf), rep->corr_failing,
+								 rep->corr_requests, rep->confidence, 100, "%"));
+		else
+			fprintf(f, " (each server's rate below)");
+		fprintf(f, "%s\n", rep->ref_wrong || rep->ref_failed ?
+			"; the reference itself has wrong or failed answers" : "");
+		for (i = 0; i < rep->n_cells; i++) {
+			const struct driver_cell *dc = &rep->cells[i];
+
+			if (dc->corr_verdict == DRIVER_INCONCLUSIVE)
+				fprintf(f, "INCONCLUSIVE: server %zu: 0 failing of %zu %s, not the baseline %g%%; "
+					"%" PRIu64 " requests would (ttaudit plan --baseline %g --target 0)\n",
+					dc->arm_index, dc->corr_requests,
+					rate_describe(buf, sizeof(buf), 0, dc->corr_requests, rep->confidence, 100, "%"),
+					100 * rep->baseline, dc->corr_n_to_bound, rep->baseline);
+		}
+	}
 	if (rep->any_unstable)
 		fprintf(f, "UNSTABLE: repeats spread over %.0f%% in output tokens/s; see the spread column\n",
 			STATS_UNSTABLE_SPREAD * 100);
@@ -1135,8 +1208,15 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 		if (dc->first_failure[0])
 			fprintf(f, "    first failure: %s\n", dc->first_failure);
 		if (rep->correctness)
-			fprintf(f, "    correctness: %zu failing of %zu (diverged %zu, wrong %zu, failed %zu)\n",
-				dc->corr_failing, dc->corr_requests, dc->corr_diverged, dc->corr_wrong, dc->corr_failed);
+			fprintf(f, "    correctness: %s, %zu failing of %zu (diverged %zu, wrong %zu, failed %zu): %s%s%s\n",
+				driver_verdict_name(dc->corr_verdict), dc->corr_failing, dc->corr_requests,
+				dc->corr_diverged, dc->corr_wrong, dc->corr_failed,
+				rate_describe(buf, sizeof(buf), dc->corr_failing, dc->corr_requests,
+					      rep->confidence, 100, "%"),
+				rep->baseline > 0 && dc->corr_failing ? "; " : "",
+				rep->baseline > 0 && dc->corr_failing ?
+				rate_against(vs, sizeof(vs), dc->corr_failing, dc->corr_requests,
+					     rep->confidence, rep->baseline) : "");
 		if (dc->first_divergence[0])
 			fprintf(f, "    first: %s\n", dc->first_divergence);
 		if (dc->n_cold_invalid)

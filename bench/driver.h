@@ -61,6 +61,8 @@ struct driver_opts {
 	size_t n_requests;          /* per run; 0: suite size (at least the level) */
 	unsigned repeats;           /* >= 1 */
 	bool correctness;
+	double confidence;          /* of the correctness intervals, two-sided; <= 0: 0.95 */
+	double baseline;            /* failure rate per request a clean cell must rule out; <= 0: none */
 	bool warm;
 	uint64_t corpus_seed;
 	double temperature;         /* < 0: server default (correctness forces 0) */
@@ -75,6 +77,18 @@ struct driver_opts {
 	FILE *log_to;               /* gate messages (stderr), or NULL */
 };
 
+/*
+ * The correctness verdict of a cell: FAIL with any failing request (or a
+ * reference that is wrong or failed); INCONCLUSIVE when none failed but 0 of
+ * the requests judged cannot rule out the baseline (the upper end of the
+ * Clopper-Pearson interval of 0 of n is above it: `ttaudit plan
+ * --baseline P --target 0` gives the n that would); PASS otherwise.
+ */
+enum driver_verdict { DRIVER_PASS, DRIVER_FAIL, DRIVER_INCONCLUSIVE };
+
+/* "PASS", "FAIL", "INCONCLUSIVE". */
+const char *driver_verdict_name(enum driver_verdict v);
+
 struct driver_cell {
 	size_t arm_index;
 	double level;
@@ -88,6 +102,8 @@ struct driver_cell {
 	size_t n_fail[LOAD_FAIL__COUNT];
 	char first_failure[240];    /* "id: reason" of the first failed request */
 	size_t corr_requests, corr_failing, corr_diverged, corr_wrong, corr_failed;
+	enum driver_verdict corr_verdict;   /* of the correctness stage (driver_verdict_of) */
+	uint64_t corr_n_to_bound;           /* INCONCLUSIVE: requests that would rule out the baseline */
 	char first_divergence[240];
 	size_t n_cold_invalid;      /* runs whose cold claim the prefix cache contradicted */
 	size_t n_cold_unchecked;    /* runs where the counter could not be read */
@@ -119,6 +135,8 @@ struct driver_report {
 	size_t total_requests, total_failed;
 	size_t n_fail[LOAD_FAIL__COUNT];
 	size_t corr_requests, corr_failing, ref_wrong, ref_failed;
+	enum driver_verdict corr_verdict;   /* the worst of the cells' */
+	double confidence, baseline;        /* in force (defaults applied; baseline 0: none) */
 	bool any_unstable, any_cold_invalid;
 	uint64_t stamped_kernel, stamped_loop;
 	uint64_t retried;                       /* requests sent again on a new connection */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rate.h"
+
 struct record {
 	FILE *f;
 	char path[1024];
@@ -235,6 +237,26 @@ cJSON *record_stats_json(const struct stats_run *st)
 	for (i = 0; sc && i < st->n_staircase; i++)
 		cJSON_AddItemToArray(sc, st->staircase[i] < 0 ? cJSON_CreateNull()
 							       : cJSON_CreateNumber(st->staircase[i]));
+	return o;
+}
+
+cJSON *record_rate_json(uint64_t k, uint64_t n, double conf)
+{
+	struct rate_interval r = rate_clopper_pearson(k, n, conf);
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "k", (double)(k > n ? n : k));
+	cJSON_AddNumberToObject(o, "n", (double)n);
+	if (n)
+		cJSON_AddNumberToObject(o, "rate", r.p);
+	else
+		cJSON_AddNullToObject(o, "rate");
+	cJSON_AddNumberToObject(o, "lo", r.lo);
+	cJSON_AddNumberToObject(o, "hi", r.hi);
+	cJSON_AddNumberToObject(o, "confidence", conf);
+	cJSON_AddStringToObject(o, "method", "clopper-pearson");
 	return o;
 }
 

@@ -103,6 +103,8 @@ enum status record_line(struct record *w, const char *json, struct status_info *
 struct cJSON *record_identity_json(const struct record_identity *id);
 /* Correctness counts as a cJSON object; NULL on allocation failure. */
 struct cJSON *record_correct_json(const struct correct_report *c);
+/* k of n with its Clopper-Pearson interval at conf, as rate_json writes it (base/rate.h). */
+struct cJSON *record_rate_json(uint64_t k, uint64_t n, double conf);
 /* A stats_run as a cJSON object; NULL on allocation failure. */
 struct cJSON *record_stats_json(const struct stats_run *st);
 

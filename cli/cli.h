@@ -51,6 +51,8 @@ extern const struct cmd_doc cmd_arm_doc;
 extern const struct cmd_doc cmd_passthrough_doc;
 extern const struct cmd_doc cmd_watch_doc;
 extern const struct cmd_doc cmd_combine_doc;
+extern const struct cmd_doc cmd_bench_doc;
+extern const struct cmd_doc cmd_ab_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);

@@ -1,7 +1,7 @@
 /*
- * ttaudit bench - a load driver with honest numbers and a correctness stage.
+ * cmd_bench.c - `ttaudit bench`: a load driver with honest numbers and a
+ * correctness stage (bench/driver.h).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,270 +10,225 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "opt.h"
 
-static void bench_usage(FILE *f)
+static struct driver_opts bench_o = {
+	.repeats = 1, .temperature = -1, .timeout_s = 600, .stall_s = 60, .arrival = LOAD_CLOSED,
+	.levels = { 1 }, .n_levels = 1,
+};
+static long long bench_in, bench_out_tokens, bench_prompts, bench_requests, bench_repeats = 1;
+static bool bench_json, bench_no_progress;
+static int bench_arrival_set;
+
+/* --url: a new server; the --arm, --log and --capture after it are its own. */
+static int bench_opt_url(const struct opt *o, const char *arg, char *err, size_t n)
 {
-	fprintf(f,
-		"usage: ttaudit bench --url URL [--arm NAME [--log F] [--capture F]] [--url URL2 --arm NAME2 ...]\n"
-		"                     [--spec arms.json | --no-arm-check]\n"
-		"                     (--suite FILE | --input-tokens N --output-tokens N --prompts N [--chat])\n"
-		"                     [--concurrency 1,4,8 | --batch 8 | --rate R[,R...] [--arrival-seed S]]\n"
-		"                     [--requests N] [--repeats N] [--correctness] [--warm] -o RUN.jsonl\n"
-		"servers and arms:\n"
-		"  --url URL           a server base URL; repeat for several arms, each followed by its options\n"
-		"  --arm NAME          the arm that server runs; confirmed from its output with --spec\n"
-		"  --log F, --capture F  where that server's banner can be read (engine log, capture file)\n"
-		"  --spec FILE         arm spec (JSON, see docs/arms.md)\n"
-		"  --no-arm-check      skip confirmation; records say \"unconfirmed\"\n"
-		"  --model NAME        model id (default: the first /v1/models lists)\n"
-		"  --ready-timeout S   readiness ladder deadline (default 600)\n"
-		"prompts:\n"
-		"  --suite FILE        JSONL {id, prompt | messages, max_tokens, expect?}\n"
-		"  --input-tokens N --output-tokens N --prompts N [--chat] [--prompt-seed S]\n"
-		"                      generated prompts sized with the server's /tokenize\n"
-		"                      (two generation probes when it has none)\n"
-		"  --seed S            corpus seed: per-request nonces that keep a cold run cold\n"
-		"                      (default: from the clock; recorded)\n"
-		"  --warm              one shared session instead: the prefix cache may serve it\n"
-		"load:\n"
-		"  --concurrency L     closed loop at each level of the list (default 1)\n"
-		"  --batch L           each level launched at once\n"
-		"  --rate L            Poisson arrivals at each rate (requests/s), --arrival-seed S\n"
-		"  --requests N        requests per run (default: the suite, at least the level)\n"
-		"  --repeats N         repeats, interleaved across arms; spread > 15%% is UNSTABLE\n"
-		"  --temperature T     sent with every request (default: the server's)\n"
-		"  --ignore-eos        ask the server to generate max_tokens\n"
-		"  --no-stream-usage   do not ask for the usage block (token counts from chunks)\n"
-		"  --timeout S         per request (default 600); --stall S silence limit (default 60)\n"
-		"checks and output:\n"
-		"  --correctness       reference at concurrency 1, temperature 0; compare under load\n"
-		"  -o FILE             run records (JSONL)\n"
-		"  --token-times       every token's receive time in the request records\n"
-		"  --loop-times        time tokens when the loop reads them, not by the kernel's\n"
-		"                      receive stamps (to compare the two)\n"
-		"  --json              summary as JSON on stdout\n"
-		"  --no-progress       no progress bar (it is drawn only on a terminal)\n"
-		"exit: 0 ok, 1 failed requests, correctness failures or a failed gate, 2 bad usage or input\n");
+	(void)o;
+	if (bench_o.n_arms >= DRIVER_MAX_ARMS) {
+		snprintf(err, n, "more than %d servers", DRIVER_MAX_ARMS);
+		return -1;
+	}
+	bench_o.arms[bench_o.n_arms++].url = arg;
+	return 0;
 }
 
-enum {
-	OPT_URL = 256, OPT_ARM, OPT_LOG, OPT_CAPTURE, OPT_SPEC, OPT_NO_ARM_CHECK, OPT_MODEL,
-	OPT_READY_TIMEOUT, OPT_SUITE, OPT_INPUT, OPT_OUTPUT, OPT_PROMPTS, OPT_CHAT, OPT_PROMPT_SEED,
-	OPT_SEED, OPT_LOOP_TIMES, OPT_WARM, OPT_CONC, OPT_BATCH, OPT_RATE, OPT_ARRIVAL_SEED, OPT_REQUESTS,
-	OPT_REPEATS, OPT_TEMP, OPT_IGNORE_EOS, OPT_TIMEOUT, OPT_STALL, OPT_CORRECT, OPT_TOKEN_TIMES,
-	OPT_JSON, OPT_NO_PROGRESS, OPT_NO_USAGE,
-};
-
-static int bench_number(const char *s, double *out)
+static int bench_opt_of_url(const struct opt *o, const char *arg, char *err, size_t n)
 {
-	char *end;
+	struct driver_arm *a;
 
-	*out = strtod(s, &end);
-	return end != s && !*end && *out >= 0 ? 0 : -1;
+	if (!bench_o.n_arms) {
+		snprintf(err, n, "comes after the --url it belongs to");
+		return -1;
+	}
+	a = &bench_o.arms[bench_o.n_arms - 1];
+	if (!strcmp(o->name, "arm"))
+		a->arm = arg;
+	else if (!strcmp(o->name, "log"))
+		a->log = arg;
+	else
+		a->capture = arg;
+	return 0;
 }
 
 static int bench_u64(const char *s, uint64_t *out)
 {
 	char *end;
 
-	if (!*s || *s == '-')
+	if (!*s || *s < '0' || *s > '9')
 		return -1;
 	*out = strtoull(s, &end, 10);
 	return *end ? -1 : 0;
 }
 
-/* "1,4,8" into levels. */
-static int bench_levels(const char *s, struct driver_opts *o)
+static int bench_opt_seed(const struct opt *o, const char *arg, char *err, size_t n)
 {
-	char buf[512], *tok, *save = NULL;
+	uint64_t *v = !strcmp(o->name, "seed") ? &bench_o.corpus_seed :
+		      !strcmp(o->name, "prompt-seed") ? &bench_o.gen.seed : &bench_o.arrival_seed;
 
-	if (strlen(s) >= sizeof(buf))
+	if (bench_u64(arg, v)) {
+		snprintf(err, n, "'%s' is not an unsigned integer", arg);
 		return -1;
-	snprintf(buf, sizeof(buf), "%s", s);
-	o->n_levels = 0;
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (o->n_levels >= DRIVER_MAX_LEVELS || bench_number(tok, &o->levels[o->n_levels]))
-			return -1;
-		o->n_levels++;
 	}
-	return o->n_levels ? 0 : -1;
+	return 0;
 }
+
+/* --concurrency, --batch, --rate: "1,4,8" into the levels; one of them. */
+static int bench_opt_levels(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	char buf[512], *tok, *save = NULL, *end;
+
+	if (bench_arrival_set++) {
+		snprintf(err, n, "one of --concurrency, --batch, --rate");
+		return -1;
+	}
+	bench_o.arrival = !strcmp(o->name, "concurrency") ? LOAD_CLOSED :
+			  !strcmp(o->name, "batch") ? LOAD_BATCH : LOAD_POISSON;
+	if (strlen(arg) >= sizeof(buf))
+		goto bad;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	bench_o.n_levels = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		double v;
+
+		if (bench_o.n_levels >= DRIVER_MAX_LEVELS)
+			goto bad;
+		v = strtod(tok, &end);
+		if (end == tok || *end || !(v >= 0))
+			goto bad;
+		bench_o.levels[bench_o.n_levels++] = v;
+	}
+	if (bench_o.n_levels)
+		return 0;
+bad:
+	snprintf(err, n, "'%s' is not a comma-separated list of up to %d numbers", arg, DRIVER_MAX_LEVELS);
+	return -1;
+}
+
+static const char *const bench_usage[] = {
+	"bench --url URL [--arm NAME] [--url URL2 --arm NAME2 ...] [--spec arms.json | --no-arm-check] "
+	"--suite FILE [--concurrency L | --batch L | --rate L] [--correctness [--baseline P]] -o RUN.jsonl",
+	"bench --url URL ... --input-tokens N --output-tokens N --prompts N [options] -o RUN.jsonl",
+	NULL,
+};
+
+static const struct opt bench_opts[] = {
+	OPT_GROUP("servers and arms"),
+	OPT_CALL(0, "url", "URL", bench_opt_url,
+		 "a server base URL; repeat for several arms, each followed by its own options"),
+	OPT_CALL(0, "arm", "NAME", bench_opt_of_url,
+		 "the arm the server before it runs; confirmed from its own output with --spec"),
+	OPT_CALL(0, "log", "F", bench_opt_of_url, "where that server's banner can be read: its engine log"),
+	OPT_CALL(0, "capture", "F", bench_opt_of_url, "where that server's banner can be read: its capture file"),
+	OPT_STRING(0, "spec", &bench_o.spec, "FILE", "arm spec (JSON, see docs/arms.md)"),
+	OPT_BOOL(0, "no-arm-check", &bench_o.no_arm_check, "skip confirmation; records say \"unconfirmed\""),
+	OPT_STRING(0, "model", &bench_o.model, "NAME", "model id (default: the first /v1/models lists)"),
+	OPT_NUM(0, "ready-timeout", &bench_o.ready_timeout, "S", 1e-3, 1e9,
+		"readiness ladder deadline (default 600)"),
+	OPT_GROUP("prompts"),
+	OPT_STRING(0, "suite", &bench_o.suite, "FILE", "JSONL {id, prompt | messages, max_tokens, expect?}"),
+	OPT_INT(0, "input-tokens", &bench_in, "N", 1, 1e8,
+		"generated prompts of N tokens, sized with the server's /tokenize (two generation probes "
+		"when it has none)"),
+	OPT_INT(0, "output-tokens", &bench_out_tokens, "N", 1, 1e8, "max_tokens of the generated prompts"),
+	OPT_INT(0, "prompts", &bench_prompts, "N", 1, 1e8, "how many prompts to generate"),
+	OPT_BOOL(0, "chat", &bench_o.gen.chat, "generated prompts as chat messages"),
+	OPT_CALL(0, "prompt-seed", "S", bench_opt_seed, "seed of the generated prompts"),
+	OPT_CALL(0, "seed", "S", bench_opt_seed,
+		 "corpus seed: per-request nonces that keep a cold run cold (default: from the clock; recorded)"),
+	OPT_BOOL(0, "warm", &bench_o.warm, "one shared session instead: the prefix cache may serve it"),
+	OPT_GROUP("load"),
+	OPT_CALL(0, "concurrency", "L", bench_opt_levels, "closed loop at each level of the list (default 1)"),
+	OPT_CALL(0, "batch", "L", bench_opt_levels, "each level launched at once"),
+	OPT_CALL(0, "rate", "L", bench_opt_levels, "Poisson arrivals at each rate (requests/s)"),
+	OPT_CALL(0, "arrival-seed", "S", bench_opt_seed, "seed of the Poisson arrivals"),
+	OPT_INT(0, "requests", &bench_requests, "N", 1, 1e8, "requests per run (default: the suite, at least the level)"),
+	OPT_INT(0, "repeats", &bench_repeats, "N", 1, DRIVER_MAX_REPEATS,
+		"repeats, interleaved across arms; a spread over 15% is UNSTABLE"),
+	OPT_NUM(0, "temperature", &bench_o.temperature, "T", 0, 1e6, "sent with every request (default: the server's)"),
+	OPT_BOOL(0, "ignore-eos", &bench_o.ignore_eos, "ask the server to generate max_tokens"),
+	OPT_BOOL(0, "no-stream-usage", &bench_o.no_usage, "do not ask for the usage block (token counts from chunks)"),
+	OPT_NUM(0, "timeout", &bench_o.timeout_s, "S", 1e-6, 1e9, "per request (default 600)"),
+	OPT_NUM(0, "stall", &bench_o.stall_s, "S", 1e-6, 1e9, "silence limit of a stream (default 60)"),
+	OPT_GROUP("checks and output"),
+	OPT_BOOL(0, "correctness", &bench_o.correctness,
+		 "reference at concurrency 1, temperature 0; the same bodies under load compared with it"),
+	OPT_NUM(0, "baseline", &bench_o.baseline, "P", 1e-12, 0.999999,
+		"the failure rate per request a clean correctness stage must rule out (0.0048 for 0.48%): "
+		"0 failing of too few requests is INCONCLUSIVE, with the number that would do"),
+	OPT_NUM(0, "confidence", &bench_o.confidence, "C", 0.5, 0.999999,
+		"two-sided confidence of the correctness intervals and the baseline check (default 0.95)"),
+	OPT_STRING('o', "output", &bench_o.out, "FILE", "run records (JSONL)"),
+	OPT_BOOL(0, "token-times", &bench_o.token_times, "every token's receive time in the request records"),
+	OPT_BOOL(0, "loop-times", &bench_o.loop_times,
+		 "time tokens when the loop reads them, not by the kernel's receive stamps (to compare the two)"),
+	OPT_BOOL(0, "json", &bench_json, "the summary as JSON on stdout"),
+	OPT_BOOL(0, "no-progress", &bench_no_progress, "no progress bar (it is drawn only on a terminal)"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_bench_doc = {
+	.name = "bench",
+	.summary = "load a server: honest latency and throughput, correctness under load",
+	.usage = bench_usage,
+	.description =
+		"Gates every server (the readiness ladder up to a real generated token; a named arm "
+		"CONFIRMED from the server's own output, fail closed), builds or reads the prompts, runs "
+		"every cell (arm x level x repeat, repeats interleaved across arms) and writes the run "
+		"records; no record is written past a failed gate. The summary gives per cell the median "
+		"repeat by output tokens/s and its spread.\n"
+		"\n"
+		"--correctness sends every prompt alone at temperature 0 as the reference, then the same "
+		"bodies under load, and calls each request identical, diverged at token k, wrong (an "
+		"`expect` string missing) or failed. Each server's failing requests are said with their "
+		"Clopper-Pearson interval, and 0 of N as the rates it rules out. Its verdict per server: "
+		"FAIL (a failing request, or a wrong or failed reference), INCONCLUSIVE (0 failing of too "
+		"few requests to rule out --baseline; the number that would is given), PASS.",
+	.opts = bench_opts,
+	.exit_notes = "a request failed, the correctness stage did not PASS (FAIL or INCONCLUSIVE), or a gate failed",
+};
 
 int cmd_bench(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "url", required_argument, NULL, OPT_URL },
-		{ "arm", required_argument, NULL, OPT_ARM },
-		{ "log", required_argument, NULL, OPT_LOG },
-		{ "capture", required_argument, NULL, OPT_CAPTURE },
-		{ "spec", required_argument, NULL, OPT_SPEC },
-		{ "no-arm-check", no_argument, NULL, OPT_NO_ARM_CHECK },
-		{ "model", required_argument, NULL, OPT_MODEL },
-		{ "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
-		{ "suite", required_argument, NULL, OPT_SUITE },
-		{ "input-tokens", required_argument, NULL, OPT_INPUT },
-		{ "output-tokens", required_argument, NULL, OPT_OUTPUT },
-		{ "prompts", required_argument, NULL, OPT_PROMPTS },
-		{ "chat", no_argument, NULL, OPT_CHAT },
-		{ "prompt-seed", required_argument, NULL, OPT_PROMPT_SEED },
-		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "warm", no_argument, NULL, OPT_WARM },
-		{ "concurrency", required_argument, NULL, OPT_CONC },
-		{ "batch", required_argument, NULL, OPT_BATCH },
-		{ "rate", required_argument, NULL, OPT_RATE },
-		{ "arrival-seed", required_argument, NULL, OPT_ARRIVAL_SEED },
-		{ "requests", required_argument, NULL, OPT_REQUESTS },
-		{ "repeats", required_argument, NULL, OPT_REPEATS },
-		{ "temperature", required_argument, NULL, OPT_TEMP },
-		{ "ignore-eos", no_argument, NULL, OPT_IGNORE_EOS },
-		{ "no-stream-usage", no_argument, NULL, OPT_NO_USAGE },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "stall", required_argument, NULL, OPT_STALL },
-		{ "correctness", no_argument, NULL, OPT_CORRECT },
-		{ "token-times", no_argument, NULL, OPT_TOKEN_TIMES },
-		{ "loop-times", no_argument, NULL, OPT_LOOP_TIMES },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static struct driver_opts o;
+	struct driver_opts *o = &bench_o;
 	struct driver_report rep;
 	struct status_info si;
 	enum status st;
-	int c, json = 0, progress = 1, arrival_set = 0, gen = 0, rc;
-	long long v;
-	double d;
 	char *js;
+	int n, rc;
 
-	memset(&o, 0, sizeof(o));
 	memset(&si, 0, sizeof(si));
-	o.repeats = 1;
-	o.temperature = -1;
-	o.timeout_s = 600;
-	o.stall_s = 60;
-	o.arrival = LOAD_CLOSED;
-	o.levels[0] = 1;
-	o.n_levels = 1;
-	o.corpus_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_URL:
-			if (o.n_arms >= DRIVER_MAX_ARMS)
-				return cli_usage_error("bench", "more than %d --url", DRIVER_MAX_ARMS);
-			o.arms[o.n_arms++].url = optarg;
-			break;
-		case OPT_ARM:
-		case OPT_LOG:
-		case OPT_CAPTURE:
-			if (!o.n_arms)
-				return cli_usage_error("bench", "--%s before any --url (it belongs to the --url before it)",
-						       c == OPT_ARM ? "arm" : c == OPT_LOG ? "log" : "capture");
-			if (c == OPT_ARM)
-				o.arms[o.n_arms - 1].arm = optarg;
-			else if (c == OPT_LOG)
-				o.arms[o.n_arms - 1].log = optarg;
-			else
-				o.arms[o.n_arms - 1].capture = optarg;
-			break;
-		case OPT_SPEC: o.spec = optarg; break;
-		case OPT_NO_ARM_CHECK: o.no_arm_check = true; break;
-		case OPT_MODEL: o.model = optarg; break;
-		case OPT_READY_TIMEOUT:
-			if (bench_number(optarg, &o.ready_timeout) || o.ready_timeout <= 0)
-				return cli_usage_error("bench", "--ready-timeout '%s' is not a positive number", optarg);
-			break;
-		case OPT_SUITE: o.suite = optarg; break;
-		case OPT_INPUT:
-		case OPT_OUTPUT:
-		case OPT_PROMPTS:
-		case OPT_REQUESTS:
-		case OPT_REPEATS:
-			v = cli_parse_count(optarg);
-			if (v < 1 || v > 100000000)
-				return cli_usage_error("bench", "'%s' is not a positive count", optarg);
-			if (c == OPT_INPUT)
-				o.gen.input_tokens = (long)v, gen = 1;
-			else if (c == OPT_OUTPUT)
-				o.gen.max_tokens = (long)v, gen = 1;
-			else if (c == OPT_PROMPTS)
-				o.gen.n_prompts = (size_t)v, gen = 1;
-			else if (c == OPT_REQUESTS)
-				o.n_requests = (size_t)v;
-			else
-				o.repeats = (unsigned)(v > DRIVER_MAX_REPEATS ? DRIVER_MAX_REPEATS + 1 : v);
-			break;
-		case OPT_CHAT: o.gen.chat = true; gen = 1; break;
-		case OPT_PROMPT_SEED:
-			if (bench_u64(optarg, &o.gen.seed))
-				return cli_usage_error("bench", "--prompt-seed '%s' is not an unsigned integer", optarg);
-			break;
-		case OPT_SEED:
-			if (bench_u64(optarg, &o.corpus_seed))
-				return cli_usage_error("bench", "--seed '%s' is not an unsigned integer", optarg);
-			break;
-		case OPT_ARRIVAL_SEED:
-			if (bench_u64(optarg, &o.arrival_seed))
-				return cli_usage_error("bench", "--arrival-seed '%s' is not an unsigned integer", optarg);
-			break;
-		case OPT_WARM: o.warm = true; break;
-		case OPT_CONC:
-		case OPT_BATCH:
-		case OPT_RATE:
-			if (arrival_set++)
-				return cli_usage_error("bench", "one of --concurrency, --batch, --rate");
-			o.arrival = c == OPT_CONC ? LOAD_CLOSED : c == OPT_BATCH ? LOAD_BATCH : LOAD_POISSON;
-			if (bench_levels(optarg, &o))
-				return cli_usage_error("bench", "'%s' is not a comma-separated list of up to %d numbers",
-						       optarg, DRIVER_MAX_LEVELS);
-			break;
-		case OPT_TEMP:
-			if (bench_number(optarg, &o.temperature))
-				return cli_usage_error("bench", "--temperature '%s' is not a number >= 0", optarg);
-			break;
-		case OPT_IGNORE_EOS: o.ignore_eos = true; break;
-		case OPT_NO_USAGE: o.no_usage = true; break;
-		case OPT_TIMEOUT:
-		case OPT_STALL:
-			if (bench_number(optarg, &d) || d <= 0)
-				return cli_usage_error("bench", "'%s' is not a positive number of seconds", optarg);
-			if (c == OPT_TIMEOUT)
-				o.timeout_s = d;
-			else
-				o.stall_s = d;
-			break;
-		case OPT_CORRECT: o.correctness = true; break;
-		case OPT_TOKEN_TIMES: o.token_times = true; break;
-		case OPT_LOOP_TIMES: o.loop_times = true; break;
-		case OPT_JSON: json = 1; break;
-		case OPT_NO_PROGRESS: progress = 0; break;
-		case 'o': o.out = optarg; break;
-		case 'h': bench_usage(stdout); return CLI_OK;
-		default: bench_usage(stderr); return CLI_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("bench", "unexpected argument '%s'", argv[optind]);
-	if (!o.n_arms)
+	o->corpus_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
+	n = opt_parse(&cmd_bench_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n > 0)
+		return cli_usage_error("bench", "unexpected argument '%s'", argv[0]);
+	if (!o->n_arms)
 		return cli_usage_error("bench", "--url is required");
-	if (!o.out)
+	if (!o->out)
 		return cli_usage_error("bench", "-o RUN.jsonl is required");
-	if (o.suite && gen)
+	o->gen.input_tokens = (long)bench_in;
+	o->gen.max_tokens = (long)bench_out_tokens;
+	o->gen.n_prompts = (size_t)bench_prompts;
+	o->n_requests = (size_t)bench_requests;
+	o->repeats = (unsigned)bench_repeats;
+	if (o->suite && (bench_in || bench_out_tokens || bench_prompts || o->gen.chat))
 		return cli_usage_error("bench", "--suite or generated prompts, not both");
-	if (!o.suite && (!o.gen.input_tokens || !o.gen.max_tokens || !o.gen.n_prompts))
+	if (!o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
 		return cli_usage_error("bench", "--suite FILE, or --input-tokens, --output-tokens and --prompts");
-	o.gen.warm = o.warm;
-	o.log_to = stderr;
-	o.progress = progress && isatty(STDERR_FILENO) ? stderr : NULL;
-	st = driver_run(&o, &rep, &si);
+	if (o->baseline > 0 && !o->correctness)
+		return cli_usage_error("bench", "--baseline is the failure rate the correctness stage must rule "
+				       "out: it needs --correctness");
+	o->gen.warm = o->warm;
+	o->log_to = stderr;
+	o->progress = !bench_no_progress && isatty(STDERR_FILENO) ? stderr : NULL;
+	st = driver_run(o, &rep, &si);
 	if (st) {
 		cli_report_status("bench", st, &si);
 		driver_report_release(&rep);
 		return CLI_USAGE;
 	}
-	if (json) {
+	if (bench_json) {
 		js = driver_report_json(&rep);
 		if (!js) {
 			driver_report_release(&rep);
@@ -284,9 +239,9 @@ int cmd_bench(int argc, char **argv)
 	} else {
 		driver_report_print(&rep, stdout);
 	}
-	rc = rep.gate_failed || rep.total_failed || rep.corr_failing || rep.ref_wrong || rep.ref_failed
+	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS)
 		     ? CLI_FAIL : CLI_OK;
-	if (rep.gate_failed && json)
+	if (rep.gate_failed && bench_json)
 		fprintf(stderr, "ttaudit bench: %s\n", rep.gate_message);
 	driver_report_release(&rep);
 	return rc;

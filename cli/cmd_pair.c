@@ -52,8 +52,8 @@ static int pair_opt_capture(const struct opt *o, const char *arg, char *err, siz
 }
 
 static const char *const pair_usage[] = {
-	"pair --run RUN.jsonl... --capture CAP.jsonl... [--baseline P] [--confidence C] [--json]",
-	"     [--max-pos N] [--slack S] [--pid PID]",
+	"pair --run RUN.jsonl... --capture CAP.jsonl... [--baseline P] [--confidence C] [--json] "
+	"[--max-pos N] [--slack S] [--pid PID]",
 	NULL,
 };
 

@@ -33,7 +33,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "passthrough", cmd_passthrough, NULL, &cmd_passthrough_doc },
 	{ "watch", cmd_watch, NULL, &cmd_watch_doc },
 	{ "combine", cmd_combine, NULL, &cmd_combine_doc },
-	{ "bench", cmd_bench, "load a server: honest latency and throughput, correctness under load", NULL },
+	{ "bench", cmd_bench, NULL, &cmd_bench_doc },
 };
 
 #define N_COMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))

@@ -1026,6 +1026,9 @@ void pair_print_text(const struct pair *p, FILE *f)
 		if (r->has_correctness) {
 			fprintf(f, "  correctness: %zu failing of %zu requests: %s", r->n_failing, r->n_correct,
 				rate_describe(buf, sizeof(buf), r->n_failing, r->n_correct, conf, 100, "%"));
+			if (r->n_failing && p->o.baseline > 0)
+				fprintf(f, "; %s", rate_against(buf, sizeof(buf), r->n_failing, r->n_correct, conf,
+								p->o.baseline));
 			if (r->n_failing)
 				fprintf(f, "; %zu explained, %zu possible, %zu unexplained", r->n_explained,
 					r->n_possible, r->n_unexplained);

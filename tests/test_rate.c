@@ -175,6 +175,10 @@ static void test_describe(void **state)
 			    "559 per 1,000 merges (424 to 688)");
 	assert_string_equal(rate_per_1000(buf, sizeof(buf), 0, 48, 0.95, "merges"),
 			    "under 74.0 per 1,000 merges");
+	assert_string_equal(rate_against(buf, sizeof(buf), 13, 192, 0.95, 0.0048), "above the baseline 0.48%");
+	assert_string_equal(rate_against(buf, sizeof(buf), 1, 192, 0.95, 0.0048),
+			    "consistent with the baseline 0.48%");
+	assert_string_equal(rate_against(buf, sizeof(buf), 0, 767, 0.95, 0.0048), "below the baseline 0.48%");
 	assert_string_equal(rate_level(buf, sizeof(buf), 0.95), "95%");
 	assert_string_equal(rate_level(buf, sizeof(buf), 0.995), "99.5%");
 }
