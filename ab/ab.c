@@ -21,13 +21,24 @@
 #include "lock.h"
 #include "pair.h"
 #include "preflight.h"
+#include "rate.h"
 #include "rule.h"
-#include "stats.h"
 #include "svg.h"
 
 #define AB_MAX_ENV 64
 #define AB_PATH 1024
 #define AB_MAX_TTFT 100000u   /* TTFT values kept per role for the CDF */
+
+const char *ab_fig_name(enum ab_fig f)
+{
+	switch (f) {
+	case AB_MAKESPAN: return "makespan";
+	case AB_TTFT: return "ttft_p50";
+	case AB_ITL: return "itl_p50";
+	case AB_TOK_S: return "tok_s";
+	default: return "?";
+	}
+}
 
 const char *ab_role_name(enum ab_role r)
 {
@@ -87,7 +98,7 @@ struct ab_ctx {
 	struct ab_env all;                   /* every variable any arm sets (names only) */
 	struct ab_boot boots[AB_MAX_BOOTS];
 	size_t n_boots;
-	double fig[AB__ROLES][3][AB_MAX_REPEATS];   /* makespan, ttft_p50, tok_s per round */
+	double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS];   /* enum ab_fig, per round */
 	size_t n_fig[AB__ROLES];
 	double *ttft[AB__ROLES];
 	size_t n_ttft[AB__ROLES];
@@ -330,8 +341,9 @@ static int ab_url(struct ab_ctx *c, const struct ab_boot *b, pid_t pid, int *rea
 static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pair *p)
 {
 	struct ab_role_result *rr = &c->res->role[b->role];
-	size_t i, k = c->n_fig[b->role];
-	double mk = 0, tt = 0, ts = 0;
+	size_t i, f, k = c->n_fig[b->role];
+	double sum[AB_N_FIG] = { 0 };
+	unsigned long long forgone = 0;
 	size_t n = 0;
 
 	rr->n_boots++;
@@ -339,6 +351,7 @@ static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pa
 		const struct pair_run *r = pair_run_at(p, i);
 
 		rr->merges += r->merges;
+		rr->merges_subst += r->merges_subst;
 		rr->taken += r->taken;
 		rr->subst += r->subst;
 		rr->subst_request += r->subst_by[EVIDENCE_REQUEST];
@@ -352,6 +365,9 @@ static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pa
 			rr->fired += tc->fired;
 			rr->prevented += tc->prevented;
 			rr->forgone += tc->forgone;
+			rr->bare_taken += tc->bare_taken;
+			if (strcmp(r->phase, "reference"))
+				forgone += tc->forgone;
 		}
 		if (r->merges)
 			snprintf(rr->arm_verdict, sizeof(rr->arm_verdict), "%s", r->arm_verdict);
@@ -363,16 +379,18 @@ static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pa
 		rr->possible += r->n_possible;
 		rr->unexplained += r->n_unexplained;
 		if (r->makespan >= 0) {
-			mk += r->makespan;
-			tt += r->ttft_p50;
-			ts += r->out_tok_s;
+			sum[AB_MAKESPAN] += r->makespan;
+			sum[AB_TTFT] += r->ttft_p50;
+			sum[AB_ITL] += r->itl_p50;
+			sum[AB_TOK_S] += r->out_tok_s;
 			n++;
 		}
 	}
 	if (k < AB_MAX_REPEATS) {
-		c->fig[b->role][0][k] = n ? mk / (double)n : NAN;
-		c->fig[b->role][1][k] = n ? tt / (double)n : NAN;
-		c->fig[b->role][2][k] = n ? ts / (double)n : NAN;
+		for (f = 0; f < AB_N_FIG; f++)
+			c->fig[b->role][f][k] = n ? sum[f] / (double)n : NAN;
+		/* the forgone takes of the measured runs, whose time the figures are */
+		rr->forgone_round[k] = forgone;
 		c->n_fig[b->role]++;
 	}
 }
@@ -631,94 +649,240 @@ out:
 
 /* --- verdict ---------------------------------------------------------------- */
 
-static double ab_median(const double *v, size_t n)
+static int ab_cmp(const void *a, const void *b)
 {
-	double spread;
+	double x = *(const double *)a, y = *(const double *)b;
 
-	if (!n)
-		return NAN;
-	return v[stats_median_repeat(v, n, &spread)];
+	return x < y ? -1 : x > y;
 }
 
-void ab_judge(const double fig[AB__ROLES][3][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
-	      bool has_sensitivity, double separation, struct ab_result *res)
+/* The median of v[0..n) (the mean of the two middle ones for an even n); NAN for none. */
+static double ab_median(const double *v, size_t n)
 {
-	static const char *const figs[3] = { "makespan", "ttft_p50", "tok_s" };
-	double sep = separation > 0 ? separation : AB_DEFAULT_SEPARATION;
-	size_t f, r, k;
+	double w[AB_MAX_REPEATS];
+	size_t i, m = 0;
 
-	for (r = 0; r < AB__ROLES; r++) {
-		res->role[r].med.makespan = ab_median(fig[r][0], n_fig[r]);
-		res->role[r].med.ttft_p50 = ab_median(fig[r][1], n_fig[r]);
-		res->role[r].med.tok_s = ab_median(fig[r][2], n_fig[r]);
-		for (k = 0; k < n_fig[r] && k < AB_MAX_REPEATS; k++)
-			res->role[r].makespan[k] = fig[r][0][k];
+	for (i = 0; i < n && i < AB_MAX_REPEATS; i++)
+		if (isfinite(v[i]))
+			w[m++] = v[i];
+	if (!m)
+		return NAN;
+	qsort(w, m, sizeof(double), ab_cmp);
+	return m % 2 ? w[m / 2] : (w[m / 2 - 1] + w[m / 2]) / 2;
+}
+
+/*
+ * The median of the paired relative differences (y_r - x_r) / x_r over the
+ * rounds both have, with its order-statistic interval at conf.
+ */
+static void ab_paired(const double *x, size_t nx, const double *y, size_t ny, double conf,
+		      double *med, double *lo, double *hi, double *coverage, size_t *rounds)
+{
+	double d[AB_MAX_REPEATS];
+	size_t i, m = 0, k = 0;
+
+	for (i = 0; i < nx && i < ny && i < AB_MAX_REPEATS; i++)
+		if (isfinite(x[i]) && isfinite(y[i]) && x[i] > 0)
+			d[m++] = (y[i] - x[i]) / x[i];
+	*rounds = m;
+	*med = *lo = *hi = NAN;
+	*coverage = 0;
+	if (!m)
+		return;
+	qsort(d, m, sizeof(double), ab_cmp);
+	*med = m % 2 ? d[m / 2] : (d[m / 2 - 1] + d[m / 2]) / 2;
+	rate_median_interval(m, conf, &k, coverage);
+	if (m >= 2 && k >= 1) {
+		*lo = d[k - 1];
+		*hi = d[m - k];
 	}
-	for (f = 0; f < 3; f++) {
-		struct ab_delta *d = &res->delta[f];
-		double a = res->role[AB_CONTROL].med.makespan, b;
-		size_t n = n_fig[AB_CONTROL] < n_fig[AB_NEGATIVE] ? n_fig[AB_CONTROL] : n_fig[AB_NEGATIVE];
+}
 
-		a = ab_median(fig[AB_CONTROL][f], n_fig[AB_CONTROL]);
-		b = ab_median(fig[AB_TREATMENT][f], n_fig[AB_TREATMENT]);
-		d->figure = figs[f];
-		d->control = a;
-		d->treatment = b;
-		d->delta = a > 0 ? (b - a) / a : NAN;
-		/* the largest A vs A difference over the rounds: one quiet round proves nothing */
-		d->floor = n ? 0 : NAN;
-		for (k = 0; k < n; k++) {
-			double x = fig[AB_CONTROL][f][k], y = fig[AB_NEGATIVE][f][k];
-			double rel = x > 0 ? fabs(y - x) / x : NAN;
+/* The guard effect (ab.h): the treatment against the control arm. */
+static void ab_guard(const struct ab_judge_opts *jo, double conf, struct ab_result *res)
+{
+	const struct ab_role_result *ct = &res->role[AB_CONTROL], *ng = &res->role[AB_NEGATIVE];
+	const struct ab_role_result *tr = &res->role[AB_TREATMENT];
+	double alpha = (1 - conf) / 2, pm;
+	char a[96], b[96];
+	bool capped;
+	size_t n = 0;
 
-			if (!(rel <= d->floor))
-				d->floor = rel;
+	res->ctl_merges = ct->merges + ng->merges;
+	res->ctl_merges_subst = ct->merges_subst + ng->merges_subst;
+	res->ctl_requests = ct->requests + ng->requests;
+	res->ctl_failing = ct->failing + ng->failing;
+	res->p_subst = rate_fisher(res->ctl_merges_subst, res->ctl_merges, tr->merges_subst, tr->merges);
+	res->p_fail = rate_fisher(res->ctl_failing, res->ctl_requests, tr->failing, tr->requests);
+	res->baseline = 0;
+	res->baseline_from = NULL;
+	if (jo->baseline > 0 && jo->baseline < 1) {
+		res->baseline = jo->baseline;
+		res->baseline_from = "--baseline";
+	} else if (res->ctl_failing && res->ctl_requests) {
+		res->baseline = (double)res->ctl_failing / (double)res->ctl_requests;
+		res->baseline_from = "the control arm";
+	}
+	res->n_to_bound = res->baseline > 0 && res->baseline < 1 ? rate_n_to_bound(res->baseline, 1 - alpha) : 0;
+	pm = res->ctl_merges ? (double)res->ctl_merges_subst / (double)res->ctl_merges : 0;
+	res->n_detect_merges = pm > 0 && pm < 1 ? rate_n_to_detect(pm, 0, alpha, 0.8, 100000000, &capped) : 0;
+	res->n_detect_requests = res->ctl_failing && res->baseline < 1 ?
+		rate_n_to_detect((double)res->ctl_failing / (double)res->ctl_requests, 0, alpha, 0.8, 100000000,
+				 &capped) : 0;
+	res->guard_why[0] = '\0';
+	if (tr->subst || tr->failing) {
+		res->guard_verdict = "FAIL";
+		snprintf(res->guard_why, sizeof(res->guard_why), "the treatment made %llu substitution(s) and "
+			 "had %zu failing request(s)", tr->subst, tr->failing);
+	} else if (!ct->subst && !ng->subst) {
+		res->guard_verdict = "NOT SHOWN";
+		snprintf(res->guard_why, sizeof(res->guard_why), "the control arm made no substitution on this "
+			 "workload: the A/B cannot show what the guard prevents");
+	} else {
+		res->guard_verdict = "PASS";
+		if (!(res->p_subst < 1 - conf)) {
+			n += (size_t)snprintf(res->guard_why + n, sizeof(res->guard_why) - n,
+					      "merges with a substitution, 0 of %llu against the control arm's %llu "
+					      "of %llu: Fisher's exact test p = %.3g, not under %g; about %llu merges "
+					      "per arm would show it (power 80%%)", tr->merges, res->ctl_merges_subst,
+					      res->ctl_merges, res->p_subst, 1 - conf,
+					      (unsigned long long)res->n_detect_merges);
 		}
-		if (!isfinite(d->delta) || !isfinite(d->floor))
-			d->verdict = "unknown";
-		else if (fabs(d->delta) <= d->floor)
-			d->verdict = "flat, not a win";
-		else if ((f == 2) == (d->delta > 0))   /* tokens/s: higher is better */
-			d->verdict = "better";
+		if (res->ctl_failing && !(res->p_fail < 1 - conf) && n < sizeof(res->guard_why))
+			n += (size_t)snprintf(res->guard_why + n, sizeof(res->guard_why) - n,
+					      "%sfailing requests, 0 of %zu against the control arm's %zu of %zu: "
+					      "Fisher's exact test p = %.3g, not under %g; about %llu requests per "
+					      "arm would show it", n ? "; " : "", tr->requests, res->ctl_failing,
+					      res->ctl_requests, res->p_fail, 1 - conf,
+					      (unsigned long long)res->n_detect_requests);
+		if (res->n_to_bound && tr->requests < res->n_to_bound && n < sizeof(res->guard_why))
+			n += (size_t)snprintf(res->guard_why + n, sizeof(res->guard_why) - n,
+					      "%s0 failing of %zu %s, not the baseline %s (%s); %llu requests "
+					      "would", n ? "; " : "", tr->requests,
+					      rate_describe(a, sizeof(a), 0, tr->requests, conf, 100, "%"),
+					      rate_fmt(b, sizeof(b), res->baseline, 100, "%"), res->baseline_from,
+					      (unsigned long long)res->n_to_bound);
+		if (n)
+			res->guard_verdict = "INCONCLUSIVE";
 		else
-			d->verdict = "worse";
+			snprintf(res->guard_why, sizeof(res->guard_why), "the treatment made no substitution in "
+				 "%llu merges and failed none of %zu requests, told apart from the control arm "
+				 "(Fisher's exact test, merges p = %.3g)", tr->merges, tr->requests, res->p_subst);
 	}
-	res->negative_delta = res->delta[0].floor;
+	res->guard_ok = !strcmp(res->guard_verdict, "PASS");
+}
+
+void ab_judge(const double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
+	      const struct ab_judge_opts *jo, struct ab_result *res)
+{
+	double sep = jo->separation > 0 ? jo->separation : AB_DEFAULT_SEPARATION;
+	double conf = jo->confidence > 0 && jo->confidence < 1 ? jo->confidence : AB_DEFAULT_CONFIDENCE;
+	double mk_sens[AB_MAX_REPEATS], fx[AB_MAX_REPEATS], d[AB_MAX_REPEATS];
+	size_t f, r, k, n, nr = n_fig[AB_CONTROL] < n_fig[AB_TREATMENT] ? n_fig[AB_CONTROL] : n_fig[AB_TREATMENT];
+
+	res->confidence = conf;
+	for (r = 0; r < AB__ROLES; r++) {
+		res->role[r].n_rounds = n_fig[r] < AB_MAX_REPEATS ? n_fig[r] : AB_MAX_REPEATS;
+		for (f = 0; f < AB_N_FIG; f++) {
+			res->role[r].med[f] = ab_median(fig[r][f], res->role[r].n_rounds);
+			for (k = 0; k < res->role[r].n_rounds; k++)
+				res->role[r].fig[f][k] = fig[r][f][k];
+		}
+	}
+	ab_guard(jo, conf, res);
+	for (f = 0; f < AB_N_FIG; f++) {
+		struct ab_delta *x = &res->delta[f];
+		double c;
+
+		x->figure = ab_fig_name((enum ab_fig)f);
+		x->control = res->role[AB_CONTROL].med[f];
+		x->treatment = res->role[AB_TREATMENT].med[f];
+		ab_paired(fig[AB_CONTROL][f], n_fig[AB_CONTROL], fig[AB_TREATMENT][f], n_fig[AB_TREATMENT], conf,
+			  &x->delta, &x->lo, &x->hi, &x->coverage, &x->rounds);
+		ab_paired(fig[AB_CONTROL][f], n_fig[AB_CONTROL], fig[AB_NEGATIVE][f], n_fig[AB_NEGATIVE], conf,
+			  &x->neg_delta, &x->neg_lo, &x->neg_hi, &c, &n);
+		/* the largest A vs A difference over the rounds: one quiet round proves nothing */
+		x->floor = NAN;
+		for (k = 0; k < n_fig[AB_CONTROL] && k < n_fig[AB_NEGATIVE] && k < AB_MAX_REPEATS; k++) {
+			double a = fig[AB_CONTROL][f][k], b = fig[AB_NEGATIVE][f][k];
+			double rel = a > 0 ? fabs(b - a) / a : NAN;
+
+			if (isfinite(rel) && !(rel <= x->floor))
+				x->floor = rel;
+		}
+		if (!isfinite(x->delta) || !isfinite(x->floor))
+			x->verdict = "unknown";
+		else if (!isfinite(x->lo) || !isfinite(x->hi))
+			x->verdict = "WITHHELD";     /* one round: no interval */
+		else if (x->lo >= -x->floor && x->hi <= x->floor)
+			x->verdict = "flat, not a win";
+		else if (x->lo > x->floor || x->hi < -x->floor)
+			/* tokens/s: higher is better; the others: lower */
+			x->verdict = (f == AB_TOK_S) == (x->lo > x->floor) ? "better" : "worse";
+		else
+			x->verdict = "WITHHELD";     /* the interval straddles the floor */
+	}
+	/* forgone takes as decode time: forgone x the treatment's ITL p50, per round */
+	res->forgone_rounds = 0;
+	for (k = 0; k < nr && k < AB_MAX_REPEATS; k++) {
+		double itl = fig[AB_TREATMENT][AB_ITL][k], mk = fig[AB_CONTROL][AB_MAKESPAN][k];
+
+		if (!res->role[AB_TREATMENT].guard_known || !isfinite(itl) || !(mk > 0))
+			continue;
+		fx[res->forgone_rounds] = (double)res->role[AB_TREATMENT].forgone_round[k] * itl;
+		d[res->forgone_rounds] = fx[res->forgone_rounds] / mk;
+		res->forgone_rounds++;
+	}
+	res->forgone_expected_s = ab_median(fx, res->forgone_rounds);
+	res->forgone_expected_rel = ab_median(d, res->forgone_rounds);
+	res->negative_delta = res->delta[AB_MAKESPAN].floor;
 	res->sensitivity_delta = NAN;
 	res->separation = NAN;
 	res->cost_withheld = false;
 	res->cost_reason[0] = '\0';
-	if (!has_sensitivity) {
+	if (jo->has_sensitivity) {
+		for (k = n = 0; k < n_fig[AB_CONTROL] && k < n_fig[AB_SENSITIVITY] && k < AB_MAX_REPEATS; k++) {
+			double a = fig[AB_CONTROL][AB_MAKESPAN][k], b = fig[AB_SENSITIVITY][AB_MAKESPAN][k];
+
+			if (a > 0 && isfinite(b))
+				mk_sens[n++] = fabs(b - a) / a;
+		}
+		res->sensitivity_delta = ab_median(mk_sens, n);
+		res->separation = res->sensitivity_delta - res->negative_delta;
+	}
+	if (res->delta[AB_MAKESPAN].rounds < 2) {
+		res->cost_withheld = true;
+		snprintf(res->cost_reason, sizeof(res->cost_reason),
+			 "%zu round: one pair of boots has no interval, and its difference cannot be told from "
+			 "the noise between boots (--repeats %d at least)", res->delta[AB_MAKESPAN].rounds,
+			 AB_DEFAULT_REPEATS);
+	} else if (!jo->has_sensitivity) {
 		res->cost_withheld = true;
 		snprintf(res->cost_reason, sizeof(res->cost_reason),
 			 "no sensitivity arm (--sensitivity): nothing shows this bench can see a %.0f%% effect",
 			 sep * 100);
-	} else {
-		double a = res->role[AB_CONTROL].med.makespan, s = res->role[AB_SENSITIVITY].med.makespan;
-
-		res->sensitivity_delta = a > 0 ? fabs(s - a) / a : NAN;
-		res->separation = res->sensitivity_delta - res->negative_delta;
-		if (!isfinite(res->separation) || res->separation < sep) {
-			res->cost_withheld = true;
-			snprintf(res->cost_reason, sizeof(res->cost_reason),
-				 "the sensitivity arm moves makespan by %.1f%%, the negative control (A vs A) by "
-				 "%.1f%%: separated by %.1f points, under the %.0f%% separation floor",
-				 100 * res->sensitivity_delta, 100 * res->negative_delta, 100 * res->separation,
-				 100 * sep);
-		}
+	} else if (!isfinite(res->separation) || res->separation < sep) {
+		res->cost_withheld = true;
+		snprintf(res->cost_reason, sizeof(res->cost_reason),
+			 "the sensitivity arm moves makespan by %.1f%%, the negative control (A vs A) by "
+			 "%.1f%%: separated by %.1f points, under the %.0f%% separation floor",
+			 100 * res->sensitivity_delta, 100 * res->negative_delta, 100 * res->separation,
+			 100 * sep);
 	}
-	res->guard_ok = res->role[AB_TREATMENT].subst == 0 && res->role[AB_TREATMENT].failing == 0 &&
-			res->role[AB_CONTROL].subst > 0;
 }
 
 static void ab_verdict(struct ab_ctx *c)
 {
+	struct ab_judge_opts jo;
 	size_t r;
 
 	for (r = 0; r < AB__ROLES; r++)
 		c->res->role[r].arm = ab_role_arm(c->o, (enum ab_role)r);
-	ab_judge((const double (*)[3][AB_MAX_REPEATS])c->fig, c->n_fig, c->o->sensitivity != NULL,
-		 c->o->separation, c->res);
+	jo.has_sensitivity = c->o->sensitivity != NULL;
+	jo.separation = c->o->separation;
+	jo.confidence = c->o->confidence;
+	jo.baseline = c->o->baseline;
+	ab_judge((const double (*)[AB_N_FIG][AB_MAX_REPEATS])c->fig, c->n_fig, &jo, c->res);
 }
 
 /* --- reports ---------------------------------------------------------------- */
@@ -731,71 +895,136 @@ static void ab_pct(FILE *f, double v)
 		fputs("n/a", f);
 }
 
+/* "+2.10% to +9.90% (75%)", or "none (1 round)". */
+static void ab_interval(FILE *f, double lo, double hi, double coverage, size_t rounds)
+{
+	if (!isfinite(lo) || !isfinite(hi)) {
+		fprintf(f, "none (%zu round%s)", rounds, rounds == 1 ? "" : "s");
+		return;
+	}
+	ab_pct(f, lo);
+	fputs(" to ", f);
+	ab_pct(f, hi);
+	fprintf(f, " (%g%%)", 100 * coverage);
+}
+
 static void ab_write_md(struct ab_ctx *c, FILE *f)
 {
 	const struct ab_result *res = c->res;
 	const struct ab_opts *o = c->o;
+	const struct ab_role_result *tr = &res->role[AB_TREATMENT];
+	double conf = res->confidence;
+	char a[128], b[128], lv[16];
 	size_t r, k;
 
+	rate_level(lv, sizeof(lv), conf);
 	fprintf(f, "# A/B: %s (control) vs %s (treatment)\n\n", o->control, o->treatment);
-	fprintf(f, "Guard effect: **%s**. Cost: **%s**.\n\n",
-		res->guard_ok ? "PASS" : res->role[AB_CONTROL].subst == 0 ? "NOT SHOWN" : "FAIL",
-		res->cost_withheld ? "WITHHELD" : "published");
+	fprintf(f, "Guard effect: **%s**. Cost: **%s**. %zu round%s; rates with %s Clopper-Pearson intervals, "
+		"Fisher's exact test two-sided at %g.\n\n", res->guard_verdict,
+		res->cost_withheld ? "WITHHELD" : "published", res->role[AB_CONTROL].n_rounds,
+		res->role[AB_CONTROL].n_rounds == 1 ? "" : "s", lv, 1 - conf);
+	fprintf(f, "%s: %s.\n\n", res->guard_verdict, res->guard_why);
 	fprintf(f, "## Guard effect\n\n");
-	fprintf(f, "| role | arm | boots | merges | taken | substitutions (request/stamp/lifetime) | fired | prevented | forgone | arm verdict |\n");
-	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(f, "| role | arm | boots | merges | merges with a substitution | substitutions (request/stamp/lifetime) "
+		"| taken | fired | prevented | forgone | arm verdict |\n");
+	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (r = 0; r < AB__ROLES; r++) {
 		const struct ab_role_result *x = &res->role[r];
 
 		if (!x->n_boots)
 			continue;
-		fprintf(f, "| %s | %s | %zu | %llu | %llu | %llu (%llu/%llu/%llu) | ", ab_role_name((enum ab_role)r),
-			x->arm, x->n_boots, x->merges, x->taken, x->subst, x->subst_request, x->subst_stamp,
-			x->subst_lifetime);
+		fprintf(f, "| %s | %s | %zu | %llu | %llu of %llu: %s | %llu (%llu/%llu/%llu) | %llu | ",
+			ab_role_name((enum ab_role)r), x->arm, x->n_boots, x->merges, x->merges_subst, x->merges,
+			rate_describe(a, sizeof(a), x->merges_subst, x->merges, conf, 100, "%"), x->subst,
+			x->subst_request, x->subst_stamp, x->subst_lifetime, x->taken);
 		if (x->guard_known)
 			fprintf(f, "%llu | %llu | %llu | ", x->fired, x->prevented, x->forgone);
 		else
 			fprintf(f, "n/a | n/a | n/a | ");
 		fprintf(f, "%s |\n", x->arm_verdict[0] ? x->arm_verdict : "no-audit");
 	}
-	if (!res->guard_ok) {
-		if (res->role[AB_CONTROL].subst == 0)
-			fprintf(f, "\nThe control made no substitution on this workload: the A/B cannot show "
-				"what the guard prevents.\n");
-		if (res->role[AB_TREATMENT].subst || res->role[AB_TREATMENT].failing)
-			fprintf(f, "\nThe treatment made %llu substitution(s) and had %zu failing request(s).\n",
-				res->role[AB_TREATMENT].subst, res->role[AB_TREATMENT].failing);
-	}
+	fprintf(f, "\nThe treatment against the control arm (its control and negative-control boots: one "
+		"configuration): merges with a substitution %llu of %llu against %llu of %llu, Fisher's exact "
+		"test p = %.3g.\n", tr->merges_subst, tr->merges, res->ctl_merges_subst, res->ctl_merges,
+		res->p_subst);
+	if (tr->guard_known)
+		fprintf(f, "The treatment's guard fired on %llu of %llu merges (%s); it forwent %llu of %llu bare "
+			"takes (%s).\n", tr->fired, tr->merges, rate_describe(a, sizeof(a), tr->fired, tr->merges,
+									    conf, 100, "%"),
+			tr->forgone, tr->bare_taken, rate_describe(b, sizeof(b), tr->forgone, tr->bare_taken, conf,
+								   100, "%"));
 	if (res->n_mem_warnings)
 		fprintf(f, "\nHost memory did not come back after %zu boot(s): %s.\n", res->n_mem_warnings,
 			res->mem_warning);
-	fprintf(f, "\n## Correctness\n\n| role | failing of requests | explained | possible | unexplained | substitutions with correct output |\n|---|---|---|---|---|---|\n");
+	fprintf(f, "\n## Correctness\n\n| role | failing of requests | rate | explained | possible | unexplained "
+		"| substitutions with correct output |\n|---|---|---|---|---|---|---|\n");
 	for (r = 0; r < AB__ROLES; r++) {
 		const struct ab_role_result *x = &res->role[r];
 
 		if (x->n_boots)
-			fprintf(f, "| %s | %zu of %zu | %zu | %zu | %zu | %zu |\n", ab_role_name((enum ab_role)r),
-				x->failing, x->requests, x->explained, x->possible, x->unexplained,
-				x->subst_correct);
+			fprintf(f, "| %s | %zu of %zu | %s | %zu | %zu | %zu | %zu |\n", ab_role_name((enum ab_role)r),
+				x->failing, x->requests, rate_describe(a, sizeof(a), x->failing, x->requests, conf,
+								       100, "%"),
+				x->explained, x->possible, x->unexplained, x->subst_correct);
 	}
+	fprintf(f, "\nThe treatment against the control arm: failing requests %zu of %zu against %zu of %zu, "
+		"Fisher's exact test p = %.3g.", tr->failing, tr->requests, res->ctl_failing, res->ctl_requests,
+		res->p_fail);
+	if (res->baseline > 0)
+		fprintf(f, " Baseline %s per request (%s): the treatment's %zu of %zu %s; %llu requests rule it "
+			"out.\n", rate_fmt(a, sizeof(a), res->baseline, 100, "%"), res->baseline_from, tr->failing,
+			tr->requests, rate_describe(b, sizeof(b), tr->failing, tr->requests, conf, 100, "%"),
+			(unsigned long long)res->n_to_bound);
+	else
+		fprintf(f, " No baseline: the control arm failed no request and none was given (--baseline).\n");
 	fprintf(f, "\n## Cost\n\n");
-	fprintf(f, "Noise floor (negative control, %s vs %s between boots): makespan %.2f%%, TTFT p50 %.2f%%, "
-		"tokens/s %.2f%%.\n", o->control, o->control, 100 * res->delta[0].floor,
-		100 * res->delta[1].floor, 100 * res->delta[2].floor);
+	fprintf(f, "Each figure is the median over rounds of the paired difference (treatment - control) / "
+		"control, both booted in the same round, with the order-statistic interval of that median "
+		"(its real coverage in brackets: with 3 rounds it is the smallest and the largest difference, "
+		"which cover the median 75%% of the time, not %s).\n", lv);
+	fprintf(f, "Noise floor (the negative control, %s booted again in the same round, against the "
+		"control; the largest difference over rounds): makespan %.2f%%, TTFT p50 %.2f%%, ITL p50 %.2f%%, "
+		"tokens/s %.2f%%.\n", o->control, 100 * res->delta[AB_MAKESPAN].floor,
+		100 * res->delta[AB_TTFT].floor, 100 * res->delta[AB_ITL].floor, 100 * res->delta[AB_TOK_S].floor);
 	if (o->sensitivity)
-		fprintf(f, "Sensitivity arm %s: makespan moved %.2f%%, separation from the negative control "
-			"%.2f points (floor %.0f%%).\n", o->sensitivity, 100 * res->sensitivity_delta,
+		fprintf(f, "Sensitivity arm %s: makespan moved %.2f%% (median over rounds), separation from the "
+			"negative control %.2f points (floor %.0f%%).\n", o->sensitivity, 100 * res->sensitivity_delta,
 			100 * res->separation, 100 * (o->separation > 0 ? o->separation : AB_DEFAULT_SEPARATION));
 	if (res->cost_withheld) {
 		fprintf(f, "\n**WITHHELD**: %s. The treatment's cost is not published.\n", res->cost_reason);
 	} else {
-		fprintf(f, "\n| figure | control | treatment | delta | noise floor | verdict |\n|---|---|---|---|---|---|\n");
-		for (k = 0; k < 3; k++) {
+		fprintf(f, "\n| figure | control | treatment | paired difference | interval | negative control "
+			"(A' - A) | noise floor | verdict |\n|---|---|---|---|---|---|---|---|\n");
+		for (k = 0; k < AB_N_FIG; k++) {
 			const struct ab_delta *d = &res->delta[k];
 
-			fprintf(f, "| %s | %.4f | %.4f | ", d->figure, d->control, d->treatment);
+			fprintf(f, "| %s | %.4g | %.4g | ", d->figure, d->control, d->treatment);
 			ab_pct(f, d->delta);
-			fprintf(f, " | %.2f%% | %s |\n", 100 * d->floor, d->verdict);
+			fputs(" | ", f);
+			ab_interval(f, d->lo, d->hi, d->coverage, d->rounds);
+			fputs(" | ", f);
+			ab_pct(f, d->neg_delta);
+			fputs(", ", f);
+			ab_interval(f, d->neg_lo, d->neg_hi, d->coverage, d->rounds);
+			fprintf(f, " | %.2f%% | %s%s |\n", 100 * d->floor, d->verdict,
+				!strcmp(d->verdict, "WITHHELD") ? ": the interval straddles the noise floor" : "");
+		}
+	}
+	if (tr->guard_known) {
+		fprintf(f, "\nForgone takes of the treatment per round:");
+		for (k = 0; k < tr->n_rounds; k++)
+			fprintf(f, " %llu", tr->forgone_round[k]);
+		fprintf(f, ". At one ITL p50 of decode time each they would cost %.4g s, %.2f%% of the control's "
+			"makespan (median over rounds)", res->forgone_expected_s, 100 * res->forgone_expected_rel);
+		if (res->cost_withheld) {
+			fprintf(f, "; the measured difference is withheld.\n");
+		} else {
+			fprintf(f, ", beside the measured makespan difference ");
+			ab_pct(f, res->delta[AB_MAKESPAN].delta);
+			fputs(" (interval ", f);
+			ab_interval(f, res->delta[AB_MAKESPAN].lo, res->delta[AB_MAKESPAN].hi,
+				    res->delta[AB_MAKESPAN].coverage, res->delta[AB_MAKESPAN].rounds);
+			fputs(").\n", f);
 		}
 	}
 	fprintf(f, "\n## Boots\n\n");
@@ -803,14 +1032,40 @@ static void ab_write_md(struct ab_ctx *c, FILE *f)
 		fprintf(f, "- %s r%u (%s): capture `%s`, records `%s`\n", ab_role_name(c->boots[k].role),
 			c->boots[k].round + 1, ab_role_arm(o, c->boots[k].role), c->boots[k].capture,
 			c->boots[k].records);
-	fprintf(f, "\nFigures: `%s`, `%s`, `%s`, `%s`.\n", res->svg_timeline,
-		res->svg_timeline_treatment, res->svg_latency, res->svg_makespan);
+	fprintf(f, "\nFigures: `%s`, `%s`, `%s`, `%s`; the page: `%s` (ttaudit report html).\n", res->svg_timeline,
+		res->svg_timeline_treatment, res->svg_latency, res->svg_makespan, res->report_html);
+}
+
+/* figure values of one role per round, by figure name */
+static void ab_json_rounds(struct jsonw *w, const struct ab_role_result *x)
+{
+	static const char *const keys[AB_N_FIG] = { "makespan_s", "ttft_p50_s", "itl_p50_s", "output_tok_s" };
+	size_t f, k;
+
+	jsonw_key(w, "rounds");
+	jsonw_obj(w);
+	for (f = 0; f < AB_N_FIG; f++) {
+		jsonw_key(w, keys[f]);
+		jsonw_arr(w);
+		for (k = 0; k < x->n_rounds; k++)
+			jsonw_double(w, x->fig[f][k]);
+		jsonw_arr_end(w);
+	}
+	if (x->guard_known) {
+		jsonw_key(w, "forgone");
+		jsonw_arr(w);
+		for (k = 0; k < x->n_rounds; k++)
+			jsonw_uint(w, x->forgone_round[k]);
+		jsonw_arr_end(w);
+	}
+	jsonw_obj_end(w);
 }
 
 static void ab_write_json(struct ab_ctx *c, FILE *f)
 {
 	const struct ab_result *res = c->res;
 	const struct ab_opts *o = c->o;
+	double conf = res->confidence;
 	struct jsonw w;
 	size_t r, k;
 
@@ -821,8 +1076,10 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 	jsonw_kstr(&w, "sensitivity", o->sensitivity);
 	jsonw_kbool(&w, "failed", res->failed);
 	jsonw_kstr(&w, "fail_message", res->failed ? res->fail_message : NULL);
-	jsonw_kstr(&w, "guard_verdict", res->guard_ok ? "PASS" :
-		   res->role[AB_CONTROL].subst == 0 ? "NOT SHOWN" : "FAIL");
+	jsonw_kdouble(&w, "confidence", conf);
+	jsonw_kuint(&w, "rounds", res->role[AB_CONTROL].n_rounds);
+	jsonw_kstr(&w, "guard_verdict", res->guard_verdict);
+	jsonw_kstr(&w, "guard_why", res->guard_why);
 	jsonw_key(&w, "roles");
 	jsonw_obj(&w);
 	for (r = 0; r < AB__ROLES; r++) {
@@ -835,6 +1092,9 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 		jsonw_kstr(&w, "arm", x->arm);
 		jsonw_kuint(&w, "boots", x->n_boots);
 		jsonw_kuint(&w, "merges", x->merges);
+		jsonw_kuint(&w, "merges_with_substitution", x->merges_subst);
+		jsonw_key(&w, "substitution_rate");
+		rate_json(&w, x->merges_subst, x->merges, conf);
 		jsonw_kuint(&w, "taken", x->taken);
 		jsonw_kuint(&w, "substitutions", x->subst);
 		jsonw_key(&w, "substitutions_by_evidence");
@@ -845,32 +1105,53 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 		jsonw_obj_end(&w);
 		if (x->guard_known) {
 			jsonw_kuint(&w, "fired", x->fired);
+			jsonw_key(&w, "fired_rate");
+			rate_json(&w, x->fired, x->merges, conf);
 			jsonw_kuint(&w, "prevented", x->prevented);
 			jsonw_kuint(&w, "forgone", x->forgone);
+			jsonw_kuint(&w, "bare_taken", x->bare_taken);
+			jsonw_key(&w, "forgone_rate");
+			rate_json(&w, x->forgone, x->bare_taken, conf);
 		}
 		jsonw_kstr(&w, "arm_verdict", x->arm_verdict[0] ? x->arm_verdict : "no-audit");
 		jsonw_kuint(&w, "requests", x->requests);
 		jsonw_kuint(&w, "failing", x->failing);
+		jsonw_key(&w, "failing_rate");
+		rate_json(&w, x->failing, x->requests, conf);
 		jsonw_kuint(&w, "explained", x->explained);
 		jsonw_kuint(&w, "possible", x->possible);
 		jsonw_kuint(&w, "unexplained", x->unexplained);
 		jsonw_kuint(&w, "substitutions_with_correct_output", x->subst_correct);
-		jsonw_kdouble(&w, "makespan_s", x->med.makespan);
-		jsonw_kdouble(&w, "ttft_p50_s", x->med.ttft_p50);
-		jsonw_kdouble(&w, "output_tok_s", x->med.tok_s);
-		jsonw_key(&w, "makespan_per_repeat");
-		jsonw_arr(&w);
-		for (k = 0; k < c->n_fig[r]; k++)
-			jsonw_double(&w, x->makespan[k]);
-		jsonw_arr_end(&w);
+		jsonw_kdouble(&w, "makespan_s", x->med[AB_MAKESPAN]);
+		jsonw_kdouble(&w, "ttft_p50_s", x->med[AB_TTFT]);
+		jsonw_kdouble(&w, "itl_p50_s", x->med[AB_ITL]);
+		jsonw_kdouble(&w, "output_tok_s", x->med[AB_TOK_S]);
+		ab_json_rounds(&w, x);
 		jsonw_obj_end(&w);
 	}
+	jsonw_obj_end(&w);
+	jsonw_key(&w, "control_arm");
+	jsonw_obj(&w);
+	jsonw_key(&w, "substitution_rate");
+	rate_json(&w, res->ctl_merges_subst, res->ctl_merges, conf);
+	jsonw_key(&w, "failing_rate");
+	rate_json(&w, res->ctl_failing, res->ctl_requests, conf);
+	jsonw_obj_end(&w);
+	jsonw_key(&w, "treatment_against_control");
+	jsonw_obj(&w);
+	jsonw_kdouble(&w, "substitution_fisher_p", res->p_subst);
+	jsonw_kdouble(&w, "failing_fisher_p", res->p_fail);
+	jsonw_kdouble(&w, "baseline", res->baseline > 0 ? res->baseline : NAN);
+	jsonw_kstr(&w, "baseline_from", res->baseline_from);
+	jsonw_kuint(&w, "requests_to_rule_out_baseline", res->n_to_bound);
+	jsonw_kuint(&w, "merges_per_arm_to_detect", res->n_detect_merges);
+	jsonw_kuint(&w, "requests_per_arm_to_detect", res->n_detect_requests);
 	jsonw_obj_end(&w);
 	jsonw_kuint(&w, "host_memory_warnings", res->n_mem_warnings);
 	jsonw_kstr(&w, "host_memory_warning", res->n_mem_warnings ? res->mem_warning : NULL);
 	jsonw_key(&w, "noise_floor");
 	jsonw_obj(&w);
-	for (k = 0; k < 3; k++)
+	for (k = 0; k < AB_N_FIG; k++)
 		jsonw_kdouble(&w, res->delta[k].figure, res->delta[k].floor);
 	jsonw_obj_end(&w);
 	jsonw_kdouble(&w, "sensitivity_delta", res->sensitivity_delta);
@@ -883,7 +1164,7 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 		jsonw_null(&w);
 	} else {
 		jsonw_arr(&w);
-		for (k = 0; k < 3; k++) {
+		for (k = 0; k < AB_N_FIG; k++) {
 			const struct ab_delta *d = &res->delta[k];
 
 			jsonw_obj(&w);
@@ -891,11 +1172,30 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 			jsonw_kdouble(&w, "control", d->control);
 			jsonw_kdouble(&w, "treatment", d->treatment);
 			jsonw_kdouble(&w, "delta", d->delta);
+			jsonw_kdouble(&w, "lo", d->lo);
+			jsonw_kdouble(&w, "hi", d->hi);
+			jsonw_kdouble(&w, "coverage", d->coverage);
+			jsonw_kstr(&w, "interval", "order statistics of the median of paired differences");
+			jsonw_kuint(&w, "rounds", d->rounds);
+			jsonw_kdouble(&w, "negative_delta", d->neg_delta);
+			jsonw_kdouble(&w, "negative_lo", d->neg_lo);
+			jsonw_kdouble(&w, "negative_hi", d->neg_hi);
 			jsonw_kdouble(&w, "noise_floor", d->floor);
 			jsonw_kstr(&w, "verdict", d->verdict);
 			jsonw_obj_end(&w);
 		}
 		jsonw_arr_end(&w);
+	}
+	jsonw_key(&w, "forgone_cost");
+	if (res->role[AB_TREATMENT].guard_known) {
+		jsonw_obj(&w);
+		jsonw_kdouble(&w, "expected_s", res->forgone_expected_s);
+		jsonw_kdouble(&w, "expected_relative", res->forgone_expected_rel);
+		jsonw_kstr(&w, "model", "forgone takes x the treatment's ITL p50, median over rounds");
+		jsonw_kdouble(&w, "measured_relative", res->cost_withheld ? NAN : res->delta[AB_MAKESPAN].delta);
+		jsonw_obj_end(&w);
+	} else {
+		jsonw_null(&w);
 	}
 	jsonw_key(&w, "boots");
 	jsonw_arr(&w);
@@ -916,6 +1216,7 @@ static void ab_write_json(struct ab_ctx *c, FILE *f)
 	jsonw_str(&w, res->svg_latency);
 	jsonw_str(&w, res->svg_makespan);
 	jsonw_arr_end(&w);
+	jsonw_kstr(&w, "html", res->report_html[0] ? res->report_html : NULL);
 	jsonw_obj_end(&w);
 	fputc('\n', f);
 }
@@ -987,7 +1288,7 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 	for (r = 0; r < AB__ROLES; r++)
 		if (c->n_fig[r]) {
 			s[n].name = ab_role_name((enum ab_role)r);
-			s[n].v = c->fig[r][0];
+			s[n].v = c->fig[r][AB_MAKESPAN];
 			s[n].n = c->n_fig[r];
 			n++;
 		}

@@ -38,13 +38,38 @@
  * A failed gate (preflight, lock, readiness, arm) stops the A/B with FAIL
  * before any report is written.
  *
- * Verdict: guard effect (substitutions with control vs treatment,
- * prevented, forgone, fired), correctness (N failing of M, explained or
- * not), and cost (makespan, TTFT p50, output tokens/s) as deltas against
- * the noise floor: a delta inside it is "flat, not a win". When the
- * sensitivity arm cannot be told apart from the negative control by the
- * separation floor (default 5%), or there is no sensitivity arm, the cost
- * comparison is WITHHELD.
+ * Verdict (ab_judge):
+ *   guard effect   merges with a substitution and failing requests, the
+ *                  treatment against the control arm (the control and the
+ *                  negative-control boots, one configuration), each with its
+ *                  Clopper-Pearson interval and Fisher's exact test between
+ *                  them. PASS needs the control arm to substitute, the
+ *                  treatment to make none and fail no request, Fisher's test
+ *                  to tell the two apart at 1 - C (merges; requests too when
+ *                  the control failed any), and the treatment's 0 failing of
+ *                  N to rule out the baseline (--baseline, else the control
+ *                  arm's own failure rate). FAIL when the treatment
+ *                  substituted or failed; NOT SHOWN when the control arm made
+ *                  no substitution; INCONCLUSIVE otherwise, with the number
+ *                  of merges or requests that would do (base/rate.h).
+ *   cost           per figure (makespan, TTFT p50, ITL p50, output tokens/s)
+ *                  the median over rounds of the paired difference
+ *                  (treatment - control) / control of the same round, with
+ *                  the distribution-free interval of that median
+ *                  (rate_median_interval: with 3 rounds the minimum and the
+ *                  maximum, 75% coverage, said so). The noise floor is the
+ *                  largest |A' - A| / A over rounds (the negative control
+ *                  against the control). An interval inside [-floor, floor]
+ *                  is "flat, not a win"; one wholly outside is better or
+ *                  worse; one that straddles the floor is WITHHELD. The whole
+ *                  cost is WITHHELD with one round (no interval), without a
+ *                  sensitivity arm, or when the sensitivity arm is not
+ *                  separated from the negative control by the separation
+ *                  floor (default 5 points).
+ *   forgone        the treatment's forgone takes (fresh tokens its guard
+ *                  refused) times its ITL p50: the decode time they would
+ *                  cost if each cost one token's time, beside the measured
+ *                  makespan difference.
  */
 #ifndef TTAUDIT_AB_H
 #define TTAUDIT_AB_H
@@ -59,8 +84,16 @@
 
 #define AB_MAX_REPEATS 20
 #define AB_MAX_BOOTS (4 * AB_MAX_REPEATS)
+#define AB_DEFAULT_REPEATS 3
 #define AB_DEFAULT_SEPARATION 0.05
 #define AB_DEFAULT_STOP_TIMEOUT 60.0
+#define AB_DEFAULT_CONFIDENCE 0.95
+
+/* The cost figures, in this order in every array indexed by figure. */
+enum ab_fig { AB_MAKESPAN, AB_TTFT, AB_ITL, AB_TOK_S, AB_N_FIG };
+
+/* "makespan", "ttft_p50", "itl_p50", "tok_s". */
+const char *ab_fig_name(enum ab_fig f);
 
 enum ab_role { AB_CONTROL, AB_TREATMENT, AB_NEGATIVE, AB_SENSITIVITY, AB__ROLES };
 
@@ -75,7 +108,7 @@ struct ab_opts {
 	const char *sensitivity_serve;     /* NULL: serve */
 	const char *url;                   /* NULL: read the port file */
 	const char *dir;                   /* work directory: captures, records, report */
-	unsigned repeats;                  /* rounds, >= 1 */
+	unsigned repeats;                  /* rounds, >= 1 (AB_DEFAULT_REPEATS; 1 withholds the cost) */
 	/* the bench */
 	const char *suite;                 /* NULL: generate */
 	struct suite_gen_opts gen;
@@ -95,30 +128,43 @@ struct ab_opts {
 	const char *stop_cmd;              /* run instead of signalling, then wait; NULL none */
 	/* the verdict */
 	double separation;                 /* <= 0: AB_DEFAULT_SEPARATION */
+	double confidence;                 /* of every interval and test; <= 0: AB_DEFAULT_CONFIDENCE */
+	double baseline;                   /* failure rate per request to rule out; <= 0: the control arm's */
 	FILE *log;                         /* progress lines; NULL: stderr */
-};
-
-struct ab_figures {
-	double makespan, ttft_p50, tok_s;  /* median over the role's boots; -1 unknown */
 };
 
 struct ab_role_result {
 	const char *arm;
 	size_t n_boots;
-	struct ab_figures med;
-	double makespan[AB_MAX_REPEATS];   /* per repeat */
-	unsigned long long merges, taken, subst, subst_request, subst_stamp, subst_lifetime;
-	unsigned long long fired, prevented, forgone;
+	double med[AB_N_FIG];              /* median over the role's rounds; NAN unknown */
+	double fig[AB_N_FIG][AB_MAX_REPEATS];   /* per round */
+	size_t n_rounds;
+	unsigned long long merges, merges_subst, taken, subst, subst_request, subst_stamp, subst_lifetime;
+	unsigned long long fired, prevented, forgone, bare_taken;
+	unsigned long long forgone_round[AB_MAX_REPEATS];   /* per round, with guard_known */
 	bool guard_known;                  /* fired/prevented/forgone from the arm's rule */
 	size_t requests, failing, explained, possible, unexplained, subst_correct;
 	char arm_verdict[32];              /* of the last boot */
 };
 
 struct ab_delta {
-	const char *figure;                /* "makespan", "ttft_p50", "tok_s" */
-	double control, treatment, delta;  /* delta relative to control */
+	const char *figure;                /* ab_fig_name */
+	double control, treatment;         /* the roles' medians over rounds */
+	double delta;                      /* median over rounds of (treatment - control) / control */
+	double lo, hi;                     /* the order-statistic interval of that median */
+	double coverage;                   /* its real coverage (0.75 with 3 rounds) */
+	size_t rounds;                     /* rounds paired */
 	double floor;                      /* |A' - A| / A, the largest over rounds */
-	const char *verdict;               /* "flat, not a win", "better", "worse", "unknown" */
+	double neg_delta, neg_lo, neg_hi;  /* the same of the negative control against the control */
+	const char *verdict;               /* "flat, not a win", "better", "worse", "WITHHELD", "unknown" */
+};
+
+/* What the verdict is judged with besides the figures. */
+struct ab_judge_opts {
+	bool has_sensitivity;
+	double separation;                 /* <= 0: AB_DEFAULT_SEPARATION */
+	double confidence;                 /* <= 0: AB_DEFAULT_CONFIDENCE */
+	double baseline;                   /* <= 0: the control arm's own failure rate */
 };
 
 struct ab_result {
@@ -126,12 +172,28 @@ struct ab_result {
 	char fail_message[1024];
 	char fail_command[512];            /* what a person should run, or "" */
 	struct ab_role_result role[AB__ROLES];
-	struct ab_delta delta[3];
+	double confidence;                 /* in force */
+	/* the guard effect */
+	const char *guard_verdict;         /* "PASS", "FAIL", "NOT SHOWN", "INCONCLUSIVE" */
+	char guard_why[640];
+	bool guard_ok;                     /* guard_verdict is PASS */
+	/* the control arm: control and negative-control boots pooled */
+	unsigned long long ctl_merges, ctl_merges_subst;
+	size_t ctl_requests, ctl_failing;
+	double p_subst, p_fail;            /* Fisher's exact test, treatment against the control arm */
+	double baseline;                   /* the failure rate the treatment's 0 must rule out; 0 none */
+	const char *baseline_from;         /* "--baseline", "the control arm", NULL */
+	uint64_t n_to_bound;               /* requests whose 0 rules the baseline out */
+	uint64_t n_detect_merges, n_detect_requests;   /* per arm, for Fisher's test at power 0.8 */
+	/* the cost */
+	struct ab_delta delta[AB_N_FIG];
 	bool cost_withheld;
 	char cost_reason[256];
 	double sensitivity_delta, negative_delta, separation;
-	bool guard_ok;                     /* treatment made no substitution and no failing request */
-	char report_md[1024], report_json[1024], svg_timeline[1024], svg_latency[1024];
+	double forgone_expected_s;         /* median over rounds of forgone x the treatment's ITL p50 */
+	double forgone_expected_rel;       /* the same relative to the control's makespan */
+	size_t forgone_rounds;             /* rounds with both figures */
+	char report_md[1024], report_json[1024], report_html[1024], svg_timeline[1024], svg_latency[1024];
 	char svg_makespan[1024], svg_timeline_treatment[1024];
 	size_t n_mem_warnings;             /* boots after which host memory did not come back */
 	char mem_warning[1200];            /* the last one */
@@ -140,14 +202,15 @@ struct ab_result {
 };
 
 /*
- * The verdict from the figures: fig[role][figure][round] with figures
- * makespan, TTFT p50, tokens/s and n_fig[role] rounds; the substitution and
- * correctness counts must already be in res->role. Fills medians, deltas,
- * floors, the sensitivity separation, cost_withheld and guard_ok. Pure:
- * ab_run calls it, tests call it directly.
+ * The verdict from the figures: fig[role][figure][round] (enum ab_fig) with
+ * n_fig[role] rounds; the substitution, forgone and correctness counts must
+ * already be in res->role. Fills the roles' medians and rounds, the guard
+ * verdict with its tests, the deltas with their intervals, the floors, the
+ * sensitivity separation, the forgone cost and cost_withheld. Pure: ab_run
+ * calls it, tests call it directly.
  */
-void ab_judge(const double fig[AB__ROLES][3][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
-	      bool has_sensitivity, double separation, struct ab_result *res);
+void ab_judge(const double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
+	      const struct ab_judge_opts *jo, struct ab_result *res);
 
 /*
  * Runs the A/B. STATUS_OK when it ran to a verdict or stopped at a gate

@@ -1,7 +1,6 @@
 /*
  * cmd_ab.c - `ttaudit ab`: the A/B validation of a guard (ab/ab.h).
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,191 +8,153 @@
 #include "ab.h"
 #include "cli.h"
 #include "jsonw.h"
+#include "opt.h"
 
-static const char ab_usage[] =
-	"usage: ttaudit ab --control ARM --treatment ARM --spec arms.json --serve 'CMD ...'\n"
-	"                  [--sensitivity ARM [--sensitivity-serve 'CMD ...']] [-o DIR] [options]\n"
-	"\n"
-	"Validates a guard the way it is done by hand, without the mistakes. Per boot,\n"
-	"one at a time: preflight, the host lock, the serve command under capture with\n"
-	"the arm's environment (other arms' variables removed), readiness, the arm\n"
-	"confirmed from the server's own output (fail closed), the reference and the\n"
-	"correctness run under load, a graceful stop (never SIGKILL), then pairing of\n"
-	"the records with the capture. A round boots control, treatment, control again\n"
-	"(the negative control: the noise floor) and the sensitivity arm.\n"
-	"\n"
-	"The serve command runs under /bin/sh with TTAUDIT_AB_ARM, TTAUDIT_AB_ROLE,\n"
-	"TTAUDIT_AB_BOOT and TTAUDIT_AB_PORT_FILE set; without --url it must write its\n"
-	"port to $TTAUDIT_AB_PORT_FILE (e.g. ttsim serve --port 0 --port-file ...).\n"
-	"\n"
-	"  --control ARM, --treatment ARM   arms of the spec (probe/arms.h, docs/arms.md)\n"
-	"  --sensitivity ARM  a configuration known to cost something; without it the\n"
-	"                     cost comparison is WITHHELD\n"
-	"  --sensitivity-serve CMD  its serve command (default: --serve)\n"
-	"  --separation PCT   separation floor, sensitivity vs negative control (default 5)\n"
-	"  --url URL          the server's base URL (default: from the port file)\n"
-	"  -o, --dir DIR      work directory: captures, records, report (default ab-out)\n"
-	"  --repeats N        rounds, arms interleaved (default 1)\n"
-	"  --suite FILE | --input-tokens N --output-tokens N --prompts N\n"
-	"  --concurrency N    of the run under load (default 8); --requests N (default: the suite)\n"
-	"  --seed S           corpus seed (default 1)\n"
-	"  --model NAME, --timeout S, --ready-timeout S (default 600)\n"
-	"  --lock DIR         host lock directory (default /tmp/ttaudit-host.lock)\n"
-	"  --vendor-neutral   skip the Tenstorrent preflight checks; --no-docker; --no-preflight\n"
-	"  --mem-floor GIB    preflight memory floor (default 4)\n"
-	"  --preflight-root DIR  read proc/meminfo, proc/*/fd and devices under DIR (tests)\n"
-	"  --stop-signal SIG  INT (default) or TERM; --stop-timeout S per wait (default 60)\n"
-	"  --stop-cmd CMD     run this to stop the server instead ($TTAUDIT_AB_PID is its\n"
-	"                     process group), e.g. 'docker stop -t 90 NAME'\n"
-	"  --json             the JSON twin on stdout instead of the markdown report\n"
-	"\n"
-	"exit: 0 the guard effect passed (control substituted, treatment made no\n"
-	"substitution and no failing request); 1 it did not, or a gate failed (nothing\n"
-	"published); 2 bad usage or input\n";
+static struct ab_opts ab_o = {
+	.dir = "ab-out", .repeats = AB_DEFAULT_REPEATS, .concurrency = 8, .corpus_seed = 1,
+	.ready_timeout = 600,
+	.gen = { .n_prompts = 16, .input_tokens = 64, .max_tokens = 32, .seed = 1 },
+};
+static long long ab_repeats = AB_DEFAULT_REPEATS, ab_in = 64, ab_out_tokens = 32, ab_prompts = 16;
+static long long ab_concurrency = 8, ab_requests = 0, ab_seed = 1;
+static double ab_separation_pct = 0;
+static bool ab_json;
 
-enum { OPT_CONTROL = 256, OPT_TREATMENT, OPT_SENS, OPT_SENS_SERVE, OPT_SPEC, OPT_SERVE, OPT_URL,
-       OPT_REPEATS, OPT_SUITE, OPT_IN, OPT_OUT, OPT_PROMPTS, OPT_CONC, OPT_REQS, OPT_SEED, OPT_MODEL,
-       OPT_TIMEOUT, OPT_READY, OPT_LOCK, OPT_NEUTRAL, OPT_NODOCKER, OPT_NOPRE, OPT_MEM, OPT_STOPSIG,
-       OPT_STOPT, OPT_STOPCMD, OPT_SEP, OPT_PFROOT, OPT_JSON, OPT_HELP };
+static int ab_opt_signal(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)o;
+	if (!strcmp(arg, "INT") || !strcmp(arg, "SIGINT"))
+		ab_o.stop_signal = SIGINT;
+	else if (!strcmp(arg, "TERM") || !strcmp(arg, "SIGTERM"))
+		ab_o.stop_signal = SIGTERM;
+	else {
+		snprintf(err, n, "'%s': want INT or TERM (never KILL)", arg);
+		return -1;
+	}
+	return 0;
+}
 
-static const struct option ab_options[] = {
-	{ "control", required_argument, NULL, OPT_CONTROL },
-	{ "treatment", required_argument, NULL, OPT_TREATMENT },
-	{ "sensitivity", required_argument, NULL, OPT_SENS },
-	{ "sensitivity-serve", required_argument, NULL, OPT_SENS_SERVE },
-	{ "spec", required_argument, NULL, OPT_SPEC },
-	{ "serve", required_argument, NULL, OPT_SERVE },
-	{ "url", required_argument, NULL, OPT_URL },
-	{ "dir", required_argument, NULL, 'o' },
-	{ "repeats", required_argument, NULL, OPT_REPEATS },
-	{ "suite", required_argument, NULL, OPT_SUITE },
-	{ "input-tokens", required_argument, NULL, OPT_IN },
-	{ "output-tokens", required_argument, NULL, OPT_OUT },
-	{ "prompts", required_argument, NULL, OPT_PROMPTS },
-	{ "concurrency", required_argument, NULL, OPT_CONC },
-	{ "requests", required_argument, NULL, OPT_REQS },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "model", required_argument, NULL, OPT_MODEL },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "ready-timeout", required_argument, NULL, OPT_READY },
-	{ "lock", required_argument, NULL, OPT_LOCK },
-	{ "vendor-neutral", no_argument, NULL, OPT_NEUTRAL },
-	{ "no-docker", no_argument, NULL, OPT_NODOCKER },
-	{ "no-preflight", no_argument, NULL, OPT_NOPRE },
-	{ "mem-floor", required_argument, NULL, OPT_MEM },
-	{ "preflight-root", required_argument, NULL, OPT_PFROOT },
-	{ "stop-signal", required_argument, NULL, OPT_STOPSIG },
-	{ "stop-timeout", required_argument, NULL, OPT_STOPT },
-	{ "stop-cmd", required_argument, NULL, OPT_STOPCMD },
-	{ "separation", required_argument, NULL, OPT_SEP },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+static const char *const ab_usage[] = {
+	"ab --control ARM --treatment ARM --spec arms.json --serve 'CMD ...' [--sensitivity ARM "
+	"[--sensitivity-serve 'CMD ...']] [--repeats N] [--baseline P] [-o DIR] [options]",
+	NULL,
 };
 
-/* A positive number option; -1 when invalid. */
-static double ab_num(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
+static const struct opt ab_opts[] = {
+	OPT_GROUP("the arms"),
+	OPT_STRING(0, "control", &ab_o.control, "ARM", "the control arm of the spec (probe/arms.h, docs/arms.md)"),
+	OPT_STRING(0, "treatment", &ab_o.treatment, "ARM", "the treatment arm: the guard under test"),
+	OPT_STRING(0, "sensitivity", &ab_o.sensitivity, "ARM",
+		   "a configuration known to cost something; without it the cost comparison is WITHHELD"),
+	OPT_STRING(0, "sensitivity-serve", &ab_o.sensitivity_serve, "CMD", "its serve command (default: --serve)"),
+	OPT_STRING(0, "spec", &ab_o.spec, "FILE", "the arm spec: environment and evidence of each arm"),
+	OPT_STRING(0, "serve", &ab_o.serve, "CMD",
+		   "runs the server under /bin/sh; without --url it writes its port to $TTAUDIT_AB_PORT_FILE"),
+	OPT_STRING(0, "url", &ab_o.url, "URL", "the server's base URL (default: from the port file)"),
+	OPT_STRING('o', "dir", &ab_o.dir, "DIR", "work directory: captures, records, report (default ab-out)"),
+	OPT_GROUP("the rounds and the verdict"),
+	OPT_INT(0, "repeats", &ab_repeats, "N", 1, AB_MAX_REPEATS,
+		"rounds, arms interleaved (default 3); one round has no interval, and its cost is WITHHELD"),
+	OPT_NUM(0, "separation", &ab_separation_pct, "PCT", 1e-9, 1e6,
+		"separation floor of the sensitivity arm from the negative control, in points (default 5)"),
+	OPT_NUM(0, "baseline", &ab_o.baseline, "P", 1e-12, 0.999999,
+		"the failure rate per request the treatment's 0 must rule out (default: the control arm's own)"),
+	OPT_NUM(0, "confidence", &ab_o.confidence, "C", 0.5, 0.999999,
+		"two-sided confidence of every interval and test (default 0.95)"),
+	OPT_GROUP("the bench of each boot"),
+	OPT_STRING(0, "suite", &ab_o.suite, "FILE", "the prompts (JSONL); default: generated"),
+	OPT_INT(0, "input-tokens", &ab_in, "N", 1, 1e8, "generated prompts of N tokens (default 64)"),
+	OPT_INT(0, "output-tokens", &ab_out_tokens, "N", 1, 1e8, "their max_tokens (default 32)"),
+	OPT_INT(0, "prompts", &ab_prompts, "N", 1, 1e8, "how many to generate (default 16)"),
+	OPT_INT(0, "concurrency", &ab_concurrency, "N", 1, 1e6, "of the run under load (default 8)"),
+	OPT_INT(0, "requests", &ab_requests, "N", 0, 1e8, "of the run under load (default: the suite)"),
+	OPT_INT(0, "seed", &ab_seed, "S", 0, 9.2e18, "corpus and prompt seed (default 1)"),
+	OPT_STRING(0, "model", &ab_o.model, "NAME", "model id (default: the first /v1/models lists)"),
+	OPT_NUM(0, "timeout", &ab_o.timeout_s, "S", 1e-6, 1e9, "per request (default 600)"),
+	OPT_NUM(0, "ready-timeout", &ab_o.ready_timeout, "S", 1e-6, 1e9, "readiness deadline per boot (default 600)"),
+	OPT_GROUP("the host"),
+	OPT_STRING(0, "lock", &ab_o.lock_dir, "DIR", "host lock directory (default /tmp/ttaudit-host.lock)"),
+	OPT_BOOL(0, "vendor-neutral", &ab_o.vendor_neutral, "skip the Tenstorrent preflight checks"),
+	OPT_BOOL(0, "no-docker", &ab_o.no_docker, "skip the container check"),
+	OPT_BOOL(0, "no-preflight", &ab_o.no_preflight, "no preflight at all"),
+	OPT_NUM(0, "mem-floor", &ab_o.mem_floor_gib, "GIB", 1e-6, 1e9, "preflight memory floor (default 4)"),
+	OPT_STRING(0, "preflight-root", &ab_o.preflight_root, "DIR",
+		   "read proc/meminfo, proc/*/fd and devices under DIR (tests)"),
+	OPT_CALL(0, "stop-signal", "SIG", ab_opt_signal, "INT (default) or TERM; never KILL"),
+	OPT_NUM(0, "stop-timeout", &ab_o.stop_timeout, "S", 1e-6, 1e9, "per wait for the server to stop (default 60)"),
+	OPT_STRING(0, "stop-cmd", &ab_o.stop_cmd, "CMD",
+		   "run this to stop the server instead ($TTAUDIT_AB_PID is its process group), e.g. "
+		   "'docker stop -t 90 NAME'"),
+	OPT_GROUP("output"),
+	OPT_BOOL(0, "json", &ab_json, "the JSON twin on stdout instead of the markdown report"),
+	OPT_END(),
+};
 
-	return (end == s || *end || !(v >= 0)) ? -1 : v;
-}
+const struct cmd_doc cmd_ab_doc = {
+	.name = "ab",
+	.summary = "validate a guard: control vs treatment under capture, rounds, noise floor, verdict",
+	.usage = ab_usage,
+	.description =
+		"Validates a guard the way it is done by hand, without the mistakes. Per boot, one at a "
+		"time: preflight, the host lock, the serve command under capture with the arm's "
+		"environment (other arms' variables removed), readiness, the arm confirmed from the "
+		"server's own output (fail closed), the reference and the correctness run under load, a "
+		"graceful stop (never SIGKILL), then pairing of the records with the capture. A round boots "
+		"control, treatment, control again (the negative control: the noise floor) and the "
+		"sensitivity arm; --repeats rounds (3 by default) interleave them.\n"
+		"\n"
+		"The guard effect compares merges with a substitution and failing requests of the "
+		"treatment with the control arm's, with Clopper-Pearson intervals and Fisher's exact test: "
+		"PASS, FAIL, NOT SHOWN (the control made no substitution) or INCONCLUSIVE (too few events "
+		"to tell, with the number that would do). Each cost (makespan, TTFT p50, ITL p50, tokens/s) "
+		"is the median over rounds of the paired difference with its order-statistic interval and "
+		"that interval's real coverage; inside the noise floor it is flat, straddling it WITHHELD. "
+		"One round, no sensitivity arm, or a sensitivity arm the bench cannot tell from noise "
+		"withholds the whole cost.\n"
+		"\n"
+		"The serve command runs under /bin/sh with TTAUDIT_AB_ARM, TTAUDIT_AB_ROLE, TTAUDIT_AB_BOOT "
+		"and TTAUDIT_AB_PORT_FILE set. Outputs in DIR: ab-report.md (on stdout), ab-report.json "
+		"(--json), ab-report.html (ttaudit report html), the SVG figures, and each boot's capture, "
+		"records and log.",
+	.opts = ab_opts,
+	.exit_notes = "the guard effect did not PASS (FAIL, NOT SHOWN or INCONCLUSIVE), or a gate failed "
+		"(nothing published)",
+};
 
 int cmd_ab(int argc, char **argv)
 {
-	struct ab_opts o;
+	struct ab_opts *o = &ab_o;
 	struct ab_result *res = NULL;
 	struct status_info si = { 0 };
-	bool json = false;
 	enum status st;
-	long long v;
-	double d;
-	int opt, rc;
+	int n, rc;
 	FILE *f;
 
-	memset(&o, 0, sizeof(o));
-	o.dir = "ab-out";
-	o.repeats = 1;
-	o.concurrency = 8;
-	o.corpus_seed = 1;
-	o.ready_timeout = 600;
-	o.gen.n_prompts = 16;
-	o.gen.input_tokens = 64;
-	o.gen.max_tokens = 32;
-	o.gen.seed = 1;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "o:", ab_options, NULL)) != -1) {
-		switch (opt) {
-		case OPT_CONTROL: o.control = optarg; break;
-		case OPT_TREATMENT: o.treatment = optarg; break;
-		case OPT_SENS: o.sensitivity = optarg; break;
-		case OPT_SENS_SERVE: o.sensitivity_serve = optarg; break;
-		case OPT_SPEC: o.spec = optarg; break;
-		case OPT_SERVE: o.serve = optarg; break;
-		case OPT_URL: o.url = optarg; break;
-		case 'o': o.dir = optarg; break;
-		case OPT_SUITE: o.suite = optarg; break;
-		case OPT_MODEL: o.model = optarg; break;
-		case OPT_LOCK: o.lock_dir = optarg; break;
-		case OPT_NEUTRAL: o.vendor_neutral = true; break;
-		case OPT_NODOCKER: o.no_docker = true; break;
-		case OPT_NOPRE: o.no_preflight = true; break;
-		case OPT_PFROOT: o.preflight_root = optarg; break;
-		case OPT_STOPCMD: o.stop_cmd = optarg; break;
-		case OPT_JSON: json = true; break;
-		case OPT_HELP: fputs(ab_usage, stdout); return CLI_OK;
-		case OPT_STOPSIG:
-			if (!strcmp(optarg, "INT") || !strcmp(optarg, "SIGINT"))
-				o.stop_signal = SIGINT;
-			else if (!strcmp(optarg, "TERM") || !strcmp(optarg, "SIGTERM"))
-				o.stop_signal = SIGTERM;
-			else
-				return cli_usage_error("ab", "--stop-signal '%s': want INT or TERM (never KILL)", optarg);
-			break;
-		case OPT_REPEATS: case OPT_IN: case OPT_OUT: case OPT_PROMPTS: case OPT_CONC:
-		case OPT_REQS: case OPT_SEED:
-			v = cli_parse_count(optarg);
-			if (v < 0 || (v == 0 && opt != OPT_SEED && opt != OPT_REQS))
-				return cli_usage_error("ab", "%s '%s': want a positive integer", argv[optind - 1], optarg);
-			if (opt == OPT_REPEATS) o.repeats = (unsigned)v;
-			if (opt == OPT_IN) o.gen.input_tokens = (long)v;
-			if (opt == OPT_OUT) o.gen.max_tokens = (long)v;
-			if (opt == OPT_PROMPTS) o.gen.n_prompts = (size_t)v;
-			if (opt == OPT_CONC) o.concurrency = (unsigned)v;
-			if (opt == OPT_REQS) o.n_requests = (size_t)v;
-			if (opt == OPT_SEED) o.corpus_seed = o.gen.seed = (uint64_t)v;
-			break;
-		case OPT_TIMEOUT: case OPT_READY: case OPT_MEM: case OPT_STOPT: case OPT_SEP:
-			d = ab_num(optarg);
-			if (d <= 0)
-				return cli_usage_error("ab", "%s '%s': want a positive number", argv[optind - 1], optarg);
-			if (opt == OPT_TIMEOUT) o.timeout_s = d;
-			if (opt == OPT_READY) o.ready_timeout = d;
-			if (opt == OPT_MEM) o.mem_floor_gib = d;
-			if (opt == OPT_STOPT) o.stop_timeout = d;
-			if (opt == OPT_SEP) o.separation = d / 100;
-			break;
-		default:
-			return cli_usage_error("ab", "unknown option or missing value '%s' (see --help)",
-					       argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("ab", "unexpected argument '%s'", argv[optind]);
-	if (!o.control || !o.treatment)
+	n = opt_parse(&cmd_ab_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n > 0)
+		return cli_usage_error("ab", "unexpected argument '%s'", argv[0]);
+	o->repeats = (unsigned)ab_repeats;
+	o->gen.input_tokens = (long)ab_in;
+	o->gen.max_tokens = (long)ab_out_tokens;
+	o->gen.n_prompts = (size_t)ab_prompts;
+	o->concurrency = (unsigned)ab_concurrency;
+	o->n_requests = (size_t)ab_requests;
+	o->corpus_seed = o->gen.seed = (uint64_t)ab_seed;
+	o->separation = ab_separation_pct / 100;
+	if (!o->control || !o->treatment)
 		return cli_usage_error("ab", "--control and --treatment are needed");
-	if (!o.spec)
+	if (!o->spec)
 		return cli_usage_error("ab", "--spec is needed: an arm is confirmed from the server's output");
-	if (!o.serve)
+	if (!o->serve)
 		return cli_usage_error("ab", "--serve is needed: the command that runs the server");
-	if (!strcmp(o.control, o.treatment))
-		return cli_usage_error("ab", "control and treatment are the same arm '%s'", o.control);
+	if (!strcmp(o->control, o->treatment))
+		return cli_usage_error("ab", "control and treatment are the same arm '%s'", o->control);
 	res = calloc(1, sizeof(*res));
 	if (!res)
 		return cli_usage_error("ab", "out of memory");
-	st = ab_run(&o, res, &si);
+	st = ab_run(o, res, &si);
 	if (st) {
 		cli_report_status("ab", st, &si);
 		free(res);
@@ -204,7 +165,7 @@ int cmd_ab(int argc, char **argv)
 		if (res->fail_command[0])
 			fprintf(stderr, "ttaudit ab: a person should run: %s\n", res->fail_command);
 		fprintf(stderr, "ttaudit ab: nothing published (no report written)\n");
-		if (json) {
+		if (ab_json) {
 			struct jsonw w;
 
 			jsonw_init(&w, stdout);
@@ -218,13 +179,13 @@ int cmd_ab(int argc, char **argv)
 		free(res);
 		return CLI_FAIL;
 	}
-	f = fopen(json ? res->report_json : res->report_md, "re");
+	f = fopen(ab_json ? res->report_json : res->report_md, "re");
 	if (f) {
 		char buf[4096];
-		size_t n;
+		size_t k;
 
-		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-			fwrite(buf, 1, n, stdout);
+		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, k, stdout);
 		fclose(f);
 	}
 	rc = res->guard_ok ? CLI_OK : CLI_FAIL;

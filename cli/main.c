@@ -23,7 +23,7 @@ static const struct cli_cmd cli_commands[] = {
 	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)", NULL },
 	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F", NULL },
 	{ "pair", cmd_pair, NULL, &cmd_pair_doc },
-	{ "ab", cmd_ab, "validate a guard: control vs treatment under capture, noise floor, verdict", NULL },
+	{ "ab", cmd_ab, NULL, &cmd_ab_doc },
 	{ "report", cmd_report, NULL, &cmd_report_doc },
 	{ "preflight", cmd_preflight, NULL, &cmd_preflight_doc },
 	{ "lock", cmd_lock, NULL, &cmd_lock_doc },

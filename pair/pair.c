@@ -193,6 +193,8 @@ static enum status pair_add_run(struct pair *p, const cJSON *o, size_t file, lon
 	r->out_tok_s = fig ? pair_num(fig, "output_tok_s", -1) : -1;
 	d = fig ? cJSON_GetObjectItemCaseSensitive(fig, "ttft_s") : NULL;
 	r->ttft_p50 = d ? pair_num(d, "p50", -1) : -1;
+	d = fig ? cJSON_GetObjectItemCaseSensitive(fig, "itl_s") : NULL;
+	r->itl_p50 = d ? pair_num(d, "p50", -1) : -1;
 	r->has_correctness = cor != NULL;
 	r->arm_rule = SIZE_MAX;
 	if (!r->run_id[0])
@@ -1077,6 +1079,7 @@ void pair_run_json(const struct pair *p, const struct pair_run *r, struct jsonw 
 	jsonw_kuint(w, "ok", r->n_ok);
 	jsonw_kdouble(w, "makespan_s", r->makespan >= 0 ? r->makespan : NAN);
 	jsonw_kdouble(w, "ttft_p50_s", r->ttft_p50 >= 0 ? r->ttft_p50 : NAN);
+	jsonw_kdouble(w, "itl_p50_s", r->itl_p50 >= 0 ? r->itl_p50 : NAN);
 	jsonw_kdouble(w, "output_tok_s", r->out_tok_s >= 0 ? r->out_tok_s : NAN);
 	jsonw_kuint(w, "merges", r->merges);
 	jsonw_kuint(w, "merges_by_id", r->by_id);

@@ -138,7 +138,7 @@ struct pair_run {
 	long line;
 	double wall_start, wall_end, mono_start, mono_end;
 	/* figures from the run record (-1 unknown) */
-	double makespan, ttft_p50, out_tok_s;
+	double makespan, ttft_p50, itl_p50, out_tok_s;
 	size_t n_requests, n_ok;
 	bool has_correctness;
 	size_t n_correct, n_failing; /* requests judged, failing ones */

@@ -1,4 +1,5 @@
-/* test_ab.c - the A/B verdict: noise floor, flat, WITHHELD, guard effect; option checks. */
+/* test_ab.c - the A/B verdict: paired differences over rounds with their interval, noise floor,
+ * flat, WITHHELD, the guard effect with its tests and INCONCLUSIVE; option checks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,61 +13,89 @@
 #include "ab.h"
 
 struct fx {
-	double fig[AB__ROLES][3][AB_MAX_REPEATS];
+	double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS];
 	size_t n[AB__ROLES];
 	struct ab_result res;
 };
 
-/* One round: makespan, ttft, tok_s of each role. */
+/* One round: makespan, ttft, tok_s of each role (ITL follows the makespan). */
 static void fx_round(struct fx *x, enum ab_role r, double mk, double ttft, double toks)
 {
 	size_t k = x->n[r]++;
 
-	x->fig[r][0][k] = mk;
-	x->fig[r][1][k] = ttft;
-	x->fig[r][2][k] = toks;
+	x->fig[r][AB_MAKESPAN][k] = mk;
+	x->fig[r][AB_TTFT][k] = ttft;
+	x->fig[r][AB_ITL][k] = mk / 1000;
+	x->fig[r][AB_TOK_S][k] = toks;
 }
+
+static double judge_baseline;
 
 static void judge(struct fx *x, bool sens, double sep)
 {
-	ab_judge((const double (*)[3][AB_MAX_REPEATS])x->fig, x->n, sens, sep, &x->res);
+	struct ab_judge_opts jo = { sens, sep, 0, judge_baseline };
+
+	ab_judge((const double (*)[AB_N_FIG][AB_MAX_REPEATS])x->fig, x->n, &jo, &x->res);
+}
+
+/* Rounds of control, negative control, treatment (and sensitivity) at the given makespans. */
+static void fx_rounds(struct fx *x, size_t n, const double *ctl, const double *neg, const double *tr,
+		      const double *sens)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		fx_round(x, AB_CONTROL, ctl[k], ctl[k] / 10, 5000 / ctl[k]);
+		fx_round(x, AB_NEGATIVE, neg[k], neg[k] / 10, 5000 / neg[k]);
+		fx_round(x, AB_TREATMENT, tr[k], tr[k] / 10, 5000 / tr[k]);
+		if (sens)
+			fx_round(x, AB_SENSITIVITY, sens[k], sens[k] / 10, 5000 / sens[k]);
+	}
 }
 
 static void test_flat_not_a_win(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
+	const double ctl[] = { 100, 100, 100 }, neg[] = { 101, 99.5, 100.2 }, tr[] = { 99.5, 100.4, 99.8 };
+	const double sens[] = { 130, 131, 129 };
 
 	(void)state;
-	/* A 100 s, A' 101 s (floor 1%), B 99.5 s (-0.5%): flat, never "better" */
-	fx_round(x, AB_CONTROL, 100, 10, 50);
-	fx_round(x, AB_NEGATIVE, 101, 10.2, 49.5);
-	fx_round(x, AB_TREATMENT, 99.5, 9.95, 50.2);
-	fx_round(x, AB_SENSITIVITY, 130, 13, 38);
+	/* the treatment's differences (-0.5%, +0.4%, -0.2%) lie inside the 1% floor: flat, never "better" */
+	fx_rounds(x, 3, ctl, neg, tr, sens);
 	x->res.role[AB_CONTROL].subst = 3;
 	judge(x, true, 0);
 	assert_false(x->res.cost_withheld);
-	assert_string_equal(x->res.delta[0].verdict, "flat, not a win");
-	assert_string_equal(x->res.delta[1].verdict, "flat, not a win");
-	assert_string_equal(x->res.delta[2].verdict, "flat, not a win");
-	assert_true(fabs(x->res.delta[0].floor - 0.01) < 1e-9);
+	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "flat, not a win");
+	assert_string_equal(x->res.delta[AB_TOK_S].verdict, "flat, not a win");
+	assert_true(fabs(x->res.delta[AB_MAKESPAN].floor - 0.01) < 1e-9);
+	/* the median paired difference and the order-statistic interval of 3 rounds: min and max, 75% */
+	assert_true(fabs(x->res.delta[AB_MAKESPAN].delta - -0.002) < 1e-9);
+	assert_true(fabs(x->res.delta[AB_MAKESPAN].lo - -0.005) < 1e-9);
+	assert_true(fabs(x->res.delta[AB_MAKESPAN].hi - 0.004) < 1e-9);
+	assert_true(fabs(x->res.delta[AB_MAKESPAN].coverage - 0.75) < 1e-12);
+	assert_int_equal(x->res.delta[AB_MAKESPAN].rounds, 3);
 	assert_true(fabs(x->res.separation - 0.29) < 1e-9);
-	assert_true(x->res.guard_ok);
 	free(x);
 }
 
-static void test_better_and_worse(void **state)
+static void test_better_worse_withheld(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
+	const double ctl[] = { 100, 100, 100 }, neg[] = { 100.5, 100.2, 99.8 }, sens[] = { 150, 150, 150 };
+	const double faster[] = { 90, 91, 92 }, straddle[] = { 100.1, 101, 103 };
 
 	(void)state;
-	fx_round(x, AB_CONTROL, 100, 10, 50);
-	fx_round(x, AB_NEGATIVE, 100.5, 10.05, 50.2);
-	fx_round(x, AB_TREATMENT, 90, 12, 60);
-	fx_round(x, AB_SENSITIVITY, 150, 15, 30);
+	fx_rounds(x, 3, ctl, neg, faster, sens);
 	judge(x, true, 0);
-	assert_string_equal(x->res.delta[0].verdict, "better");   /* makespan down */
-	assert_string_equal(x->res.delta[1].verdict, "worse");    /* ttft up */
-	assert_string_equal(x->res.delta[2].verdict, "better");   /* tok/s up */
+	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "better");  /* makespan down */
+	assert_string_equal(x->res.delta[AB_TOK_S].verdict, "better");     /* tok/s up */
+	/* the interval (+0.1% to +3%) straddles the 0.5% floor: neither flat nor worse */
+	memset(x, 0, sizeof(*x));
+	fx_rounds(x, 3, ctl, neg, straddle, sens);
+	judge(x, true, 0);
+	assert_false(x->res.cost_withheld);
+	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "WITHHELD");
+	assert_string_equal(x->res.delta[AB_TOK_S].verdict, "WITHHELD");
 	free(x);
 }
 
@@ -80,6 +109,10 @@ static void test_withheld(void **state)
 	fx_round(x, AB_NEGATIVE, 120, 12, 40);
 	fx_round(x, AB_TREATMENT, 90, 9, 55);
 	fx_round(x, AB_SENSITIVITY, 110, 11, 45);
+	fx_round(x, AB_CONTROL, 100, 10, 50);
+	fx_round(x, AB_NEGATIVE, 100, 12, 40);
+	fx_round(x, AB_TREATMENT, 90, 9, 55);
+	fx_round(x, AB_SENSITIVITY, 110, 11, 45);
 	judge(x, true, 0);
 	assert_true(x->res.cost_withheld);
 	assert_non_null(strstr(x->res.cost_reason, "under the 5% separation floor"));
@@ -87,6 +120,10 @@ static void test_withheld(void **state)
 	memset(x, 0, sizeof(*x));
 	fx_round(x, AB_CONTROL, 100, 10, 50);
 	fx_round(x, AB_NEGATIVE, 101, 10, 50);
+	fx_round(x, AB_TREATMENT, 100, 10, 50);
+	fx_round(x, AB_SENSITIVITY, 106.5, 10, 50);
+	fx_round(x, AB_CONTROL, 100, 10, 50);
+	fx_round(x, AB_NEGATIVE, 100, 10, 50);
 	fx_round(x, AB_TREATMENT, 100, 10, 50);
 	fx_round(x, AB_SENSITIVITY, 106.5, 10, 50);
 	judge(x, true, 0);
@@ -97,54 +134,120 @@ static void test_withheld(void **state)
 	judge(x, false, 0);
 	assert_true(x->res.cost_withheld);
 	assert_non_null(strstr(x->res.cost_reason, "no sensitivity arm"));
+	/* one round: no interval, the cost withheld even with a sensitivity arm far off */
+	memset(x, 0, sizeof(*x));
+	fx_round(x, AB_CONTROL, 100, 10, 50);
+	fx_round(x, AB_NEGATIVE, 100.3, 10, 50);
+	fx_round(x, AB_TREATMENT, 100.4, 10, 50);
+	fx_round(x, AB_SENSITIVITY, 300, 30, 17);
+	judge(x, true, 0);
+	assert_true(x->res.cost_withheld);
+	assert_non_null(strstr(x->res.cost_reason, "1 round: one pair of boots has no interval"));
+	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "WITHHELD");
+	assert_false(isfinite(x->res.delta[AB_MAKESPAN].lo));
 	free(x);
 }
 
 static void test_floor_is_the_worst_round(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
+	const double ctl[] = { 100, 100, 100 }, neg[] = { 100, 108, 101 }, tr[] = { 95, 96, 97 };
 
 	(void)state;
-	fx_round(x, AB_CONTROL, 100, 10, 50);
-	fx_round(x, AB_NEGATIVE, 100, 10, 50);
-	fx_round(x, AB_CONTROL, 100, 10, 50);
-	fx_round(x, AB_NEGATIVE, 108, 10, 50);
-	fx_round(x, AB_CONTROL, 100, 10, 50);
-	fx_round(x, AB_NEGATIVE, 101, 10, 50);
-	fx_round(x, AB_TREATMENT, 95, 10, 50);
-	fx_round(x, AB_TREATMENT, 95, 10, 50);
-	fx_round(x, AB_TREATMENT, 95, 10, 50);
+	fx_rounds(x, 3, ctl, neg, tr, NULL);
 	judge(x, false, 0);
-	assert_true(fabs(x->res.delta[0].floor - 0.08) < 1e-9);
-	assert_string_equal(x->res.delta[0].verdict, "flat, not a win");
-	assert_int_equal((int)x->res.role[AB_CONTROL].makespan[2], 100);
+	assert_true(fabs(x->res.delta[AB_MAKESPAN].floor - 0.08) < 1e-9);
+	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "flat, not a win");
+	assert_true(fabs(x->res.role[AB_CONTROL].fig[AB_MAKESPAN][2] - 100) < 1e-9);
+	assert_int_equal(x->res.role[AB_CONTROL].n_rounds, 3);
+	free(x);
+}
+
+static void test_forgone_cost(void **state)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+	const double ctl[] = { 100, 100, 100 }, neg[] = { 100, 100, 100 }, tr[] = { 101, 101, 101 };
+
+	(void)state;
+	fx_rounds(x, 3, ctl, neg, tr, NULL);
+	/* 10, 20, 30 forgone takes at an ITL of 0.101 s: 1.01, 2.02, 3.03 s, median 2.02 s of 100 */
+	x->res.role[AB_TREATMENT].guard_known = true;
+	x->res.role[AB_TREATMENT].forgone_round[0] = 10;
+	x->res.role[AB_TREATMENT].forgone_round[1] = 30;
+	x->res.role[AB_TREATMENT].forgone_round[2] = 20;
+	judge(x, false, 0);
+	assert_int_equal(x->res.forgone_rounds, 3);
+	assert_true(fabs(x->res.forgone_expected_s - 2.02) < 1e-9);
+	assert_true(fabs(x->res.forgone_expected_rel - 0.0202) < 1e-9);
 	free(x);
 }
 
 static void test_guard_effect(void **state)
 {
 	struct fx *x = calloc(1, sizeof(*x));
+	struct ab_role_result *c = &x->res.role[AB_CONTROL], *n = &x->res.role[AB_NEGATIVE];
+	struct ab_role_result *t = &x->res.role[AB_TREATMENT];
 
 	(void)state;
 	fx_round(x, AB_CONTROL, 1, 1, 1);
 	fx_round(x, AB_TREATMENT, 1, 1, 1);
 	/* no substitution anywhere: the A/B shows nothing */
+	c->merges = t->merges = n->merges = 300;
 	judge(x, false, 0);
 	assert_false(x->res.guard_ok);
-	x->res.role[AB_CONTROL].subst = 2;
+	assert_string_equal(x->res.guard_verdict, "NOT SHOWN");
+	/* the control arm substituted in 40 of 600 merges, the treatment in none of 300: PASS */
+	c->subst = c->merges_subst = 20;
+	n->subst = n->merges_subst = 20;
 	judge(x, false, 0);
+	assert_string_equal(x->res.guard_verdict, "PASS");
 	assert_true(x->res.guard_ok);
-	x->res.role[AB_TREATMENT].subst = 1;
+	assert_true(x->res.p_subst < 0.05);
+	assert_int_equal(x->res.ctl_merges, 600);
+	/* 1 of 100 against 0 of 100: Fisher's test cannot tell them apart */
+	c->merges = t->merges = 100;
+	n->merges = 0;
+	c->subst = c->merges_subst = 1;
+	n->subst = n->merges_subst = 0;
 	judge(x, false, 0);
+	assert_string_equal(x->res.guard_verdict, "INCONCLUSIVE");
 	assert_false(x->res.guard_ok);
-	x->res.role[AB_TREATMENT].subst = 0;
-	x->res.role[AB_TREATMENT].failing = 1;
+	assert_non_null(strstr(x->res.guard_why, "Fisher's exact test p = 1"));
+	assert_true(x->res.n_detect_merges > 100);
+	/* substitutions told apart, but the treatment's 0 failing of 50 cannot rule out 6 of 100 */
+	c->merges = t->merges = 300;
+	c->subst = c->merges_subst = 40;
+	c->requests = 100;
+	c->failing = 6;
+	t->requests = 50;
 	judge(x, false, 0);
-	assert_false(x->res.guard_ok);
+	assert_string_equal(x->res.guard_verdict, "INCONCLUSIVE");
+	assert_string_equal(x->res.baseline_from, "the control arm");
+	assert_true(fabs(x->res.baseline - 0.06) < 1e-12);
+	assert_int_equal(x->res.n_to_bound, 60);
+	assert_non_null(strstr(x->res.guard_why, "0 failing of 50"));
+	/* a baseline given: the seeds' 0.48%, which 50 requests cannot rule out either */
+	c->failing = 0;
+	judge_baseline = 0.0048;
+	judge(x, false, 0);
+	assert_string_equal(x->res.guard_verdict, "INCONCLUSIVE");
+	assert_int_equal(x->res.n_to_bound, 767);
+	t->requests = 767;
+	judge(x, false, 0);
+	assert_string_equal(x->res.guard_verdict, "PASS");
+	judge_baseline = 0;
+	/* the treatment substituted or failed: FAIL */
+	t->subst = t->merges_subst = 1;
+	judge(x, false, 0);
+	assert_string_equal(x->res.guard_verdict, "FAIL");
+	t->subst = t->merges_subst = 0;
+	t->failing = 1;
+	judge(x, false, 0);
+	assert_string_equal(x->res.guard_verdict, "FAIL");
 	/* figures missing: every verdict unknown, never "flat" */
 	memset(x, 0, sizeof(*x));
 	judge(x, true, 0);
-	assert_string_equal(x->res.delta[0].verdict, "unknown");
+	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "unknown");
 	assert_true(x->res.cost_withheld);
 	free(x);
 }
@@ -177,9 +280,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flat_not_a_win),
-		cmocka_unit_test(test_better_and_worse),
+		cmocka_unit_test(test_better_worse_withheld),
 		cmocka_unit_test(test_withheld),
 		cmocka_unit_test(test_floor_is_the_worst_round),
+		cmocka_unit_test(test_forgone_cost),
 		cmocka_unit_test(test_guard_effect),
 		cmocka_unit_test(test_run_usage),
 	};

@@ -38,7 +38,17 @@ eq "$(jget "$J" .guard_verdict)" PASS "guard verdict"
 # no sensitivity arm: the cost is not published
 eq "$(jget "$J" .cost_verdict)" WITHHELD "cost verdict without a sensitivity arm"
 eq "$(jget "$J" .cost)" null "cost figures without a sensitivity arm"
-eq "$(jget "$J" '.boots | length')" 3 "boots"
+# the defaults: 3 rounds of control, treatment, negative control
+eq "$(jget "$J" '.boots | length')" 9 "boots"
+eq "$(jget "$J" .rounds)" 3 "rounds"
+# every rate with its interval; 0 of N said as what it rules out
+jq -e '.roles.treatment.substitution_rate | .k == 0 and .lo == 0 and .hi > 0 and .hi < 0.05 and .method == "clopper-pearson"' \
+	"$J" >/dev/null || fail "treatment substitution rate: $(jq -c .roles.treatment.substitution_rate "$J")"
+jq -e '.roles.control.failing_rate | .k > 0 and .lo < .rate and .rate < .hi' "$J" >/dev/null ||
+	fail "control failing rate: $(jq -c .roles.control.failing_rate "$J")"
+jq -e '.treatment_against_control.substitution_fisher_p < 0.05' "$J" >/dev/null || fail "Fisher p of substitutions"
+contains "$T/out" "| treatment | 0 of 288 | rules out only rates above 1.27% at 95% |"
+contains "$T/out" "Fisher's exact test p = "
 
 # ttaudit pair on the control's boot: every failure explained, exit 1 (not clean)
 expect_rc 1 "$TTAUDIT" pair --run "$T/ab/boot-00-control.run.jsonl" --capture "$T/ab/boot-00-control.cap.jsonl"
@@ -82,7 +92,7 @@ for p in (lat, lat2):
     lines = [e for e in ET.parse(p).getroot().iter(NS + 'polyline') if e.get('class') == 'cdf']
     assert len(lines) >= 2, p + ': want a CDF per role'
 pts = [e for e in ET.parse(mk).getroot().iter(NS + 'circle') if e.get('class') == 'point']
-assert len(pts) == 3, 'makespan: want one point per boot, got %d' % len(pts)
+assert len(pts) == 9, 'makespan: want one point per boot, got %d' % len(pts)
 PY
 # usage errors
 expect_rc 2 "$TTAUDIT" ab --control bare --treatment bare --spec "$FIX/ab/arms.json" --serve true

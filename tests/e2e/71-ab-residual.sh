@@ -15,7 +15,7 @@ expect_rc 0 "$TTAUDIT" ab --control batch --treatment batch+lifetime --spec "$FI
 	--serve "$SERVE" -o "$T/ab" --json --stop-cmd 'echo stop-cmd ran for $TTAUDIT_AB_PID >&2; kill -TERM -$TTAUDIT_AB_PID'
 J="$T/out"
 # the stop command stopped each boot, given the process group
-[ "$(grep -c 'stop-cmd ran for [0-9]' "$T/err")" -eq 3 ] || fail "the stop command did not run for every boot"
+[ "$(grep -c 'stop-cmd ran for [0-9]' "$T/err")" -eq 9 ] || fail "the stop command did not run for every boot"
 lacks "$T/err" "SIGTERM"
 [ "$(jget "$J" .roles.control.substitutions)" -gt 0 ] || fail "batch let no substitution through"
 [ "$(jget "$J" .roles.control.failing)" -gt 0 ] || fail "batch: no failing request"

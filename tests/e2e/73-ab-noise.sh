@@ -35,9 +35,24 @@ expect_rc 0 ab --sensitivity slow --serve "$QUIET" -o "$T/quiet" --json
 J="$T/out"
 eq "$(jget "$J" .cost_verdict)" published "cost verdict without noise"
 jq -e '.separation >= 0.05' "$J" >/dev/null || fail "separation under the floor: $(jget "$J" .separation)"
-eq "$(jget "$J" '.cost | length')" 3 "cost figures"
-# inside the floor is flat, never a win; outside it says which way
-jq -e '[.cost[] | select(((.delta | fabs) <= .noise_floor) != (.verdict == "flat, not a win"))] | length == 0' \
-	"$J" >/dev/null || fail "a delta inside the floor not called flat (or outside called flat)"
-eq "$(jget "$J" '.roles.sensitivity.boots')" 1 "sensitivity boots"
+eq "$(jget "$J" '.cost | length')" 4 "cost figures"
+# every cost with its interval over the 3 rounds, and the interval's real coverage (75%)
+jq -e '[.cost[] | select(.rounds == 3 and .lo <= .delta and .delta <= .hi and .coverage == 0.75)] | length == 4' \
+	"$J" >/dev/null || fail "a cost without its interval: $(jq -c .cost "$J")"
+# an interval inside the floor is flat, never a win; wholly outside it says which way; across it WITHHELD
+jq -e '[.cost[] | select(
+	(if .lo >= -.noise_floor and .hi <= .noise_floor then "flat, not a win"
+	 elif .lo > .noise_floor or .hi < -.noise_floor then (.verdict | select(. == "better" or . == "worse"))
+	 else "WITHHELD" end) != .verdict)] | length == 0' \
+	"$J" >/dev/null || fail "a cost verdict that does not follow its interval: $(jq -c .cost "$J")"
+eq "$(jget "$J" '.roles.sensitivity.boots')" 3 "sensitivity boots"
 contains "$T/quiet/ab-report.md" "| makespan |"
+contains "$T/quiet/ab-report.md" "(75%)"
+
+# a forced single round: the cost is WITHHELD whatever the figures, for want of an interval
+expect_rc 0 ab --sensitivity slow --serve "$QUIET" -o "$T/one" --json --repeats 1
+eq "$(jget "$T/out" .cost_verdict)" WITHHELD "cost verdict of one round"
+eq "$(jget "$T/out" .cost)" null "cost figures of one round"
+jq -e '.cost_reason | startswith("1 round: one pair of boots has no interval")' "$T/out" >/dev/null ||
+	fail "one round: $(jget "$T/out" .cost_reason)"
+contains "$T/one/ab-report.md" "**WITHHELD**: 1 round"
