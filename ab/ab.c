@@ -15,10 +15,12 @@
 
 #include "arms.h"
 #include "driver.h"
+#include "html.h"
 #include "http.h"
 #include "jsonw.h"
 #include "launch.h"
 #include "lock.h"
+#include "outfile.h"
 #include "pair.h"
 #include "preflight.h"
 #include "rate.h"
@@ -1244,8 +1246,9 @@ static enum status ab_timeline(struct ab_ctx *c, enum ab_role role, char *path, 
 		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot create: %s", strerror(errno));
 	memset(&to, 0, sizeof(to));
 	to.to_step = -1;
-	/* events without `taken` are read as the arm's rule, or bare for other names */
-	to.rule = rule_parse(arm, &rl, NULL) ? NULL : arm;
+	/* the recorded decisions; events without `taken` are read as the arm's
+	 * rule, or bare for other names */
+	to.fallback = rule_parse(arm, &rl, NULL) ? NULL : arm;
 	snprintf(title, sizeof(title), "%s (%s), first boot", ab_role_name(role), arm);
 	to.title = title;
 	st = svg_timeline(f, c->boots[k].capture, &to, &ts, si);
@@ -1299,6 +1302,7 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 				     strerror(errno));
 	svg_repeats(f, "makespan per repeat, per role", "makespan (s)", s, n);
 	fclose(f);
+	snprintf(res->report_html, sizeof(res->report_html), "%s/ab-report.html", dir);
 	snprintf(res->report_md, sizeof(res->report_md), "%s/ab-report.md", dir);
 	f = fopen(res->report_md, "we");
 	if (!f)
@@ -1313,7 +1317,25 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 	ab_write_json(c, f);
 	if (fclose(f))
 		return status_set_at(si, STATUS_IO, res->report_json, 0, 0, "write failed");
-	return STATUS_OK;
+	/* the page reads what was just written: one reading of the A/B, whoever draws it */
+	{
+		struct html_opts ho;
+		struct html_stats hs;
+		struct outfile of;
+
+		memset(&ho, 0, sizeof(ho));
+		ho.input = dir;
+		ho.to_step = -1;
+		st = outfile_open(&of, res->report_html, si);
+		if (st)
+			return st;
+		st = html_report(of.f, &ho, &hs, si);
+		if (st)
+			outfile_abort(&of);
+		else
+			st = outfile_commit(&of, si);
+	}
+	return st;
 }
 
 /* --- the whole A/B ------------------------------------------------------------ */

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "svg.h"
+#include "tally.h"
 
 /* Runs fn into a memory buffer and returns it (caller frees). */
 static char *capture_timeline(const char *audit_text, const struct svg_timeline_opts *o,
@@ -70,9 +72,16 @@ static void test_timeline_marks(void **state)
 	assert_int_equal(st.taken, 1);        /* step 32 */
 	assert_int_equal(st.slots, 8);
 	assert_int_equal(count(svg, "class=\"subst\""), 1);
-	assert_int_equal(count(svg, "class=\"reject\""), 1);
-	assert_non_null(strstr(svg, "class=\"reject\" data-step=\"30\" data-slot=\"7\""));
+	/* nothing on step 30 says whether slot 7's buffer was stale: refused, staleness unknown */
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(count(svg, "class=\"refused\""), 1);
+	assert_non_null(strstr(svg, "class=\"refused\" data-step=\"30\" data-slot=\"7\""));
 	assert_non_null(strstr(svg, "class=\"subst\" data-step=\"31\" data-slot=\"0\""));
+	/* its tooltip names the request and the one the buffer was written for */
+	assert_non_null(strstr(svg, "step 31 slot 0: SUBSTITUTION (taken, stale); request a, buffer written for b; "
+				    "evidence request"));
+	assert_int_equal(count(svg, "class=\"subst-marker\""), 1);
+	assert_int_equal(count(svg, "class=\"density-subst\""), 1);
 	assert_non_null(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
 	assert_non_null(strstr(svg, "</svg>\n"));
 	free(svg);
@@ -111,6 +120,115 @@ static void test_timeline_rule(void **state)
 	svg = capture_timeline(audit, &o, &st, &rst);
 	assert_int_equal(rst, STATUS_USAGE);
 	free(svg);
+}
+
+static void test_timeline_counterfactual(void **state)
+{
+	/* the running code took slot 0 (stale: the buffer is of generation 1, the
+	 * batch of 2); --rule stamp replays the stamp guard's decisions on the
+	 * same audit, the recorded `taken` notwithstanding: the take it refuses
+	 * is prevented, not a substitution */
+	const char audit[] =
+		"{\"ev\":\"merge\",\"step\":7,\"host_pos\":[5,9],\"dev_pos\":[6,9],\"gen\":2,\"buf_gen\":1,"
+		"\"taken\":[true,true]}\n";
+	struct svg_timeline_opts o = { .to_step = -1 };
+	struct svg_timeline_stats st;
+	enum status rst;
+	char *svg;
+
+	(void)state;
+	svg = capture_timeline(audit, &o, &st, &rst);
+	assert_int_equal(st.substs, 2);       /* as recorded: both taken, both stale */
+	free(svg);
+	o.rule = "stamp";
+	svg = capture_timeline(audit, &o, &st, &rst);
+	assert_int_equal(rst, STATUS_OK);
+	assert_int_equal(st.substs, 0);
+	assert_int_equal(st.rejects, 2);
+	assert_int_equal(st.prevented, 2);
+	assert_int_equal(count(svg, "class=\"prevented\""), 2);
+	assert_non_null(strstr(svg, "stamp replayed on"));
+	free(svg);
+}
+
+static void test_timeline_classes(void **state)
+{
+	/* a fresh bare match refused is forgone, a stale one prevented; a
+	 * rule that cannot judge an event decides nothing there */
+	const char audit[] =
+		"{\"ev\":\"merge\",\"step\":10,\"host_pos\":[5,9],\"dev_pos\":[6,9],\"buf_step\":9,"
+		"\"slot_req\":[\"a\",\"b\"],\"buf_req\":[\"a\",\"x\"],\"mode_switched\":true}\n"
+		"{\"ev\":\"merge\",\"step\":11,\"host_pos\":[5],\"dev_pos\":[6]}\n";
+	struct svg_timeline_opts o = { .rule = "lifetime", .to_step = -1 };
+	struct svg_timeline_stats st;
+	enum status rst;
+	char *svg = capture_timeline(audit, &o, &st, &rst);
+
+	(void)state;
+	assert_int_equal(rst, STATUS_OK);
+	assert_int_equal(st.forgone, 1);     /* slot 0: its own request's buffer */
+	assert_int_equal(st.prevented, 1);   /* slot 1: written for x */
+	assert_int_equal(st.skipped, 1);     /* step 11 has no buf_step */
+	assert_int_equal(st.refused, 0);
+	assert_int_equal(count(svg, "class=\"forgone\""), 1);
+	assert_int_equal(count(svg, "class=\"density-forgone\""), 1);
+	assert_int_equal(count(svg, "class=\"density-prevented\""), 1);
+	free(svg);
+}
+
+static void test_timeline_model(void **state)
+{
+	/* two files: a boundary at the second, one where the pid changes, and
+	 * density bins that merge in pairs past SVG_BINS merges */
+	char a[] = "/tmp/test_svg_a.XXXXXX", b[] = "/tmp/test_svg_b.XXXXXX";
+	struct svg_timeline_opts o = { .rule = "batch", .to_step = -1 };
+	struct status_info si = { 0 };
+	struct svg_tl *t = NULL;
+	char *buf = NULL;
+	size_t n = 0, i;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(a);
+	f = fdopen(fd, "w");
+	for (i = 0; i < 5000; i++)
+		fprintf(f, "{\"src\":\"audit\",\"pid\":%d,\"mono\":%zu,\"event\":{\"ev\":\"merge\",\"step\":%zu,"
+			"\"host_pos\":[5,-1],\"dev_pos\":[%d,-1],\"slot_req\":[\"r%zu\",null],\"buf_req\":[\"%s%zu\",null]}}\n",
+			i < 10 ? 1 : 2, i, i, i % 100 == 0 ? 6 : 5, i, i % 100 == 0 ? "old" : "r", i);
+	fclose(f);
+	fd = mkstemp(b);
+	f = fdopen(fd, "w");
+	fputs("{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,-1],\"dev_pos\":[6,-1]}\n", f);
+	fclose(f);
+	assert_int_equal(svg_tl_new(&t, &o, &si), STATUS_OK);
+	assert_int_equal(svg_tl_add(t, a, "boot 0", NULL, 0, &si), STATUS_OK);
+	assert_int_equal(svg_tl_add(t, b, "boot 1", NULL, 0, &si), STATUS_OK);
+	assert_int_equal(svg_tl_stats(t)->merges, 5001);
+	assert_int_equal(svg_tl_stats(t)->drawn, SVG_MAX_COLUMNS);
+	/* batch lets every one of the 50 stale takes through: the residual class */
+	assert_int_equal(svg_tl_stats(t)->substs, 50);
+	assert_int_equal(svg_tl_n_substs(t), 50);
+	assert_string_equal(svg_tl_subst(t, 1)->req, "r100");
+	assert_string_equal(svg_tl_subst(t, 1)->buf_req, "old100");
+	assert_int_equal(tally_counts(svg_tl_tally(t), 0)->substitutions, 50);   /* bare */
+	assert_int_equal(tally_counts(svg_tl_tally(t), svg_tl_tally_rule(t))->substitutions, 50);
+	assert_int_equal(svg_tl_stats(t)->boundaries, 3);   /* boot 0, pid 2, boot 1 */
+	f = open_memstream(&buf, &n);
+	svg_tl_draw(t, f, false);
+	fclose(f);
+	assert_null(strstr(buf, "<?xml"));
+	assert_non_null(strstr(buf, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\""));
+	assert_int_equal(count(buf, "class=\"boundary\""), 2);   /* the third lies past the drawn columns */
+	assert_non_null(strstr(buf, ">pid 2</text>"));
+	/* every merge is in the strip, the 50 substitutions in 50 of its bins */
+	assert_non_null(strstr(buf, "all 5001 merges in order, 4 per bin"));
+	assert_int_equal(count(buf, "class=\"density-subst\""), 50);
+	assert_true(count(buf, "class=\"tick\"") > 5);
+	free(buf);
+	svg_tl_free(t);
+	remove(a);
+	remove(b);
 }
 
 static void test_timeline_empty_and_missing(void **state)
@@ -177,6 +295,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_timeline_marks),
 		cmocka_unit_test(test_timeline_rule),
+		cmocka_unit_test(test_timeline_counterfactual),
+		cmocka_unit_test(test_timeline_classes),
+		cmocka_unit_test(test_timeline_model),
 		cmocka_unit_test(test_timeline_empty_and_missing),
 		cmocka_unit_test(test_charts),
 		cmocka_unit_test(test_escape),

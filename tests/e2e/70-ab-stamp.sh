@@ -71,6 +71,27 @@ jq -e '[.runs[].failures[] | select(.match == "explained")] | length == 0' "$T/o
 expect_rc 0 "$TTAUDIT" report timeline "$T/ab/boot-01-treatment.cap.jsonl" -o "$T/treat.svg" --json
 eq "$(jget "$T/out" .substitutions)" 0 "treatment timeline substitutions"
 [ "$(jget "$T/out" .rejects)" -gt 0 ] || fail "treatment timeline shows no guard reject"
+# the counterfactual: stamp replayed on the control's own audit, whose merges
+# record the bare decisions it ran with; what bare took stale, stamp prevents
+expect_rc 0 "$TTAUDIT" report timeline "$T/ab/boot-00-control.cap.jsonl" -o "$T/ctl.svg" --json
+rec=$(jget "$T/out" .substitutions)
+[ "$rec" -gt 0 ] || fail "control timeline: no recorded substitution"
+eq "$(jget "$T/out" .decisions)" recorded "decisions without --rule"
+expect_rc 0 "$TTAUDIT" report timeline "$T/ab/boot-00-control.cap.jsonl" --rule stamp -o "$T/cf.svg" --json
+eq "$(jget "$T/out" .substitutions)" 0 "stamp replayed on the control: residual substitutions"
+eq "$(jget "$T/out" .prevented)" "$rec" "stamp replayed on the control: prevented = what bare took stale"
+eq "$(jget "$T/out" .decisions)" stamp "decisions with --rule stamp"
+# the A/B's page, and the same page drawn again from its directory
+[ -s "$T/ab/ab-report.html" ] || fail "no ab-report.html"
+contains "$T/ab/ab-report.html" "<div class=\"label\">guard effect</div><div class=\"value\">PASS</div>"
+contains "$T/ab/ab-report.html" "The counterfactual timeline: stamp replayed on the control"
+expect_rc 0 "$TTAUDIT" report html "$T/ab" -o "$T/again.html" --json
+eq "$(jget "$T/out" .mode)" ab "page mode"
+eq "$(jget "$T/out" .files)" 3 "control boots on the timeline"
+eq "$(jget "$T/out" .timeline.substitutions)" 0 "residual substitutions of stamp on the control's audit"
+[ "$(jget "$T/out" .timeline.prevented)" -gt 0 ] || fail "the page's timeline prevents nothing"
+[ "$(jget "$T/out" .timeline.boundaries)" -ge 6 ] || fail "boots and runs not marked: $(jget "$T/out" .timeline.boundaries)"
+cmp -s "$T/again.html" "$T/ab/ab-report.html" || fail "report html of the directory differs from the A/B's own page"
 expect_rc 0 "$TTAUDIT" report latency "$T/ab/boot-00-control.run.jsonl" "$T/ab/boot-01-treatment.run.jsonl" -o "$T/lat.svg"
 "$PYTHON" - "$T/ab/ab-timeline.svg" "$T/treat.svg" "$T/ab/ab-latency.svg" "$T/ab/ab-makespan.svg" "$T/lat.svg" \
 	"$T/ab/ab-timeline-treatment.svg" <<'PY'
@@ -81,13 +102,15 @@ def marks(path, cls):
     assert root.tag == NS + 'svg', path
     return [e for e in root.iter(NS + 'rect') if e.get('class') == cls]
 ctl, treat, lat, mk, lat2, ab_treat = sys.argv[1:]
-for cls in ('subst', 'reject', 'taken'):
+for cls in ('subst', 'prevented', 'forgone', 'refused', 'taken', 'unverified'):
     assert len(marks(treat, cls)) == len(marks(ab_treat, cls)), 'treatment timelines differ: ' + cls
 assert len(marks(ctl, 'subst')) > 0, 'control timeline: no substitution mark'
 assert len(marks(ctl, 'taken')) > 0, 'control timeline: no taken mark'
 assert all(e.get('data-step') and e.get('data-slot') for e in marks(ctl, 'subst'))
 assert len(marks(treat, 'subst')) == 0, 'treatment timeline: substitution mark'
-assert len(marks(treat, 'reject')) > 0, 'treatment timeline: no guard reject mark'
+# the stamp guard's rejects are the stale takes it stopped: prevented, none forgone
+assert len(marks(treat, 'prevented')) > 0, 'treatment timeline: no prevented mark'
+assert len(marks(treat, 'forgone')) == 0, 'treatment timeline: a forgone mark under stamp'
 for p in (lat, lat2):
     lines = [e for e in ET.parse(p).getroot().iter(NS + 'polyline') if e.get('class') == 'cdf']
     assert len(lines) >= 2, p + ': want a CDF per role'
