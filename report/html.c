@@ -27,10 +27,10 @@
 #define HTML_PASS "#b7e4b7"
 #define HTML_FAIL "#f4b6b6"
 #define HTML_OPEN "#ffd59e"           /* INCONCLUSIVE, WITHHELD, NOT SHOWN */
-#define HTML_PLAIN "#e6e6e6"
+#define HTML_PLAIN "#cfd8e3"           /* a figure, no verdict (apart from the timeline's grey) */
 #define HTML_BAND "#fff2b3"           /* the noise band */
 #define HTML_POINT "#17becf"          /* a round's paired difference, treatment - control */
-#define HTML_NOISE "#7f7f7f"          /* the negative control's */
+#define HTML_NOISE "#6a3d9a"          /* the negative control's */
 #define HTML_INTERVAL "#8c564b"       /* the median's interval */
 
 static const char html_css[] =
@@ -147,12 +147,12 @@ static void html_substs(FILE *f, const struct svg_tl *t, const char *what)
 
 static void html_legend(FILE *f)
 {
-	fputs("<p class=\"note\">Each column is a merge event, each row a slot. <b style=\"color:#2ca02c\">green</b> "
-	      "taken from the device buffer and fresh; <b style=\"color:#bcbd22\">olive</b> taken, but nothing on "
-	      "the event says whether it was stale; <b style=\"color:#d62728\">red</b> a substitution: taken and "
-	      "stale (a triangle above marks its merge); <b style=\"color:#1f77b4\">blue</b> prevented: a stale "
-	      "bare match the decisions refused; <b style=\"color:#ff7f0e\">orange</b> forgone: a fresh bare match "
-	      "refused (the guard's cost); <b style=\"color:#9467bd\">purple</b> refused, staleness unknown; grey "
+	fputs("<p class=\"note\">Each column is a merge event, each row a slot. <b>green</b> "
+	      "taken from the device buffer and fresh; <b>olive</b> taken, but nothing on "
+	      "the event says whether it was stale; <b>red</b> a substitution: taken and "
+	      "stale (a triangle above marks its merge); <b>blue</b> prevented: a stale "
+	      "bare match the decisions refused; <b>orange</b> forgone: a fresh bare match "
+	      "refused (the guard's cost); <b>purple</b> refused, staleness unknown; grey "
 	      "active, no match. The strip above bins every merge, each row scaled to its largest bin; dashed "
 	      "lines mark where a file, a run or a process begins.</p>\n", f);
 }
@@ -599,8 +599,8 @@ static enum status html_ab(FILE *f, const struct html_opts *o, struct html_stats
 	html_legend(f);
 	html_substs(f, t, rule ? "Residual substitutions on the control's audit" : "Substitutions");
 	fputs("<h2>Cost</h2>\n<p class=\"note\">Per round, the treatment against the control booted in the same "
-	      "round (<b style=\"color:" HTML_POINT "\">large points</b>) and the negative control against it "
-	      "(<b style=\"color:" HTML_NOISE "\">small points</b>); the yellow band is the noise floor, the largest "
+	      "round (large cyan points) and the negative control against it "
+	      "(small purple points); the yellow band is the noise floor, the largest "
 	      "difference between the control and the negative control; the bar on the right is the median "
 	      "paired difference and its order-statistic interval, with that interval's real coverage.</p>\n"
 	      "<div class=\"costs\">\n", f);

@@ -60,16 +60,21 @@ def main():
     w, h, bpp, rows = pixels(sys.argv[1])
     want = [None if x == "orangish" else tuple(int(x.lstrip("#")[k:k + 2], 16) for k in (0, 2, 4))
             for x in sys.argv[2:]]
-    counts = [0] * len(want)
+    # count each distinct colour once, then match the few thousand there are
+    seen = {}
     for row in rows:
         for i in range(0, w * bpp, bpp):
-            r, g, b = row[i], row[i + 1], row[i + 2]
-            for k, c in enumerate(want):
-                if c is None:
-                    if r - b > 40 and b + 15 < g < r - 15:
-                        counts[k] += 1
-                elif abs(r - c[0]) <= 12 and abs(g - c[1]) <= 12 and abs(b - c[2]) <= 12:
-                    counts[k] += 1
+            px = row[i:i + 3]
+            seen[px] = seen.get(px, 0) + 1
+    counts = [0] * len(want)
+    for px, n in seen.items():
+        r, g, b = px[0], px[1], px[2]
+        for k, c in enumerate(want):
+            if c is None:
+                if r - b > 40 and b + 15 < g < r - 15:
+                    counts[k] += n
+            elif abs(r - c[0]) <= 12 and abs(g - c[1]) <= 12 and abs(b - c[2]) <= 12:
+                counts[k] += n
     for c in counts:
         print(c)
 
