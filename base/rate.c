@@ -440,6 +440,15 @@ const char *rate_against(char *buf, size_t size, uint64_t k, uint64_t n, double 
 	return buf;
 }
 
+const char *rate_plan_command(char *buf, size_t size, double p, double conf)
+{
+	if (fabs(conf - 0.95) < 1e-12)
+		snprintf(buf, size, "ttaudit plan --baseline %g --target 0", p);
+	else
+		snprintf(buf, size, "ttaudit plan --baseline %g --target 0 --confidence %g", p, conf);
+	return buf;
+}
+
 const char *rate_level(char *buf, size_t size, double conf)
 {
 	snprintf(buf, size, "%g%%", conf * 100);

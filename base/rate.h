@@ -116,6 +116,10 @@ const char *rate_describe(char *buf, size_t size, uint64_t k, uint64_t n, double
  */
 const char *rate_against(char *buf, size_t size, uint64_t k, uint64_t n, double conf, double p0);
 
+/* The `ttaudit plan` command that gives the number a report says is needed
+ * to rule out p at conf ("ttaudit plan --baseline 0.0048 --target 0"). */
+const char *rate_plan_command(char *buf, size_t size, double p, double conf);
+
 /* The confidence level as a report says it: "95%", "99.5%". Returns buf. */
 const char *rate_level(char *buf, size_t size, double conf);
 

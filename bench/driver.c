@@ -1129,7 +1129,7 @@ static void driver_fail_list(const size_t *n_fail, char *buf, size_t n)
 
 void driver_report_print(const struct driver_report *rep, FILE *f)
 {
-	char buf[256], lv[32], vs[64];
+	char buf[256], lv[32], vs[96];
 	size_t i;
 
 	if (rep->gate_failed) {
@@ -1160,10 +1160,10 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 
 			if (dc->corr_verdict == DRIVER_INCONCLUSIVE)
 				fprintf(f, "INCONCLUSIVE: server %zu: 0 failing of %zu %s, not the baseline %g%%; "
-					"%" PRIu64 " requests would (ttaudit plan --baseline %g --target 0)\n",
-					dc->arm_index, dc->corr_requests,
+					"%" PRIu64 " requests would (%s)\n", dc->arm_index, dc->corr_requests,
 					rate_describe(buf, sizeof(buf), 0, dc->corr_requests, rep->confidence, 100, "%"),
-					100 * rep->baseline, dc->corr_n_to_bound, rep->baseline);
+					100 * rep->baseline, dc->corr_n_to_bound,
+					rate_plan_command(vs, sizeof(vs), rep->baseline, rep->confidence));
 		}
 	}
 	if (rep->any_unstable)

@@ -835,7 +835,7 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 static void pair_verdict_of(const struct pair *p, struct pair_run *r)
 {
 	double conf = p->o.confidence, alpha = (1 - conf) / 2;
-	char pct[96];
+	char pct[96], cmd[96];
 	size_t n = 0;
 
 	r->n_to_bound = 0;
@@ -873,10 +873,10 @@ static void pair_verdict_of(const struct pair *p, struct pair_run *r)
 		r->n_to_bound = rate_n_to_bound(p->o.baseline, 1 - alpha);
 		if (r->n_correct < r->n_to_bound) {
 			snprintf(r->verdict_why, sizeof(r->verdict_why), "0 failing of %zu %s, not the baseline "
-				 "%g%% per request; %" PRIu64 " requests would (ttaudit plan --baseline %g "
-				 "--target 0)", r->n_correct,
+				 "%g%% per request; %" PRIu64 " requests would (%s)", r->n_correct,
 				 rate_describe(pct, sizeof(pct), 0, r->n_correct, conf, 100, "%"),
-				 100 * p->o.baseline, r->n_to_bound, p->o.baseline);
+				 100 * p->o.baseline, r->n_to_bound,
+				 rate_plan_command(cmd, sizeof(cmd), p->o.baseline, conf));
 			return;
 		}
 	}
@@ -983,8 +983,11 @@ void pair_print_text(const struct pair *p, FILE *f)
 			r->arm[0] ? r->arm : "none", r->arm_state);
 		fprintf(f, "  requests %zu (%zu ok)", r->n_requests, r->n_ok);
 		if (r->makespan >= 0)
-			fprintf(f, "; makespan %.3f s, ttft p50 %.4f s, %.1f tok/s", r->makespan,
-				r->ttft_p50, r->out_tok_s);
+			fprintf(f, "; makespan %.3f s", r->makespan);
+		if (r->ttft_p50 >= 0)
+			fprintf(f, ", ttft p50 %.4f s", r->ttft_p50);
+		if (r->out_tok_s >= 0)
+			fprintf(f, ", %.1f tok/s", r->out_tok_s);
 		fputc('\n', f);
 		if (!r->merges) {
 			fprintf(f, "  audit: no merge event paired with this run\n");

@@ -179,6 +179,9 @@ static void test_describe(void **state)
 	assert_string_equal(rate_against(buf, sizeof(buf), 1, 192, 0.95, 0.0048),
 			    "consistent with the baseline 0.48%");
 	assert_string_equal(rate_against(buf, sizeof(buf), 0, 767, 0.95, 0.0048), "below the baseline 0.48%");
+	assert_string_equal(rate_plan_command(buf, sizeof(buf), 0.0048, 0.95), "ttaudit plan --baseline 0.0048 --target 0");
+	assert_string_equal(rate_plan_command(buf, sizeof(buf), 0.0048, 0.99),
+			    "ttaudit plan --baseline 0.0048 --target 0 --confidence 0.99");
 	assert_string_equal(rate_level(buf, sizeof(buf), 0.95), "95%");
 	assert_string_equal(rate_level(buf, sizeof(buf), 0.995), "99.5%");
 }
