@@ -11,51 +11,25 @@
 #include <cmocka.h>
 
 #include "html.h"
-
-static char dir[256];
+#include "testutil.h"
 
 static const char *write_file(const char *name, const char *text)
 {
-	static char paths[8][512];
-	static int k;
-	char *p = paths[k++ % 8];
-	FILE *f;
-
-	snprintf(p, 512, "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return p;
+	return testutil_write(name, text, strlen(text));
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/test_html.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	return 0;
+	return testutil_setup("test_html");
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return testutil_teardown();
 }
 
-static size_t count(const char *s, const char *needle)
-{
-	size_t n = 0;
-
-	while ((s = strstr(s, needle))) {
-		n++;
-		s++;
-	}
-	return n;
-}
 
 /* The page of o into a buffer (caller frees); *rs the status. */
 static char *page(const struct html_opts *o, struct html_stats *st, enum status *rs)
@@ -134,7 +108,7 @@ static void write_ab(const char *sub, const char *json)
 	char d[512], p[600];
 	FILE *f;
 
-	snprintf(d, sizeof(d), "%s/%s", dir, sub);
+	snprintf(d, sizeof(d), "%s/%s", testutil_dir(), sub);
 	mkdir(d, 0755);
 	snprintf(p, sizeof(p), "%s/ab-report.json", d);
 	f = fopen(p, "w");
@@ -182,7 +156,7 @@ static void test_ab_page(void **state)
 		 "[{\"figure\":\"makespan\",\"delta\":0.02,\"lo\":0.01,\"hi\":0.03,\"coverage\":0.75,"
 		 "\"verdict\":\"WITHHELD\"}]");
 	write_ab("ab1", json);
-	snprintf(d, sizeof(d), "%s/ab1", dir);
+	snprintf(d, sizeof(d), "%s/ab1", testutil_dir());
 	o.input = d;
 	h = page(&o, &st, &rs);
 	assert_int_equal(rs, STATUS_OK);
@@ -197,9 +171,9 @@ static void test_ab_page(void **state)
 	assert_non_null(strstr(h, ">control r1, reference r1</text>"));
 	assert_non_null(strstr(h, ">correctness r1</text>"));
 	/* 3 rounds of treatment and negative-control points for the makespan */
-	assert_int_equal(count(h, "class=\"cost-point\""), 3);
-	assert_int_equal(count(h, "class=\"noise-point\""), 3);
-	assert_int_equal(count(h, "class=\"noise-band\""), 1);
+	assert_int_equal(testutil_count(h, "class=\"cost-point\""), 3);
+	assert_int_equal(testutil_count(h, "class=\"noise-point\""), 3);
+	assert_int_equal(testutil_count(h, "class=\"noise-band\""), 1);
 	assert_int_equal(st.cost_intervals, 1);
 	assert_non_null(strstr(h, "<title>round 2: treatment - control +3.00%</title>"));
 	/* 0 of 30 is said as what it rules out */
@@ -208,7 +182,7 @@ static void test_ab_page(void **state)
 	/* withheld: the points stay, no interval is drawn */
 	snprintf(json, sizeof(json), AB_JSON, "WITHHELD", "null");
 	write_ab("ab2", json);
-	snprintf(d, sizeof(d), "%s/ab2", dir);
+	snprintf(d, sizeof(d), "%s/ab2", testutil_dir());
 	h = page(&o, &st, &rs);
 	assert_int_equal(rs, STATUS_OK);
 	assert_int_equal(st.cost_intervals, 0);
@@ -216,7 +190,7 @@ static void test_ab_page(void **state)
 	assert_non_null(strstr(h, "WITHHELD: no interval is published"));
 	free(h);
 	/* a directory without a finished A/B's report */
-	snprintf(d, sizeof(d), "%s/ab3", dir);
+	snprintf(d, sizeof(d), "%s/ab3", testutil_dir());
 	mkdir(d, 0755);
 	h = page(&o, &st, &rs);
 	assert_int_equal(rs, STATUS_IO);

@@ -12,6 +12,7 @@
 
 #include "svg.h"
 #include "tally.h"
+#include "testutil.h"
 
 /* Runs fn into a memory buffer and returns it (caller frees). */
 static char *capture_timeline(const char *audit_text, const struct svg_timeline_opts *o,
@@ -35,16 +36,6 @@ static char *capture_timeline(const char *audit_text, const struct svg_timeline_
 	return buf;
 }
 
-static size_t count(const char *s, const char *needle)
-{
-	size_t n = 0;
-
-	while ((s = strstr(s, needle))) {
-		n++;
-		s++;
-	}
-	return n;
-}
 
 static void test_timeline_marks(void **state)
 {
@@ -71,17 +62,17 @@ static void test_timeline_marks(void **state)
 	assert_int_equal(st.substs, 1);       /* step 31 */
 	assert_int_equal(st.taken, 1);        /* step 32 */
 	assert_int_equal(st.slots, 8);
-	assert_int_equal(count(svg, "class=\"subst\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"subst\""), 1);
 	/* nothing on step 30 says whether slot 7's buffer was stale: refused, staleness unknown */
 	assert_int_equal(st.refused, 1);
-	assert_int_equal(count(svg, "class=\"refused\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"refused\""), 1);
 	assert_non_null(strstr(svg, "class=\"refused\" data-step=\"30\" data-slot=\"7\""));
 	assert_non_null(strstr(svg, "class=\"subst\" data-step=\"31\" data-slot=\"0\""));
 	/* its tooltip names the request and the one the buffer was written for */
 	assert_non_null(strstr(svg, "step 31 slot 0: SUBSTITUTION (taken, stale); request a, buffer written for b; "
 				    "evidence request"));
-	assert_int_equal(count(svg, "class=\"subst-marker\""), 1);
-	assert_int_equal(count(svg, "class=\"density-subst\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"subst-marker\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"density-subst\""), 1);
 	assert_non_null(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
 	assert_non_null(strstr(svg, "</svg>\n"));
 	free(svg);
@@ -92,7 +83,7 @@ static void test_timeline_marks(void **state)
 	svg = capture_timeline(audit, &o, &st, &rst);
 	assert_int_equal(st.merges, 1);
 	assert_int_equal(st.rejects, 0);
-	assert_int_equal(count(svg, "class=\"subst\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"subst\""), 1);
 	free(svg);
 }
 
@@ -146,7 +137,7 @@ static void test_timeline_counterfactual(void **state)
 	assert_int_equal(st.substs, 0);
 	assert_int_equal(st.rejects, 2);
 	assert_int_equal(st.prevented, 2);
-	assert_int_equal(count(svg, "class=\"prevented\""), 2);
+	assert_int_equal(testutil_count(svg, "class=\"prevented\""), 2);
 	assert_non_null(strstr(svg, "stamp replayed on"));
 	free(svg);
 }
@@ -170,9 +161,9 @@ static void test_timeline_classes(void **state)
 	assert_int_equal(st.prevented, 1);   /* slot 1: written for x */
 	assert_int_equal(st.skipped, 1);     /* step 11 has no buf_step */
 	assert_int_equal(st.refused, 0);
-	assert_int_equal(count(svg, "class=\"forgone\""), 1);
-	assert_int_equal(count(svg, "class=\"density-forgone\""), 1);
-	assert_int_equal(count(svg, "class=\"density-prevented\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"forgone\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"density-forgone\""), 1);
+	assert_int_equal(testutil_count(svg, "class=\"density-prevented\""), 1);
 	free(svg);
 }
 
@@ -219,12 +210,12 @@ static void test_timeline_model(void **state)
 	fclose(f);
 	assert_null(strstr(buf, "<?xml"));
 	assert_non_null(strstr(buf, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\""));
-	assert_int_equal(count(buf, "class=\"boundary\""), 2);   /* the third lies past the drawn columns */
+	assert_int_equal(testutil_count(buf, "class=\"boundary\""), 2);   /* the third lies past the drawn columns */
 	assert_non_null(strstr(buf, ">pid 2</text>"));
 	/* every merge is in the strip, the 50 substitutions in 50 of its bins */
 	assert_non_null(strstr(buf, "all 5001 merges in order, 4 per bin"));
-	assert_int_equal(count(buf, "class=\"density-subst\""), 50);
-	assert_true(count(buf, "class=\"tick\"") > 5);
+	assert_int_equal(testutil_count(buf, "class=\"density-subst\""), 50);
+	assert_true(testutil_count(buf, "class=\"tick\"") > 5);
 	free(buf);
 	svg_tl_free(t);
 	remove(a);
@@ -259,7 +250,7 @@ static void test_charts(void **state)
 	(void)state;
 	svg_cdf(f, "t", "x", s, 2);
 	fclose(f);
-	assert_int_equal(count(buf, "class=\"cdf\""), 2);
+	assert_int_equal(testutil_count(buf, "class=\"cdf\""), 2);
 	assert_non_null(strstr(buf, "ctl &lt;A&gt;"));
 	assert_non_null(strstr(buf, "treat &amp; B"));
 	assert_null(strstr(buf, "nan"));
@@ -267,7 +258,7 @@ static void test_charts(void **state)
 	f = open_memstream(&buf, &n);
 	svg_repeats(f, "m", "s", s, 2);
 	fclose(f);
-	assert_int_equal(count(buf, "class=\"point\""), 4);   /* the NaN is not drawn */
+	assert_int_equal(testutil_count(buf, "class=\"point\""), 4);   /* the NaN is not drawn */
 	free(buf);
 	/* no data at all still makes a document */
 	f = open_memstream(&buf, &n);

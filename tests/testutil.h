@@ -96,4 +96,16 @@ static inline const char *testutil_write(const char *name, const char *text, siz
 	return path;
 }
 
+/* How many times needle occurs in s (overlapping ones too). */
+static inline size_t testutil_count(const char *s, const char *needle)
+{
+	size_t n = 0;
+
+	while ((s = strstr(s, needle))) {
+		n++;
+		s++;
+	}
+	return n;
+}
+
 #endif

@@ -34,6 +34,8 @@ usage_contract validate --rule
 usage_contract ready --url
 usage_contract arm --spec
 usage_contract passthrough --guard
+usage_contract ab --baseline
+usage_contract bench --baseline
 
 # typos get the nearest name
 expect_rc 2 "$TTAUDIT" preflight --mem-flor 3
