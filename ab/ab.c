@@ -745,18 +745,20 @@ static void ab_guard(const struct ab_judge_opts *jo, double conf, struct ab_resu
 		if (!(res->p_subst < 1 - conf)) {
 			n += (size_t)snprintf(res->guard_why + n, sizeof(res->guard_why) - n,
 					      "merges with a substitution, 0 of %llu against the control arm's %llu "
-					      "of %llu: Fisher's exact test p = %.3g, not under %g; about %llu merges "
+					      "of %llu: Fisher's exact test p = %.3g, not under %g; %s%llu merges "
 					      "per arm would show it (power 80%%)", tr->merges, res->ctl_merges_subst,
 					      res->ctl_merges, res->p_subst, 1 - conf,
-					      (unsigned long long)res->n_detect_merges);
+					      res->n_detect_merges ? "about " : "more than ",
+					      res->n_detect_merges ? (unsigned long long)res->n_detect_merges : 100000000ull);
 		}
 		if (res->ctl_failing && !(res->p_fail < 1 - conf) && n < sizeof(res->guard_why))
 			n += (size_t)snprintf(res->guard_why + n, sizeof(res->guard_why) - n,
 					      "%sfailing requests, 0 of %zu against the control arm's %zu of %zu: "
-					      "Fisher's exact test p = %.3g, not under %g; about %llu requests per "
+					      "Fisher's exact test p = %.3g, not under %g; %s%llu requests per "
 					      "arm would show it", n ? "; " : "", tr->requests, res->ctl_failing,
 					      res->ctl_requests, res->p_fail, 1 - conf,
-					      (unsigned long long)res->n_detect_requests);
+					      res->n_detect_requests ? "about " : "more than ",
+					      res->n_detect_requests ? (unsigned long long)res->n_detect_requests : 100000000ull);
 		if (res->n_to_bound && tr->requests < res->n_to_bound && n < sizeof(res->guard_why))
 			n += (size_t)snprintf(res->guard_why + n, sizeof(res->guard_why) - n,
 					      "%s0 failing of %zu %s, not the baseline %s (%s); %llu requests "

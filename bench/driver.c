@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arms.h"
@@ -416,6 +417,29 @@ static void driver_say(const struct driver_opts *o, const char *fmt, ...)
 }
 
 /* Readiness and arm confirmation of arm a. false: the gate failed (said in rep). */
+#define DRIVER_ARM_SETTLE_TRIES 20        /* 20 x 0.15 s: 3 s at most */
+#define DRIVER_ARM_SETTLE_NS 150000000L
+
+/* 1 when the check failed only for want of required lines a log or capture may still receive. */
+static int driver_arm_in_flight(const struct arm_result *r)
+{
+	size_t i;
+	int absent = 0;
+
+	for (i = 0; i < r->n_items; i++) {
+		const struct arm_item_result *it = &r->items[i];
+
+		if (it->verdict == ARM_FORBIDDEN_PRESENT)
+			return 0;
+		/* a line, or the start record that holds a process's environment */
+		if (it->verdict == ARM_ABSENT && !it->forbid && (it->kind == ARM_LOG || it->kind == ARM_ENV))
+			absent = 1;
+		else if (it->verdict == ARM_ABSENT || it->verdict == ARM_UNREACHABLE)
+			return 0;
+	}
+	return absent;
+}
+
 static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *spec, bool *passed,
 			       struct status_info *si)
 {
@@ -431,7 +455,7 @@ static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *
 	struct status_info esi;
 	enum status st;
 	char *buf = NULL;
-	size_t bufsz = 0;
+	size_t bufsz = 0, k;
 	FILE *mf;
 
 	*passed = false;
@@ -493,6 +517,18 @@ static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *
 	src.log = da->log;
 	src.capture = da->capture;
 	st = arm_check(spec, da->arm, &src, ar, si);
+	/* A server's log and capture are written while it runs, by its processes
+	 * in their own time: a start-up line the engine process has not written
+	 * yet when the API already answers is in flight, not absent. Only what
+	 * is missing is waited for, a little; forbidden evidence already found
+	 * never waits. */
+	for (k = 0; !st && !ar->confirmed && (da->log || da->capture) && k < DRIVER_ARM_SETTLE_TRIES &&
+		    driver_arm_in_flight(ar); k++) {
+		struct timespec ts = { 0, DRIVER_ARM_SETTLE_NS };
+
+		nanosleep(&ts, NULL);
+		st = arm_check(spec, da->arm, &src, ar, si);
+	}
 	if (st) {
 		free(ar);
 		return st;
@@ -1152,7 +1188,7 @@ void driver_report_print(const struct driver_report *rep, FILE *f)
 			fprintf(f, " requests: %s", rate_describe(buf, sizeof(buf), rep->corr_failing,
 								 rep->corr_requests, rep->confidence, 100, "%"));
 		else
-			fprintf(f, " (each server's rate below)");
+			fprintf(f, " (each server's and level's rate below)");
 		fprintf(f, "%s\n", rep->ref_wrong || rep->ref_failed ?
 			"; the reference itself has wrong or failed answers" : "");
 		for (i = 0; i < rep->n_cells; i++) {
