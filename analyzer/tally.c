@@ -234,6 +234,7 @@ tally_merge_body(struct tally *t, const struct merge_event *m, const char *file,
 			continue;
 		}
 		c->fired += fired[r];
+		c->merges_subst += n_subst[r] != 0;
 		if (m->has_taken) {
 			c->fp_evaluated++;
 			if (mismatch[r]) {
@@ -279,6 +280,7 @@ void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)
 	d->merges += s->merges;
 	d->taken += s->taken;
 	d->substitutions += s->substitutions;
+	d->merges_subst += s->merges_subst;
 	d->unverified += s->unverified;
 	d->prevented += s->prevented;
 	d->forgone += s->forgone;

@@ -22,6 +22,7 @@ struct tally_counts {
 	uint64_t merges;          /* merge events seen */
 	uint64_t taken;           /* slots the rule takes */
 	uint64_t substitutions;   /* taken and stale */
+	uint64_t merges_subst;    /* events with at least one substitution: the trials of a rate */
 	uint64_t unverified;      /* taken, staleness unknown */
 	uint64_t prevented;       /* bare takes, this rule does not, stale */
 	uint64_t forgone;         /* bare takes, this rule does not, not stale */

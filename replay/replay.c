@@ -15,9 +15,13 @@
 #include <sys/stat.h>
 
 #include "jsonw.h"
+#include "rate.h"
 
 /* Distinct garbage values the text report lists. */
 #define REPLAY_GARBAGE_SHOWN 8
+/* Rates are said at the confidence every report uses (base/rate.h). */
+#define REPLAY_CONFIDENCE 0.95
+#define REPLAY_CONFIDENCE_TEXT "95%"
 /* Per-process rows kept over all files; beyond, rows are counted (the totals stay whole). */
 #define REPLAY_ROWS_MAX 65536
 /* Files a job reads ahead of the merge at most, per reader. */
@@ -1451,6 +1455,21 @@ void replay_print_text(const struct replay *r, FILE *f)
 			fprintf(f, "; %" PRIu64 " refused with staleness unknown", c->rejected_unverified);
 		fputc('\n', f);
 	}
+	/* the merge is the trial: the slots of one merge read the same buffer */
+	fprintf(f, "\nmerges with a substitution, with %s Clopper-Pearson intervals (of the merges each rule "
+		"evaluated):\n", REPLAY_CONFIDENCE_TEXT);
+	for (i = 0; i < tally_n_rules(t); i++) {
+		const struct tally_counts *c = tally_counts(t, i);
+		char rt[128], pk[96];
+		if (tally_not_evaluable(t, i))
+			continue;
+		fprintf(f, "  %-20s %" PRIu64 " of %" PRIu64 ": %s; %s\n", tally_rule(t, i)->name,
+			c->merges_subst, c->merges - c->skipped,
+			rate_describe(rt, sizeof(rt), c->merges_subst, c->merges - c->skipped, REPLAY_CONFIDENCE,
+				      100, "%"),
+			rate_per_1000(pk, sizeof(pk), c->merges_subst, c->merges - c->skipped, REPLAY_CONFIDENCE,
+				      "merges"));
+	}
 	fprintf(f, "\ngarbage positions: %" PRIu64 " (%" PRIu64 " float32-like)\n", g->count,
 		g->float32_like);
 	for (i = 0; i < g->n_values && i < REPLAY_GARBAGE_SHOWN; i++) {
@@ -1498,6 +1517,9 @@ static void print_counts_json(struct jsonw *w, const struct tally_counts *c, int
 	jsonw_kuint(w, "merges", c->merges);
 	jsonw_kuint(w, "taken", c->taken);
 	jsonw_kuint(w, "substitutions", c->substitutions);
+	jsonw_kuint(w, "merges_with_substitution", c->merges_subst);
+	jsonw_key(w, "substitution_rate");
+	rate_json(w, c->merges_subst, c->merges - c->skipped, REPLAY_CONFIDENCE);
 	jsonw_kuint(w, "unverified", c->unverified);
 	jsonw_kuint(w, "prevented", c->prevented);
 	jsonw_kuint(w, "forgone", c->forgone);

@@ -6,6 +6,10 @@
 #include <inttypes.h>
 
 #include "jsonw.h"
+#include "rate.h"
+
+/* The confidence of the rates said (the convention of base/rate.h). */
+#define VALIDATE_CONFIDENCE 0.95
 
 const char *validate_verdict_name(enum validate_file_verdict v)
 {
@@ -56,6 +60,7 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 	const struct tally_counts *tc = tally_counts(t, rule);
 	size_t i, k, failed = 0;
 	struct jsonw w;
+	char a[128], b[128];
 
 	for (i = 0; i < replay_n_files(r); i++) {
 		enum validate_file_verdict v = validate_file(replay_file_at(r, i), rule, o);
@@ -75,7 +80,14 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 		jsonw_kuint(&w, "prevented", tc->prevented);
 		jsonw_kuint(&w, "forgone", tc->forgone);
 		jsonw_kdouble(&w, "forgone_pct", forgone_pct(tc));
+		jsonw_key(&w, "forgone_rate");
+		rate_json(&w, tc->forgone, tc->bare_taken, VALIDATE_CONFIDENCE);
 		jsonw_kuint(&w, "fired", tc->fired);
+		jsonw_key(&w, "fired_rate");
+		rate_json(&w, tc->fired, tc->merges - tc->skipped, VALIDATE_CONFIDENCE);
+		jsonw_kuint(&w, "merges_with_substitution", tc->merges_subst);
+		jsonw_key(&w, "substitution_rate");
+		rate_json(&w, tc->merges_subst, tc->merges - tc->skipped, VALIDATE_CONFIDENCE);
 		jsonw_kuint(&w, "unverified", tc->unverified);
 		jsonw_kuint(&w, "malformed", replay_malformed(r));
 		jsonw_key(&w, "per_file");
@@ -160,8 +172,10 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 			fprintf(out, "  %s: could not be read\n", f->path);
 			break;
 		case VALIDATE_TOO_COSTLY:
-			fprintf(out, "  %s: forgone %.2f%% of bare takes, above %.2f%%\n", f->path,
-				forgone_pct(c), o->max_forgone_pct);
+			fprintf(out, "  %s: forgone %" PRIu64 " of %" PRIu64 " bare takes (%s), above %.2f%%\n",
+				f->path, c->forgone, c->bare_taken,
+				rate_describe(a, sizeof(a), c->forgone, c->bare_taken, VALIDATE_CONFIDENCE, 100, "%"),
+				o->max_forgone_pct);
 			break;
 		}
 	}
@@ -169,9 +183,18 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 		jsonw_arr_end(&w);
 		jsonw_obj_end(&w);
 	} else {
-		fprintf(out, "cost: forgone %" PRIu64 " (%.2f%% of %" PRIu64 " bare takes), fired on %"
-			PRIu64 " of %" PRIu64 " merges; prevented %" PRIu64 ", unverified takes %" PRIu64
-			"\n", tc->forgone, forgone_pct(tc), tc->bare_taken, tc->fired, tc->merges,
+		/* every share with its interval; 0 of n as what it rules out */
+		fprintf(out, "residual: substitutions in %" PRIu64 " of %" PRIu64 " merges (%s)\n",
+			tc->merges_subst, tc->merges - tc->skipped,
+			rate_describe(a, sizeof(a), tc->merges_subst, tc->merges - tc->skipped,
+				      VALIDATE_CONFIDENCE, 100, "%"));
+		fprintf(out, "cost: forgone %" PRIu64 " of %" PRIu64 " bare takes (%s), fired on %" PRIu64
+			" of %" PRIu64 " merges (%s); prevented %" PRIu64 ", unverified takes %" PRIu64 "\n",
+			tc->forgone, tc->bare_taken,
+			rate_describe(a, sizeof(a), tc->forgone, tc->bare_taken, VALIDATE_CONFIDENCE, 100, "%"),
+			tc->fired, tc->merges - tc->skipped,
+			rate_describe(b, sizeof(b), tc->fired, tc->merges - tc->skipped, VALIDATE_CONFIDENCE,
+				      100, "%"),
 			tc->prevented, tc->unverified);
 		if (replay_malformed(r))
 			fprintf(out, "malformed lines: %" PRIu64 "\n", replay_malformed(r));

@@ -5,7 +5,7 @@
  */
 #include "html.h"
 
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>

@@ -223,11 +223,39 @@ static void test_substitutions_by_evidence(void **state)
 	tally_merge(t, &f.m, "x", 2);
 	c = tally_counts(t, BATCH);
 	assert_int_equal(c->substitutions, 2);
+	assert_int_equal(c->merges_subst, 2);
+	assert_int_equal(tally_counts(t, LIFETIME)->merges_subst, 0);
 	assert_int_equal(c->subst_by[EVIDENCE_LIFETIME], 1);
 	assert_int_equal(c->subst_by[EVIDENCE_STAMP], 1);
 	/* stamp is skipped now, lifetime still prevents */
 	assert_string_equal(counts(t, STAMP), "m2 t0 s0 u0 p1 f0 ru0 fi1 sk1 sh0");
 	assert_string_equal(counts(t, LIFETIME), "m2 t0 s0 u0 p2 f0 ru0 fi2 sk0 sh0");
+	tally_free(t);
+}
+
+static void test_merges_with_substitution(void **state)
+{
+	/* two slots of one merge read one stale buffer: two substitutions, one
+	 * merge with a substitution (the trial a rate counts) */
+	static const int64_t host[] = { 5, 9 };
+	static const int64_t dev[] = { 6, 9 };
+	struct tally *t = mk(131072);
+	struct fx f;
+
+	(void)state;
+	FX(&f, 10, host, dev);
+	f.m.has_gen = true;
+	f.m.gen = 3;
+	f.m.buf_gen = 2;
+	tally_merge(t, &f.m, "x", 1);
+	assert_int_equal(tally_counts(t, BARE)->substitutions, 2);
+	assert_int_equal(tally_counts(t, BARE)->merges_subst, 1);
+	/* a fresh merge adds a merge, no substitution */
+	f.m.buf_gen = 3;
+	tally_merge(t, &f.m, "x", 2);
+	assert_int_equal(tally_counts(t, BARE)->merges, 2);
+	assert_int_equal(tally_counts(t, BARE)->merges_subst, 1);
+	assert_int_equal(tally_counts(t, STAMP)->merges_subst, 0);
 	tally_free(t);
 }
 
@@ -550,6 +578,7 @@ static void test_absorb(void **state)
 		assert_int_equal(c->merges, ca->merges + cb->merges);
 		assert_int_equal(c->taken, ca->taken + cb->taken);
 		assert_int_equal(c->substitutions, ca->substitutions + cb->substitutions);
+		assert_int_equal(c->merges_subst, ca->merges_subst + cb->merges_subst);
 		assert_int_equal(c->unverified, ca->unverified + cb->unverified);
 		assert_int_equal(c->prevented, ca->prevented + cb->prevented);
 		assert_int_equal(c->forgone, ca->forgone + cb->forgone);
@@ -610,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_forgone_and_rejected_unverified),
 		cmocka_unit_test(test_empty_evidence),
 		cmocka_unit_test(test_substitutions_by_evidence),
+		cmocka_unit_test(test_merges_with_substitution),
 		cmocka_unit_test(test_fired),
 		cmocka_unit_test(test_shape_fallback),
 		cmocka_unit_test(test_float32),

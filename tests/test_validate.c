@@ -226,8 +226,12 @@ static void test_forgone_limit(void **state)
 	rp = run("batch", &f, 1);
 	text = report(rp, &half, false, &ok);
 	assert_int_equal(ok, 0);
-	assert_non_null(strstr(text, "forgone 100.00% of bare takes, above 50.00%"));
-	assert_non_null(strstr(text, "cost: forgone 2 (100.00% of 2 bare takes), fired on 2 of 2 merges"));
+	/* every share with its Clopper-Pearson interval */
+	assert_non_null(strstr(text, "forgone 2 of 2 bare takes (100%, 95% CI 15.8% to 100%), above 50.00%"));
+	assert_non_null(strstr(text, "cost: forgone 2 of 2 bare takes (100%, 95% CI 15.8% to 100%), fired on 2 "
+				     "of 2 merges (100%, 95% CI 15.8% to 100%)"));
+	assert_non_null(strstr(text, "residual: substitutions in 0 of 2 merges (rules out only rates above 84.2% "
+				     "at 95%)"));
 	free(text);
 	replay_free(rp);
 }
