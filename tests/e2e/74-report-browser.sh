@@ -108,7 +108,7 @@ set -- $(colours "$T/report-corpus.png" f4b6b6 d62728 1f77b4 orangish)
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
 ( cd "$T" && "$TTAUDIT" ab --control bare --treatment stamp --sensitivity slow --spec "$FIX/ab/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --vendor-neutral --no-docker --lock "$T/lock" \
-	--serve "$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale \$(awk \"BEGIN{print 0.04*\${TTSIM_SCALE_X:-1}}\") --refresh-every 16 --seed 1" \
+	--serve "$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale \$(awk \"BEGIN{print 0.04*\${TTSIM_SCALE_X:-1}}\") --seed 1" \
 	-o ab-out ) >"$T/ab.md" 2>"$T/ab.err" || { cat "$T/ab.md" "$T/ab.err" >&2; fail "the A/B example failed"; }
 cp "$T/ab-out/ab-report.html" "$T/report-ab.html"
 page "$T/report-ab.html" "$T/report-ab.png" 1050 1820
