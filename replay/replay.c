@@ -1839,10 +1839,12 @@ static int report_uint(const struct jdoc *d, const struct jval *obj, const char 
 static int report_counts(const struct jdoc *d, const struct jval *c, struct tally_counts *out,
 			 const char *path, struct status_info *si)
 {
-	static const char *const names[] = { "merges", "taken", "substitutions", "unverified",
+	static const char *const names[] = { "merges", "taken", "substitutions",
+		"merges_with_substitution", "unverified",
 		"prevented", "forgone", "rejected_unverified", "fired", "skipped", "shape_fallback",
 		"bare_taken" };
-	uint64_t *const vars[] = { &out->merges, &out->taken, &out->substitutions, &out->unverified,
+	uint64_t *const vars[] = { &out->merges, &out->taken, &out->substitutions,
+		&out->merges_subst, &out->unverified,
 		&out->prevented, &out->forgone, &out->rejected_unverified, &out->fired, &out->skipped,
 		&out->shape_fallback, &out->bare_taken };
 	const struct jval *ev = jdoc_get(d, c, "evidence"), *fp = jdoc_get(d, c, "fingerprint"), *v;
