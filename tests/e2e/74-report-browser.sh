@@ -82,7 +82,7 @@ done
 # (INCONCLUSIVE, WITHHELD, NOT SHOWN), plain cfd8e3; timeline taken 2ca02c,
 # substitution d62728, prevented 1f77b4, forgone orange; cost points 17becf,
 # negative control 6a3d9a, noise band fff2b3, interval 8c564b
-"$TTAUDIT" report html "$FIX/audit/incident-confirmed.jsonl" --rule batch -o "$T/report-incident.html" >/dev/null
+(cd "$FIX/.." && "$TTAUDIT" report html fixtures/audit/incident-confirmed.jsonl --rule batch -o "$T/report-incident.html" >/dev/null)
 page "$T/report-incident.html" "$T/report-incident.png" 1050 960
 set -- $(colours "$T/report-incident.png" b7e4b7 ffd59e cfd8e3 2ca02c 1f77b4 d62728)
 # validate PASS and the rate INCONCLUSIVE (0 of 2 merges tells nothing); the
@@ -91,7 +91,7 @@ set -- $(colours "$T/report-incident.png" b7e4b7 ffd59e cfd8e3 2ca02c 1f77b4 d62
 [ "$4" -gt 700 ] && [ "$5" -gt 500 ] || fail "incident page: taken/prevented pixels $4/$5"
 [ "$6" -lt 400 ] || fail "incident page: red where batch lets nothing through ($6)"
 
-"$TTAUDIT" report html "$FIX/audit/corpus-seed7.jsonl.gz" --rule batch -o "$T/report-corpus.html" >/dev/null
+(cd "$FIX/.." && "$TTAUDIT" report html fixtures/audit/corpus-seed7.jsonl.gz --rule batch -o "$T/report-corpus.html" >/dev/null)
 page "$T/report-corpus.html" "$T/report-corpus.png" 1050 1620
 set -- $(colours "$T/report-corpus.png" f4b6b6 d62728 1f77b4 orangish)
 # batch lets 32 of 156 through: FAIL boxes, 32 marked substitutions (cells 3
