@@ -89,7 +89,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Keep objects make would otherwise delete as intermediates after a link.
 .SECONDARY:
 
-.PHONY: FORCE all demo check check-run deps deps-check test unit e2e asan fuzz bench \
+.PHONY: FORCE all demo check check-run deps deps-check test unit e2e doc readme asan fuzz bench \
 	install uninstall clean _demo
 all: _all
 # The part archives' rules come first in the file: `make` alone must still build all.
@@ -180,8 +180,9 @@ _demo: _all
 check: deps-check
 	@$(MAKE) --no-print-directory check-run
 
-# unit + e2e on the normal build, then the sanitizer build, then the fuzzer.
-check-run: _all unit e2e asan fuzz
+# unit + e2e + the documents' examples on the normal build, then the sanitizer
+# build, then the fuzzer.
+check-run: _all unit e2e doc asan fuzz
 	@echo "make check: all stages passed"
 
 unit: $(TEST_BIN)
@@ -189,6 +190,15 @@ unit: $(TEST_BIN)
 
 e2e: _all $(TEST_BIN)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run-e2e.sh $(E2E)
+
+# Every command example of README.md and docs/*.md run and compared with its
+# text, and every synopsis block compared with the option tables
+# (tests/doc/run-examples.py); `make readme` rewrites the synopses instead.
+DOCS := README.md $(sort $(wildcard docs/*.md))
+doc: _all
+	@$(PYTHON) tests/doc/run-examples.py --build $(BUILD) $(DOCS)
+readme: _all
+	@$(PYTHON) tests/doc/run-examples.py --build $(BUILD) --update-synopses $(DOCS)
 
 test: unit e2e
 

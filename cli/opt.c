@@ -548,7 +548,6 @@ void opt_synopsis(const struct cmd_doc *d, FILE *f)
 {
 	size_t i;
 
-	fputs("```\n", f);
 	for (i = 0; d->usage && d->usage[i]; i++)
 		fprintf(f, "ttaudit %s\n", d->usage[i]);
 	for (i = 0; d->subs && d->subs[i]; i++) {
@@ -556,5 +555,4 @@ void opt_synopsis(const struct cmd_doc *d, FILE *f)
 		for (j = 0; d->subs[i]->usage && d->subs[i]->usage[j]; j++)
 			fprintf(f, "ttaudit %s\n", d->subs[i]->usage[j]);
 	}
-	fputs("```\n", f);
 }

@@ -126,7 +126,8 @@ void opt_help(const struct cmd_doc *d, FILE *f);
 void opt_usage(const struct cmd_doc *d, FILE *f);
 /* The command's section of the man page, in roff (man(7)). */
 void opt_man(const struct cmd_doc *d, FILE *f);
-/* The synopsis as README.md shows it: one fenced block. */
+/* The synopsis lines, sub-commands' included, as README.md's synopsis blocks hold them
+ * (tests/doc/run-examples.py checks them, make readme writes them). */
 void opt_synopsis(const struct cmd_doc *d, FILE *f);
 
 /*

@@ -215,7 +215,7 @@ static void test_help(void **state)
 	assert_non_null(strstr(h, "\\fB\\-j\\fR, \\fB\\-\\-json\\fR\n"));
 	assert_non_null(strstr(h, "\\fB\\-\\-max\\-pos\\fR \\fIN\\fR\n"));
 	h = t_render(opt_synopsis, &t_doc);
-	assert_string_equal(h, "```\nttaudit t [options] FILE...\nttaudit t --other\n```\n");
+	assert_string_equal(h, "ttaudit t [options] FILE...\nttaudit t --other\n");
 }
 
 int main(void)

@@ -53,8 +53,10 @@ MASKS = {
     "port": (r"127\.0\.0\.1:\d+", "127.0.0.1:<PORT>"),
     "date": (r"\b\d\d-\d\d \d\d:\d\d:\d\d\b", "<DATE>"),
     "id": (r"\b(cmpl|chatcmpl)-[0-9a-f]{8,}\b|fnv1a64:[0-9a-f]{16}", "<ID>"),
-    "host": (r'"host":"[^"]*"', '"host":"<HOST>"'),
+    "host": (r'("host":"|host=")[^"]*"', r'\1<HOST>"'),
     "num": (r"\b\d+\.\d+\b", "<N>"),
+    # runs of spaces as one (table columns whose width follows masked numbers)
+    "ws": (r" {2,}", " "),
 }
 
 PRELUDE = r'''
@@ -63,12 +65,14 @@ bg() { "$@" >/dev/null 2>&1 & echo $! >>"$EXAMPLES_DIR/.bgpids"; }
 
 
 class Example:
-    def __init__(self, path, line, cmds, expected, directives):
-        self.path, self.line = path, line
+    def __init__(self, path, line, cmds, expected, directives, exp_start=None):
+        self.path, self.line, self.exp_start = path, line, exp_start
         self.cmds, self.expected = cmds, expected
         self.setup = [v for k, v in directives if k == "setup"]
         self.replace = [v for k, v in directives if k == "replace"]
-        self.masks = [m for k, v in directives if k == "mask" for m in v.split()]
+        # names, or /REGEX/ (which may hold spaces; a "/" inside is written "\\/")
+        self.masks = [m for k, v in directives if k == "mask"
+                      for m in re.findall(r"/(?:[^/\\]|\\.)+/|\S+", v)]
         self.skip = next((v for k, v in directives if k == "skip"), None)
         bad = [k for k, _ in directives if k not in ("setup", "replace", "mask", "skip")]
         if bad:
@@ -188,13 +192,14 @@ def split_block(path, start, block, directives):
             j += 1
             cmd = cmd + "\n" + block[j]
         j += 1
-        exp = []
+        exp, exp_at = [], start + j
         while j < len(block) and not block[j].startswith("$ "):
             exp.append(block[j])
             j += 1
         # the directives apply to the block: setup runs before its first command
         res.append(Example(path, line0, [cmd], exp,
-                           directives if not res else [d for d in directives if d[0] != "setup"]))
+                           directives if not res else [d for d in directives if d[0] != "setup"],
+                           exp_at))
     return res
 
 
@@ -221,10 +226,16 @@ def matches(expected, got):
     return rec(0, 0)
 
 
+GROUPS = []
+
+
 def shell(cmd, cwd, env, timeout=60):
-    # A group of its own, so that a command that hangs is stopped whole.
+    # A group of its own, so that a command that hangs is stopped whole, and
+    # what an example leaves running (`server ... &`) is stopped with it at
+    # the end of the file.
     p = subprocess.Popen(["bash", "-c", PRELUDE + cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, start_new_session=True)
+    GROUPS.append(p.pid)
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -234,11 +245,16 @@ def shell(cmd, cwd, env, timeout=60):
     return p.returncode, out.decode("utf-8", "replace")
 
 
-def run_file(path, build, root):
+def run_file(path, build, root, accept=False):
     examples = parse(path)
     work = tempfile.mkdtemp(prefix="ttaudit-doc.")
     env = dict(os.environ)
-    env["PATH"] = os.path.join(root, build) + os.pathsep + env.get("PATH", "")
+    # A user's plain PATH, the build first: not the PATH of whoever runs the
+    # tests (a pyenv shim there would answer for python3, and a capture
+    # example would record its shell scripts)
+    env["PATH"] = os.pathsep.join([os.path.join(root, build), "/usr/local/bin", "/usr/bin", "/bin",
+                                   "/usr/sbin", "/sbin"])
+    env.pop("PYTHONUNBUFFERED", None)
     env["EXAMPLES_DIR"] = work
     env["TTAUDIT_SRC"] = root
     env["LC_ALL"] = "C"
@@ -246,7 +262,8 @@ def run_file(path, build, root):
     for d in ("fixtures", "tools", "tests", "build"):
         if os.path.exists(os.path.join(root, d)):
             os.symlink(os.path.join(root, d), os.path.join(work, d))
-    failed, skipped, ran = 0, [], 0
+    failed, skipped, ran, accepted = 0, [], 0, []
+    last_rc = 0   # `$ echo $?` says the previous command's status, as in a shell
     try:
         for ex in examples:
             where = f"{os.path.relpath(path, root)}:{ex.line}"
@@ -269,18 +286,26 @@ def run_file(path, build, root):
                     continue
                 cmd = cmd.replace(text.strip(), val)
                 expected = expected.replace(text.strip(), val)
-            rc, out = shell(cmd, work, env)
+            rc, out = shell(f"(exit {last_rc}); " + cmd, work, env)
+            last_rc = rc
             ran += 1
             want = mask(expected, ex.masks).split("\n") if ex.expected else []
             got = mask(out.rstrip("\n"), ex.masks).split("\n") if out.strip("\n") else []
             if not matches(want, got):
                 failed += 1
+                accepted.append((ex, out.rstrip("\n")))
                 print(f"FAIL {where}: $ {cmd}")
                 print("  expected:")
                 print("\n".join("    " + w for w in want))
                 print("  got (exit %d):" % rc)
                 print("\n".join("    " + g for g in got))
     finally:
+        for g in GROUPS:
+            try:
+                os.killpg(g, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        GROUPS.clear()
         pids = os.path.join(work, ".bgpids")
         if os.path.exists(pids):
             for p in open(pids).read().split():
@@ -289,6 +314,17 @@ def run_file(path, build, root):
                 except (ProcessLookupError, ValueError):
                     pass
         shutil.rmtree(work, ignore_errors=True)
+    if accept and accepted:
+        # the output each failed example really printed becomes its text
+        # (review the diff: that is the point of the option)
+        lines = open(path, encoding="utf-8").read().split("\n")
+        for ex, out in sorted(accepted, key=lambda a: -a[0].exp_start):
+            lines[ex.exp_start:ex.exp_start + len(ex.expected)] = out.split("\n") if out else []
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+        os.replace(tmp, path)
+        print(f"{os.path.relpath(path, root)}: {len(accepted)} example(s) rewritten with their output")
     return ran, failed, skipped
 
 
@@ -296,6 +332,8 @@ def main():
     ap = argparse.ArgumentParser(description="run the command examples of markdown files")
     ap.add_argument("--build", default="build")
     ap.add_argument("--list", action="store_true", help="list the examples, run nothing")
+    ap.add_argument("--accept", action="store_true",
+                    help="write each failing example's real output into the file (then review the diff)")
     ap.add_argument("--update-synopses", action="store_true",
                     help="rewrite the synopsis blocks from the binary, run nothing")
     ap.add_argument("files", nargs="+")
@@ -317,7 +355,7 @@ def main():
             for ex in parse(f):
                 print(f"{f}:{ex.line}: {'skip: ' + ex.skip if ex.skip else '$ ' + ex.cmds[0]}")
             continue
-        ran, failed, skipped = run_file(f, a.build, root)
+        ran, failed, skipped = run_file(f, a.build, root, a.accept)
         total += ran
         bad += failed
         skips += skipped
