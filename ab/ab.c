@@ -1236,16 +1236,15 @@ static enum status ab_timeline(struct ab_ctx *c, enum ab_role role, char *path, 
 	enum status st;
 	struct rule rl;
 	size_t k;
-	FILE *f;
+	struct outfile of;
 
 	for (k = 0; k < c->n_boots && c->boots[k].role != role; k++)
 		;
 	if (k == c->n_boots)
 		return STATUS_OK;
 	snprintf(path, n_path, "%s/%s", c->o->dir, name);
-	f = fopen(path, "we");
-	if (!f)
-		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot create: %s", strerror(errno));
+	if (outfile_open(&of, path, si))
+		return STATUS_IO;
 	memset(&to, 0, sizeof(to));
 	to.to_step = -1;
 	/* the recorded decisions; events without `taken` are read as the arm's
@@ -1253,9 +1252,11 @@ static enum status ab_timeline(struct ab_ctx *c, enum ab_role role, char *path, 
 	to.fallback = rule_parse(arm, &rl, NULL) ? NULL : arm;
 	snprintf(title, sizeof(title), "%s (%s), first boot", ab_role_name(role), arm);
 	to.title = title;
-	st = svg_timeline(f, c->boots[k].capture, &to, &ts, si);
-	if (fclose(f) && !st)
-		st = status_set_at(si, STATUS_IO, path, 0, 0, "write failed");
+	st = svg_timeline(of.f, c->boots[k].capture, &to, &ts, si);
+	if (st)
+		outfile_abort(&of);
+	else
+		st = outfile_commit(&of, si);
 	return st;
 }
 
@@ -1264,9 +1265,9 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 	struct ab_result *res = c->res;
 	const char *dir = c->o->dir;
 	struct svg_series s[AB__ROLES];
+	struct outfile of;
 	size_t n = 0, r;
 	enum status st;
-	FILE *f;
 
 	/* timelines: the first boot of the control (its substitutions) and of
 	 * the treatment (its guard rejects) */
@@ -1284,11 +1285,11 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 			n++;
 		}
 	snprintf(res->svg_latency, sizeof(res->svg_latency), "%s/ab-latency.svg", dir);
-	f = fopen(res->svg_latency, "we");
-	if (!f)
-		return status_set_at(si, STATUS_IO, res->svg_latency, 0, 0, "cannot create: %s", strerror(errno));
-	svg_cdf(f, "TTFT, measured requests, per role", "TTFT (s)", s, n);
-	fclose(f);
+	if (outfile_open(&of, res->svg_latency, si))
+		return STATUS_IO;
+	svg_cdf(of.f, "TTFT, measured requests, per role", "TTFT (s)", s, n);
+	if (outfile_commit(&of, si))
+		return STATUS_IO;
 	n = 0;
 	for (r = 0; r < AB__ROLES; r++)
 		if (c->n_fig[r]) {
@@ -1298,32 +1299,28 @@ static enum status ab_write(struct ab_ctx *c, struct status_info *si)
 			n++;
 		}
 	snprintf(res->svg_makespan, sizeof(res->svg_makespan), "%s/ab-makespan.svg", dir);
-	f = fopen(res->svg_makespan, "we");
-	if (!f)
-		return status_set_at(si, STATUS_IO, res->svg_makespan, 0, 0, "cannot create: %s",
-				     strerror(errno));
-	svg_repeats(f, "makespan per repeat, per role", "makespan (s)", s, n);
-	fclose(f);
+	if (outfile_open(&of, res->svg_makespan, si))
+		return STATUS_IO;
+	svg_repeats(of.f, "makespan per repeat, per role", "makespan (s)", s, n);
+	if (outfile_commit(&of, si))
+		return STATUS_IO;
 	snprintf(res->report_html, sizeof(res->report_html), "%s/ab-report.html", dir);
 	snprintf(res->report_md, sizeof(res->report_md), "%s/ab-report.md", dir);
-	f = fopen(res->report_md, "we");
-	if (!f)
-		return status_set_at(si, STATUS_IO, res->report_md, 0, 0, "cannot create: %s", strerror(errno));
-	ab_write_md(c, f);
-	if (fclose(f))
-		return status_set_at(si, STATUS_IO, res->report_md, 0, 0, "write failed");
+	if (outfile_open(&of, res->report_md, si))
+		return STATUS_IO;
+	ab_write_md(c, of.f);
+	if (outfile_commit(&of, si))
+		return STATUS_IO;
 	snprintf(res->report_json, sizeof(res->report_json), "%s/ab-report.json", dir);
-	f = fopen(res->report_json, "we");
-	if (!f)
-		return status_set_at(si, STATUS_IO, res->report_json, 0, 0, "cannot create: %s", strerror(errno));
-	ab_write_json(c, f);
-	if (fclose(f))
-		return status_set_at(si, STATUS_IO, res->report_json, 0, 0, "write failed");
+	if (outfile_open(&of, res->report_json, si))
+		return STATUS_IO;
+	ab_write_json(c, of.f);
+	if (outfile_commit(&of, si))
+		return STATUS_IO;
 	/* the page reads what was just written: one reading of the A/B, whoever draws it */
 	{
 		struct html_opts ho;
 		struct html_stats hs;
-		struct outfile of;
 
 		memset(&ho, 0, sizeof(ho));
 		ho.input = dir;

@@ -1,4 +1,5 @@
 #include "record.h"
+#include "../base/outfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include "rate.h"
 
 struct record {
+	struct outfile of;   /* the records go to a temporary file renamed at close */
 	FILE *f;
 	char path[1024];
 	bool failed;     /* a write failed: close reports it */
@@ -44,12 +46,11 @@ enum status record_open(struct record **out, const char *path, struct status_inf
 	if (!w)
 		return status_set(si, STATUS_NOMEM, "%s: out of memory", path);
 	snprintf(w->path, sizeof(w->path), "%s", path);
-	w->f = fopen(path, "w");
-	if (!w->f) {
-		status_set_at(si, STATUS_IO, path, 0, 0, "cannot create: %s", strerror(errno));
+	if (outfile_open(&w->of, path, si)) {
 		free(w);
 		return STATUS_IO;
 	}
+	w->f = w->of.f;
 	*out = w;
 	return STATUS_OK;
 }
@@ -60,12 +61,13 @@ enum status record_close(struct record *w, struct status_info *si)
 
 	if (!w)
 		return STATUS_OK;
-	if (fclose(w->f) && !w->failed) {
-		w->failed = true;
-		w->err = errno;
-	}
-	if (w->failed)
+	if (w->failed) {
+		/* what was there before stays: a half-written run is no record */
+		outfile_abort(&w->of);
 		st = status_set_at(si, STATUS_IO, w->path, 0, 0, "write failed: %s", strerror(w->err));
+	} else {
+		st = outfile_commit(&w->of, si);
+	}
 	free(w);
 	return st;
 }

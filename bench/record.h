@@ -80,9 +80,15 @@ const char *record_arrival_name(enum load_arrival a);
 
 struct record;
 
-/* Opens (truncates) path for writing. Free with record_close(). */
+/*
+ * Opens path for writing: the records go to a temporary file beside it that
+ * replaces path at record_close() (base/outfile.h), so a reader never sees
+ * half a run and a run that could not be written leaves the old file alone.
+ * "-" is stdout. Free with record_close().
+ */
 enum status record_open(struct record **out, const char *path, struct status_info *si);
-/* Flushes and closes; returns STATUS_IO if any write failed. NULL is fine. */
+/* Flushes, closes and puts the file in place; STATUS_IO (and path untouched)
+ * if any write failed. NULL is fine. */
 enum status record_close(struct record *w, struct status_info *si);
 
 /* Fails with STATUS_USAGE when the identity may not be recorded (see above). */

@@ -66,8 +66,18 @@ static void test_write(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "/tmp/test_record.%ld.jsonl", (long)getpid());
 	assert_int_equal(stats_run_compute(&run, &st, NULL), STATUS_OK);
+	/* yesterday's run stays whole until this one is written: no reader sees half */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("old\n", f);
+	fclose(f);
 	assert_int_equal(record_open(&w, path, NULL), STATUS_OK);
 	assert_int_equal(record_run(w, &id, &cell, &run, &st, true, NULL), STATUS_OK);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_string_equal(line, "old\n");
+	fclose(f);
 	/* refused at the writer when the gate did not pass */
 	id.ready = false;
 	assert_int_equal(record_run(w, &id, &cell, &run, &st, true, NULL), STATUS_USAGE);
