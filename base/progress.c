@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,23 @@ void progress_init(struct progress *p, const char *what, const char *items, uint
 	else
 		p->on = isatty(STDERR_FILENO) == 1;
 	p->t0 = p->last = mono_now();
+}
+
+uint64_t progress_input_size(const char *const *paths, size_t n)
+{
+	uint64_t total = 0;
+	size_t i, len;
+	struct stat sb;
+
+	for (i = 0; i < n; i++) {
+		len = strlen(paths[i]);
+		if ((len == 1 && paths[i][0] == '-') || (len >= 3 && !memcmp(paths[i] + len - 3, ".gz", 3)) ||
+		    stat(paths[i], &sb) || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
+		    (uint64_t)sb.st_size > UINT64_MAX - total)
+			return 0;
+		total += (uint64_t)sb.st_size;
+	}
+	return total;
 }
 
 /* "1.8 GiB", "512.0 MiB", "300 B" */

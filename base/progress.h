@@ -29,6 +29,12 @@ struct progress {
 void progress_init(struct progress *p, const char *what, const char *items, uint64_t total);
 /* Cheap to call often (one clock read); draws when due. */
 void progress_update(struct progress *p, uint64_t bytes, uint64_t items);
+/*
+ * The bytes a reader will count for these inputs (reader stats' bytes, read
+ * after decompression): the sum of their sizes when every one is a plain
+ * regular file, else 0 (stdin, a pipe, a gzip file: no percentage, no ETA).
+ */
+uint64_t progress_input_size(const char *const *paths, size_t n);
 /* Clears the line, if one was drawn. */
 void progress_release(struct progress *p);
 

@@ -102,6 +102,7 @@ const struct cmd_doc cmd_pair_doc = {
 int cmd_pair(int argc, char **argv)
 {
 	struct pair_opts po;
+	struct progress prog;
 	struct status_info si = { 0 };
 	struct pair *p = NULL;
 	enum status st;
@@ -120,7 +121,10 @@ int cmd_pair(int argc, char **argv)
 		return cli_usage_error("pair", "no --capture file: nothing to pair the runs with");
 	po.runs = pair_runs;
 	po.audits = pair_audits;
+	progress_init(&prog, "pair", "merges", progress_input_size(po.audits, po.n_audits));
+	po.progress = &prog;
 	st = pair_build(&po, &p, &si);
+	progress_release(&prog);
 	if (st) {
 		cli_report_status("pair", st, &si);
 		return CLI_USAGE;

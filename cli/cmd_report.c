@@ -193,6 +193,7 @@ static int report_html(const char *input, int nops)
 {
 	struct status_info si = { 0 };
 	struct html_stats hs;
+	struct progress prog;
 	struct outfile of = { 0 };
 	enum status st;
 
@@ -203,9 +204,13 @@ static int report_html(const char *input, int nops)
 	report_ho.input = input;
 	report_ho.from_step = report_from;
 	report_ho.to_step = report_to_step;
+	/* an A/B directory's size is not known up front: the line then has no ETA */
+	progress_init(&prog, "report", "merges", progress_input_size(&input, 1));
+	report_ho.progress = &prog;
 	st = outfile_open(&of, report_out, &si);
 	if (!st) {
 		st = html_report(of.f, &report_ho, &hs, &si);
+		progress_release(&prog);
 		if (st)
 			outfile_abort(&of);
 		else
@@ -233,6 +238,7 @@ int cmd_report(int argc, char **argv)
 	const struct cmd_doc *sub;
 	struct svg_timeline_stats ts = { 0 };
 	struct outfile of = { 0 };
+	struct progress prog;
 	bool have_series = false;
 	const char *what, *out;
 	bool json, opened = false;
@@ -271,7 +277,10 @@ int cmd_report(int argc, char **argv)
 	opened = true;
 	f = of.f;
 	if (!strcmp(what, "timeline")) {
+		progress_init(&prog, "report", "merges", progress_input_size((const char *const *)argv, 1));
+		report_to.progress = &prog;
 		st = svg_timeline(f, argv[0], &report_to, &ts, &si);
+		progress_release(&prog);
 	} else {
 		st = pair_series_read((const char *const *)argv, (size_t)nops, ser, SVG_MAX_SERIES, &n, &si);
 		if (!st) {

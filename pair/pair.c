@@ -34,6 +34,7 @@ struct pair {
 	size_t *hash;                /* open addressing, index + 1, 0 empty */
 	size_t n_hash;
 	uint64_t outside, malformed, audit_lines;
+	uint64_t bytes_done, merges_read;   /* the files read before this one, for the progress line */
 	FILE *diag;
 	size_t n_diag;
 };
@@ -607,6 +608,9 @@ static enum status pair_read_audit(struct pair *p, size_t file, struct status_in
 		}
 		if (!it.has_event)
 			continue;
+		if (p->o.progress && it.event.kind == EVENT_MERGE && !(++p->merges_read & 255))
+			progress_update(p->o.progress, p->bytes_done + audit_reader_stats(rd)->bytes,
+					p->merges_read);
 		if (it.event.kind == EVENT_CONFIG) {
 			fc.has = true;
 			fc.c = it.event.u.config;
@@ -635,6 +639,7 @@ static enum status pair_read_audit(struct pair *p, size_t file, struct status_in
 		}
 	}
 	p->audit_lines += audit_reader_stats(rd)->lines;
+	p->bytes_done += audit_reader_stats(rd)->bytes;
 	audit_reader_free(rd);
 	return st;
 }

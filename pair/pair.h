@@ -54,6 +54,7 @@
 #include <stdio.h>
 
 #include "evidence.h"
+#include "progress.h"
 #include "status.h"
 #include "tally.h"
 
@@ -77,6 +78,7 @@ struct pair_opts {
 	FILE *diag;                  /* malformed-line messages; NULL: stderr */
 	double confidence;           /* of every interval, two-sided; <= 0: PAIR_DEFAULT_CONFIDENCE */
 	double baseline;             /* failure rate per request a clean run must rule out; <= 0: none */
+	struct progress *progress;   /* audit bytes and merges read, drawn while reading; NULL: none */
 };
 
 #define PAIR_DEFAULT_CONFIDENCE 0.95

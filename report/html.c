@@ -204,6 +204,7 @@ static enum status html_audit(FILE *f, const struct html_opts *o, struct html_st
 	to.rule = o->rule;
 	to.from_step = o->from_step;
 	to.to_step = o->to_step;
+	to.progress = o->progress;
 	to.title = o->input;
 	rs = svg_tl_new(&t, &to, si);
 	if (rs)
@@ -517,6 +518,7 @@ static enum status html_ab(FILE *f, const struct html_opts *o, struct html_stats
 	to.rule = rule;
 	to.from_step = o->from_step;
 	to.to_step = o->to_step;
+	to.progress = o->progress;
 	to.title = "the control's own audit";
 	rs = svg_tl_new(&t, &to, si);
 	if (rs) {

@@ -40,6 +40,7 @@ struct html_opts {
 	const char *rule;           /* the guard replayed; NULL: an A/B's treatment arm, an audit's records */
 	int64_t from_step, to_step; /* to_step < 0: to the end */
 	double confidence;          /* of an audit's intervals; <= 0: 0.95 (an A/B has its own) */
+	struct progress *progress;  /* audit bytes and merges read, drawn while reading; NULL: none */
 };
 
 struct html_stats {

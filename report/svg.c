@@ -133,6 +133,7 @@ struct svg_tl {
 	struct svg_timeline_stats st;
 	char **paths;                 /* copies of the files added, for the lists */
 	size_t n_paths;
+	uint64_t bytes_done, merges_read;   /* files read before this one; for o.progress */
 };
 
 static void svg_copy_id(char *dst, const char *src)
@@ -405,6 +406,9 @@ enum status svg_tl_add(struct svg_tl *t, const char *path, const char *label,
 		}
 		if (it.event.kind != EVENT_MERGE)
 			continue;
+		if (t->o.progress && !(++t->merges_read & 255))
+			progress_update(t->o.progress, t->bytes_done + audit_reader_stats(rd)->bytes,
+					t->merges_read);
 		m = &it.event.u.merge;
 		if (m->step < t->o.from_step || (t->o.to_step >= 0 && m->step > t->o.to_step))
 			continue;
@@ -428,6 +432,7 @@ enum status svg_tl_add(struct svg_tl *t, const char *path, const char *label,
 		if (rst)
 			break;
 	}
+	t->bytes_done += audit_reader_stats(rd)->bytes;
 	audit_reader_free(rd);
 	return rst;
 }

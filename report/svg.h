@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "progress.h"
 #include "status.h"
 
 #define SVG_MAX_SERIES 8
@@ -45,6 +46,7 @@ struct svg_timeline_opts {
 	const char *fallback;
 	int64_t from_step, to_step;   /* inclusive; to_step < 0: to the end */
 	const char *title;      /* NULL: the file name */
+	struct progress *progress;   /* audit bytes and merges read, drawn while reading; NULL: none */
 };
 
 /* Counts of what a timeline drew (every merge in the step window; cells of drawn ones). */
