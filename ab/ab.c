@@ -22,6 +22,7 @@
 #include "lock.h"
 #include "outfile.h"
 #include "pair.h"
+#include "series.h"
 #include "preflight.h"
 #include "rate.h"
 #include "rule.h"
@@ -400,7 +401,7 @@ static void ab_take_figures(struct ab_ctx *c, struct ab_boot *b, const struct pa
 /* TTFT of the measured requests of a boot's records, for the CDF. */
 static void ab_take_ttft(struct ab_ctx *c, const struct ab_boot *b)
 {
-	struct pair_series ser[1];
+	struct report_series ser[1];
 	struct status_info si = { 0 };
 	const char *paths[1] = { b->records };
 	double **v = &c->ttft[b->role];
@@ -408,13 +409,13 @@ static void ab_take_ttft(struct ab_ctx *c, const struct ab_boot *b)
 
 	if (!*v && !(*v = calloc(AB_MAX_TTFT, sizeof(double))))
 		return;
-	if (pair_series_read(paths, 1, ser, 1, &n_ser, &si)) {
+	if (report_series_read(paths, 1, ser, 1, &n_ser, &si)) {
 		ab_say(c, "%s: no latency figure: %s", b->records, si.msg);
 		return;
 	}
 	for (k = 0; n_ser && k < ser[0].n_ttft && *n < AB_MAX_TTFT; k++)
 		(*v)[(*n)++] = ser[0].ttft[k];
-	pair_series_release(ser, n_ser);
+	report_series_release(ser, n_ser);
 }
 
 /*

@@ -11,6 +11,7 @@
 #include "outfile.h"
 #include "html.h"
 #include "pair.h"
+#include "series.h"
 #include "svg.h"
 
 static struct svg_timeline_opts report_to = { .to_step = -1 };
@@ -232,7 +233,7 @@ static int report_html(const char *input, int nops)
 
 int cmd_report(int argc, char **argv)
 {
-	struct pair_series ser[SVG_MAX_SERIES];
+	struct report_series ser[SVG_MAX_SERIES];
 	struct svg_series s[SVG_MAX_SERIES];
 	struct status_info si = { 0 };
 	const struct cmd_doc *sub;
@@ -282,7 +283,7 @@ int cmd_report(int argc, char **argv)
 		st = svg_timeline(f, argv[0], &report_to, &ts, &si);
 		progress_release(&prog);
 	} else {
-		st = pair_series_read((const char *const *)argv, (size_t)nops, ser, SVG_MAX_SERIES, &n, &si);
+		st = report_series_read((const char *const *)argv, (size_t)nops, ser, SVG_MAX_SERIES, &n, &si);
 		if (!st) {
 			for (i = 0; i < n; i++) {
 				s[i].name = ser[i].name;
@@ -311,7 +312,7 @@ out:
 		       (unsigned long long)ts.merges, (unsigned long long)ts.substs,
 		       (unsigned long long)ts.rejects, (unsigned long long)ts.taken);
 	if (have_series)
-		pair_series_release(ser, n);
+		report_series_release(ser, n);
 	if (st) {
 		cli_report_status("report", st, &si);
 		rc = CLI_USAGE;

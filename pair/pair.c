@@ -1,6 +1,5 @@
 #include "pair.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "record.h"
 #include "rate.h"
 #include "reader.h"
 #include "rule.h"
@@ -140,20 +140,6 @@ static enum status pair_index_ids(struct pair *p, struct status_info *si)
 
 /* --- bench records ---------------------------------------------------------- */
 
-static double pair_num(const cJSON *o, const char *k, double dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static const char *pair_str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static void pair_diag(struct pair *p, const char *file, long line, const char *msg)
 {
 	p->malformed++;
@@ -161,42 +147,39 @@ static void pair_diag(struct pair *p, const char *file, long line, const char *m
 		fprintf(p->diag, "%s:%ld: %s\n", file, line, msg);
 }
 
-static enum status pair_add_run(struct pair *p, const cJSON *o, size_t file, long line,
+/* x, or dflt when the record lacks it (NAN). */
+static double pair_or(double x, double dflt)
+{
+	return isnan(x) ? dflt : x;
+}
+
+static enum status pair_add_run(struct pair *p, const struct record_in *o, size_t file, long line,
 				struct status_info *si)
 {
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "identity");
-	const cJSON *fig = cJSON_GetObjectItemCaseSensitive(o, "figures");
-	const cJSON *cor = cJSON_GetObjectItemCaseSensitive(o, "correctness");
-	const cJSON *d;
 	struct pair_run *r;
-	const char *s;
 
 	if (p->n_runs >= PAIR_MAX_RUNS)
 		return status_set_at(si, STATUS_LIMIT, p->o.runs[file], line, 0,
 				     "more than %d runs", PAIR_MAX_RUNS);
 	r = &p->runs[p->n_runs];
 	memset(r, 0, sizeof(*r));
-	snprintf(r->run_id, sizeof(r->run_id), "%s", pair_str(o, "run_id") ? pair_str(o, "run_id") : "");
-	snprintf(r->phase, sizeof(r->phase), "%s", pair_str(o, "phase") ? pair_str(o, "phase") : "");
-	s = id ? pair_str(id, "arm") : NULL;
-	snprintf(r->arm, sizeof(r->arm), "%s", s ? s : "");
-	s = id ? pair_str(id, "arm_state") : NULL;
-	snprintf(r->arm_state, sizeof(r->arm_state), "%s", s ? s : "none");
-	r->arm_index = (size_t)pair_num(o, "arm_index", 0);
-	r->repeat = (unsigned)pair_num(o, "repeat", 0);
+	snprintf(r->run_id, sizeof(r->run_id), "%s", o->run_id ? o->run_id : "");
+	snprintf(r->phase, sizeof(r->phase), "%s", o->phase ? o->phase : "");
+	snprintf(r->arm, sizeof(r->arm), "%s", o->arm ? o->arm : "");
+	snprintf(r->arm_state, sizeof(r->arm_state), "%s", o->arm_state ? o->arm_state : "none");
+	r->arm_index = (size_t)pair_or(o->arm_index, 0);
+	r->repeat = (unsigned)pair_or(o->repeat, 0);
 	r->file = file;
 	r->line = line;
-	r->wall_start = pair_num(o, "wall_start", 0);
-	r->wall_end = pair_num(o, "wall_end", 0);
-	r->mono_start = pair_num(o, "mono_start", 0);
-	r->mono_end = pair_num(o, "mono_end", 0);
-	r->makespan = fig ? pair_num(fig, "makespan_s", -1) : -1;
-	r->out_tok_s = fig ? pair_num(fig, "output_tok_s", -1) : -1;
-	d = fig ? cJSON_GetObjectItemCaseSensitive(fig, "ttft_s") : NULL;
-	r->ttft_p50 = d ? pair_num(d, "p50", -1) : -1;
-	d = fig ? cJSON_GetObjectItemCaseSensitive(fig, "itl_s") : NULL;
-	r->itl_p50 = d ? pair_num(d, "p50", -1) : -1;
-	r->has_correctness = cor != NULL;
+	r->wall_start = pair_or(o->wall_start, 0);
+	r->wall_end = pair_or(o->wall_end, 0);
+	r->mono_start = pair_or(o->mono_start, 0);
+	r->mono_end = pair_or(o->mono_end, 0);
+	r->makespan = pair_or(o->makespan_s, -1);
+	r->out_tok_s = pair_or(o->output_tok_s, -1);
+	r->ttft_p50 = pair_or(o->ttft_p50, -1);
+	r->itl_p50 = pair_or(o->itl_p50, -1);
+	r->has_correctness = o->has_correctness;
 	r->arm_rule = SIZE_MAX;
 	if (!r->run_id[0])
 		return status_set_at(si, STATUS_PARSE, p->o.runs[file], line, 0, "run record without run_id");
@@ -204,10 +187,10 @@ static enum status pair_add_run(struct pair *p, const cJSON *o, size_t file, lon
 	return STATUS_OK;
 }
 
-static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file, long line,
+static enum status pair_add_request(struct pair *p, const struct record_in *o, size_t file, long line,
 				    struct status_info *si)
 {
-	const char *run_id = pair_str(o, "run_id"), *s;
+	const char *run_id = o->run_id;
 	struct preq *q;
 	size_t i;
 
@@ -233,18 +216,15 @@ static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file,
 	q = &p->reqs[p->n_reqs++];
 	memset(q, 0, sizeof(*q));
 	q->run = i - 1;
-	s = pair_str(o, "id");
-	snprintf(q->id, sizeof(q->id), "%s", s ? s : "");
-	s = pair_str(o, "request_id");
-	snprintf(q->xid, sizeof(q->xid), "%s", s ? s : "");
-	q->index = (size_t)pair_num(o, "index", 0);
-	q->prompt_index = (size_t)pair_num(o, "prompt_index", 0);
-	q->prompt_tokens = (long)pair_num(o, "prompt_tokens", -1);
-	q->ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"));
-	s = pair_str(o, "verdict");
-	snprintf(q->verdict, sizeof(q->verdict), "%s", s ? s : "");
-	q->at = (long)pair_num(o, "diverged_at", -1);
-	q->span = (long)pair_num(o, "diverged_tokens", 1);
+	snprintf(q->id, sizeof(q->id), "%s", o->id ? o->id : "");
+	snprintf(q->xid, sizeof(q->xid), "%s", o->request_id ? o->request_id : "");
+	q->index = (size_t)pair_or(o->index, 0);
+	q->prompt_index = (size_t)pair_or(o->prompt_index, 0);
+	q->prompt_tokens = (long)pair_or(o->prompt_tokens, -1);
+	q->ok = o->ok;
+	snprintf(q->verdict, sizeof(q->verdict), "%s", o->verdict ? o->verdict : "");
+	q->at = (long)pair_or(o->diverged_at, -1);
+	q->span = (long)pair_or(o->diverged_tokens, 1);
 	if (q->span < 1)
 		q->span = 1;
 	if (!p->runs[q->run].n_requests)
@@ -260,99 +240,46 @@ static enum status pair_add_request(struct pair *p, const cJSON *o, size_t file,
 	return STATUS_OK;
 }
 
-/*
- * Reads one line into *buf (grown up to max + 1 bytes, NUL-terminated, the
- * newline kept). Returns its length, -1 at the end or on an error; a longer
- * line is skipped to its end and reported through *too_long, with -2.
- */
-static ssize_t pair_getline(FILE *f, char **buf, size_t *cap, size_t max, bool *too_long)
-{
-	size_t n = 0;
-	int ch;
-
-	*too_long = false;
-	while ((ch = getc(f)) != EOF) {
-		if (n + 2 > *cap) {
-			size_t nc = *cap ? 2 * *cap : 4096;
-			char *nb;
-
-			if (nc > max + 2)
-				nc = max + 2;
-			if (n + 2 > nc) {
-				*too_long = true;
-				while ((ch = getc(f)) != EOF && ch != '\n')
-					;
-				return -2;
-			}
-			nb = realloc(*buf, nc);
-			if (!nb)
-				return -1;
-			*buf = nb;
-			*cap = nc;
-		}
-		(*buf)[n++] = (char)ch;
-		if (ch == '\n')
-			break;
-	}
-	if (!n)
-		return -1;
-	(*buf)[n] = '\0';
-	return (ssize_t)n;
-}
-
+/* A run file through the format's reader: malformed lines are named and counted. */
 static enum status pair_read_runs(struct pair *p, size_t file, struct status_info *si)
 {
 	const char *path = p->o.runs[file];
-	size_t n_before = p->n_runs, cap = 0;
-	char *buf = NULL;
-	bool too_long;
-	ssize_t len;
-	long line = 0;
-	enum status st = STATUS_OK;
-	FILE *f;
+	size_t n_before = p->n_runs;
+	struct record_reader *rd = NULL;
+	struct status_info li;
+	struct record_in rec;
+	enum status st;
 
-	f = fopen(path, "re");
-	if (!f)
-		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
-	while ((len = pair_getline(f, &buf, &cap, PAIR_MAX_LINE, &too_long)) != -1) {
-		cJSON *o;
-		const char *kind;
-
-		line++;
-		if (too_long) {
-			pair_diag(p, path, line, "line longer than the cap (16 MiB)");
+	st = record_read_open(&rd, path, si);
+	if (st)
+		return st;
+	for (;;) {
+		status_info_clear(&li);
+		st = record_read_next(rd, &rec, &li);
+		if (st == STATUS_EOF) {
+			st = STATUS_OK;
+			break;
+		}
+		if (st == STATUS_PARSE) {
+			pair_diag(p, li.file, li.line, li.msg);
 			continue;
 		}
-		while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-			buf[--len] = '\0';
-		if (!len)
-			continue;
-		o = cJSON_ParseWithLength(buf, (size_t)len);
-		if (!o || !cJSON_IsObject(o)) {
-			pair_diag(p, path, line, "not a JSON object");
-			cJSON_Delete(o);
-			continue;
+		if (st) {
+			if (si)
+				*si = li;
+			goto out;
 		}
-		kind = pair_str(o, "kind");
-		if (!kind)
-			pair_diag(p, path, line, "record without kind");
-		else if (!strcmp(kind, "run"))
-			st = pair_add_run(p, o, file, line, si);
-		else if (!strcmp(kind, "request"))
-			st = pair_add_request(p, o, file, line, si);
-		cJSON_Delete(o);
+		if (rec.kind == RECORD_KIND_RUN)
+			st = pair_add_run(p, &rec, file, record_read_line(rd), si);
+		else if (rec.kind == RECORD_KIND_REQUEST)
+			st = pair_add_request(p, &rec, file, record_read_line(rd), si);
 		if (st)
 			goto out;
-	}
-	if (ferror(f)) {
-		st = status_set_at(si, STATUS_IO, path, line, 0, "read failed");
-		goto out;
 	}
 	if (p->n_runs == n_before)
 		st = status_set_at(si, STATUS_PARSE, path, 0, 0, "no run record (kind \"run\") in the file");
 out:
-	free(buf);
-	fclose(f);
+	record_read_close(rd);
 	return st;
 }
 
@@ -1246,125 +1173,4 @@ void pair_print_json(const struct pair *p, FILE *f)
 	jsonw_arr_end(&w);
 	jsonw_obj_end(&w);
 	fputc('\n', f);
-}
-
-/* --- series for figures ------------------------------------------------------- */
-
-static struct pair_series *pair_series_of(struct pair_series *out, size_t max, size_t *n,
-					  const char *name, struct status_info *si)
-{
-	size_t i;
-
-	for (i = 0; i < *n; i++)
-		if (!strcmp(out[i].name, name))
-			return &out[i];
-	if (*n >= max) {
-		status_set(si, STATUS_LIMIT, "more than %zu arms", max);
-		return NULL;
-	}
-	memset(&out[*n], 0, sizeof(out[*n]));
-	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name);
-	out[*n].ttft = calloc(PAIR_SERIES_MAX, sizeof(double));
-	out[*n].makespan = calloc(PAIR_SERIES_MAX, sizeof(double));
-	if (!out[*n].ttft || !out[*n].makespan) {
-		free(out[*n].ttft);
-		free(out[*n].makespan);
-		status_set(si, STATUS_NOMEM, "out of memory");
-		return NULL;
-	}
-	return &out[(*n)++];
-}
-
-enum status pair_series_read(const char *const *paths, size_t n_paths, struct pair_series *out,
-			     size_t max, size_t *n, struct status_info *si)
-{
-	enum status st = STATUS_OK;
-	char *buf = NULL;
-	size_t cap = 0, k;
-	bool too_long;
-	ssize_t len;
-
-	*n = 0;
-	for (k = 0; !st && k < n_paths; k++) {
-		FILE *f = fopen(paths[k], "re");
-		long line = 0, n_runs = 0;
-
-		if (!f) {
-			st = status_set_at(si, STATUS_IO, paths[k], 0, 0, "cannot open: %s", strerror(errno));
-			break;
-		}
-		while (!st && (len = pair_getline(f, &buf, &cap, PAIR_MAX_LINE, &too_long)) != -1) {
-			cJSON *o;
-			const char *kind, *phase, *arm;
-			const cJSON *id;
-			struct pair_series *s;
-			char unnamed[32];
-
-			line++;
-			o = !too_long ? cJSON_ParseWithLength(buf, (size_t)len) : NULL;
-			if (!o || !cJSON_IsObject(o)) {
-				cJSON_Delete(o);
-				if (len > 1)
-					st = status_set_at(si, STATUS_PARSE, paths[k], line, 0, "not a JSON object");
-				continue;
-			}
-			kind = pair_str(o, "kind");
-			phase = pair_str(o, "phase");
-			if (!kind || !phase || !strcmp(phase, "reference")) {
-				cJSON_Delete(o);
-				continue;
-			}
-			id = cJSON_GetObjectItemCaseSensitive(o, "identity");
-			arm = !strcmp(kind, "run") ? (id ? pair_str(id, "arm") : NULL) : pair_str(o, "arm");
-			/* servers benched without an arm name are told apart by their
-			 * place on the command line */
-			if (!arm) {
-				double ai = pair_num(o, "arm_index", NAN);
-
-				if (isfinite(ai) && ai >= 0 && ai < 1e6) {
-					snprintf(unnamed, sizeof(unnamed), "server %d", (int)ai);
-					arm = unnamed;
-				}
-			}
-			if (!strcmp(kind, "run") || !strcmp(kind, "request")) {
-				s = pair_series_of(out, max, n, arm ? arm : "none", si);
-				if (!s) {
-					st = STATUS_LIMIT;
-				} else if (!strcmp(kind, "run")) {
-					const cJSON *fig = cJSON_GetObjectItemCaseSensitive(o, "figures");
-
-					n_runs++;
-					if (fig && s->n_makespan < PAIR_SERIES_MAX)
-						s->makespan[s->n_makespan++] = pair_num(fig, "makespan_s", NAN);
-				} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok")) &&
-					   s->n_ttft < PAIR_SERIES_MAX) {
-					double t = pair_num(o, "ttft_s", NAN);
-
-					if (isfinite(t))
-						s->ttft[s->n_ttft++] = t;
-				}
-			}
-			cJSON_Delete(o);
-		}
-		fclose(f);
-		if (!st && !n_runs)
-			st = status_set_at(si, STATUS_PARSE, paths[k], 0, 0, "no measured run record in the file");
-	}
-	free(buf);
-	if (st) {
-		pair_series_release(out, *n);
-		*n = 0;
-	}
-	return st;
-}
-
-void pair_series_release(struct pair_series *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(s[i].ttft);
-		free(s[i].makespan);
-		s[i].ttft = s[i].makespan = NULL;
-	}
 }

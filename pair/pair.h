@@ -61,7 +61,6 @@
 #define PAIR_MAX_FILES 64
 #define PAIR_MAX_RUNS 4096
 #define PAIR_MAX_REQUESTS 1000000u
-#define PAIR_MAX_LINE (16u << 20)   /* a bench record line (token times make them long) */
 #define PAIR_MAX_SUBST 100000u      /* substitutions kept per run; more are counted */
 #define PAIR_MAX_PIDS 8
 #define PAIR_ID_MAX 128
@@ -194,23 +193,6 @@ double pair_confidence(const struct pair *p);
 double pair_baseline(const struct pair *p);
 const char *pair_audit_file(const struct pair *p, size_t i);
 const char *pair_run_file(const struct pair *p, size_t i);
-
-/*
- * Latency and makespan of the measured runs (every phase but "reference")
- * of bench record files, one series per arm name ("none" without one), for
- * the figures. Values are capped at PAIR_SERIES_MAX values per series.
- */
-#define PAIR_SERIES_MAX 100000u
-struct pair_series {
-	char name[128];
-	double *ttft;          /* successful requests' TTFT, seconds */
-	size_t n_ttft;
-	double *makespan;      /* one per measured run, in file order */
-	size_t n_makespan;
-};
-enum status pair_series_read(const char *const *paths, size_t n_paths, struct pair_series *out,
-			     size_t max, size_t *n, struct status_info *si);
-void pair_series_release(struct pair_series *s, size_t n);
 
 /* The report: a text table and failures, or JSON. */
 void pair_print_text(const struct pair *p, FILE *f);

@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include "pair.h"
+#include "record.h"
+#include "series.h"
 
 static char dir[256];
 
@@ -467,7 +469,7 @@ static void test_bad_input(void **state)
 		f = fopen(path, "w");
 		assert_non_null(f);
 		fputs("{\"kind\":\"x\",\"pad\":\"", f);
-		for (i = 0; i < PAIR_MAX_LINE / 64 + 1; i++)
+		for (i = 0; i < RECORD_MAX_LINE / 64 + 1; i++)
 			fputs("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", f);
 		fputs("\"}\n{\"kind\":\"run\",\"run_id\":\"after\"}\n", f);
 		fclose(f);
@@ -487,7 +489,7 @@ static void test_bad_input(void **state)
 static void test_series(void **state)
 {
 	const char *paths[1];
-	struct pair_series s[4];
+	struct report_series s[4];
 	struct status_info si = { 0 };
 	size_t n;
 	const char runs[] =
@@ -503,24 +505,24 @@ static void test_series(void **state)
 
 	(void)state;
 	paths[0] = tmpfile_with("series.jsonl", runs);
-	assert_int_equal(pair_series_read(paths, 1, s, 4, &n, &si), STATUS_OK);
+	assert_int_equal(report_series_read(paths, 1, s, 4, &n, &si), STATUS_OK);
 	assert_int_equal(n, 2);
 	assert_string_equal(s[0].name, "a");
 	assert_int_equal(s[0].n_ttft, 1);          /* reference and failed requests left out */
 	assert_true(s[0].ttft[0] == 0.5);
 	assert_int_equal(s[0].n_makespan, 1);
 	assert_true(s[1].makespan[0] == 3);
-	pair_series_release(s, n);
-	assert_int_equal(pair_series_read(paths, 1, s, 1, &n, &si), STATUS_LIMIT);
+	report_series_release(s, n);
+	assert_int_equal(report_series_read(paths, 1, s, 1, &n, &si), STATUS_LIMIT);
 	paths[0] = tmpfile_with("refonly.jsonl", "{\"kind\":\"run\",\"run_id\":\"r\",\"phase\":\"reference\"}\n");
-	assert_int_equal(pair_series_read(paths, 1, s, 4, &n, &si), STATUS_PARSE);
+	assert_int_equal(report_series_read(paths, 1, s, 4, &n, &si), STATUS_PARSE);
 }
 
 /* Servers benched without arm names are two series, by their place, not one. */
 static void test_series_unnamed(void **state)
 {
 	const char *paths[1];
-	struct pair_series s[4];
+	struct report_series s[4];
 	struct status_info si = { 0 };
 	size_t n;
 	const char runs[] =
@@ -536,7 +538,7 @@ static void test_series_unnamed(void **state)
 
 	(void)state;
 	paths[0] = tmpfile_with("unnamed.jsonl", runs);
-	assert_int_equal(pair_series_read(paths, 1, s, 4, &n, &si), STATUS_OK);
+	assert_int_equal(report_series_read(paths, 1, s, 4, &n, &si), STATUS_OK);
 	assert_int_equal(n, 3);
 	assert_string_equal(s[0].name, "server 0");
 	assert_int_equal(s[0].n_ttft, 1);
@@ -544,7 +546,40 @@ static void test_series_unnamed(void **state)
 	assert_string_equal(s[1].name, "server 1");
 	assert_true(s[1].makespan[0] == 3);
 	assert_string_equal(s[2].name, "none");    /* records from before arm_index */
-	pair_series_release(s, n);
+	report_series_release(s, n);
+}
+
+/* A line the figures cannot read stops them, named: none is left out unsaid. */
+static void test_series_malformed(void **state)
+{
+	const char *paths[1];
+	struct report_series s[4];
+	struct status_info si = { 0 };
+	static char path[512];
+	size_t n, i;
+	FILE *f;
+
+	(void)state;
+	paths[0] = tmpfile_with("nokind.jsonl",
+				"{\"kind\":\"run\",\"run_id\":\"x\",\"phase\":\"bench\",\"figures\":{\"makespan_s\":2}}\n"
+				"{\"run_id\":\"x\",\"phase\":\"bench\"}\n");
+	assert_int_equal(report_series_read(paths, 1, s, 4, &n, &si), STATUS_PARSE);
+	assert_int_equal(si.line, 2);
+	assert_non_null(strstr(si.msg, "without kind"));
+	snprintf(path, sizeof(path), "%s", tmpfile_with("serieslong.jsonl", ""));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"kind\":\"run\",\"run_id\":\"x\",\"phase\":\"bench\",\"figures\":{\"makespan_s\":2}}\n", f);
+	fputs("{\"kind\":\"request\",\"pad\":\"", f);
+	for (i = 0; i < RECORD_MAX_LINE / 64 + 1; i++)
+		fputs("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", f);
+	fputs("\"}\n", f);
+	fclose(f);
+	paths[0] = path;
+	status_info_clear(&si);
+	assert_int_equal(report_series_read(paths, 1, s, 4, &n, &si), STATUS_PARSE);
+	assert_int_equal(si.line, 2);
+	assert_non_null(strstr(si.msg, "longer than the cap"));
 }
 
 int main(void)
@@ -562,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_series),
 		cmocka_unit_test(test_series_unnamed),
+		cmocka_unit_test(test_series_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
