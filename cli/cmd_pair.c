@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "opt.h"
 #include "pair.h"
+#include "pairreport.h"
 
 static const char *pair_runs[PAIR_MAX_FILES], *pair_audits[PAIR_MAX_FILES];
 static struct pair_opts pair_o = { .slack_s = -1 };
@@ -130,9 +131,9 @@ int cmd_pair(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if (pair_json)
-		pair_print_json(p, stdout);
+		pairreport_json(p, stdout);
 	else
-		pair_print_text(p, stdout);
+		pairreport_text(p, stdout);
 	for (i = 0; i < pair_n_runs(p); i++)
 		if (pair_run_at(p, i)->verdict != PAIR_PASS)
 			rc = CLI_FAIL;

@@ -1,3 +1,9 @@
+/*
+ * pair.c - the join of pair.h: bench records (through bench/record.h) and
+ * audits read, each merge given to its run by request id (reqid.h) or by
+ * time, the substitutions attributed to the failures, a verdict per run.
+ * The report is pairreport.c.
+ */
 #include "pair.h"
 
 #include <errno.h>
@@ -8,6 +14,7 @@
 
 #include "jsonw.h"
 #include "record.h"
+#include "reqid.h"
 #include "rate.h"
 #include "reader.h"
 #include "rule.h"
@@ -31,8 +38,7 @@ struct pair {
 	size_t n_runs;
 	struct preq *reqs;
 	size_t n_reqs, cap_reqs;
-	size_t *hash;                /* open addressing, index + 1, 0 empty */
-	size_t n_hash;
+	struct reqid *ids;           /* the requests by id, once all are read */
 	uint64_t outside, malformed, audit_lines;
 	uint64_t bytes_done, merges_read;   /* the files read before this one, for the progress line */
 	FILE *diag;
@@ -59,81 +65,31 @@ const char *pair_verdict_name(enum pair_verdict v)
 
 /* --- request ids ---------------------------------------------------------- */
 
-static uint64_t pair_fnv(const char *s)
+/* Whether request i carries id, as its response id or its X-Request-Id. */
+static bool pair_req_match(const void *ctx, size_t i, const char *id)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	const struct pair *p = ctx;
 
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	return !strcmp(p->reqs[i].id, id) || !strcmp(p->reqs[i].xid, id);
 }
 
-/* A request by its response id or the X-Request-Id it was sent with. */
-static struct preq *pair_find_exact(const struct pair *p, const char *id)
-{
-	size_t i, k;
-
-	if (!id || !*id || !p->n_hash)
-		return NULL;
-	i = (size_t)(pair_fnv(id) & (p->n_hash - 1));
-	for (; (k = p->hash[i]); i = (i + 1) & (p->n_hash - 1))
-		if (!strcmp(p->reqs[k - 1].id, id) || !strcmp(p->reqs[k - 1].xid, id))
-			return &p->reqs[k - 1];
-	return NULL;
-}
-
-/*
- * The request an audit's id names. vLLM makes its engine id
- * `<external id>-<8 lower-case hex>` (the external id being the response id,
- * or the client's X-Request-Id), and a model sees only that: one such
- * suffix is stripped when the id itself is no request's.
- */
+/* The request an audit's id names (reqid.h strips vLLM's engine suffix). */
 static struct preq *pair_find(const struct pair *p, const char *id)
 {
-	struct preq *q = pair_find_exact(p, id);
-	char base[PAIR_ID_MAX];
-	size_t n, i;
+	size_t k = reqid_find(p->ids, id);
 
-	if (q || !id)
-		return q;
-	n = strlen(id);
-	if (n < 10 || n - 9 >= sizeof(base) || id[n - 9] != '-')
-		return NULL;
-	for (i = n - 8; i < n; i++)
-		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-			return NULL;
-	memcpy(base, id, n - 9);
-	base[n - 9] = '\0';
-	return pair_find_exact(p, base);
-}
-
-static void pair_hash_put(struct pair *p, const char *key, size_t i)
-{
-	size_t j, n = p->n_hash;
-
-	if (!key[0] || pair_find_exact(p, key))
-		return;   /* a repeated id keeps its first record */
-	j = (size_t)(pair_fnv(key) & (n - 1));
-	while (p->hash[j])
-		j = (j + 1) & (n - 1);
-	p->hash[j] = i + 1;
+	return k == SIZE_MAX ? NULL : &p->reqs[k];
 }
 
 static enum status pair_index_ids(struct pair *p, struct status_info *si)
 {
-	size_t n = 1024, i;
+	size_t i;
 
-	while (n < 4 * p->n_reqs)
-		n <<= 1;
-	p->hash = calloc(n, sizeof(*p->hash));
-	if (!p->hash)
-		return status_set(si, STATUS_NOMEM, "out of memory");
-	p->n_hash = n;
+	if (reqid_new(&p->ids, p->n_reqs, pair_req_match, p, si))
+		return STATUS_NOMEM;
 	for (i = 0; i < p->n_reqs; i++) {
-		pair_hash_put(p, p->reqs[i].id, i);
-		pair_hash_put(p, p->reqs[i].xid, i);
+		reqid_put(p->ids, p->reqs[i].id, i);
+		reqid_put(p->ids, p->reqs[i].xid, i);
 	}
 	return STATUS_OK;
 }
@@ -876,7 +832,7 @@ void pair_free(struct pair *p)
 	}
 	free(p->runs);
 	free(p->reqs);
-	free(p->hash);
+	reqid_free(p->ids);
 	free(p);
 }
 
@@ -889,288 +845,5 @@ double pair_confidence(const struct pair *p) { return p->o.confidence; }
 double pair_baseline(const struct pair *p) { return p->o.baseline; }
 const char *pair_audit_file(const struct pair *p, size_t i) { return i < p->o.n_audits ? p->o.audits[i] : ""; }
 const char *pair_run_file(const struct pair *p, size_t i) { return i < p->o.n_runs ? p->o.runs[i] : ""; }
-
-/* --- reports ---------------------------------------------------------------- */
-
-#define PAIR_SHOWN 20   /* failures and substitutions listed per run in text */
-
-void pair_print_text(const struct pair *p, FILE *f)
-{
-	double conf = p->o.confidence;
-	char buf[128];
-	size_t i, j, k;
-
-	fprintf(f, "%zu run file(s), %zu audit file(s): %" PRIu64 " audit lines, %" PRIu64
-		" malformed lines; %" PRIu64 " merge events outside every run\n",
-		p->o.n_runs, p->o.n_audits, p->audit_lines, p->malformed, p->outside);
-	fprintf(f, "rates: %s two-sided Clopper-Pearson intervals", rate_level(buf, sizeof(buf), conf));
-	if (p->o.baseline > 0)
-		fprintf(f, "; baseline %g%% failing per request (a clean run must rule it out)",
-			100 * p->o.baseline);
-	fputc('\n', f);
-	for (i = 0; i < p->n_runs; i++) {
-		const struct pair_run *r = &p->runs[i];
-
-		fprintf(f, "\nrun %s (phase %s, arm %s, %s)\n", r->run_id, r->phase[0] ? r->phase : "?",
-			r->arm[0] ? r->arm : "none", r->arm_state);
-		fprintf(f, "  requests %zu (%zu ok)", r->n_requests, r->n_ok);
-		if (r->makespan >= 0)
-			fprintf(f, "; makespan %.3f s", r->makespan);
-		if (r->ttft_p50 >= 0)
-			fprintf(f, ", ttft p50 %.4f s", r->ttft_p50);
-		if (r->out_tok_s >= 0)
-			fprintf(f, ", %.1f tok/s", r->out_tok_s);
-		fputc('\n', f);
-		if (!r->merges) {
-			fprintf(f, "  audit: no merge event paired with this run\n");
-		} else {
-			fprintf(f, "  audit: %" PRIu64 " merges (%" PRIu64 " by request id, %" PRIu64
-				" by time window)", r->merges, r->by_id, r->by_time);
-			if (r->n_pids) {
-				fprintf(f, ", pid");
-				for (k = 0; k < r->n_pids && k < PAIR_MAX_PIDS; k++)
-					fprintf(f, " %" PRId64, r->pids[k]);
-				if (r->n_pids > 1)
-					fprintf(f, " (%zu processes wrote audit lines in this window)", r->n_pids);
-			}
-			fputc('\n', f);
-			fprintf(f, "  arm verdict: %s", r->arm_verdict);
-			if (r->fp.n_consistent) {
-				fprintf(f, " (fingerprint %s, consistent with:", tally_verdict_name(r->fp.verdict));
-				for (k = 0; k < r->fp.n_consistent; k++)
-					fprintf(f, " %s", tally_rule(r->tally, r->fp.consistent[k])->name);
-				fputc(')', f);
-			}
-			fputc('\n', f);
-			fprintf(f, "  substitutions made: %" PRIu64 " of %" PRIu64 " taken (request %" PRIu64
-				" / stamp %" PRIu64 " / lifetime %" PRIu64 "), %" PRIu64 " unverified, from %s\n",
-				r->subst, r->taken, r->subst_by[EVIDENCE_REQUEST], r->subst_by[EVIDENCE_STAMP],
-				r->subst_by[EVIDENCE_LIFETIME], r->unverified,
-				r->actual_from_taken ? "the recorded decisions" :
-				r->arm_rule != SIZE_MAX ? "the declared arm's rule" : "nothing (no decisions, no arm)");
-			fprintf(f, "  merges with a substitution: %" PRIu64 " of %" PRIu64 ": %s", r->merges_subst,
-				r->merges, rate_describe(buf, sizeof(buf), r->merges_subst, r->merges, conf, 100, "%"));
-			fprintf(f, "; %s\n", rate_per_1000(buf, sizeof(buf), r->merges_subst, r->merges, conf,
-							    "merges"));
-			if (r->arm_rule != SIZE_MAX) {
-				const struct tally_counts *c = tally_counts(r->tally, r->arm_rule);
-
-				fprintf(f, "  guard %s: fired %" PRIu64 ", prevented %" PRIu64 ", forgone %"
-					PRIu64 ", skipped %" PRIu64 "\n", tally_rule(r->tally, r->arm_rule)->name,
-					c->fired, c->prevented, c->forgone, c->skipped);
-			}
-		}
-		if (r->has_correctness) {
-			fprintf(f, "  correctness: %zu failing of %zu requests: %s", r->n_failing, r->n_correct,
-				rate_describe(buf, sizeof(buf), r->n_failing, r->n_correct, conf, 100, "%"));
-			if (r->n_failing && p->o.baseline > 0)
-				fprintf(f, "; %s", rate_against(buf, sizeof(buf), r->n_failing, r->n_correct, conf,
-								p->o.baseline));
-			if (r->n_failing)
-				fprintf(f, "; %zu explained, %zu possible, %zu unexplained", r->n_explained,
-					r->n_possible, r->n_unexplained);
-			fputc('\n', f);
-		}
-		fprintf(f, "  verdict: %s (%s)\n", pair_verdict_name(r->verdict), r->verdict_why);
-		for (j = 0; j < r->n_failures && j < PAIR_SHOWN; j++) {
-			const struct pair_failure *x = &r->failures[j];
-
-			fprintf(f, "    %s (prompt %zu): %s", x->req[0] ? x->req : "?", x->prompt_index, x->verdict);
-			if (x->at >= 0)
-				fprintf(f, " at token %ld", x->at);
-			fprintf(f, ": %s\n", x->why);
-		}
-		if (r->n_failures > PAIR_SHOWN)
-			fprintf(f, "    ... %zu more\n", r->n_failures - PAIR_SHOWN);
-		if (r->n_substs) {
-			fprintf(f, "  substitutions (%zu with correct output):\n", r->n_subst_correct);
-			for (j = 0; j < r->n_substs && j < PAIR_SHOWN; j++) {
-				const struct pair_subst *s = &r->substs[j];
-
-				fprintf(f, "    step %" PRId64 " slot %u pos %" PRId64 " -> %s token %" PRId64
-					" (buffer of %s, %s evidence): %s\n", s->step, s->slot, s->pos,
-					s->req[0] ? s->req : "?", s->token, s->buf_req[0] ? s->buf_req : "?",
-					evidence_name(s->evidence), s->outcome);
-			}
-			if (r->n_substs > PAIR_SHOWN)
-				fprintf(f, "    ... %zu more\n", r->n_substs - PAIR_SHOWN);
-		}
-	}
-}
-
-void pair_run_json(const struct pair *p, const struct pair_run *r, struct jsonw *w)
-{
-	size_t i;
-
-	jsonw_obj(w);
-	jsonw_kstr(w, "run_id", r->run_id);
-	jsonw_kstr(w, "file", pair_run_file(p, r->file));
-	jsonw_kstr(w, "phase", r->phase);
-	jsonw_kstr(w, "arm", r->arm[0] ? r->arm : NULL);
-	jsonw_kstr(w, "arm_state", r->arm_state);
-	jsonw_kuint(w, "arm_index", r->arm_index);
-	jsonw_kuint(w, "repeat", r->repeat);
-	jsonw_kuint(w, "requests", r->n_requests);
-	jsonw_kuint(w, "ok", r->n_ok);
-	jsonw_kdouble(w, "makespan_s", r->makespan >= 0 ? r->makespan : NAN);
-	jsonw_kdouble(w, "ttft_p50_s", r->ttft_p50 >= 0 ? r->ttft_p50 : NAN);
-	jsonw_kdouble(w, "itl_p50_s", r->itl_p50 >= 0 ? r->itl_p50 : NAN);
-	jsonw_kdouble(w, "output_tok_s", r->out_tok_s >= 0 ? r->out_tok_s : NAN);
-	jsonw_kuint(w, "merges", r->merges);
-	jsonw_kuint(w, "merges_by_id", r->by_id);
-	jsonw_kuint(w, "merges_by_time", r->by_time);
-	jsonw_key(w, "pids");
-	jsonw_arr(w);
-	for (i = 0; i < r->n_pids && i < PAIR_MAX_PIDS; i++)
-		jsonw_int(w, r->pids[i]);
-	jsonw_arr_end(w);
-	jsonw_kstr(w, "arm_verdict", r->arm_verdict);
-	jsonw_key(w, "fingerprint");
-	jsonw_obj(w);
-	jsonw_kstr(w, "verdict", r->tally ? tally_verdict_name(r->fp.verdict) : NULL);
-	jsonw_key(w, "consistent");
-	jsonw_arr(w);
-	for (i = 0; r->tally && i < r->fp.n_consistent; i++)
-		jsonw_str(w, tally_rule(r->tally, r->fp.consistent[i])->name);
-	jsonw_arr_end(w);
-	jsonw_obj_end(w);
-	jsonw_kstr(w, "decisions_from", r->actual_from_taken ? "taken" :
-		   r->arm_rule != SIZE_MAX ? "arm-rule" : "none");
-	jsonw_kuint(w, "taken", r->taken);
-	jsonw_kuint(w, "substitutions", r->subst);
-	jsonw_key(w, "substitutions_by_evidence");
-	jsonw_obj(w);
-	for (i = 1; i < EVIDENCE__COUNT; i++)
-		jsonw_kuint(w, evidence_name((enum evidence)i), r->subst_by[i]);
-	jsonw_obj_end(w);
-	jsonw_kuint(w, "unverified", r->unverified);
-	if (r->tally && r->arm_rule != SIZE_MAX) {
-		const struct tally_counts *c = tally_counts(r->tally, r->arm_rule);
-
-		jsonw_key(w, "guard");
-		jsonw_obj(w);
-		jsonw_kstr(w, "rule", tally_rule(r->tally, r->arm_rule)->name);
-		jsonw_kuint(w, "fired", c->fired);
-		jsonw_kuint(w, "prevented", c->prevented);
-		jsonw_kuint(w, "forgone", c->forgone);
-		jsonw_kuint(w, "skipped", c->skipped);
-		jsonw_obj_end(w);
-	} else {
-		jsonw_key(w, "guard");
-		jsonw_null(w);
-	}
-	jsonw_key(w, "rules");
-	jsonw_obj(w);
-	for (i = 0; r->tally && i < tally_n_rules(r->tally); i++) {
-		const struct tally_counts *c = tally_counts(r->tally, i);
-
-		jsonw_key(w, tally_rule(r->tally, i)->name);
-		jsonw_obj(w);
-		jsonw_kuint(w, "taken", c->taken);
-		jsonw_kuint(w, "substitutions", c->substitutions);
-		jsonw_kuint(w, "prevented", c->prevented);
-		jsonw_kuint(w, "forgone", c->forgone);
-		jsonw_kuint(w, "fired", c->fired);
-		jsonw_kuint(w, "skipped", c->skipped);
-		jsonw_obj_end(w);
-	}
-	jsonw_obj_end(w);
-	jsonw_kuint(w, "merges_with_substitution", r->merges_subst);
-	jsonw_key(w, "substitution_rate");
-	rate_json(w, r->merges_subst, r->merges, p->o.confidence);
-	jsonw_kstr(w, "verdict", pair_verdict_name(r->verdict));
-	jsonw_kstr(w, "verdict_why", r->verdict_why);
-	jsonw_key(w, "correctness");
-	if (r->has_correctness) {
-		jsonw_obj(w);
-		jsonw_kuint(w, "requests", r->n_correct);
-		jsonw_kuint(w, "failing", r->n_failing);
-		jsonw_key(w, "failing_rate");
-		rate_json(w, r->n_failing, r->n_correct, p->o.confidence);
-		if (r->n_to_bound)
-			jsonw_kuint(w, "requests_to_rule_out_baseline", r->n_to_bound);
-		jsonw_kuint(w, "explained", r->n_explained);
-		jsonw_kuint(w, "possible", r->n_possible);
-		jsonw_kuint(w, "unexplained", r->n_unexplained);
-		jsonw_obj_end(w);
-	} else {
-		jsonw_null(w);
-	}
-	jsonw_key(w, "failures");
-	jsonw_arr(w);
-	for (i = 0; i < r->n_failures; i++) {
-		const struct pair_failure *x = &r->failures[i];
-
-		jsonw_obj(w);
-		jsonw_kstr(w, "id", x->req[0] ? x->req : NULL);
-		jsonw_kuint(w, "index", x->index);
-		jsonw_kuint(w, "prompt_index", x->prompt_index);
-		jsonw_kstr(w, "verdict", x->verdict);
-		if (x->at >= 0)
-			jsonw_kint(w, "diverged_at", x->at);
-		else {
-			jsonw_key(w, "diverged_at");
-			jsonw_null(w);
-		}
-		jsonw_kstr(w, "match", pair_match_name(x->match));
-		if (x->step >= 0)
-			jsonw_kint(w, "step", x->step);
-		else {
-			jsonw_key(w, "step");
-			jsonw_null(w);
-		}
-		jsonw_kbool(w, "in_reference", x->in_reference);
-		jsonw_kuint(w, "substitutions", x->n_subst);
-		jsonw_kstr(w, "why", x->why);
-		jsonw_obj_end(w);
-	}
-	jsonw_arr_end(w);
-	jsonw_kuint(w, "substitutions_with_correct_output", r->n_subst_correct);
-	jsonw_kuint(w, "substitutions_dropped", r->subst - r->n_substs);
-	jsonw_key(w, "substitution_list");
-	jsonw_arr(w);
-	for (i = 0; i < r->n_substs; i++) {
-		const struct pair_subst *s = &r->substs[i];
-
-		jsonw_obj(w);
-		jsonw_kint(w, "step", s->step);
-		jsonw_kuint(w, "slot", s->slot);
-		jsonw_kint(w, "pos", s->pos);
-		if (s->token >= 0)
-			jsonw_kint(w, "token", s->token);
-		else {
-			jsonw_key(w, "token");
-			jsonw_null(w);
-		}
-		jsonw_kstr(w, "req", s->req[0] ? s->req : NULL);
-		jsonw_kstr(w, "buf_req", s->buf_req[0] ? s->buf_req : NULL);
-		jsonw_kstr(w, "evidence", evidence_name(s->evidence));
-		jsonw_kstr(w, "file", pair_audit_file(p, s->file));
-		jsonw_kint(w, "line", s->line);
-		jsonw_kstr(w, "outcome", s->outcome);
-		jsonw_obj_end(w);
-	}
-	jsonw_arr_end(w);
-	jsonw_obj_end(w);
-}
-
-void pair_print_json(const struct pair *p, FILE *f)
-{
-	struct jsonw w;
-	size_t i;
-
-	jsonw_init(&w, f);
-	jsonw_obj(&w);
-	jsonw_kuint(&w, "audit_lines", p->audit_lines);
-	jsonw_kuint(&w, "malformed", p->malformed);
-	jsonw_kuint(&w, "merges_outside", p->outside);
-	jsonw_kdouble(&w, "confidence", p->o.confidence);
-	jsonw_kdouble(&w, "baseline", p->o.baseline > 0 ? p->o.baseline : NAN);
-	jsonw_key(&w, "runs");
-	jsonw_arr(&w);
-	for (i = 0; i < p->n_runs; i++)
-		pair_run_json(p, &p->runs[i], &w);
-	jsonw_arr_end(&w);
-	jsonw_obj_end(&w);
-	fputc('\n', f);
-}
+size_t pair_n_run_files(const struct pair *p) { return p->o.n_runs; }
+size_t pair_n_audit_files(const struct pair *p) { return p->o.n_audits; }

@@ -194,11 +194,8 @@ double pair_baseline(const struct pair *p);
 const char *pair_audit_file(const struct pair *p, size_t i);
 const char *pair_run_file(const struct pair *p, size_t i);
 
-/* The report: a text table and failures, or JSON. */
-void pair_print_text(const struct pair *p, FILE *f);
-void pair_print_json(const struct pair *p, FILE *f);
-struct jsonw;
-/* One run as a JSON object (for the A/B report). */
-void pair_run_json(const struct pair *p, const struct pair_run *r, struct jsonw *w);
+/* The files of the options, for the report. */
+size_t pair_n_run_files(const struct pair *p);
+size_t pair_n_audit_files(const struct pair *p);
 
 #endif
