@@ -38,7 +38,7 @@
  * A failed gate (preflight, lock, readiness, arm) stops the A/B with FAIL
  * before any report is written.
  *
- * Verdict (ab_judge):
+ * Verdict (verdict.h: verdict_judge):
  *   guard effect   merges with a substitution and failing requests, the
  *                  treatment against the control arm (the control and the
  *                  negative-control boots, one configuration), each with its
@@ -201,16 +201,6 @@ struct ab_result {
 	size_t n_boots;
 };
 
-/*
- * The verdict from the figures: fig[role][figure][round] (enum ab_fig) with
- * n_fig[role] rounds; the substitution, forgone and correctness counts must
- * already be in res->role. Fills the roles' medians and rounds, the guard
- * verdict with its tests, the deltas with their intervals, the floors, the
- * sensitivity separation, the forgone cost and cost_withheld. Pure: ab_run
- * calls it, tests call it directly.
- */
-void ab_judge(const double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS], const size_t n_fig[AB__ROLES],
-	      const struct ab_judge_opts *jo, struct ab_result *res);
 
 /*
  * Runs the A/B. STATUS_OK when it ran to a verdict or stopped at a gate

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "ab.h"
+#include "verdict.h"
 
 struct fx {
 	double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS];
@@ -35,7 +36,7 @@ static void judge(struct fx *x, bool sens, double sep)
 {
 	struct ab_judge_opts jo = { sens, sep, 0, judge_baseline };
 
-	ab_judge((const double (*)[AB_N_FIG][AB_MAX_REPEATS])x->fig, x->n, &jo, &x->res);
+	verdict_judge((const double (*)[AB_N_FIG][AB_MAX_REPEATS])x->fig, x->n, &jo, &x->res);
 }
 
 /* Rounds of control, negative control, treatment (and sensitivity) at the given makespans. */
