@@ -1,3 +1,9 @@
+/*
+ * driver.c - a bench run (driver.h): the gates of every arm (readiness, the
+ * arm confirmed from the server's output), the prompts, each cell's repeats
+ * through the load loop, correctness against a reference, and the records.
+ * /metrics is srvmetrics.c, sizing sizer.c, the report benchreport.c.
+ */
 #include "driver.h"
 
 #include <cjson/cJSON.h>
@@ -10,263 +16,15 @@
 #include <unistd.h>
 
 #include "arms.h"
+#include "benchreport.h"
 #include "correct.h"
 #include "http.h"
 #include "prom.h"
 #include "rate.h"
 #include "ready.h"
 #include "record.h"
-
-#define DRIVER_HTTP_TIMEOUT 30.0
-
-/* --- /metrics ------------------------------------------------------------- */
-
-static int driver_label_cmp(const void *a, const void *b)
-{
-	const struct prom_label *x = *(const struct prom_label *const *)a;
-	const struct prom_label *y = *(const struct prom_label *const *)b;
-
-	return strcmp(x->name, y->name);
-}
-
-enum status driver_config_hash(const char *metrics, size_t n, char *out, size_t n_out,
-			       struct status_info *si)
-{
-	struct prom *p = NULL;
-	const struct prom_sample *s;
-	const struct prom_label *lab[PROM_MAX_LABELS];
-	size_t i, j, k, n_info = 0, len;
-	uint64_t h = SUITE_FNV_INIT;
-	enum status st;
-
-	out[0] = '\0';
-	st = prom_parse(metrics, n, &p, si);
-	if (st)
-		return st;
-	for (i = 0; i < prom_n_samples(p); i++) {
-		s = prom_sample(p, i);
-		len = strlen(s->name);
-		if (len < 5 || strcmp(s->name + len - 5, "_info"))
-			continue;
-		n_info++;
-		h = suite_fnv(h, s->name, len + 1);
-		k = s->n_labels < PROM_MAX_LABELS ? s->n_labels : PROM_MAX_LABELS;
-		for (j = 0; j < k; j++)
-			lab[j] = &s->labels[j];
-		qsort(lab, k, sizeof(lab[0]), driver_label_cmp);
-		for (j = 0; j < k; j++) {
-			h = suite_fnv(h, lab[j]->name, strlen(lab[j]->name) + 1);
-			h = suite_fnv(h, lab[j]->value, strlen(lab[j]->value) + 1);
-		}
-	}
-	prom_free(p);
-	if (n_info)
-		snprintf(out, n_out, "fnv1a64:%016" PRIx64, h);
-	return STATUS_OK;
-}
-
-enum status driver_prefix_hits(const char *metrics, size_t n, double *hits, struct status_info *si)
-{
-	static const char *const names[] = { "vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits" };
-	struct prom *p = NULL;
-	const struct prom_sample *s;
-	size_t i, k;
-	bool found = false;
-	enum status st;
-
-	*hits = 0;
-	st = prom_parse(metrics, n, &p, si);
-	if (st)
-		return st;
-	for (k = 0; k < 2 && !found; k++)
-		for (i = 0; i < prom_n_samples(p); i++) {
-			s = prom_sample(p, i);
-			if (strcmp(s->name, names[k]))
-				continue;
-			found = true;
-			*hits += s->value;
-		}
-	prom_free(p);
-	if (!found)
-		return status_set(si, STATUS_NOTFOUND, "/metrics has no vllm:prefix_cache_hits counter");
-	return STATUS_OK;
-}
-
-/* GETs base/metrics; body in res (caller releases). */
-static enum status driver_metrics(const char *base, struct http_response *res, struct status_info *si)
-{
-	char url[HTTP_MAX_URL];
-	enum status st;
-
-	memset(res, 0, sizeof(*res));
-	st = http_join(base, "/metrics", url, sizeof(url));
-	if (st)
-		return status_set(si, st, "%s: url too long", base);
-	st = http_get(url, DRIVER_HTTP_TIMEOUT, 0, res, si);
-	if (!st && res->status != 200)
-		st = status_set(si, STATUS_HTTP, "%s: http %ld", url, res->status);
-	return st;
-}
-
-static bool driver_read_hits(const char *base, double *hits)
-{
-	struct http_response res;
-	bool ok;
-
-	ok = !driver_metrics(base, &res, NULL) &&
-	     !driver_prefix_hits(res.body, res.n_body, hits, NULL);
-	http_response_release(&res);
-	return ok;
-}
-
-/* --- sizing through the server -------------------------------------------- */
-
-struct driver_sizer {
-	const char *base;
-	const char *model;
-	int shape;           /* how /tokenize answered: 0 not yet, 1 vLLM's `prompt`,
-			      * 2 llama-server's `content` */
-	bool empty;          /* it answered no tokens for non-empty text */
-};
-
-static cJSON *driver_prompt_json(const struct driver_sizer *z, const char *text, bool chat)
-{
-	cJSON *o = cJSON_CreateObject(), *arr, *m;
-
-	if (!o)
-		return NULL;
-	if (z->model)
-		cJSON_AddStringToObject(o, "model", z->model);
-	if (chat) {
-		arr = cJSON_AddArrayToObject(o, "messages");
-		m = cJSON_CreateObject();
-		if (!arr || !m) {
-			cJSON_Delete(m);
-			cJSON_Delete(o);
-			return NULL;
-		}
-		cJSON_AddStringToObject(m, "role", "user");
-		cJSON_AddStringToObject(m, "content", text);
-		cJSON_AddItemToArray(arr, m);
-	} else {
-		cJSON_AddStringToObject(o, "prompt", text);
-	}
-	return o;
-}
-
-static enum status driver_post(const char *base, const char *path, cJSON *body, cJSON **reply,
-			       long *status, struct status_info *si)
-{
-	char url[HTTP_MAX_URL], *js = NULL;
-	struct http_response res;
-	enum status st;
-
-	*reply = NULL;
-	memset(&res, 0, sizeof(res));
-	st = http_join(base, path, url, sizeof(url));
-	if (st)
-		return status_set(si, st, "%s: url too long", base);
-	js = cJSON_PrintUnformatted(body);
-	if (!js)
-		return status_set(si, STATUS_NOMEM, "out of memory");
-	st = http_post_json(url, js, DRIVER_HTTP_TIMEOUT, 0, &res, si);
-	free(js);
-	if (st)
-		goto out;
-	*status = res.status;
-	if (res.status == 200) {
-		*reply = cJSON_ParseWithLength(res.body, res.n_body);
-		if (!*reply)
-			st = status_set(si, STATUS_PARSE, "%s: answer is not json", url);
-	}
-out:
-	http_response_release(&res);
-	return st;
-}
-
-static enum status driver_count(void *ctx, const char *text, bool chat, long *n, struct status_info *si)
-{
-	struct driver_sizer *z = ctx;
-	cJSON *b = driver_prompt_json(z, text, chat), *r = NULL, *v;
-	long status = 0;
-	enum status st;
-
-	if (!b)
-		return STATUS_NOMEM;
-	if (z->shape == 2) {
-		/* llama-server's shape: {"content": text}, no chat template */
-		cJSON_DeleteItemFromObjectCaseSensitive(b, "prompt");
-		cJSON_DeleteItemFromObjectCaseSensitive(b, "model");
-		cJSON_AddStringToObject(b, "content", text);
-	}
-	st = driver_post(z->base, "/tokenize", b, &r, &status, si);
-	cJSON_Delete(b);
-	if (st)
-		return st;
-	if (status == 404 || status == 405)
-		return status_set(si, STATUS_NOTFOUND, "%s/tokenize: http %ld", z->base, status);
-	if (status != 200) {
-		cJSON_Delete(r);
-		return status_set(si, STATUS_HTTP, "%s/tokenize: http %ld", z->base, status);
-	}
-	v = cJSON_GetObjectItemCaseSensitive(r, "count");
-	if (cJSON_IsNumber(v)) {
-		*n = (long)v->valuedouble;
-	} else if (cJSON_IsArray(v = cJSON_GetObjectItemCaseSensitive(r, "tokens"))) {
-		*n = cJSON_GetArraySize(v);
-	} else {
-		cJSON_Delete(r);
-		return status_set(si, STATUS_PARSE, "%s/tokenize: answer has no count", z->base);
-	}
-	cJSON_Delete(r);
-	/* no tokens for text that has some is no tokenizer's answer (llama-server
-	 * sent `prompt` answers {"tokens": []}): try its own shape once, for
-	 * plain text only (it applies no chat template), else there is none */
-	if (*n == 0 && *text) {
-		if (z->shape == 0 && !chat) {
-			z->shape = 2;
-			return driver_count(ctx, text, chat, n, si);
-		}
-		z->empty = true;
-		return status_set(si, STATUS_NOTFOUND, "%s/tokenize: no tokens for non-empty text", z->base);
-	}
-	if (!z->shape)
-		z->shape = 1;
-	return STATUS_OK;
-}
-
-static enum status driver_probe(void *ctx, const char *text, bool chat, long *n, struct status_info *si)
-{
-	struct driver_sizer *z = ctx;
-	cJSON *b = driver_prompt_json(z, text, chat), *r = NULL, *u, *v;
-	long status = 0;
-	enum status st;
-	const char *path = chat ? "/v1/chat/completions" : "/v1/completions";
-
-	if (!b || !cJSON_AddNumberToObject(b, "max_tokens", 1) ||
-	    !cJSON_AddNumberToObject(b, "temperature", 0)) {
-		cJSON_Delete(b);
-		return STATUS_NOMEM;
-	}
-	st = driver_post(z->base, path, b, &r, &status, si);
-	cJSON_Delete(b);
-	if (st)
-		return st;
-	if (status != 200) {
-		cJSON_Delete(r);
-		return status_set(si, STATUS_HTTP, "%s%s: sizing probe got http %ld", z->base, path, status);
-	}
-	u = cJSON_GetObjectItemCaseSensitive(r, "usage");
-	v = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
-	if (!cJSON_IsNumber(v)) {
-		cJSON_Delete(r);
-		return status_set(si, STATUS_PARSE, "%s%s: sizing probe answer has no usage.prompt_tokens",
-				  z->base, path);
-	}
-	*n = (long)v->valuedouble;
-	cJSON_Delete(r);
-	return STATUS_OK;
-}
+#include "sizer.h"
+#include "srvmetrics.h"
 
 /* --- progress ------------------------------------------------------------- */
 
@@ -489,8 +247,8 @@ static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *
 	snprintf(info->model, sizeof(info->model), "%s", rr.model);
 	driver_say(o, "%s: ready in %.1f s, model %s", da->url, rr.total, rr.model);
 	/* the server configuration, from its *_info samples */
-	if (!driver_metrics(da->url, &res, NULL) &&
-	    !driver_config_hash(res.body, res.n_body, s->config_hash, sizeof(s->config_hash), NULL) &&
+	if (!srvmetrics_get(da->url, &res, NULL) &&
+	    !srvmetrics_config_hash(res.body, res.n_body, s->config_hash, sizeof(s->config_hash), NULL) &&
 	    s->config_hash[0]) {
 		s->id.config_hash = s->config_hash;
 		snprintf(info->config_hash, sizeof(info->config_hash), "%s", s->config_hash);
@@ -613,12 +371,12 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 		lo.progress = driver_progress;
 		lo.progress_ctx = &c->prog;
 	}
-	h0_ok = driver_read_hits(c->as[a].id.url, &h0);
+	h0_ok = srvmetrics_read_hits(c->as[a].id.url, &h0);
 	st = load_run_exec(&lo, rq.rq, rq.n, out_run, si);
 	driver_progress_end(&c->prog);
 	if (st)
 		goto out;
-	h1_ok = h0_ok && driver_read_hits(c->as[a].id.url, &h1);
+	h1_ok = h0_ok && srvmetrics_read_hits(c->as[a].id.url, &h1);
 	st = stats_run_compute(*out_run, out_st, si);
 	if (st)
 		goto out;
@@ -795,7 +553,6 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 {
 	struct driver_ctx c;
 	struct arm_spec *spec = NULL;
-	struct driver_sizer z;
 	struct suite_sizer sz;
 	struct load_run *run = NULL;
 	struct stats_run st_run;
@@ -811,7 +568,6 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	memset(&c, 0, sizeof(c));
 	memset(&st_run, 0, sizeof(st_run));
 	memset(&corr, 0, sizeof(corr));
-	memset(&z, 0, sizeof(z));
 	st = driver_check_opts(o, si);
 	if (st)
 		return st;
@@ -863,22 +619,22 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	}
 	/* 2. prompts */
 	if (!o->suite) {
-		z.base = o->arms[0].url;
-		z.model = c.as[0].model[0] ? c.as[0].model : NULL;
-		sz.count = driver_count;
-		sz.probe = driver_probe;
-		sz.ctx = &z;
+		struct sizer *z = NULL;
+
+		st = sizer_new(&z, o->arms[0].url, c.as[0].model[0] ? c.as[0].model : NULL, si);
+		if (st)
+			goto out;
+		sizer_bind(z, &sz);
 		st = suite_generate(&c.suite, &o->gen, &sz, si);
+		/* how the server's tokenizer was asked, or why it was not used */
+		if (!st)
+			sizer_refine(z, c.suite->sizing, sizeof(c.suite->sizing));
+		sizer_free(z);
 		if (st)
 			goto out;
 	}
 	snprintf(rep->suite_hash, sizeof(rep->suite_hash), "%s", c.suite->hash);
 	snprintf(rep->suite_source, sizeof(rep->suite_source), "%s", c.suite->source);
-	/* how the server's tokenizer was asked, or why it was not used */
-	if (!o->suite && !strcmp(c.suite->sizing, "tokenize") && z.shape == 2)
-		snprintf(c.suite->sizing, sizeof(c.suite->sizing), "tokenize:content");
-	else if (!o->suite && !strcmp(c.suite->sizing, "probe") && z.empty)
-		snprintf(c.suite->sizing, sizeof(c.suite->sizing), "probe:tokenize-empty");
 	snprintf(rep->sizing, sizeof(rep->sizing), "%s", c.suite->sizing);
 	rep->suite_n = c.suite->n;
 	driver_fill_identity(&c);
@@ -967,7 +723,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 		}
 	}
 	{
-		char *js = driver_report_json(rep);
+		char *js = benchreport_json(rep);
 
 		if (!js) {
 			st = status_set(si, STATUS_NOMEM, "out of memory");
@@ -1013,268 +769,3 @@ void driver_report_release(struct driver_report *rep)
 	memset(rep, 0, sizeof(*rep));
 }
 
-/* --- reports -------------------------------------------------------------- */
-
-static const char *driver_level_name(enum load_arrival a)
-{
-	return a == LOAD_CLOSED ? "concurrency" : a == LOAD_BATCH ? "batch" : "rate";
-}
-
-char *driver_report_json(const struct driver_report *rep)
-{
-	cJSON *o = cJSON_CreateObject(), *arms, *cells, *x, *f, *v;
-	char seed[24], *s;
-	size_t i, k;
-
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "kind", "summary");
-	cJSON_AddStringToObject(o, "tool", "ttaudit");
-	cJSON_AddStringToObject(o, "tool_version", TTAUDIT_VERSION);
-	cJSON_AddBoolToObject(o, "gate_failed", rep->gate_failed);
-	if (rep->gate_failed)
-		cJSON_AddStringToObject(o, "gate_message", rep->gate_message);
-	cJSON_AddStringToObject(o, "arrival", record_arrival_name(rep->arrival));
-	cJSON_AddBoolToObject(o, "correctness", rep->correctness);
-	cJSON_AddStringToObject(o, "cache_claim", rep->warm || rep->correctness ? "warm" : "cold");
-	cJSON_AddStringToObject(o, "suite_hash", rep->suite_hash);
-	cJSON_AddStringToObject(o, "suite_source", rep->suite_source);
-	cJSON_AddStringToObject(o, "sizing", rep->sizing);
-	cJSON_AddNumberToObject(o, "suite_prompts", (double)rep->suite_n);
-	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)rep->corpus_seed);
-	cJSON_AddStringToObject(o, "corpus_seed", seed);
-	cJSON_AddNumberToObject(o, "requests", (double)rep->total_requests);
-	cJSON_AddNumberToObject(o, "failed", (double)rep->total_failed);
-	f = cJSON_AddObjectToObject(o, "failures");
-	for (k = 1; f && k < LOAD_FAIL__COUNT; k++)
-		if (rep->n_fail[k])
-			cJSON_AddNumberToObject(f, load_fail_name((enum load_fail)k), (double)rep->n_fail[k]);
-	if (rep->correctness) {
-		x = cJSON_AddObjectToObject(o, "correctness");
-		if (x) {
-			cJSON_AddNumberToObject(x, "failing", (double)rep->corr_failing);
-			cJSON_AddNumberToObject(x, "requests", (double)rep->corr_requests);
-			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->ref_wrong);
-			cJSON_AddNumberToObject(x, "reference_failed", (double)rep->ref_failed);
-			/* the worst cell's; each cell has its own rate (arms are not pooled) */
-			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->corr_verdict));
-			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
-			if (rep->baseline > 0)
-				cJSON_AddNumberToObject(x, "baseline", rep->baseline);
-			else
-				cJSON_AddNullToObject(x, "baseline");
-		}
-	}
-	x = cJSON_AddObjectToObject(o, "token_times");
-	if (x) {
-		cJSON_AddNumberToObject(x, "stamped_kernel", (double)rep->stamped_kernel);
-		cJSON_AddNumberToObject(x, "retried_dead_connection", (double)rep->retried);
-		cJSON_AddNumberToObject(x, "stamped_loop", (double)rep->stamped_loop);
-		cJSON_AddNumberToObject(x, "send_delay_max_s", rep->send_delay_max);
-	}
-	cJSON_AddBoolToObject(o, "unstable", rep->any_unstable);
-	cJSON_AddBoolToObject(o, "cold_claim_invalid", rep->any_cold_invalid);
-	arms = cJSON_AddArrayToObject(o, "arms");
-	for (i = 0; arms && i < rep->n_arms; i++) {
-		x = cJSON_CreateObject();
-		if (!x)
-			break;
-		cJSON_AddStringToObject(x, "url", rep->arms[i].url);
-		if (rep->arms[i].arm[0])
-			cJSON_AddStringToObject(x, "arm", rep->arms[i].arm);
-		else
-			cJSON_AddNullToObject(x, "arm");
-		cJSON_AddStringToObject(x, "arm_state", rep->arms[i].arm_state ? rep->arms[i].arm_state : "none");
-		cJSON_AddStringToObject(x, "model", rep->arms[i].model);
-		if (rep->arms[i].config_hash[0])
-			cJSON_AddStringToObject(x, "server_config_hash", rep->arms[i].config_hash);
-		else
-			cJSON_AddNullToObject(x, "server_config_hash");
-		if (rep->correctness) {
-			cJSON_AddNumberToObject(x, "reference_requests", (double)rep->arms[i].ref_requests);
-			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->arms[i].ref_wrong);
-			cJSON_AddNumberToObject(x, "reference_failed", (double)rep->arms[i].ref_failed);
-		}
-		cJSON_AddItemToArray(arms, x);
-	}
-	cells = cJSON_AddArrayToObject(o, "cells");
-	for (i = 0; cells && i < rep->n_cells; i++) {
-		const struct driver_cell *dc = &rep->cells[i];
-
-		x = cJSON_CreateObject();
-		if (!x)
-			break;
-		cJSON_AddNumberToObject(x, "arm_index", (double)dc->arm_index);
-		cJSON_AddNumberToObject(x, driver_level_name(rep->arrival), dc->level);
-		cJSON_AddNumberToObject(x, "repeats", dc->n_repeats);
-		cJSON_AddNumberToObject(x, "median_repeat", (double)dc->median_repeat);
-		cJSON_AddNumberToObject(x, "spread", dc->spread);
-		cJSON_AddBoolToObject(x, "unstable", dc->unstable);
-		v = cJSON_AddArrayToObject(x, "output_tok_s_by_repeat");
-		for (k = 0; v && k < dc->n_repeats; k++)
-			cJSON_AddItemToArray(v, cJSON_CreateNumber(dc->tok_s[k]));
-		cJSON_AddNumberToObject(x, "requests", (double)dc->n_requests);
-		cJSON_AddNumberToObject(x, "failed", (double)dc->n_failed);
-		if (dc->first_failure[0])
-			cJSON_AddStringToObject(x, "first_failure", dc->first_failure);
-		if (!rep->warm && !rep->correctness) {
-			cJSON_AddNumberToObject(x, "prefix_cache_hits", dc->prefix_hits);
-			cJSON_AddNumberToObject(x, "cold_claim_invalid_runs", (double)dc->n_cold_invalid);
-			cJSON_AddNumberToObject(x, "cold_claim_unchecked_runs", (double)dc->n_cold_unchecked);
-		}
-		if (rep->correctness) {
-			v = cJSON_AddObjectToObject(x, "correctness");
-			if (v) {
-				cJSON_AddNumberToObject(v, "requests", (double)dc->corr_requests);
-				cJSON_AddNumberToObject(v, "failing", (double)dc->corr_failing);
-				cJSON_AddNumberToObject(v, "diverged", (double)dc->corr_diverged);
-				cJSON_AddNumberToObject(v, "wrong", (double)dc->corr_wrong);
-				cJSON_AddNumberToObject(v, "failed", (double)dc->corr_failed);
-				cJSON_AddItemToObject(v, "failing_rate",
-						      record_rate_json(dc->corr_failing, dc->corr_requests,
-								       rep->confidence));
-				cJSON_AddStringToObject(v, "verdict", driver_verdict_name(dc->corr_verdict));
-				if (dc->corr_n_to_bound)
-					cJSON_AddNumberToObject(v, "requests_to_rule_out_baseline",
-								(double)dc->corr_n_to_bound);
-				if (dc->first_divergence[0])
-					cJSON_AddStringToObject(v, "first", dc->first_divergence);
-			}
-		}
-		v = record_stats_json(&dc->median);
-		if (v)
-			cJSON_AddItemToObject(x, "median", v);
-		cJSON_AddItemToArray(cells, x);
-	}
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
-}
-
-/* "reset 2, truncated 1" */
-static void driver_fail_list(const size_t *n_fail, char *buf, size_t n)
-{
-	size_t k, len = 0;
-
-	buf[0] = '\0';
-	for (k = 1; k < LOAD_FAIL__COUNT; k++)
-		if (n_fail[k] && len < n)
-			len += (size_t)snprintf(buf + len, n - len, "%s%s %zu", len ? ", " : "",
-						load_fail_name((enum load_fail)k), n_fail[k]);
-}
-
-void driver_report_print(const struct driver_report *rep, FILE *f)
-{
-	char buf[256], lv[32], vs[96];
-	size_t i;
-
-	if (rep->gate_failed) {
-		fprintf(f, "GATE FAILED: %s\n", rep->gate_message);
-		if (rep->arm_report)
-			fputs(rep->arm_report, f);
-		return;
-	}
-	/* what went wrong, first */
-	if (rep->total_failed) {
-		driver_fail_list(rep->n_fail, buf, sizeof(buf));
-		fprintf(f, "FAILURES: %zu of %zu requests failed (%s)\n", rep->total_failed,
-			rep->total_requests, buf);
-	}
-	if (rep->correctness) {
-		fprintf(f, "CORRECTNESS: %s: %zu failing of %zu", driver_verdict_name(rep->corr_verdict),
-			rep->corr_failing, rep->corr_requests);
-		/* a rate is of one server's requests: arms are never pooled */
-		if (rep->n_cells == 1)
-			fprintf(f, " requests: %s", rate_describe(buf, sizeof(buf), rep->corr_failing,
-								 rep->corr_requests, rep->confidence, 100, "%"));
-		else
-			fprintf(f, " (each server's and level's rate below)");
-		fprintf(f, "%s\n", rep->ref_wrong || rep->ref_failed ?
-			"; the reference itself has wrong or failed answers" : "");
-		for (i = 0; i < rep->n_cells; i++) {
-			const struct driver_cell *dc = &rep->cells[i];
-
-			if (dc->corr_verdict == DRIVER_INCONCLUSIVE)
-				fprintf(f, "INCONCLUSIVE: server %zu: 0 failing of %zu %s, not the baseline %g%%; "
-					"%" PRIu64 " requests would (%s)\n", dc->arm_index, dc->corr_requests,
-					rate_describe(buf, sizeof(buf), 0, dc->corr_requests, rep->confidence, 100, "%"),
-					100 * rep->baseline, dc->corr_n_to_bound,
-					rate_plan_command(vs, sizeof(vs), rep->baseline, rep->confidence));
-		}
-	}
-	if (rep->any_unstable)
-		fprintf(f, "UNSTABLE: repeats spread over %.0f%% in output tokens/s; see the spread column\n",
-			STATS_UNSTABLE_SPREAD * 100);
-	if (rep->any_cold_invalid)
-		fprintf(f, "COLD CLAIM INVALID: the prefix cache served tokens during a cold run\n");
-	for (i = 0; i < rep->n_arms; i++)
-		fprintf(f, "server %zu: %s  model %s  arm %s (%s)  config %s\n", i, rep->arms[i].url,
-			rep->arms[i].model, rep->arms[i].arm[0] ? rep->arms[i].arm : "-",
-			rep->arms[i].arm_state ? rep->arms[i].arm_state : "none",
-			rep->arms[i].config_hash[0] ? rep->arms[i].config_hash : "unknown");
-	fprintf(f, "suite %s (%zu prompts, %s, sizing %s), %s arrivals, %s\n", rep->suite_source, rep->suite_n,
-		rep->suite_hash, rep->sizing, record_arrival_name(rep->arrival),
-		rep->correctness ? "correctness stage" : rep->warm ? "warm" : "cold");
-	fprintf(f, "%-3s %-10s %8s %5s %5s %9s %9s %22s %22s %16s %10s %7s\n", "srv", "arm", "level", "reqs",
-		"fail", "makespan", "tok/s", "ttft p50/p90/p99 ms", "ttlt p50/p90/p99 ms", "itl p50/p99 ms",
-		"prefill/s", "spread");
-	for (i = 0; i < rep->n_cells; i++) {
-		const struct driver_cell *dc = &rep->cells[i];
-		const struct stats_run *m = &dc->median;
-		char t1[40], t2[40], t3[40], pf[24];
-
-		snprintf(lv, sizeof(lv), "%s%g", rep->arrival == LOAD_CLOSED ? "c=" : rep->arrival == LOAD_BATCH ? "b=" : "r=",
-			 dc->level);
-		snprintf(t1, sizeof(t1), "%.1f/%.1f/%.1f", m->ttft.p50 * 1e3, m->ttft.p90 * 1e3, m->ttft.p99 * 1e3);
-		snprintf(t2, sizeof(t2), "%.1f/%.1f/%.1f", m->ttlt.p50 * 1e3, m->ttlt.p90 * 1e3, m->ttlt.p99 * 1e3);
-		snprintf(t3, sizeof(t3), "%.2f/%.2f", m->itl.p50 * 1e3, m->itl.p99 * 1e3);
-		if (m->prefill_tok_s > 0)
-			snprintf(pf, sizeof(pf), "%.0f", m->prefill_tok_s);
-		else
-			snprintf(pf, sizeof(pf), "-");
-		fprintf(f, "%-3zu %-10.10s %8s %5zu %5zu %8.3fs %9.1f %22s %22s %16s %10s %6.1f%%%s\n",
-			dc->arm_index, rep->arms[dc->arm_index].arm[0] ? rep->arms[dc->arm_index].arm : "-", lv,
-			dc->n_requests, dc->n_failed, m->makespan, m->out_tok_s, t1, t2, t3, pf,
-			dc->spread * 100, dc->unstable ? " UNSTABLE" : "");
-		if (m->reasoning_tokens > 0)
-			fprintf(f, "    reasoning: %ld reasoning and %ld answer tokens; ttft to the first answer token "
-				"p50/p90/p99 %.1f/%.1f/%.1f ms (ttft above counts reasoning)\n", m->reasoning_tokens,
-				m->answer_tokens, m->ttft_answer.p50 * 1e3, m->ttft_answer.p90 * 1e3,
-				m->ttft_answer.p99 * 1e3);
-		if (dc->first_failure[0])
-			fprintf(f, "    first failure: %s\n", dc->first_failure);
-		if (rep->correctness)
-			fprintf(f, "    correctness: %s, %zu failing of %zu (diverged %zu, wrong %zu, failed %zu): %s%s%s\n",
-				driver_verdict_name(dc->corr_verdict), dc->corr_failing, dc->corr_requests,
-				dc->corr_diverged, dc->corr_wrong, dc->corr_failed,
-				rate_describe(buf, sizeof(buf), dc->corr_failing, dc->corr_requests,
-					      rep->confidence, 100, "%"),
-				rep->baseline > 0 && dc->corr_failing ? "; " : "",
-				rep->baseline > 0 && dc->corr_failing ?
-				rate_against(vs, sizeof(vs), dc->corr_failing, dc->corr_requests,
-					     rep->confidence, rep->baseline) : "");
-		if (dc->first_divergence[0])
-			fprintf(f, "    first: %s\n", dc->first_divergence);
-		if (dc->n_cold_invalid)
-			fprintf(f, "    cold claim invalid in %zu of %u runs (%.0f prefix-cache hit tokens)\n",
-				dc->n_cold_invalid, dc->n_repeats, dc->prefix_hits);
-		else if (!rep->warm && !rep->correctness && dc->n_cold_unchecked)
-			fprintf(f, "    cold claim unchecked in %zu runs (no prefix-cache counter)\n",
-				dc->n_cold_unchecked);
-	}
-	fprintf(f, "token counts from %s; figures are the median repeat by output tokens/s; itl %s\n",
-		rep->n_cells ? rep->cells[0].median.tps_source : "none",
-		rep->n_cells && rep->cells[0].median.itl_source &&
-		strcmp(rep->cells[0].median.itl_source, "chunks") ?
-		"per token (the stream said how many tokens each chunk carried)" :
-		"per chunk (one token per chunk assumed)");
-	/* how the figures were timed, so a reader can judge them */
-	fprintf(f, "token times: %llu of %llu chunks by kernel receive stamps; times counted from the request "
-		"written (client queue up to %.1f ms before that, not charged to the server)\n",
-		(unsigned long long)rep->stamped_kernel,
-		(unsigned long long)(rep->stamped_kernel + rep->stamped_loop), rep->send_delay_max * 1e3);
-	if (rep->retried)
-		fprintf(f, "connections: %llu request(s) sent again on a new connection: the reused one had been "
-			"closed by the server and the request never reached it (not failures)\n",
-			(unsigned long long)rep->retried);
-}

@@ -156,16 +156,6 @@ struct driver_report {
 enum status driver_run(const struct driver_opts *o, struct driver_report *rep, struct status_info *si);
 void driver_report_release(struct driver_report *rep);
 
-/* The report as one JSON object (malloc'd, caller frees); NULL on allocation failure. */
-char *driver_report_json(const struct driver_report *rep);
-/* The report as text. Failures are said first. */
-void driver_report_print(const struct driver_report *rep, FILE *f);
 
-/* Hash of every *_info sample (name and sorted labels) of a /metrics body
- * into out ("fnv1a64:..."), "" when there is none. */
-enum status driver_config_hash(const char *metrics, size_t n, char *out, size_t n_out,
-			       struct status_info *si);
-/* Sum of the prefix-cache hit counter in a /metrics body; STATUS_NOTFOUND when absent. */
-enum status driver_prefix_hits(const char *metrics, size_t n, double *hits, struct status_info *si);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "benchreport.h"
 #include "driver.h"
 #include "opt.h"
 
@@ -229,7 +230,7 @@ int cmd_bench(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if (bench_json) {
-		js = driver_report_json(&rep);
+		js = benchreport_json(&rep);
 		if (!js) {
 			driver_report_release(&rep);
 			return cli_usage_error("bench", "out of memory");
@@ -237,7 +238,7 @@ int cmd_bench(int argc, char **argv)
 		printf("%s\n", js);
 		free(js);
 	} else {
-		driver_report_print(&rep, stdout);
+		benchreport_print(&rep, stdout);
 	}
 	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS)
 		     ? CLI_FAIL : CLI_OK;

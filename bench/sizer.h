@@ -1,0 +1,26 @@
+/*
+ * sizer.h - the server's tokenizer behind suite_generate's sizing
+ * (suite.h: struct suite_sizer), for bench's generated prompts.
+ */
+#ifndef TTAUDIT_SIZER_H
+#define TTAUDIT_SIZER_H
+
+#include <stddef.h>
+
+#include "status.h"
+#include "suite.h"
+
+struct sizer;
+
+/* A sizer asking the server at base (and model, NULL none; both the caller's,
+ * kept until sizer_free). */
+enum status sizer_new(struct sizer **out, const char *base, const char *model, struct status_info *si);
+void sizer_free(struct sizer *z);
+/* Points sz's callbacks at z. */
+void sizer_bind(struct sizer *z, struct suite_sizer *sz);
+/* The suite's sizing label with how the tokenizer was asked, or why it was
+ * not used: "tokenize" -> "tokenize:content" (llama-server's shape),
+ * "probe" -> "probe:tokenize-empty" (it answered no tokens). */
+void sizer_refine(const struct sizer *z, char *sizing, size_t n);
+
+#endif
