@@ -1,3 +1,9 @@
+/*
+ * load.c - the load loop of load.h: every request a libcurl transfer on one
+ * epoll loop, arrivals closed, batch or Poisson, stalls and retries, and the
+ * loop's own busy time; each event of a stream is read into its request's
+ * result by result.c.
+ */
 #include "load.h"
 #include "../base/mono.h"
 #include "../base/rng.h"
@@ -15,6 +21,7 @@
 
 #include "http.h"
 #include "chunk.h"
+#include "result.h"
 #include "rxstamp.h"
 #include "sse.h"
 
@@ -54,215 +61,6 @@ double load_wall(void)
 double load_result_origin(const struct load_result *r)
 {
 	return r->t_sent > 0 ? r->t_sent : r->t_launch;
-}
-
-/* --- one chunk ------------------------------------------------------------ */
-
-struct load_chunk_parser {
-	struct chunk_reader *cr;    /* reused chunk after chunk: no allocation per token */
-};
-
-struct load_chunk_parser *load_chunk_parser_new(void)
-{
-	struct load_chunk_parser *cp = calloc(1, sizeof(*cp));
-
-	if (!cp)
-		return NULL;
-	cp->cr = chunk_reader_new();
-	if (!cp->cr) {
-		free(cp);
-		return NULL;
-	}
-	return cp;
-}
-
-void load_chunk_parser_free(struct load_chunk_parser *cp)
-{
-	if (!cp)
-		return;
-	chunk_reader_free(cp->cr);
-	free(cp);
-}
-
-size_t load_chunk_parser_fast(const struct load_chunk_parser *cp)
-{
-	return chunk_reader_scanned(cp->cr);
-}
-
-void load_chunk_parser_tree_only(struct load_chunk_parser *cp, bool on)
-{
-	chunk_reader_tree_only(cp->cr, on);
-}
-
-static void load_set_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void load_set_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (r->fail)
-		return;   /* the first cause stands */
-	r->fail = f;
-	va_start(ap, fmt);
-	vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
-	va_end(ap);
-}
-
-/* Capacity of an array that grows by doubling: the next power of two >= n. */
-static size_t load_cap_of(size_t n)
-{
-	size_t c = 16;
-
-	while (c < n)
-		c *= 2;
-	return c;
-}
-
-/* Makes room for element n (0-based) in an array of n elements growing by doubling. */
-static int load_grow(void **arr, size_t n, size_t elem)
-{
-	void *na;
-
-	/* capacity is always load_cap_of(n) for n elements: grow at 16, 32 ... */
-	if (*arr && (n < 16 || (n & (n - 1))))
-		return 0;
-	na = realloc(*arr, load_cap_of(n + 1) * elem);
-	if (!na)
-		return -1;
-	*arr = na;
-	return 0;
-}
-
-static int load_keep_text(struct load_result *r, const char *s, size_t n)
-{
-	char *nt;
-	size_t cap;
-
-	if (r->text_len + n + 1 > LOAD_MAX_TEXT) {
-		load_set_fail(r, LOAD_FAIL_PROTOCOL, "content longer than %u bytes", LOAD_MAX_TEXT);
-		return -1;
-	}
-	cap = load_cap_of(r->text_len + 1);
-	if (!r->text || cap < r->text_len + n + 1) {
-		nt = realloc(r->text, load_cap_of(r->text_len + n + 1));
-		if (!nt) {
-			load_set_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping content");
-			return -1;
-		}
-		r->text = nt;
-	}
-	memcpy(r->text + r->text_len, s, n);
-	r->text_len += n;
-	r->text[r->text_len] = '\0';
-	return 0;
-}
-
-int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
-	       bool keep_text, const char *data, size_t len, double now)
-{
-	struct chunk_fields f;
-	enum chunk_error ce;
-	char msg[200];
-	bool answer, thought;
-	long k = 1;
-	enum load_count src = LOAD_COUNT_CHUNKS;
-
-	ce = chunk_read(cp->cr, api == LOAD_API_CHAT, data, len, &f, msg, sizeof(msg));
-	if (ce == CHUNK_SERVER) {
-		load_set_fail(r, LOAD_FAIL_SERVER, "error in stream: %.160s", msg);
-		return -1;
-	}
-	if (ce) {
-		load_set_fail(r, LOAD_FAIL_PROTOCOL, "%s", msg);
-		return -1;
-	}
-	if (f.has_id && !r->id[0])
-		snprintf(r->id, sizeof(r->id), "%.*s", (int)f.n_id, f.id);
-	if (f.has_finish)
-		snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)f.n_finish, f.finish);
-	answer = f.has_content && f.n_content > 0;
-	thought = f.has_reasoning && f.n_reasoning > 0;
-	/* how many tokens this chunk carries: the server says it with
-	 * token_ids, or with per-chunk usage (continuous_usage_stats, a
-	 * running total); otherwise one per chunk, and the record says so */
-	if (answer || thought) {
-		if (f.n_token_ids > 0) {
-			k = f.n_token_ids;
-			src = LOAD_COUNT_TOKEN_IDS;
-		} else if (f.has_usage && f.choice && f.usage_completion >= 0) {
-			k = f.usage_completion - (r->usage_seen > 0 ? r->usage_seen : 0);
-			if (k < 1)
-				k = 1;
-			src = LOAD_COUNT_USAGE;
-		}
-		if (k > (long)UINT32_MAX)
-			k = (long)UINT32_MAX;
-		if (src > r->count_src)
-			r->count_src = src;
-	}
-	if (f.has_usage && f.choice && f.usage_completion >= 0)
-		r->usage_seen = f.usage_completion;
-	if (answer || thought) {
-		/* a chunk timed by the loop and the next by its kernel stamp can
-		 * disagree on order; a stream's times never go back */
-		if (r->n_chunks && now < r->t_last)
-			now = r->t_last;
-		if (!r->n_chunks)
-			r->t_first = now;
-		if (answer && r->t_first_answer == 0)
-			r->t_first_answer = now;
-		r->t_last = now;
-		r->n_tokens += (size_t)k;
-		/* a chunk with both (the end of the thinking) counts as answer */
-		if (answer)
-			r->n_answer_tokens += (size_t)k;
-		else
-			r->n_reasoning_tokens += (size_t)k;
-		if (r->n_chunks < LOAD_MAX_TOKENS) {
-			if (load_grow((void **)&r->tok_t, r->n_chunks, sizeof(double)) ||
-			    load_grow((void **)&r->tok_n, r->n_chunks, sizeof(uint32_t))) {
-				load_set_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token times");
-				return -1;
-			}
-			r->tok_t[r->n_chunks] = now;
-			r->tok_n[r->n_chunks] = (uint32_t)k;
-			if (keep_text) {
-				if (load_grow((void **)&r->tok_off, r->n_chunks + 1, sizeof(size_t)))
-					return -1;
-				if (!r->n_chunks)
-					r->tok_off[0] = 0;
-				/* the answer only: reasoning text is not the output compared */
-				if (answer && load_keep_text(r, f.content, f.n_content))
-					return -1;
-				r->tok_off[r->n_chunks + 1] = r->text_len;
-			}
-		} else {
-			r->chunks_capped = true;
-		}
-		r->n_chunks++;
-	} else if (f.has_role) {
-		r->n_role_chunks++;
-	}
-	if (f.usage_prompt >= 0)
-		r->usage_prompt = f.usage_prompt;
-	if (f.usage_completion >= 0)
-		r->usage_completion = f.usage_completion;
-	return 0;
-}
-
-int load_event(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
-	       bool keep_text, const struct sse *p, const char *data, size_t len, double now)
-{
-	const char *err = sse_event_error(p, NULL);
-	char m[200];
-
-	if (!err && strcmp(sse_event_type(p), "error"))
-		return load_chunk(cp, r, api, keep_text, data, len, now);
-	/* the server ended the stream with an error: its message, from the
-	 * error field (llama-server) or the data of an `event: error` */
-	chunk_error_message(cp->cr, err ? err : data, m, sizeof(m));
-	load_set_fail(r, LOAD_FAIL_SERVER, "error event in stream: %.160s", m);
-	return -1;
 }
 
 const char *load_count_name(enum load_count c)
@@ -320,7 +118,7 @@ struct load_loop {
 				       * the last pass; -1 when none */
 	double marked_at;             /* the last mark pass */
 	double timer_at;              /* libcurl's timeout; < 0: none */
-	struct load_chunk_parser *cp;
+	struct result_parser *cp;
 	struct load_xfer *xf;
 	size_t n_xf;
 	size_t *free_xf;              /* stack of free slot indexes */
@@ -349,7 +147,7 @@ static int load_on_event(void *ctx, const char *data, size_t len)
 		return 0;
 	}
 	before = r->n_chunks;
-	if (load_event(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, x->sse, data, len, x->now))
+	if (result_event(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, x->sse, data, len, x->now))
 		return 1;
 	x->lp->n_chunks += r->n_chunks - before;
 	if (x->now_kernel)
@@ -389,7 +187,7 @@ static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	}
 	if (sse_feed(x->sse, ptr, n, &si)) {
 		if (!x->r->fail)
-			load_set_fail(x->r, LOAD_FAIL_PROTOCOL, "%s", si.msg);
+			result_fail(x->r, LOAD_FAIL_PROTOCOL, "%s", si.msg);
 		return 0;   /* aborts the transfer */
 	}
 	return n;
@@ -487,35 +285,35 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 		return;
 	if (status && status != 200) {
 		load_flatten(x->errbody);
-		load_set_fail(r, LOAD_FAIL_HTTP, "http %ld: %.150s", status, x->errbody);
+		result_fail(r, LOAD_FAIL_HTTP, "http %ld: %.150s", status, x->errbody);
 		return;
 	}
 	switch (rc) {
 	case CURLE_OK:
 		if (!r->done)
-			load_set_fail(r, LOAD_FAIL_TRUNCATED, "stream ended before [DONE] after %zu content chunks%s",
+			result_fail(r, LOAD_FAIL_TRUNCATED, "stream ended before [DONE] after %zu content chunks%s",
 				      r->n_chunks, sse_pending(x->sse) ? " and inside an event" : "");
 		return;
 	case CURLE_PARTIAL_FILE:
 		/* the connection went away inside the HTTP body: a transport break,
 		 * not a stream the server chose to end early */
-		load_set_fail(r, LOAD_FAIL_RESET, "connection closed inside the response (%s) after %zu content chunks",
+		result_fail(r, LOAD_FAIL_RESET, "connection closed inside the response (%s) after %zu content chunks",
 			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), r->n_chunks);
 		return;
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
-		load_set_fail(r, LOAD_FAIL_CONNECT, "could not connect: %s",
+		result_fail(r, LOAD_FAIL_CONNECT, "could not connect: %s",
 			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
-		load_set_fail(r, LOAD_FAIL_TIMEOUT, "request took longer than %.1f s after %zu content chunks",
+		result_fail(r, LOAD_FAIL_TIMEOUT, "request took longer than %.1f s after %zu content chunks",
 			      x->lp->o->timeout_s, r->n_chunks);
 		return;
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_GOT_NOTHING:
 	default:
-		load_set_fail(r, LOAD_FAIL_RESET, "%s after %zu content chunks",
+		result_fail(r, LOAD_FAIL_RESET, "%s after %zu content chunks",
 			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), r->n_chunks);
 		return;
 	}
@@ -647,7 +445,7 @@ static void load_stalls(struct load_loop *lp, double now)
 		since = x->last_byte > 0 ? x->last_byte : x->r->t_launch;
 		if (now - since < lp->o->stall_s)
 			continue;
-		load_set_fail(x->r, LOAD_FAIL_STALL, "no data for %.1f s after %zu content chunks",
+		result_fail(x->r, LOAD_FAIL_STALL, "no data for %.1f s after %zu content chunks",
 			      lp->o->stall_s, x->r->n_chunks);
 		load_retire(lp, x, CURLE_OK);
 	}
@@ -749,7 +547,7 @@ static void load_loop_release(struct load_loop *lp)
 	free(lp->mark_evs);
 	if (lp->mark_ep >= 0)
 		close(lp->mark_ep);
-	load_chunk_parser_free(lp->cp);
+	result_parser_free(lp->cp);
 }
 
 static enum status load_loop_init(struct load_loop *lp, const struct load_opts *o, size_t n_xf,
@@ -779,7 +577,7 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	if (lp->ep < 0)
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
 	lp->multi = curl_multi_init();
-	lp->cp = load_chunk_parser_new();
+	lp->cp = result_parser_new();
 	lp->busy = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy));
 	lp->busy_cpu = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy_cpu));
 	lp->xf = calloc(n_xf, sizeof(*lp->xf));

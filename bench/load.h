@@ -190,31 +190,6 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 			  size_t n, struct load_run **out, struct status_info *si);
 void load_run_free(struct load_run *r);
 
-/*
- * Parses one stream chunk (the data of one event, not [DONE]) into r as the
- * loop does, at receive time `now`. Exposed for tests. Returns 0, or -1 with
- * r->fail and r->reason set.
- */
-struct load_chunk_parser;
-struct load_chunk_parser *load_chunk_parser_new(void);
-void load_chunk_parser_free(struct load_chunk_parser *cp);
-/* Chunks this parser read by its fast path (compact, no escapes, no usage or
- * error member) rather than a full parse; both give the same result. */
-size_t load_chunk_parser_fast(const struct load_chunk_parser *cp);
-/* Tests: every chunk through jdoc's tree, to compare with the scanner. */
-void load_chunk_parser_tree_only(struct load_chunk_parser *cp, bool on);
-int load_chunk(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
-	       bool keep_text, const char *data, size_t len, double now);
-/*
- * One event of the stream as sse dispatched it (call from its callback: the
- * event's type and `error:` field are read from p): an `event: error` or an
- * `error:` field is a server failure with the server's message; anything else
- * is load_chunk. Returns 0, or -1 with r failed.
- */
-struct sse;
-int load_event(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
-	       bool keep_text, const struct sse *p, const char *data, size_t len, double now);
-
 /* CLOCK_MONOTONIC, CLOCK_REALTIME and the calling thread's CPU time, in seconds. */
 double load_now(void);
 double load_wall(void);

@@ -14,11 +14,12 @@
 #include <cmocka.h>
 
 #include "load.h"
+#include "result.h"
 #include "sse.h"
 
 static void test_chunks(void **state)
 {
-	struct load_chunk_parser *cp = load_chunk_parser_new();
+	struct result_parser *cp = result_parser_new();
 	struct load_result r;
 	const char *role = "{\"id\":\"chatcmpl-1\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}";
 	const char *tok = "{\"id\":\"chatcmpl-1\",\"choices\":[{\"delta\":{\"content\":\" hi\"},\"finish_reason\":null}]}";
@@ -29,15 +30,15 @@ static void test_chunks(void **state)
 	(void)state;
 	memset(&r, 0, sizeof(r));
 	r.usage_prompt = r.usage_completion = -1;
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, role, strlen(role), 1.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, true, role, strlen(role), 1.0), 0);
 	/* the role chunk is no token: the clock has not stopped */
 	assert_int_equal(r.n_chunks, 0);
 	assert_int_equal(r.n_role_chunks, 1);
 	assert_true(r.t_first == 0);
 	assert_string_equal(r.id, "chatcmpl-1");
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, tok, strlen(tok), 2.0), 0);
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, last, strlen(last), 3.0), 0);
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, usage, strlen(usage), 4.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, true, tok, strlen(tok), 2.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, true, last, strlen(last), 3.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, true, usage, strlen(usage), 4.0), 0);
 	assert_int_equal(r.n_chunks, 2);
 	assert_true(r.t_first == 2.0 && r.t_last == 3.0);
 	assert_true(r.tok_t[0] == 2.0 && r.tok_t[1] == 3.0);
@@ -50,40 +51,40 @@ static void test_chunks(void **state)
 	const char *comp = "{\"choices\":[{\"text\":\" x\"}]}";
 
 	/* a completions chunk read as chat has no delta: nothing counted */
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, true, comp, strlen(comp), 5.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, true, comp, strlen(comp), 5.0), 0);
 	assert_int_equal(r.n_chunks, 2);
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_COMPLETIONS, true, comp, strlen(comp), 5.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_COMPLETIONS, true, comp, strlen(comp), 5.0), 0);
 	assert_int_equal(r.n_chunks, 3);
 	assert_int_equal(r.fail, LOAD_OK);
 	/* an error object in the stream, then garbage: the first cause stands */
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, err, strlen(err), 6.0), -1);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, false, err, strlen(err), 6.0), -1);
 	assert_int_equal(r.fail, LOAD_FAIL_SERVER);
 	assert_string_equal(r.reason, "error in stream: overloaded");
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
 	assert_int_equal(r.fail, LOAD_FAIL_SERVER);
 	free(r.tok_t);
 	free(r.tok_n);
 	free(r.text);
 	free(r.tok_off);
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, false, "{nope", 5, 7.0), -1);
 	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
 	assert_non_null(strstr(r.reason, "chunk is not json"));
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_CHAT, false, "[1]", 3, 7.0), -1);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_CHAT, false, "[1]", 3, 7.0), -1);
 	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
-	load_chunk_parser_free(cp);
+	result_parser_free(cp);
 }
 
 /* --- the fast path: same result as the full parse ------------------------ */
 
-/* Reads chunk c into a fresh result, by whichever path load_chunk takes. */
-static void fast_read(struct load_chunk_parser *cp, struct load_result *r, enum load_api api,
+/* Reads chunk c into a fresh result, by whichever path result_chunk takes. */
+static void fast_read(struct result_parser *cp, struct load_result *r, enum load_api api,
 		      const char *c, int *rc)
 {
 	memset(r, 0, sizeof(*r));
 	r->usage_prompt = r->usage_completion = -1;
-	*rc = load_chunk(cp, r, api, true, c, strlen(c), 1.0);
+	*rc = result_chunk(cp, r, api, true, c, strlen(c), 1.0);
 }
 
 static void fast_free(struct load_result *r)
@@ -95,25 +96,25 @@ static void fast_free(struct load_result *r)
 }
 
 /*
- * Each chunk read as load_chunk reads it, then by jdoc's tree alone: both
+ * Each chunk read as result_chunk reads it, then by jdoc's tree alone: both
  * results must agree, and `fast` says whether the first read was the
  * scanner's (not declined to the tree).
  */
-static void fast_same(struct load_chunk_parser *cp, enum load_api api, const char *c, int fast)
+static void fast_same(struct result_parser *cp, enum load_api api, const char *c, int fast)
 {
 	struct load_result a, b;
-	struct load_chunk_parser *tree = load_chunk_parser_new();
-	size_t before = load_chunk_parser_fast(cp);
+	struct result_parser *tree = result_parser_new();
+	size_t before = result_parser_fast(cp);
 	int ra, rb;
 
 	assert_non_null(tree);
-	load_chunk_parser_tree_only(tree, true);
+	result_parser_tree_only(tree, true);
 	fast_read(cp, &a, api, c, &ra);
-	if (load_chunk_parser_fast(cp) - before != (fast ? 1u : 0u))
+	if (result_parser_fast(cp) - before != (fast ? 1u : 0u))
 		fail_msg("'%s' %s the scanner", c, fast ? "was declined by" : "was read by");
 	fast_read(tree, &b, api, c, &rb);
-	assert_int_equal(load_chunk_parser_fast(tree), 0);
-	load_chunk_parser_free(tree);
+	assert_int_equal(result_parser_fast(tree), 0);
+	result_parser_free(tree);
 	assert_int_equal(ra, rb);
 	assert_int_equal(a.fail, b.fail);
 	assert_string_equal(a.reason, b.reason);
@@ -132,7 +133,7 @@ static void fast_same(struct load_chunk_parser *cp, enum load_api api, const cha
 
 static void test_chunk_fast(void **state)
 {
-	struct load_chunk_parser *cp = load_chunk_parser_new();
+	struct result_parser *cp = result_parser_new();
 	struct load_result r;
 	int rc;
 	static const char *const fast_comp[] = {
@@ -247,12 +248,12 @@ static void test_chunk_fast(void **state)
 	assert_int_equal(rc, -1);
 	assert_int_equal(r.fail, LOAD_FAIL_PROTOCOL);
 	fast_free(&r);
-	load_chunk_parser_free(cp);
+	result_parser_free(cp);
 }
 
 /* A chunk split across reads: the event is read once whole, at its last piece. */
 struct split_ctx {
-	struct load_chunk_parser *cp;
+	struct result_parser *cp;
 	struct load_result r;
 	double now;
 };
@@ -261,7 +262,7 @@ static int split_on_event(void *ctx, const char *data, size_t len)
 {
 	struct split_ctx *s = ctx;
 
-	return load_chunk(s->cp, &s->r, LOAD_API_COMPLETIONS, true, data, len, s->now) ? 1 : 0;
+	return result_chunk(s->cp, &s->r, LOAD_API_COMPLETIONS, true, data, len, s->now) ? 1 : 0;
 }
 
 static void test_chunk_split(void **state)
@@ -279,7 +280,7 @@ static void test_chunk_split(void **state)
 
 		memset(&s, 0, sizeof(s));
 		s.r.usage_prompt = s.r.usage_completion = -1;
-		s.cp = load_chunk_parser_new();
+		s.cp = result_parser_new();
 		p = sse_new(0, split_on_event, &s);
 		assert_non_null(s.cp);
 		assert_non_null(p);
@@ -295,9 +296,9 @@ static void test_chunk_split(void **state)
 		/* a token is timed by the read that completed its event */
 		assert_true(s.r.tok_t[0] == (cut < strlen("data: {\"id\":\"s\",\"choices\":[{\"text\":\" one\"}]}\n\n") ? 2.0 : 1.0));
 		/* the second has escapes: the scanner reads those too */
-		assert_int_equal(load_chunk_parser_fast(s.cp), 3);
+		assert_int_equal(result_parser_fast(s.cp), 3);
 		sse_free(p);
-		load_chunk_parser_free(s.cp);
+		result_parser_free(s.cp);
 		fast_free(&s.r);
 	}
 }
@@ -306,7 +307,7 @@ static void test_chunk_split(void **state)
 /* --- the field's bytes: the transcripts of fixtures/sse, one event per second --- */
 
 struct fix_ctx {
-	struct load_chunk_parser *cp;
+	struct result_parser *cp;
 	struct sse *sse;
 	struct load_result r;
 	enum load_api api;
@@ -326,7 +327,7 @@ static int fix_on_event(void *ctx, const char *data, size_t len)
 		f->r.done = true;
 		return 0;
 	}
-	return load_event(f->cp, &f->r, f->api, true, f->sse, data, len, f->now) ? 1 : 0;
+	return result_event(f->cp, &f->r, f->api, true, f->sse, data, len, f->now) ? 1 : 0;
 }
 
 /* Replays one transcript in pieces of `step` bytes; the caller frees f->r. */
@@ -339,7 +340,7 @@ static void fix_replay(struct fix_ctx *f, const char *name, enum load_api api, s
 	memset(f, 0, sizeof(*f));
 	f->r.usage_prompt = f->r.usage_completion = -1;
 	f->api = api;
-	f->cp = load_chunk_parser_new();
+	f->cp = result_parser_new();
 	f->sse = sse_new(0, fix_on_event, f);
 	assert_non_null(f->cp);
 	assert_non_null(f->sse);
@@ -356,7 +357,7 @@ static void fix_replay(struct fix_ctx *f, const char *name, enum load_api api, s
 
 static void fix_done(struct fix_ctx *f)
 {
-	load_chunk_parser_free(f->cp);
+	result_parser_free(f->cp);
 	fast_free(&f->r);
 }
 
@@ -364,18 +365,18 @@ static void fix_done(struct fix_ctx *f)
  * stamp) takes the earlier one's time: no gap is negative. */
 static void test_times_never_go_back(void **state)
 {
-	struct load_chunk_parser *cp = load_chunk_parser_new();
+	struct result_parser *cp = result_parser_new();
 	struct load_result r;
 	const char *c = "{\"choices\":[{\"text\":\" a\"}]}";
 
 	(void)state;
 	memset(&r, 0, sizeof(r));
 	r.usage_prompt = r.usage_completion = r.usage_seen = -1;
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_COMPLETIONS, false, c, strlen(c), 2.0), 0);
-	assert_int_equal(load_chunk(cp, &r, LOAD_API_COMPLETIONS, false, c, strlen(c), 1.999999759), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_COMPLETIONS, false, c, strlen(c), 2.0), 0);
+	assert_int_equal(result_chunk(cp, &r, LOAD_API_COMPLETIONS, false, c, strlen(c), 1.999999759), 0);
 	assert_true(r.tok_t[1] == 2.0 && r.t_last == 2.0);
 	fast_free(&r);
-	load_chunk_parser_free(cp);
+	result_parser_free(cp);
 }
 
 static void test_fixtures(void **state)
@@ -412,7 +413,7 @@ static void test_fixtures(void **state)
 		assert_string_equal(f.r.text, "\n\nParis is the");
 		assert_string_equal(f.r.finish_reason, "length");
 		/* every chunk of the real shapes by the scanner */
-		assert_int_equal(load_chunk_parser_fast(f.cp), 12);
+		assert_int_equal(result_parser_fast(f.cp), 12);
 		fix_done(&f);
 
 		fix_replay(&f, "vllm-0.10-chat-reasoning-content.sse", LOAD_API_CHAT, step);
@@ -429,7 +430,7 @@ static void test_fixtures(void **state)
 		assert_int_equal(f.r.n_tokens, 3);
 		assert_int_equal(f.r.usage_completion, 3);
 		assert_string_equal(f.r.text, " time river stone");
-		assert_int_equal(load_chunk_parser_fast(f.cp), 4);
+		assert_int_equal(result_parser_fast(f.cp), 4);
 		fix_done(&f);
 
 		/* several tokens per chunk: token_ids (the usage deltas agree) */
@@ -442,7 +443,7 @@ static void test_fixtures(void **state)
 		assert_int_equal(f.r.tok_n[2], 4);
 		assert_int_equal(f.r.count_src, LOAD_COUNT_TOKEN_IDS);
 		assert_int_equal(f.r.usage_completion, 7);
-		assert_int_equal(load_chunk_parser_fast(f.cp), 4);
+		assert_int_equal(result_parser_fast(f.cp), 4);
 		fix_done(&f);
 
 		/* llama-server: no role chunk, usage and timings on the last chunk */
