@@ -4,6 +4,7 @@
  * one HTML document that needs nothing but itself.
  */
 #include "html.h"
+#include "record.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,7 +20,6 @@
 #include "tally.h"
 
 #define HTML_MAX_JSON (64u << 20)     /* ab-report.json read whole, at most */
-#define HTML_MAX_LINE (16u << 20)     /* a run record line (token times make them long) */
 #define HTML_MAX_PHASES 64
 #define HTML_SUBSTS_SHOWN 60          /* residual substitutions listed; the rest counted */
 
@@ -345,36 +345,37 @@ static enum status html_read_all(const char *path, char **out, struct status_inf
 	return STATUS_OK;
 }
 
-/* The runs of a boot's records as phases of its capture: "reference r1", "correctness r1". */
-static size_t html_phases(const char *path, unsigned round, struct svg_phase *ph, char labels[][48], size_t max)
+/*
+ * The runs of a boot's records as phases of its capture: "reference r1",
+ * "correctness r1". Read through the format's reader (bench/record.h): a
+ * malformed record line or a records file that cannot be read fails the
+ * page with file:line, rather than drawing it without those boundaries.
+ */
+static enum status html_phases(const char *path, unsigned round, struct svg_phase *ph, char labels[][48],
+			       size_t max, size_t *n_out, struct status_info *si)
 {
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0, n = 0;
-	ssize_t len;
+	struct record_reader *rd = NULL;
+	struct record_in rec;
+	enum status rs;
+	size_t n = 0;
 
-	if (!f)
-		return 0;
-	while (n < max && (len = getline(&line, &cap, f)) > 0) {
-		cJSON *o;
-		const char *kind, *phase;
-
-		if ((size_t)len > HTML_MAX_LINE || !strstr(line, "\"kind\":\"run\""))
+	*n_out = 0;
+	rs = record_read_open(&rd, path, si);
+	if (rs)
+		return rs;
+	while ((rs = record_read_next(rd, &rec, si)) == STATUS_OK) {
+		if (rec.kind != RECORD_KIND_RUN || !rec.phase || !(rec.mono_start > 0) || n >= max)
 			continue;
-		o = cJSON_ParseWithLength(line, (size_t)len);
-		kind = o ? html_str(o, "kind") : NULL;
-		phase = o ? html_str(o, "phase") : NULL;
-		if (kind && !strcmp(kind, "run") && phase && html_num(o, "mono_start", 0) > 0) {
-			snprintf(labels[n], 48, "%s r%u", phase, round + 1);
-			ph[n].label = labels[n];
-			ph[n].mono_start = html_num(o, "mono_start", 0);
-			n++;
-		}
-		cJSON_Delete(o);
+		snprintf(labels[n], 48, "%s r%u", rec.phase, round + 1);
+		ph[n].label = labels[n];
+		ph[n].mono_start = rec.mono_start;
+		n++;
 	}
-	free(line);
-	fclose(f);
-	return n;
+	record_read_close(rd);
+	if (rs != STATUS_EOF)
+		return rs;
+	*n_out = n;
+	return STATUS_OK;
 }
 
 /* One cost plot: the paired differences of every round, the noise band, the interval. */
@@ -540,7 +541,9 @@ static enum status html_ab(FILE *f, const struct html_opts *o, struct html_stats
 		if (!role || strcmp(role, "control"))
 			continue;
 		html_in_dir(path, sizeof(path), o->input, html_str(b, "records"));
-		n_ph = html_phases(path, round, ph, labels, HTML_MAX_PHASES);
+		rs = html_phases(path, round, ph, labels, HTML_MAX_PHASES, &n_ph, si);
+		if (rs)
+			goto out;
 		html_in_dir(path, sizeof(path), o->input, html_str(b, "capture"));
 		snprintf(v, sizeof(v), "control r%u", round + 1);
 		rs = svg_tl_add(t, path, v, ph, n_ph, si);

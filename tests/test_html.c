@@ -189,6 +189,24 @@ static void test_ab_page(void **state)
 	assert_non_null(strstr(h, "<div class=\"verdict open\"")); /* the cost box */
 	assert_non_null(strstr(h, "WITHHELD: no interval is published"));
 	free(h);
+	/* a boot's records with a malformed line: the page fails, never drawn
+	 * without the run boundaries that line may have held */
+	snprintf(json, sizeof(json), AB_JSON, "WITHHELD", "null");
+	write_ab("ab4", json);
+	write_file("ab4/boot-00-control.run.jsonl",
+		   "{\"kind\":\"run\",\"phase\":\"reference\",\"mono_start\":1.0}\n{\"kind\":\"run\",\"pha\n");
+	snprintf(d, sizeof(d), "%s/ab4", testutil_dir());
+	h = page(&o, &st, &rs);
+	assert_int_equal(rs, STATUS_PARSE);
+	free(h);
+	/* and a boot whose records are missing */
+	write_ab("ab5", json);
+	snprintf(d, sizeof(d), "%s/ab5/boot-00-control.run.jsonl", testutil_dir());
+	unlink(d);
+	snprintf(d, sizeof(d), "%s/ab5", testutil_dir());
+	h = page(&o, &st, &rs);
+	assert_int_equal(rs, STATUS_IO);
+	free(h);
 	/* a directory without a finished A/B's report */
 	snprintf(d, sizeof(d), "%s/ab3", testutil_dir());
 	mkdir(d, 0755);
