@@ -25,8 +25,30 @@ struct scan_pred {
 	struct jdoc_scan_name name[SCAN_PRED_FIELDS];
 };
 
+/*
+ * The text of one array of the last merge that event_scan read, and what its
+ * reading left in the decoder's array: the next merge whose array has the
+ * same bytes takes it from there with one memcmp instead of a parse (the
+ * device's buffers, the generations and the taken flags mostly stay as they
+ * were from one step to the next). The reading depends on nothing but those
+ * bytes (and the cap and depth, which are the decoder's), so the two are
+ * the same. A memo is dropped before anything writes its array.
+ */
+#define SCAN_MEMO_TEXT 768             /* longer arrays are always parsed */
+#define SCAN_MEMO_SLOTS 64             /* string arrays: entries kept as offsets */
+enum { MEMO_DEV_POS, MEMO_DEV_TOK, MEMO_SLOT_GEN, MEMO_BUF_SLOT_GEN, MEMO_BUF_REQ, MEMO_TAKEN,
+       MEMO_N };
+struct scan_memo {
+	uint32_t len;                  /* 0: nothing kept */
+	uint32_t n;                    /* entries */
+	bool vals;                     /* the array holds the values (not only validated) */
+	uint32_t off[SCAN_MEMO_SLOTS]; /* string arrays: 1 + entry offset in the text, 0 null */
+	char text[SCAN_MEMO_TEXT];
+};
+
 struct event_decoder {
 	uint32_t max_slots;
+	struct scan_memo *memo;        /* [MEMO_N], event_scan's; NULL until the first merge */
 	/* each array holds max_slots entries */
 	int64_t *host_pos, *dev_pos, *host_tok, *dev_tok, *slot_gen, *buf_slot_gen;
 	int64_t *prefilled_raw;        /* event_scan: the listed slots, applied once H is known */
@@ -93,6 +115,7 @@ void event_decoder_free(struct event_decoder *dec)
 	if (!dec)
 		return;
 	free(dec->pred);
+	free(dec->memo);
 	free(dec->block);
 	free(dec->arena);
 	free(dec);
@@ -101,6 +124,104 @@ void event_decoder_free(struct event_decoder *dec)
 uint32_t event_decoder_max_slots(const struct event_decoder *dec)
 {
 	return dec->max_slots;
+}
+
+static void memo_drop(struct event_decoder *dec)
+{
+	size_t i;
+
+	if (dec->memo)
+		for (i = 0; i < MEMO_N; i++)
+			dec->memo[i].len = 0;
+}
+
+/* The array at sc->p has the memo's bytes (and vals when values are wanted). */
+static inline bool memo_hit(const struct scan_memo *mo, const struct jdoc_scan *sc, bool vals)
+{
+	return mo->len && (mo->vals || !vals) && sc->p < sc->end &&
+	       (size_t)(sc->end - sc->p) >= mo->len && sc->depth + 1 <= sc->max_depth &&
+	       !memcmp(sc->p, mo->text, mo->len);
+}
+
+static inline void memo_keep(struct scan_memo *mo, const char *from, const char *to, bool vals,
+			     uint32_t n)
+{
+	size_t len = (size_t)(to - from);
+
+	if (len > SCAN_MEMO_TEXT)
+		return;
+	memcpy(mo->text, from, len);
+	mo->len = (uint32_t)len;
+	mo->n = n;
+	mo->vals = vals;
+}
+
+static int memo_int_array(struct scan_memo *mo, struct jdoc_scan *sc, int64_t *dst, size_t cap,
+			  uint32_t *n)
+{
+	const char *p = sc->p;
+	int rc;
+
+	if (!mo)
+		return jdoc_scan_int_array(sc, dst, cap, n);
+	if (memo_hit(mo, sc, dst != NULL)) {
+		sc->p = p + mo->len;
+		*n = mo->n;
+		return 1;
+	}
+	mo->len = 0;
+	rc = jdoc_scan_int_array(sc, dst, cap, n);
+	if (rc == 1)
+		memo_keep(mo, p, sc->p, dst != NULL, *n);
+	return rc;
+}
+
+static int memo_bool_array(struct scan_memo *mo, struct jdoc_scan *sc, uint8_t *dst, size_t cap,
+			   uint32_t *n)
+{
+	const char *p = sc->p;
+	int rc;
+
+	if (!mo)
+		return jdoc_scan_bool_array(sc, dst, cap, n);
+	if (memo_hit(mo, sc, true)) {
+		sc->p = p + mo->len;
+		*n = mo->n;
+		return 1;
+	}
+	mo->len = 0;
+	rc = jdoc_scan_bool_array(sc, dst, cap, n);
+	if (rc == 1)
+		memo_keep(mo, p, sc->p, true, *n);
+	return rc;
+}
+
+/* Strings stay in the input unless escaped: a hit points the entries into this line. */
+static int memo_str_array(struct scan_memo *mo, struct jdoc_scan *sc, const char **dst,
+			  uint32_t *lens, size_t cap, uint32_t *n)
+{
+	const char *p = sc->p;
+	char *arena = sc->arena;
+	uint32_t i;
+	int rc;
+
+	if (!mo)
+		return jdoc_scan_str_array(sc, dst, lens, cap, n);
+	if (memo_hit(mo, sc, true)) {
+		for (i = 0; i < mo->n; i++)
+			dst[i] = mo->off[i] ? p + mo->off[i] - 1 : NULL;
+		sc->p = p + mo->len;
+		*n = mo->n;
+		return 1;
+	}
+	mo->len = 0;
+	rc = jdoc_scan_str_array(sc, dst, lens, cap, n);
+	if (rc == 1 && sc->arena == arena && *n <= SCAN_MEMO_SLOTS) {
+		for (i = 0; i < *n; i++)
+			mo->off[i] = dst[i] ? (uint32_t)(dst[i] - p) + 1 : 0;
+		memo_keep(mo, p, sc->p, true, *n);
+	}
+	return rc;
 }
 
 static enum status bad(struct status_info *si, const struct jval *v, enum status st,
@@ -262,6 +383,7 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 	const struct jval *v;
 
 	memset(m, 0, sizeof(*m));
+	memo_drop(dec);   /* the tree writes the arrays the memos stand for */
 	if ((st = get_int(doc, obj, "step", true, &present, &m->step, si)))
 		return st;
 	if ((st = get_int_array(doc, obj, "host_pos", true, dec->host_pos, dec->max_slots, &n, si)))
@@ -628,6 +750,7 @@ static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, en
 			     unsigned want, struct merge_event *m, struct scan_merge *x)
 {
 	uint32_t cap = dec->max_slots, n;
+	struct scan_memo *mo = dec->memo;
 	int rc;
 
 	switch (f) {
@@ -643,7 +766,7 @@ static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, en
 		x->has_host = true;
 		return 1;
 	case SF_DEV_POS:
-		if (jdoc_scan_int_array(sc, dec->dev_pos, cap, &m->n_dev) != 1)
+		if (memo_int_array(mo ? &mo[MEMO_DEV_POS] : NULL, sc, dec->dev_pos, cap, &m->n_dev) != 1)
 			return -1;
 		x->has_dev = true;
 		return 1;
@@ -654,7 +777,8 @@ static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, en
 		m->n_host_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
 		return rc;
 	case SF_DEV_TOK:
-		rc = jdoc_scan_int_array(sc, (want & EVENT_WANT_TOKENS) ? dec->dev_tok : NULL, cap, &n);
+		rc = memo_int_array(mo ? &mo[MEMO_DEV_TOK] : NULL, sc,
+				    (want & EVENT_WANT_TOKENS) ? dec->dev_tok : NULL, cap, &n);
 		m->n_dev_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
 		return rc;
 	case SF_PREFILLED:
@@ -668,12 +792,14 @@ static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, en
 	case SF_GEN: return scan_opt_int(sc, &x->has_gen, &m->gen);
 	case SF_BUF_GEN: return scan_opt_int(sc, &x->has_buf_gen, &m->buf_gen);
 	case SF_SLOT_GEN:
-		rc = jdoc_scan_int_array(sc, dec->slot_gen, cap, &x->n_slot_gen);
+		rc = memo_int_array(mo ? &mo[MEMO_SLOT_GEN] : NULL, sc, dec->slot_gen, cap,
+				    &x->n_slot_gen);
 		if (rc != 1)
 			x->n_slot_gen = UINT32_MAX;
 		return rc;
 	case SF_BUF_SLOT_GEN:
-		rc = jdoc_scan_int_array(sc, dec->buf_slot_gen, cap, &x->n_buf_slot_gen);
+		rc = memo_int_array(mo ? &mo[MEMO_BUF_SLOT_GEN] : NULL, sc, dec->buf_slot_gen, cap,
+				    &x->n_buf_slot_gen);
 		if (rc != 1)
 			x->n_buf_slot_gen = UINT32_MAX;
 		return rc;
@@ -683,12 +809,13 @@ static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, en
 			x->n_slot_req = UINT32_MAX;
 		return rc;
 	case SF_BUF_REQ:
-		rc = jdoc_scan_str_array(sc, dec->buf_req, dec->buf_req_len, cap, &x->n_buf_req);
+		rc = memo_str_array(mo ? &mo[MEMO_BUF_REQ] : NULL, sc, dec->buf_req, dec->buf_req_len,
+				    cap, &x->n_buf_req);
 		if (rc != 1)
 			x->n_buf_req = UINT32_MAX;
 		return rc;
 	case SF_TAKEN:
-		rc = jdoc_scan_bool_array(sc, dec->taken, cap, &x->n_taken);
+		rc = memo_bool_array(mo ? &mo[MEMO_TAKEN] : NULL, sc, dec->taken, cap, &x->n_taken);
 		if (rc != 1)
 			x->n_taken = UINT32_MAX;
 		return rc;
@@ -859,6 +986,8 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 	 */
 	if (out->kind == EVENT_MERGE) {
 		struct merge_event *m = &out->u.merge;
+		if (!dec->memo)
+			dec->memo = calloc(MEMO_N, sizeof(*dec->memo));   /* none: every array parsed */
 		m->step = m->buf_step = m->gen = m->buf_gen = m->dp = m->rank = 0;
 		m->n_host = m->n_dev = m->n_host_tok = m->n_dev_tok = 0;
 		m->reset_batch = m->mode_switched = m->has_prefilled = m->has_buf_step = false;

@@ -2,10 +2,19 @@
  * reader.c - audit and capture JSONL, line by line, from a file, stdin or a
  * gzip stream of one or more members.
  *
- * Input is read with read(2) straight into the line buffer, or inflated into
- * it member by member: a member cut short, a corrupt one, or bytes after a
- * member that do not start another are a truncated stream, never a quiet end.
- * Each line goes to the scanner (when asked) or to the tree parser.
+ * A plain file of READER_MAP_MIN bytes or more is read in place, through a
+ * window of the file mapped read-only (no copy into a buffer: the copy was an
+ * eighth of the replay's time); the window is followed by a page of zeros, so
+ * a line's newline ends it for the parsers and the scanner's read-ahead never
+ * leaves readable memory. Pipes, stdin, small files and gzip are read with
+ * read(2) straight into the line buffer, or inflated into it member by
+ * member: a member cut short, a corrupt one, or bytes after a member that do
+ * not start another are a truncated stream, never a quiet end. Each line goes
+ * to the scanner (when asked) or to the tree parser.
+ *
+ * A file mapped in place that is truncated while it is read makes the kernel
+ * raise SIGBUS: what cannot stay still is read as a stream (`-`, a pipe, or
+ * opts.no_map).
  */
 #include "reader.h"
 
@@ -15,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -23,6 +33,8 @@
 
 #define READER_CHUNK (256 * 1024)      /* bytes read or inflated at a time */
 #define READER_ZCHUNK (64 * 1024)      /* compressed bytes read at a time */
+#define READER_MAP_MIN (1024 * 1024)   /* plain files from this size are mapped */
+#define READER_MAP_WIN (4 * 1024 * 1024)  /* the mapped window (at least a line more) */
 
 /* A streaming 64-bit hash over 32-byte blocks (the shape of XXH64). */
 struct reader_hash {
@@ -139,7 +151,14 @@ struct audit_reader {
 	unsigned want;
 	bool no_hash;
 	char *buf;                  /* cap bytes + JDOC_SCAN_PAD of padding */
-	size_t cap, start, end;     /* unread bytes are buf[start, end) */
+	size_t cap, start, end;     /* unread bytes are base[start, end) */
+	char *base;                 /* buf, or the window when mapped */
+	bool no_map;
+	bool mapped;                /* this file is read through the window */
+	char *win;                  /* reserved: win_len bytes of window, then a page of zeros */
+	size_t win_len, win_res;    /* the window's size, the reservation's */
+	off_t win_off;              /* the file offset of win[0] */
+	off_t size;                 /* the mapped file's size when it was opened */
 	int eof;
 	bool failed;                /* a read error or a truncated stream: no more lines */
 	long line;
@@ -154,9 +173,87 @@ static void reader_close(struct audit_reader *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
+	r->mapped = false;
+	r->base = r->buf;
 	if (r->z_ready)
 		inflateEnd(&r->zs);
 	r->z_ready = false;
+}
+
+/*
+ * Sets up reading in place when the file does not start as gzip: the
+ * reservation is made once per reader (the window and a page of zeros after
+ * it). 0 when the file is to be read with read(2) instead.
+ */
+static int reader_map_start(struct audit_reader *r)
+{
+	unsigned char magic[2];
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (pread(r->fd, magic, 2, 0) != 2 || (magic[0] == 0x1f && magic[1] == 0x8b))
+		return 0;
+	if (page <= 0 || page > (1L << 20) || (size_t)page < JDOC_SCAN_PAD)
+		return 0;
+	if (!r->win) {
+		size_t len = READER_MAP_WIN;
+		/* a line at the cap must fit behind any page boundary */
+		if (r->max_line > SIZE_MAX / 2 - 4 * (size_t)page)
+			return 0;
+		if (len < r->max_line + 2 * (size_t)page)
+			len = (r->max_line + 2 * (size_t)page + (size_t)page - 1) / (size_t)page *
+			      (size_t)page;
+		r->win_res = len + (size_t)page;
+		r->win = mmap(NULL, r->win_res, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (r->win == MAP_FAILED) {
+			r->win = NULL;
+			return 0;
+		}
+		r->win_len = len;
+	}
+	r->size = r->st.st_size;
+	r->win_off = 0;
+	r->start = r->end = 0;
+	return 1;
+}
+
+/*
+ * The window moved to the page holding base[start]: 0 ok (eof set when the
+ * file has no byte after base[end)), -1 when the file cannot be mapped.
+ */
+static int reader_map_fill(struct audit_reader *r, struct status_info *si)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	off_t at = r->win_off + (off_t)r->start, from;
+	size_t len, old_end = (size_t)(r->win_off + (off_t)r->end);
+
+	if ((off_t)old_end >= r->size) {
+		r->eof = 1;
+		return 0;
+	}
+	from = at - at % page;
+	len = r->size - from < (off_t)r->win_len ? (size_t)(r->size - from) : r->win_len;
+	/* zeros first over the whole reservation (the last window may be shorter), then the file */
+	if (mmap(r->win, r->win_res, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED ||
+	    mmap(r->win, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, r->fd, from) ==
+		    MAP_FAILED) {
+		r->failed = true;
+		status_set_at(si, STATUS_IO, r->file, r->line + 1, 0, "cannot map: %s",
+			      strerror(errno));
+		return -1;
+	}
+	r->base = r->win;
+	r->win_off = from;
+	r->start = (size_t)(at - from);
+	r->end = len;
+	/* counted and hashed once, in order: the bytes the last window did not have */
+	if ((size_t)(from + (off_t)len) > old_end) {
+		size_t fresh = (size_t)(from + (off_t)len) - old_end;
+		if (!r->no_hash)
+			rh_add(&r->hash, r->win + (old_end - (size_t)from), fresh);
+		r->stats.bytes += fresh;
+	}
+	return 0;
 }
 
 /* Starts reading path (opened already as fd): the first bytes decide gzip or not. */
@@ -178,8 +275,13 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	r->gz = false;
 	r->in_member = false;
 	r->raw_eof = false;
+	r->base = r->buf;
+	r->mapped = false;
 	if (r->fd < 0 || fstat(r->fd, &r->st))
 		memset(&r->st, 0, sizeof(r->st));
+	if (r->fd >= 0 && !r->no_map && strcmp(path, "-") && S_ISREG(r->st.st_mode) &&
+	    r->st.st_size >= READER_MAP_MIN && reader_map_start(r))
+		r->mapped = true;
 	return STATUS_OK;
 }
 
@@ -205,9 +307,11 @@ static enum status reader_new(struct audit_reader **out, const char *path, bool 
 	r->scan = opts && opts->scan;
 	r->want = opts ? opts->want : 0;
 	r->no_hash = opts && opts->no_hash;
+	r->no_map = opts && opts->no_map;
 	eo.max_slots = opts ? opts->max_slots : 0;
 	r->cap = r->max_line + READER_CHUNK + 1;
 	r->buf = calloc(1, r->cap + JDOC_SCAN_PAD);
+	r->base = r->buf;
 	r->doc = jdoc_new(r->max_line);
 	r->dec = event_decoder_new_opts(&eo);
 	if (!r->buf || !r->doc || !r->dec)
@@ -261,6 +365,8 @@ void audit_reader_free(struct audit_reader *r)
 	if (!r)
 		return;
 	reader_close(r);
+	if (r->win)
+		munmap(r->win, r->win_res);
 	jdoc_free(r->doc);
 	event_decoder_free(r->dec);
 	free(r->zin);
@@ -420,6 +526,8 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 		r->eof = 1;
 		return 0;
 	}
+	if (r->mapped)
+		return reader_map_fill(r, si);
 	if (r->stats.bytes == 0 && !r->gz && !r->raw_eof && r->end == 0)
 		return reader_first(r, si);
 	if (r->start > 0) {
@@ -466,17 +574,18 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 	int too_long = 0, rc;
 
 	for (;;) {
-		char *nl = memchr(r->buf + r->start + scanned, '\n', r->end - r->start - scanned);
+		char *nl = memchr(r->base + r->start + scanned, '\n', r->end - r->start - scanned);
 		if (nl) {
-			size_t len = (size_t)(nl - (r->buf + r->start));
+			size_t len = (size_t)(nl - (r->base + r->start));
 			r->line++;
 			if (too_long || len > r->max_line) {
 				r->start += len + 1;
 				return -3;
 			}
-			*s = r->buf + r->start;
+			*s = r->base + r->start;
 			*n = len;
-			*nl = '\0';
+			if (!r->mapped)
+				*nl = '\0';   /* a mapped line ends on its newline (jdoc.h) */
 			r->start += len + 1;
 			return 1;
 		}
@@ -495,9 +604,10 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 				r->start = r->end;
 				return -3;
 			}
-			*s = r->buf + r->start;
+			*s = r->base + r->start;
 			*n = r->end - r->start;
-			r->buf[r->end] = '\0';
+			if (!r->mapped)
+				r->buf[r->end] = '\0';   /* mapped: zeros follow the file */
 			r->start = r->end;
 			return 1;
 		}

@@ -43,6 +43,7 @@ struct audit_reader_opts {
 	bool scan;
 	unsigned want;
 	bool no_hash;        /* skip audit_reader_content_hash's work (one input: nothing to compare) */
+	bool no_map;         /* read a plain file with read(2), never in place (audit_reader_open) */
 };
 
 struct audit_reader_stats {

@@ -1001,7 +1001,9 @@ int jdoc_scan_end(struct jdoc_scan *sc)
 {
 	const char *p = sc->p;
 
-	JS_WS(p);
+	/* bounded: s[n] may be the line's own newline, which is whitespace */
+	while (p < sc->end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
 	return p == sc->end && sc->depth == 0 ? 1 : -1;
 }
 
@@ -1146,7 +1148,14 @@ int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
  * The shared frame of the array readers: '[' (or null), entries read by ENTRY
  * (which advances p or leaves with -1), ',' between them, ']'.
  */
-#define JS_ARRAY(sc, n, ENTRY) do {                                        \
+#define JS_ARRAY(sc, n, ENTRY) JS_ARRAY_RUN(sc, n, (void)0, ENTRY)
+
+/*
+ * JS_ARRAY whose RUN (after the '[', p on the first entry) may take a run
+ * of entries at once: it adds them to k and leaves p on the entry after
+ * them (after their last ',').
+ */
+#define JS_ARRAY_RUN(sc, n, RUN, ENTRY) do {                               \
 	const char *p = (sc)->p;                                           \
 	uint32_t k = 0;                                                    \
 	if (*p != '[') {                                                   \
@@ -1162,6 +1171,7 @@ int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
 	p++;                                                               \
 	JS_WS(p);                                                          \
 	if (*p != ']') {                                                   \
+		RUN;                                                       \
 		for (;;) {                                                 \
 			if (k >= cap)                                      \
 				return -1;                                 \
@@ -1504,11 +1514,57 @@ int jdoc_scan_int_array(struct jdoc_scan *sc, int64_t *dst, size_t cap, uint32_t
 	});
 }
 
+/*
+ * The length of the prefix of the 32 bytes at p that repeats pat (a period
+ * of 5 or 6 bytes laid out over 32), in whole periods: the entries of a run
+ * of `null,` or `false,` read with two compares. Within the line and its
+ * padding: the caller is inside the array, before its NUL.
+ */
+static inline __attribute__((always_inline)) unsigned js_run32(const char *p, const char *pat,
+							    unsigned period)
+{
+#if defined(__SSE2__)
+	__m128i a = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
+				   _mm_loadu_si128((const __m128i *)(const void *)pat));
+	__m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)),
+				   _mm_loadu_si128((const __m128i *)(const void *)(pat + 16)));
+	uint32_t m = (uint32_t)_mm_movemask_epi8(a) | (uint32_t)_mm_movemask_epi8(b) << 16;
+
+	return (unsigned)__builtin_ctzll(~(uint64_t)m) / period;
+#else
+	unsigned i = 0;
+
+	while (i < 32 && p[i] == pat[i])
+		i++;
+	return i / period;
+#endif
+}
+
+static const char js_nulls[33] = "null,null,null,null,null,null,nu";
+static const char js_falses[33] = "false,false,false,false,false,fa";
+
 int jdoc_scan_bool_array(struct jdoc_scan *sc, uint8_t *dst, size_t cap, uint32_t *n)
 {
 	if (cap > UINT32_MAX)
 		cap = UINT32_MAX;
-	JS_ARRAY(sc, n, {
+	/*
+	 * A run of `false,` (the common taken array) five entries at a time,
+	 * what follows it (the last entry included) by the reader entry by
+	 * entry. Only with jdoc_simd on, so the tests hold both readings
+	 * together.
+	 */
+	JS_ARRAY_RUN(sc, n, {
+		uint32_t r;
+		while (jdoc_simd_allowed && (r = js_run32(p, js_falses, 6)) > 0 && k + r <= cap) {
+			if (dst)
+				memset(dst + k, 0, r);
+			k += r;
+			p += 6 * r;
+			JS_WS(p);
+			if (r < 5)
+				break;
+		}
+	}, {
 		uint8_t b;
 		if (JS_IS_TRUE(p)) {
 			b = 1;
@@ -1542,8 +1598,25 @@ int jdoc_scan_str_array(struct jdoc_scan *sc, const char **dst, uint32_t *lens, 
 	 */
 	if (p[0] == '[' && p[1] != ']' && sc->depth + 1 <= sc->max_depth) {
 		for (p++;; p++) {
-			const char *q = js_str_stop16(p + 1), *z;
-			int is_null = JS_IS_NULL(p), is_str;
+			const char *q, *z;
+			int is_null, is_str;
+			uint32_t r;
+			if (*p == 'n' && jdoc_simd_allowed && (r = js_run32(p, js_nulls, 5)) > 0 &&
+			    k + r <= cap) {
+				/* a run of `null,` (most slots are free), six at a time */
+				if (dst) {
+					uint32_t j;
+					for (j = 0; j < r; j++) {
+						dst[k + j] = NULL;
+						lens[k + j] = 0;
+					}
+				}
+				k += r;
+				p += 5 * r - 1;   /* on the run's last ',' */
+				continue;
+			}
+			q = js_str_stop16(p + 1);
+			is_null = JS_IS_NULL(p);
 			if (__builtin_expect(!q, 0))
 				q = *p == '"' ? js_str_stop(p + 17) : p;   /* longer than 15 bytes */
 			is_str = (*p == '"') & (*q == '"');

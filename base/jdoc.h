@@ -106,8 +106,12 @@ int jdoc_check(const char *s, size_t n, struct jdoc_check *out);
 /*
  * jdoc_scan - one object, member by member, without nodes or allocation.
  *
- * The input s[0..n) must be followed by a NUL at s[n] and JDOC_SCAN_PAD more
- * readable bytes: the scanner reads ahead in words and stops on the NUL.
+ * The input s[0..n) must be followed by a NUL or a newline at s[n], and the
+ * bytes from there to the next NUL and JDOC_SCAN_PAD bytes after it must be
+ * readable: the scanner reads ahead in words and never past a NUL. A line of
+ * a file read in place (its newline at s[n], the next lines after it, zeros
+ * after the mapped text) qualifies: a scan that runs over s[n] (a line cut
+ * short) ends beyond sc->end, and jdoc_scan_end declines it.
  * Strings are unescaped into the caller's arena (at least n + 1 bytes for one
  * input), each followed by a NUL; they live as long as the arena.
  *
