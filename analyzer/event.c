@@ -14,7 +14,8 @@
  * member names are checked with one compare each instead of being read and
  * looked up. A mismatch only costs the compare; the order is then relearned.
  */
-#define SCAN_PRED_KINDS 8
+#define SCAN_PRED_KNOWN 8              /* one entry per name of scan_ev_names */
+#define SCAN_PRED_KINDS (SCAN_PRED_KNOWN + 8)   /* and the least recently used of others */
 #define SCAN_PRED_FIELDS 32
 struct scan_pred {
 	char ev[16];
@@ -581,6 +582,28 @@ static enum event_kind event_kind_of(const char *z, uint32_t n)
 	return EVENT_OTHER;
 }
 
+/* The "ev" names of the format, for event_scan (NUL-terminated, static), and their kinds. */
+static const char *const scan_ev_names[SCAN_PRED_KNOWN] = {
+	"merge", "decode", "prefill", "request", "config", "trace", "gate", "width_change"
+};
+static const enum event_kind scan_ev_kinds[SCAN_PRED_KNOWN] = {
+	EVENT_MERGE, EVENT_CONTEXT, EVENT_CONTEXT, EVENT_CONTEXT, EVENT_CONFIG, EVENT_CONTEXT,
+	EVENT_GATE, EVENT_CONTEXT
+};
+
+/* The index of z[0..n) in scan_ev_names, or -1. */
+static int scan_ev_id(const char *z, uint32_t n)
+{
+	switch (n) {
+	case 4: return memcmp(z, "gate", 4) ? -1 : 6;
+	case 5: return !memcmp(z, "merge", 5) ? 0 : !memcmp(z, "trace", 5) ? 5 : -1;
+	case 6: return !memcmp(z, "decode", 6) ? 1 : !memcmp(z, "config", 6) ? 4 : -1;
+	case 7: return !memcmp(z, "prefill", 7) ? 2 : !memcmp(z, "request", 7) ? 3 : -1;
+	case 12: return memcmp(z, "width_change", 12) ? -1 : 7;
+	}
+	return -1;
+}
+
 enum status event_decode(struct event_decoder *dec, const struct jdoc *doc,
 			 const struct jval *obj, struct event *out, struct status_info *si)
 {
@@ -920,8 +943,8 @@ static int scan_other_member(struct jdoc_scan *sc, enum event_kind kind, enum sc
 }
 
 /* The prediction entry for an "ev" value (a new one when there is none). */
-static struct scan_pred *scan_pred_for(struct event_decoder *dec, const char *ev, uint32_t n,
-				       uint64_t tick)
+static struct scan_pred *scan_pred_for(struct event_decoder *dec, int id, const char *ev,
+				       uint32_t n, uint64_t tick)
 {
 	struct scan_pred *p, *old = NULL;
 	size_t i;
@@ -930,7 +953,9 @@ static struct scan_pred *scan_pred_for(struct event_decoder *dec, const char *ev
 		return NULL;
 	if (!dec->pred && !(dec->pred = calloc(SCAN_PRED_KINDS, sizeof(*dec->pred))))
 		return NULL;
-	for (i = 0; i < SCAN_PRED_KINDS; i++) {
+	if (id >= 0)
+		return &dec->pred[id];
+	for (i = SCAN_PRED_KNOWN; i < SCAN_PRED_KINDS; i++) {
 		p = &dec->pred[i];
 		if (p->ev_len == n && p->ev[0] == ev[0] && !memcmp(p->ev, ev, n)) {
 			p->used = tick;
@@ -960,8 +985,9 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 	const char *key, *keys[SCAN_PRED_FIELDS];
 	size_t klen, lens[SCAN_PRED_FIELDS];
 	uint8_t order[SCAN_PRED_FIELDS];
-	uint32_t i = 0, read = 0;
-	int rc;
+	uint32_t i = 0, read = 0, zn;
+	const char *z;
+	int rc, id = -1;
 	if (dec->cap_arena < n + 1) {
 		size_t cap = n + 1 < 4096 ? 4096 : n + 1;
 		char *a = realloc(dec->arena, cap);
@@ -976,9 +1002,18 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 	if (!jdoc_scan_key_is(&sc, &ev_first) &&
 	    (jdoc_scan_key(&sc, &key, &klen) != 1 || scan_field_of(key, klen) != SF_EV))
 		return 0;
-	if (jdoc_scan_str(&sc, &out->ev, &out->ev_len) != 1)
-		return 0;
-	out->kind = event_kind_of(out->ev, out->ev_len);
+	/* a name of the format: no copy, the name's literal stands for it */
+	key = sc.p;
+	if (jdoc_scan_str_inplace(&sc, &z, &zn) == 1 && (id = scan_ev_id(z, zn)) >= 0) {
+		out->ev = scan_ev_names[id];
+		out->ev_len = zn;
+		out->kind = scan_ev_kinds[id];
+	} else {
+		sc.p = key;   /* another name, or escapes: copied into the arena */
+		if (jdoc_scan_str(&sc, &out->ev, &out->ev_len) != 1)
+			return 0;
+		out->kind = event_kind_of(out->ev, out->ev_len);
+	}
 	/*
 	 * Only the member of the union in use is cleared, and a merge field by
 	 * field: a memset of the whole event is as long as a short line's scan.
@@ -999,14 +1034,19 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 	} else if (out->kind == EVENT_CONFIG) {
 		memset(&out->u.config, 0, sizeof(out->u.config));
 	} else if (out->kind == EVENT_CONTEXT) {
-		memset(&out->u.ctx, 0, sizeof(out->u.ctx));
-		out->u.ctx.ev = out->ev;
+		/* field by field: a memset's start costs more than these stores */
+		struct context_event *c = &out->u.ctx;
+		c->ev = out->ev;
+		c->has_step = c->has_slot = c->has_dp = c->has_rank = false;
+		c->step = c->slot = c->dp = c->rank = 0;
+		c->phase = c->req = c->op = c->key = NULL;
+		c->phase_len = c->req_len = c->op_len = c->key_len = 0;
 	} else if (out->kind == EVENT_GATE) {
 		memset(&out->u.gate, 0, sizeof(out->u.gate));
 	}
 	fields = scan_fields_of[out->kind];
 	seen = SFB(SF_EV);
-	pred = scan_pred_for(dec, out->ev, out->ev_len, ++dec->tick);
+	pred = scan_pred_for(dec, id, out->ev, out->ev_len, ++dec->tick);
 	for (;; i++) {
 		enum scan_field f;
 		if (pred && i < pred->n && jdoc_scan_key_is(&sc, &pred->name[i])) {

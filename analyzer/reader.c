@@ -36,6 +36,14 @@
 #define READER_MAP_MIN (1024 * 1024)   /* plain files from this size are mapped */
 #define READER_MAP_WIN (4 * 1024 * 1024)  /* the mapped window (at least a line more) */
 
+static size_t reader_map_min = READER_MAP_MIN, reader_map_win = READER_MAP_WIN;
+
+void audit_reader_map_sizes(size_t min, size_t window)
+{
+	reader_map_min = min;
+	reader_map_win = window ? window : READER_MAP_WIN;
+}
+
 /* A streaming 64-bit hash over 32-byte blocks (the shape of XXH64). */
 struct reader_hash {
 	uint64_t v[4];
@@ -195,7 +203,7 @@ static int reader_map_start(struct audit_reader *r)
 	if (page <= 0 || page > (1L << 20) || (size_t)page < JDOC_SCAN_PAD)
 		return 0;
 	if (!r->win) {
-		size_t len = READER_MAP_WIN;
+		size_t len = reader_map_win / (size_t)page * (size_t)page;
 		/* a line at the cap must fit behind any page boundary */
 		if (r->max_line > SIZE_MAX / 2 - 4 * (size_t)page)
 			return 0;
@@ -280,7 +288,7 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	if (r->fd < 0 || fstat(r->fd, &r->st))
 		memset(&r->st, 0, sizeof(r->st));
 	if (r->fd >= 0 && !r->no_map && strcmp(path, "-") && S_ISREG(r->st.st_mode) &&
-	    r->st.st_size >= READER_MAP_MIN && reader_map_start(r))
+	    (uint64_t)r->st.st_size >= reader_map_min && r->st.st_size > 0 && reader_map_start(r))
 		r->mapped = true;
 	return STATUS_OK;
 }

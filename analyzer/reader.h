@@ -108,6 +108,15 @@ struct audit_item {
 struct audit_reader;
 
 /*
+ * Plain files of `min` bytes or more are read in place through a mapped
+ * window of `window` bytes (raised to fit a line at the cap); 0 for window
+ * means the default. The defaults are 1 MiB and 4 MiB; tests lower them to
+ * hold the mapped reading to read(2)'s. Call before readers are opened, not
+ * while threads read.
+ */
+void audit_reader_map_sizes(size_t min, size_t window);
+
+/*
  * Opens path ("-": stdin). On failure returns STATUS_IO (or NOMEM) with
  * si naming the file and the reason. Free with audit_reader_free().
  */

@@ -1130,6 +1130,18 @@ static inline const char *js_str(struct jdoc_scan *sc, const char *p, const char
 	}
 }
 
+int jdoc_scan_str_inplace(struct jdoc_scan *sc, const char **out, uint32_t *len)
+{
+	const char *p = sc->p, *q;
+
+	if (*p != '"' || *(q = js_str_stop(p + 1)) != '"')
+		return -1;
+	*out = p + 1;
+	*len = (uint32_t)(q - p - 1);
+	sc->p = q + 1;
+	return 1;
+}
+
 int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
 {
 	const char *p = sc->p;

@@ -193,6 +193,11 @@ int jdoc_scan_int(struct jdoc_scan *sc, int64_t *out);
 int jdoc_scan_bool(struct jdoc_scan *sc, int *out);
 /* Any number, as jdoc_parse reads it: an int64 literal converted, else strtod. out may be NULL. */
 int jdoc_scan_number(struct jdoc_scan *sc, double *out);
+/*
+ * A string without escapes, where it is in the input (not NUL-terminated):
+ * 1, or -1 for anything else (null, escapes, not a string), sc unchanged.
+ */
+int jdoc_scan_str_inplace(struct jdoc_scan *sc, const char **out, uint32_t *len);
 int jdoc_scan_str(struct jdoc_scan *sc, const char **out, uint32_t *len);
 /*
  * Arrays, read in one call. dst may be NULL (validate and count only). More

@@ -130,20 +130,30 @@ static inline int eventcmp_equal(const struct event *a, const struct event *b, u
  * *scanned is set when the scanner took the line. line need not be padded:
  * it is copied into a buffer with the NUL and padding the scanner wants.
  */
-static inline int eventcmp_line(struct jdoc *doc, struct event_decoder *tree_dec,
-				struct event_decoder *scan_dec, const char *line, size_t len,
-				unsigned max_depth, unsigned want, int *scanned, char *why, size_t n)
+/*
+ * eventcmp_line with the line as a file read in place has it: a newline at
+ * line[len], then `after` (the next lines), then zeros. after NULL: a NUL
+ * at line[len], as a line read into a buffer has it.
+ */
+static inline int eventcmp_line_after(struct jdoc *doc, struct event_decoder *tree_dec,
+				      struct event_decoder *scan_dec, const char *line, size_t len,
+				      const char *after, size_t n_after, unsigned max_depth,
+				      unsigned want, int *scanned, char *why, size_t n)
 {
 	struct status_info si;
 	struct event te, se;
 	const struct jval *root, *ev;
-	char *buf = calloc(1, len + 1 + JDOC_SCAN_PAD);
+	char *buf = calloc(1, len + 2 + (after ? n_after : 0) + JDOC_SCAN_PAD);
 	int rc, ok = 1;
 
 	*scanned = 0;
 	if (!buf)
 		return 1;
 	memcpy(buf, line, len);
+	if (after) {
+		buf[len] = '\n';
+		memcpy(buf + len + 1, after, n_after);
+	}
 	rc = event_scan(scan_dec, buf, len, max_depth, want, &se);
 	if (rc <= 0)
 		goto out;
@@ -172,6 +182,14 @@ static inline int eventcmp_line(struct jdoc *doc, struct event_decoder *tree_dec
 out:
 	free(buf);
 	return ok;
+}
+
+static inline int eventcmp_line(struct jdoc *doc, struct event_decoder *tree_dec,
+				struct event_decoder *scan_dec, const char *line, size_t len,
+				unsigned max_depth, unsigned want, int *scanned, char *why, size_t n)
+{
+	return eventcmp_line_after(doc, tree_dec, scan_dec, line, len, NULL, 0, max_depth, want,
+				   scanned, why, n);
 }
 
 #endif

@@ -560,6 +560,79 @@ static void test_scanner_forms(void **state)
 	}
 }
 
+/* event_scan of one line on dec into ev (a padded copy, kept until the next call). */
+static int scan_on(struct event_decoder *d, const char *line, unsigned want)
+{
+	static char buf[4096 + JDOC_SCAN_PAD + 1];
+	size_t n = strlen(line);
+
+	assert_true(n < 4096);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, line, n);
+	return event_scan(d, buf, n, JDOC_MAX_DEPTH, want, &ev);
+}
+
+/*
+ * The arrays a merge shares byte for byte with the last one are taken from
+ * the decoder: never when something else wrote them since (the tree, a scan
+ * that failed halfway, a scan that did not keep the tokens).
+ */
+static void test_scan_memo(void **state)
+{
+	static const char a[] =
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1,2],\"dev_pos\":[5,6],\"dev_tok\":[7,8],"
+		"\"slot_gen\":[1,2],\"buf_slot_gen\":[1,2],\"slot_req\":[\"x\",\"y\"],"
+		"\"buf_req\":[\"x\",null],\"taken\":[true,false]}";
+	static const char b[] =
+		"{\"ev\":\"merge\",\"step\":2,\"host_pos\":[1,2],\"dev_pos\":[9,9],\"dev_tok\":[3,3],"
+		"\"slot_gen\":[4,4],\"buf_slot_gen\":[4,4],\"slot_req\":[\"q\",\"q\"],"
+		"\"buf_req\":[\"zz\",\"w\"],\"taken\":[false,true]}";
+	static const char half[] =   /* dev_pos read halfway, then the line is declined */
+		"{\"ev\":\"merge\",\"step\":3,\"host_pos\":[1,2],\"dev_pos\":[9,9,9,9,9,9,9,9,9,9,9,9,"
+		"9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,x]}";
+	const struct merge_event *m = &ev.u.merge;
+	struct event_decoder *d = event_decoder_new();
+	int round;
+
+	(void)state;
+	assert_non_null(d);
+	for (round = 0; round < 4; round++) {
+		/* round 0: fresh; 1: after the tree wrote b; 2: after a failed scan; 3: again */
+		if (round == 1) {
+			status_info_clear(&si);
+			assert_int_equal(jdoc_parse(doc, b, strlen(b), &si), STATUS_OK);
+			assert_int_equal(event_decode(d, doc, jdoc_root(doc), &ev, &si), STATUS_OK);
+			assert_int_equal(m->dev_pos[0], 9);
+		}
+		if (round == 2)
+			assert_int_equal(scan_on(d, half, 0), 0);
+		/* without the tokens first, then with them: the memo of a check alone gives no values */
+		assert_int_equal(scan_on(d, a, 0), 1);
+		assert_int_equal(scan_on(d, a, EVENT_WANT_TOKENS), 1);
+		assert_int_equal(m->n_dev, 2);
+		assert_int_equal(m->dev_pos[0], 5);
+		assert_int_equal(m->dev_pos[1], 6);
+		assert_int_equal(m->n_dev_tok, 2);
+		assert_int_equal(m->dev_tok[0], 7);
+		assert_int_equal(m->dev_tok[1], 8);
+		assert_int_equal(m->slot_gen[0], 1);
+		assert_int_equal(m->buf_slot_gen[1], 2);
+		assert_true(m->has_req && m->buf_req[0] && !m->buf_req[1]);
+		assert_int_equal(m->buf_req_len[0], 1);
+		assert_memory_equal(m->buf_req[0], "x", 1);
+		assert_true(m->has_taken && m->taken[0] == 1 && m->taken[1] == 0);
+	}
+	/* b after a by the scanner: nothing of a stays */
+	assert_int_equal(scan_on(d, b, EVENT_WANT_TOKENS), 1);
+	assert_int_equal(m->dev_pos[0], 9);
+	assert_int_equal(m->dev_tok[0], 3);
+	assert_int_equal(m->slot_gen[0], 4);
+	assert_int_equal(m->buf_req_len[0], 2);
+	assert_memory_equal(m->buf_req[1], "w", 1);
+	assert_true(m->taken[0] == 0 && m->taken[1] == 1);
+	event_decoder_free(d);
+}
+
 /* Last: the lines of the other tests were not all declined (the check above is not idle). */
 static void test_scanner_took_lines(void **state)
 {
@@ -581,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_other_and_bad_ev),
 		cmocka_unit_test(test_decoder_reuse),
+		cmocka_unit_test(test_scan_memo),
 		cmocka_unit_test(test_scanner_took_lines),
 	};
 

@@ -680,6 +680,123 @@ static void test_scan_int_arrays(void **state)
 	}
 }
 
+/*
+ * The string or boolean array `text` (kind 's' or 'b') read by the scanner
+ * with its runs of null and false (jdoc_simd on) and without, and by
+ * jdoc_parse: the same acceptance, entries and end. Returns the scanner's
+ * result (1 read, 0 null, -1 declined).
+ */
+static int str_bool_array_agrees(const char *text, char kind, size_t cap)
+{
+	static const char *z[2][256];
+	static uint32_t lens[2][256];
+	static uint8_t flags[2][256];
+	static char arena[2][1 << 14];
+	struct status_info si;
+	uint32_t n[2] = { 0, 0 }, i;
+	int rc[2], simd, tree_ok;
+	size_t len;
+	char *b = padded(text, &len);
+
+	for (simd = 0; simd < 2; simd++) {
+		struct jdoc_scan sc;
+		jdoc_simd(simd);
+		jdoc_scan_init(&sc, b, len, JDOC_MAX_DEPTH, arena[simd], sizeof(arena[simd]));
+		sc.depth = 1;
+		rc[simd] = kind == 's' ? jdoc_scan_str_array(&sc, z[simd], lens[simd], cap, &n[simd])
+				       : jdoc_scan_bool_array(&sc, flags[simd], cap, &n[simd]);
+		if (rc[simd] == 1 && sc.p != b + len)
+			rc[simd] = -2;
+	}
+	jdoc_simd(1);
+	if (rc[0] != rc[1] || n[0] != n[1])
+		fail_msg("runs and entry by entry differ on '%.200s' (%d %d, %u %u)", text, rc[0], rc[1],
+			 n[0], n[1]);
+	for (i = 0; rc[0] == 1 && i < n[0]; i++) {
+		if (kind == 'b' ? flags[0][i] != flags[1][i]
+				: lens[0][i] != lens[1][i] || !z[0][i] != !z[1][i] ||
+				  (z[0][i] && memcmp(z[0][i], z[1][i], lens[0][i])))
+			fail_msg("'%.200s'[%u] differs with and without runs", text, i);
+	}
+	tree_ok = jdoc_parse(doc, b, len, &si) == STATUS_OK && jdoc_root(doc)->type == JT_ARR;
+	if (tree_ok) {
+		const struct jval *v = jdoc_root(doc), *e;
+		if (v->n > cap)
+			tree_ok = 0;
+		for (e = jdoc_kid(doc, v), i = 0; tree_ok && e; e = jdoc_next(doc, e), i++) {
+			if (kind == 'b' ? e->type != JT_TRUE && e->type != JT_FALSE
+					: e->type != JT_STR && e->type != JT_NULL)
+				tree_ok = 0;
+			else if (rc[0] == 1 && (kind == 'b' ? flags[0][i] != (e->type == JT_TRUE)
+							   : !z[0][i] != (e->type == JT_NULL) ||
+								     (z[0][i] && (lens[0][i] != e->n ||
+										  memcmp(z[0][i], e->u.s, e->n)))))
+				fail_msg("'%.200s'[%u]: the scanner and the tree differ", text, i);
+		}
+	}
+	if ((rc[0] == 1) != tree_ok)
+		fail_msg("'%.200s': the scanner says %d, the tree %s", text, rc[0],
+			 tree_ok ? "an array of its kind" : "no such array");
+	free(b);
+	return rc[0];
+}
+
+static void test_scan_runs(void **state)
+{
+	static const char *const cases[] = {
+		"[null]", "[null,null]", "[null,null,null,null,null,null,null]", "[null,]",
+		"[null ,null]", "[null, null,null]", "[null,nul]", "[null,nulll]", "[null,\"a\",null]",
+		"[\"null\",null,null,null,null,null,null,null,null,\"x\"]", "[null,null]x",
+		"[false]", "[false,false,false,false,false,false,false]", "[false,]", "[false,true]",
+		"[false ,false]", "[false, false]", "[false,fals]", "[false,falsey]", "[false,null]",
+	};
+	char text[4096];
+	size_t i, k, n;
+	unsigned seed = 777;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		str_bool_array_agrees(cases[i], strstr(cases[i], "fals") ? 'b' : 's', 256);
+	/* the cap inside a run and at its end */
+	for (k = 1; k < 15; k++) {
+		n = 0;
+		text[n++] = '[';
+		for (i = 0; i < 12; i++)
+			n += (size_t)sprintf(text + n, "%snull", i ? "," : "");
+		text[n++] = ']';
+		text[n] = '\0';
+		assert_int_equal(str_bool_array_agrees(text, 's', k), k >= 12 ? 1 : -1);
+		for (n = 1, i = 0; i < 12; i++)
+			n += (size_t)sprintf(text + n, "%sfalse", i ? "," : "");
+		text[n++] = ']';
+		text[n] = '\0';
+		assert_int_equal(str_bool_array_agrees(text, 'b', k), k >= 12 ? 1 : -1);
+	}
+	/* random runs broken by strings, true, spaces and now and then a bad byte */
+	for (i = 0; i < 4000; i++) {
+		size_t entries = 1 + i % 70;
+		char kind = i & 1 ? 'b' : 's';
+		n = 0;
+		text[n++] = '[';
+		for (k = 0; k < entries && n < sizeof(text) - 64; k++) {
+			unsigned r;
+			seed = seed * 1103515245u + 12345u;
+			r = seed >> 8;
+			if (k)
+				n += (size_t)sprintf(text + n, r % 23 == 0 ? ", " : ",");
+			if (kind == 's')
+				n += (size_t)sprintf(text + n, r % 4 == 0 ? "\"r%u\"" : "null", r % 1000);
+			else
+				n += (size_t)sprintf(text + n, r % 5 == 0 ? "true" : "false");
+			if (i % 40 == 3 && k == entries / 2)
+				text[n++] = "x,] \"n"[(r >> 3) % 6];
+		}
+		text[n++] = ']';
+		text[n] = '\0';
+		str_bool_array_agrees(text, kind, 256);
+	}
+}
+
 static void test_scan_arrays(void **state)
 {
 	static char arena[4096];
@@ -832,6 +949,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_int_arrays),
+		cmocka_unit_test(test_scan_runs),
 		cmocka_unit_test(test_scan_members),
 		cmocka_unit_test(test_scalars),
 		cmocka_unit_test(test_int64_limits),

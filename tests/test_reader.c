@@ -930,6 +930,123 @@ static void test_read_alloc_failures(void **state)
 	}
 }
 
+/*
+ * One file read in place through small windows and with read(2), item by
+ * item: the same lines, events, values, messages, stats and content hash.
+ * The file has lines across page and window boundaries, lines at and over
+ * the cap, blank and whitespace lines, a cut line whose next line would
+ * complete it, and ends without a newline exactly on a page boundary.
+ */
+static void test_mapped_windows(void **state)
+{
+	size_t cap = 4096, n = 0, size = 200 * 4096, i;
+	char *text = malloc(size + 1);
+	const char *path;
+	struct audit_reader_opts o = { .max_line = cap, .scan = true };
+	struct audit_reader *a = NULL, *b = NULL;
+	struct status_info sa, sb;
+	uint64_t mapped_events = 0, scanned = 0;
+
+	(void)state;
+	assert_non_null(text);
+	for (i = 0; n + 5000 < size; i++) {
+		size_t k = i % 9, pad;
+		if (k == 0) {
+			/* a merge whose arrays repeat the last one's bytes, or not */
+			n += (size_t)sprintf(text + n, "{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[%zu,-1],"
+					     "\"dev_pos\":[%zu,-1],\"slot_req\":[\"r%zu\",null],"
+					     "\"buf_req\":[\"r%zu\",null],\"taken\":[false,false]}\n",
+					     i, i, i / 27, i / 27, i / 36);
+		} else if (k == 1) {
+			/* long lines: up to the cap and one byte over */
+			pad = cap - 40 + (i % 5 == 0 ? 1 : 0) - (i % 3);
+			n += (size_t)sprintf(text + n, "{\"ev\":\"decode\",\"step\":%zu,\"x\":\"", i % 10);
+			memset(text + n, 'a', pad - 36);
+			n += pad - 36;
+			n += (size_t)sprintf(text + n, "\"}\n");
+		} else if (k == 2) {
+			n += (size_t)sprintf(text + n, "\n   \t\r\n");
+		} else if (k == 3) {
+			/* cut short: the next line would complete the object */
+			n += (size_t)sprintf(text + n, "{\"ev\":\"merge\",\"step\":\n%zu,\"host_pos\":[1],"
+					     "\"dev_pos\":[1]}\n", i);
+		} else if (k == 4) {
+			n += (size_t)sprintf(text + n, "{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[1,\n2],"
+					     "\"dev_pos\":[1,2]}   \n", i);
+		} else {
+			n += (size_t)sprintf(text + n, "{\"ev\":\"request\",\"phase\":\"start\",\"req\":\"r%zu\","
+					     "\"slot\":%zu,\"step\":%zu}\n", i, i % 7, i);
+		}
+	}
+	/* whitespace up to the page boundary, then a last line without a newline */
+	while (n < size - 40)
+		text[n++] = ' ';
+	n += (size_t)sprintf(text + n, "\n{\"ev\":\"decode\",\"step\":1}");
+	while (n < size)
+		text[n++] = ' ';
+	path = testutil_write("mapped.jsonl", text, n);
+	assert_int_equal(n % 4096, 0);
+
+	audit_reader_map_sizes(0, 1);             /* every file, windows as small as the cap allows */
+	assert_int_equal(audit_reader_open(&a, path, &o, &sa), STATUS_OK);
+	audit_reader_map_sizes(SIZE_MAX, 0);      /* read(2) */
+	assert_int_equal(audit_reader_open(&b, path, &o, &sb), STATUS_OK);
+	audit_reader_map_sizes(1024 * 1024, 0);
+	for (;;) {
+		struct audit_item x, y;
+		enum status ea, eb;
+		uint32_t j;
+		status_info_clear(&sa);
+		status_info_clear(&sb);
+		ea = audit_reader_next(a, &x, &sa);
+		eb = audit_reader_next(b, &y, &sb);
+		assert_int_equal(ea, eb);
+		assert_string_equal(sa.msg, sb.msg);
+		assert_int_equal(sa.line, sb.line);
+		if (ea == STATUS_EOF)
+			break;
+		if (ea)
+			continue;
+		assert_int_equal(x.line, y.line);
+		assert_int_equal(x.has_event, y.has_event);
+		if (!x.has_event)
+			continue;
+		mapped_events++;
+		scanned += !x.doc;   /* a line ended by its newline is scanned, not declined */
+		assert_int_equal(x.event.kind, y.event.kind);
+		assert_int_equal(x.event.ev_len, y.event.ev_len);
+		assert_memory_equal(x.event.ev, y.event.ev, x.event.ev_len);
+		if (x.event.kind == EVENT_MERGE) {
+			const struct merge_event *p = &x.event.u.merge, *q = &y.event.u.merge;
+			assert_int_equal(p->step, q->step);
+			assert_int_equal(p->n_host, q->n_host);
+			assert_int_equal(p->n_dev, q->n_dev);
+			assert_memory_equal(p->host_pos, q->host_pos, p->n_host * sizeof(int64_t));
+			assert_memory_equal(p->dev_pos, q->dev_pos, p->n_dev * sizeof(int64_t));
+			assert_int_equal(p->has_req, q->has_req);
+			for (j = 0; p->has_req && j < p->n_host; j++) {
+				assert_int_equal(p->slot_req_len[j], q->slot_req_len[j]);
+				assert_int_equal(p->buf_req_len[j], q->buf_req_len[j]);
+				assert_int_equal(!p->slot_req[j], !q->slot_req[j]);
+				assert_int_equal(!p->buf_req[j], !q->buf_req[j]);
+				if (p->slot_req[j])
+					assert_memory_equal(p->slot_req[j], q->slot_req[j], p->slot_req_len[j]);
+				if (p->buf_req[j])
+					assert_memory_equal(p->buf_req[j], q->buf_req[j], p->buf_req_len[j]);
+			}
+		}
+	}
+	assert_true(mapped_events > 100);
+	assert_true(scanned > mapped_events / 2);
+	assert_string_equal(stats_str(a), stats_str(b));
+	assert_true(audit_reader_stats(a)->bytes == n && audit_reader_stats(b)->bytes == n);
+	assert_true(audit_reader_content_hash(a) == audit_reader_content_hash(b));
+	assert_true(audit_reader_stats(a)->malformed > 50);
+	audit_reader_free(a);
+	audit_reader_free(b);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -948,7 +1065,13 @@ int main(void)
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_open_alloc_failures),
 		cmocka_unit_test(test_read_alloc_failures),
+		cmocka_unit_test(test_mapped_windows),
 	};
+	int failed;
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	failed = cmocka_run_group_tests(tests, setup, teardown);
+	/* all of it again with every plain file read in place */
+	audit_reader_map_sizes(0, 0);
+	failed += cmocka_run_group_tests(tests, setup, teardown);
+	return failed;
 }

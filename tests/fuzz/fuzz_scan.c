@@ -9,7 +9,11 @@
  * and must succeed wherever the tree accepts an object without escapes
  * (skipping declines nothing valid). The first bytes choose the nesting cap,
  * so the depth limit is exercised at several values. Every line is read with
- * the AVX2 code and with the portable code, which must agree too.
+ * the AVX2 code and with the portable code, which must agree too, and as a
+ * file read in place has it (its newline, then the line again): the scanner
+ * must not read on into the next line. One decoder reads each line four
+ * times, so the arrays remembered from the last merge are held to the tree
+ * too.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +87,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   EVENT_WANT_TOKENS, &scanned, why, sizeof(why)))
 			fail(why, data, size);
 	}
+	/* a line with its newline and the next line after it, as mapped */
+	if (!eventcmp_line_after(doc, tree_dec, scan_dec, (const char *)data, size,
+				 (const char *)data, size, depth, 0, &scanned, why, sizeof(why)))
+		fail(why, data, size);
+	if (scanned != took)
+		fail("the scanner takes the line ended by a newline differently", data, size);
 
 	buf = calloc(1, size + 1 + JDOC_SCAN_PAD);
 	if (!buf)
