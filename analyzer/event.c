@@ -971,8 +971,9 @@ static struct scan_pred *scan_pred_for(struct event_decoder *dec, int id, const 
 	return old;
 }
 
-int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
-	       unsigned want, struct event *out)
+/* event_scan, or event_scan_line when len is given. */
+static int scan_event(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
+		      unsigned want, struct event *out, size_t *len)
 {
 	/* `"ev":` as the first member, in the little-endian words of jdoc_scan_name */
 	static const struct jdoc_scan_name ev_first = { { 0x3A22766522ull, 0, 0 },
@@ -1081,7 +1082,7 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 		if (rc < 0)
 			return 0;
 	}
-	if (jdoc_scan_end(&sc) != 1)
+	if (len ? jdoc_scan_end_line(&sc, len) != 1 : jdoc_scan_end(&sc) != 1)
 		return 0;
 	if (out->kind == EVENT_MERGE && !scan_merge_finish(dec, &out->u.merge, &x))
 		return 0;
@@ -1096,4 +1097,16 @@ int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_
 		pred->n = m;
 	}
 	return 1;
+}
+
+int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
+	       unsigned want, struct event *out)
+{
+	return scan_event(dec, s, n, max_depth, want, out, NULL);
+}
+
+int event_scan_line(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
+		    unsigned want, struct event *out, size_t *len)
+{
+	return scan_event(dec, s, n, max_depth, want, out, len);
 }

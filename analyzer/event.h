@@ -149,7 +149,7 @@ enum {
 };
 
 /*
- * Decodes the line s[0..n) (a NUL at s[n], JDOC_SCAN_PAD readable bytes
+ * Decodes the line s[0..n) (a NUL or its newline at s[n], JDOC_SCAN_PAD readable bytes
  * after it) when it is a plain event object whose first member is "ev".
  * Returns 1 with *out filled, 0 when it declines (anything else, including
  * every malformed line: decode that line with jdoc_parse and event_decode),
@@ -157,5 +157,14 @@ enum {
  */
 int event_scan(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
 	       unsigned want, struct event *out);
+/*
+ * event_scan on a line whose end is not known yet: s[0..n) holds the line
+ * and may run on past its newline (a file read in place); the first newline
+ * ends the line, or n does. Returns what event_scan returns, with *len the
+ * line's length (the newline not counted) when 1. The scanner never reads
+ * past the newline, so the result is event_scan's on s[0..*len).
+ */
+int event_scan_line(struct event_decoder *dec, const char *s, size_t n, unsigned max_depth,
+		    unsigned want, struct event *out, size_t *len);
 
 #endif

@@ -624,6 +624,24 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 	}
 }
 
+/*
+ * Every field but the event, which the decoders clear themselves: clearing
+ * the whole item for each line costs as much as a short line.
+ */
+static void reader_item_clear(const struct audit_reader *r, struct audit_item *it)
+{
+	it->file = r->file;
+	it->line = r->line;
+	it->doc = NULL;
+	it->record = NULL;
+	it->src = NULL;
+	it->src_len = 0;
+	it->has_event = it->has_pid = it->has_time = it->has_end = false;
+	it->pid = it->tid = 0;
+	it->t = it->mono = 0;
+	memset(&it->end, 0, sizeof(it->end));
+}
+
 static int is_blank(const char *s, size_t n)
 {
 	size_t i;
@@ -804,20 +822,7 @@ static enum status reader_decode(struct audit_reader *r, char *s, size_t n, stru
 		r->stats.blank++;
 		return STATUS_EOF;
 	}
-	/*
-	 * Every field but the event, which the decoders clear themselves:
-	 * clearing the whole item for each line costs as much as a short line.
-	 */
-	it->file = r->file;
-	it->line = r->line;
-	it->doc = NULL;
-	it->record = NULL;
-	it->src = NULL;
-	it->src_len = 0;
-	it->has_event = it->has_pid = it->has_time = it->has_end = false;
-	it->pid = it->tid = 0;
-	it->t = it->mono = 0;
-	memset(&it->end, 0, sizeof(it->end));
+	reader_item_clear(r, it);
 	if (si)
 		si->byte = 0;
 	for (i = 0; i < n && (s[i] == ' ' || s[i] == '\t'); i++)
@@ -893,9 +898,50 @@ static enum status reader_decode(struct audit_reader *r, char *s, size_t n, stru
 	return STATUS_OK;
 }
 
+/*
+ * A line of a file read in place, scanned before its end is known: the
+ * scanner stops at the first newline, so the search for it is the parse
+ * itself. 1 with *it filled and the line consumed; 0 when the line is not
+ * one the scanner takes whole (reader_line then finds its end as usual),
+ * -1 out of memory.
+ */
+static int reader_scan_ahead(struct audit_reader *r, struct audit_item *it)
+{
+	char *s = r->base + r->start;
+	size_t room = r->end - r->start, n = room, len = 0;
+	bool last = r->win_off + (off_t)r->end >= r->size;   /* the window ends with the file */
+	int rc;
+
+	if (n > r->max_line + 1)
+		n = r->max_line + 1;
+	rc = event_scan_line(r->dec, s, n, r->max_depth, r->want, &it->event, &len);
+	if (rc <= 0)
+		return rc;
+	/* ended by its newline, or the file's last line, within the cap */
+	if (len == n ? !(last && n == room && len <= r->max_line) : s[len] != '\n')
+		return 0;
+	r->line++;
+	r->stats.lines++;
+	r->start += len + (len < room);
+	reader_item_clear(r, it);
+	it->has_event = true;
+	r->stats.events++;
+	r->stats.other_events += it->event.kind == EVENT_OTHER;
+	return 1;
+}
+
 enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 			      struct status_info *si)
 {
+	/* the first line may start with a BOM: reader_decode's */
+	if (r->mapped && r->scan && r->line > 0 && !r->failed && r->start < r->end &&
+	    r->base[r->start] == '{') {
+		int rc = reader_scan_ahead(r, it);
+		if (rc > 0)
+			return STATUS_OK;
+		if (rc < 0)
+			return status_set_at(si, STATUS_NOMEM, r->file, r->line + 1, 0, "out of memory");
+	}
 	for (;;) {
 		char *s = NULL;
 		size_t n = 0;

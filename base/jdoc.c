@@ -38,6 +38,7 @@ struct jp {
 	size_t err_off;
 	enum status err_st;
 	int has_ev;
+	int one_line;        /* for the scanner: a newline ends the input, never whitespace */
 };
 
 static int jp_fail(struct jp *p, const char *msg)
@@ -57,7 +58,7 @@ static void jp_ws(struct jp *p)
 		return;
 	while (p->i < p->n) {
 		char c = p->s[p->i];
-		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+		if (c != ' ' && c != '\t' && (c != '\n' || p->one_line) && c != '\r')
 			break;
 		p->i++;
 	}
@@ -707,9 +708,10 @@ static inline uint64_t js_eight_digits(uint64_t w)
 #define JS_IS_TRUE(p)  (!memcmp((p), "true", 4))
 #define JS_IS_FALSE(p) (!memcmp((p), "false", 5))
 
+/* The scanner reads one line: a newline ends it, even where whitespace may stand. */
 static inline const char *js_ws(const char *p)
 {
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+	while (*p == ' ' || *p == '\t' || *p == '\r')
 		p++;
 	return p;
 }
@@ -857,6 +859,7 @@ static void js_jp(const struct jdoc_scan *sc, struct jp *p, char *sp)
 	p->depth = sc->depth;
 	p->max_depth = sc->max_depth;
 	p->keep_surrogates = 1;
+	p->one_line = 1;
 }
 
 int jdoc_scan_object(struct jdoc_scan *sc)
@@ -1001,10 +1004,19 @@ int jdoc_scan_end(struct jdoc_scan *sc)
 {
 	const char *p = sc->p;
 
-	/* bounded: s[n] may be the line's own newline, which is whitespace */
-	while (p < sc->end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-		p++;
+	JS_WS(p);
 	return p == sc->end && sc->depth == 0 ? 1 : -1;
+}
+
+int jdoc_scan_end_line(struct jdoc_scan *sc, size_t *len)
+{
+	const char *p = sc->p;
+
+	JS_WS(p);
+	if (sc->depth || p > sc->end || (p < sc->end && *p != '\n'))
+		return -1;
+	*len = (size_t)(p - sc->s);
+	return 1;
 }
 
 int jdoc_scan_skip(struct jdoc_scan *sc)

@@ -108,10 +108,12 @@ int jdoc_check(const char *s, size_t n, struct jdoc_check *out);
  *
  * The input s[0..n) must be followed by a NUL or a newline at s[n], and the
  * bytes from there to the next NUL and JDOC_SCAN_PAD bytes after it must be
- * readable: the scanner reads ahead in words and never past a NUL. A line of
- * a file read in place (its newline at s[n], the next lines after it, zeros
- * after the mapped text) qualifies: a scan that runs over s[n] (a line cut
- * short) ends beyond sc->end, and jdoc_scan_end declines it.
+ * readable: the scanner reads ahead in words and never past a NUL. The
+ * scanner reads one line: a newline is never whitespace to it (a JSON text
+ * across lines is the tree's), so it never reads past s[n] either, and a
+ * line of a file read in place (its newline at s[n], the next lines after
+ * it, zeros after the mapped text) qualifies. With jdoc_scan_end_line the
+ * input may run on past the line: the first newline ends it.
  * Strings are unescaped into the caller's arena (at least n + 1 bytes for one
  * input), each followed by a NUL; they live as long as the arena.
  *
@@ -186,6 +188,12 @@ int jdoc_scan_elem(struct jdoc_scan *sc);
 enum jtype jdoc_scan_peek(const struct jdoc_scan *sc);
 /* After the root object: 1 when only whitespace is left, else -1. */
 int jdoc_scan_end(struct jdoc_scan *sc);
+/*
+ * jdoc_scan_end for input that runs on after the line: 1 when the object is
+ * complete and only spaces follow it up to a newline or to the end of the
+ * input, with *len the line's length (the newline not counted); else -1.
+ */
+int jdoc_scan_end_line(struct jdoc_scan *sc, size_t *len);
 /* Validates and passes over any value: 1, or -1. */
 int jdoc_scan_skip(struct jdoc_scan *sc);
 /* An integer literal within int64 (a fraction, exponent or overflow: -1). */

@@ -151,8 +151,23 @@ static inline int eventcmp_line_after(struct jdoc *doc, struct event_decoder *tr
 		return 1;
 	memcpy(buf, line, len);
 	if (after) {
+		size_t got = 0;
 		buf[len] = '\n';
 		memcpy(buf + len + 1, after, n_after);
+		/* the line's end found by the scan itself: the same decision, the same length */
+		rc = event_scan_line(scan_dec, buf, len + 1 + n_after, max_depth, want, &se, &got);
+		if (rc > 0 && got != len && !memchr(line, '\n', len)) {
+			snprintf(why, n, "event_scan_line took %zu bytes of a %zu-byte line", got, len);
+			ok = 0;
+			goto out;
+		}
+		if (rc > 0 && memchr(line, '\n', len)) {
+			rc = 0;   /* a shorter line: the one event_scan is not given here */
+		} else if ((rc > 0) != (event_scan(scan_dec, buf, len, max_depth, want, &se) > 0)) {
+			snprintf(why, n, "event_scan_line and event_scan decide differently");
+			ok = 0;
+			goto out;
+		}
 	}
 	rc = event_scan(scan_dec, buf, len, max_depth, want, &se);
 	if (rc <= 0)

@@ -58,6 +58,11 @@ static int scan_agrees(const char *line, size_t n)
 					   &scanned, why, sizeof(why)))
 				fail_msg("scanner and tree differ on '%.200s': %s", line, why);
 			any |= scanned;
+			/* as a file read in place has it: its newline, the next line after it */
+			if (!eventcmp_line_after(cmp_doc, tree_dec, scan_dec, line, n, line, n,
+						 JDOC_MAX_DEPTH, want, &scanned, why, sizeof(why)))
+				fail_msg("scanner and tree differ on '%.200s' and a newline: %s", line,
+					 why);
 		}
 	jdoc_simd(1);
 	n_scanned += any;

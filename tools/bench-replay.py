@@ -11,6 +11,10 @@ what reads the same bytes in other ways, in one run on the same files:
   simdjson positions             only host_pos/dev_pos of merge lines (On Demand)
   simdjson all values            every value of every line
   cat                            reading the bytes, nothing more
+  old binary                     ttaudit replay --json as built from ANCHOR, the
+                                 last commit before the scanner (the "today" the
+                                 speed goal is a multiple of), built once into the
+                                 work directory from this repository's history
 
 simdjson is Debian's libsimdjson-dev: tools/bench-simdjson.cpp is compiled into
 the work directory when the header and g++ are there (a benchmark program
@@ -48,6 +52,34 @@ def run(cmd, runs, ok=(0,)):
             sys.exit("bench-replay: %s failed: %s" % (" ".join(cmd), p.stderr[-2000:]))
         rss = max(rss, int(p.stderr.strip().splitlines()[-1]))
     return statistics.median(walls), rss
+
+
+ANCHOR = "47777c0338a8a00a9f417a7bedb44cc1e9a36944"
+
+
+def anchor_tool(here, work):
+    """ttaudit as of ANCHOR, built into work/anchor-<commit> (once); the path or None."""
+    top = os.path.dirname(here)
+    d = os.path.join(work, "anchor-" + ANCHOR[:7])
+    exe = os.path.join(d, "build", "ttaudit")
+    if os.path.exists(exe):
+        return exe
+    if not shutil.which("git") or not os.path.isdir(os.path.join(top, ".git")) and \
+            not os.path.isfile(os.path.join(top, ".git")):
+        return None
+    os.makedirs(d, exist_ok=True)
+    arch = subprocess.run(["git", "-C", top, "archive", ANCHOR], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    if arch.returncode:
+        print("bench-replay: no commit %s here: %s" % (ANCHOR[:7], arch.stderr.decode()[-300:]))
+        return None
+    subprocess.run(["tar", "-x", "-C", d], input=arch.stdout, check=True)
+    r = subprocess.run(["make", "-C", d, "build/ttaudit"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    if r.returncode or not os.path.exists(exe):
+        print("bench-replay: the old binary did not build: %s" % r.stderr[-500:])
+        return None
+    return exe
 
 
 def simdjson_tool(here, work):
@@ -88,6 +120,7 @@ def main():
                 out.write(data)
     ttaudit = os.path.join(a.build, "ttaudit")
     sj = simdjson_tool(here, a.work)
+    old = anchor_tool(here, a.work)
     tools = [
         ("ttaudit replay --json", lambda f: [ttaudit, "replay", "--json", f]),
         ("ttaudit ... --tree", lambda f: [ttaudit, "replay", "--json", "--tree", f]),
@@ -96,6 +129,7 @@ def main():
         ("simdjson positions", (lambda f: [sj, f, "positions"]) if sj else None),
         ("simdjson all values", (lambda f: [sj, f, "all"]) if sj else None),
         ("cat", lambda f: ["cat", f]),
+        ("old binary " + ANCHOR[:7], (lambda f: [old, "replay", "--json", f]) if old else None),
     ]
     print("%-24s %-26s %9s %10s %12s %10s" % ("tool", "file", "MB", "MB/s", "merges/s", "peak RSS"))
     res = {}
@@ -103,7 +137,8 @@ def main():
         mb = os.path.getsize(fname) / 1e6
         for name, mk in tools:
             if mk is None:
-                print("%-24s %-26s   absent (no libsimdjson-dev or g++)" % (name, os.path.basename(fname)))
+                print("%-24s %-26s   absent (%s)" % (name, os.path.basename(fname),
+                      "not built" if name.startswith("old") else "no libsimdjson-dev or g++"))
                 continue
             runs = a.runs if fname == small else 1
             wall, rss = run(mk(fname), runs)
@@ -119,6 +154,9 @@ def main():
             line += ", %.2fx simdjson reading positions only, %.2fx simdjson reading every value" % (
                 t / res[("simdjson positions", fname)][0], t / res[("simdjson all values", fname)][0])
         line += ", %.2fx cat" % (t / res[("cat", fname)][0])
+        if ("old binary " + ANCHOR[:7], fname) in res:
+            line += "; %.2fx the old binary (goal >= 6x)" % (
+                t / res[("old binary " + ANCHOR[:7], fname)][0])
         print(line)
     r1 = res[("ttaudit replay --json", small)][1] / 1024
     r2 = res[("ttaudit replay --json", big)][1] / 1024
