@@ -12,9 +12,12 @@
  * not start another are a truncated stream, never a quiet end. Each line goes
  * to the scanner (when asked) or to the tree parser.
  *
+ * A mapped line is scanned before its end is known (reader_scan_ahead): the
+ * scanner stops at the newline, so finding it costs no pass of its own.
+ *
  * A file mapped in place that is truncated while it is read makes the kernel
  * raise SIGBUS: what cannot stay still is read as a stream (`-`, a pipe, or
- * opts.no_map).
+ * opts.no_map). A file that grows is read up to its size at the open.
  */
 #include "reader.h"
 
@@ -245,6 +248,15 @@ static int reader_map_fill(struct audit_reader *r, struct status_info *si)
 		    MAP_FAILED ||
 	    mmap(r->win, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, r->fd, from) ==
 		    MAP_FAILED) {
+		/*
+		 * A failed MAP_FIXED may leave part of the range unmapped, free for
+		 * another thread's mapping: the reservation is forgotten, never
+		 * mapped over or unmapped again (the next file makes a new one).
+		 */
+		r->win = NULL;
+		r->mapped = false;
+		r->base = r->buf;
+		r->start = r->end = 0;
 		r->failed = true;
 		status_set_at(si, STATUS_IO, r->file, r->line + 1, 0, "cannot map: %s",
 			      strerror(errno));
