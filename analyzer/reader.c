@@ -531,6 +531,7 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 		rh_add(&r->hash, r->buf, (size_t)got);
 	r->stats.bytes += (uint64_t)got;
 	r->end = (size_t)got;
+	r->buf[r->end] = '\0';   /* the scan ahead stops here (reader_scan_ahead) */
 	return 0;
 }
 
@@ -579,6 +580,7 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 		rh_add(&r->hash, r->buf + r->end, (size_t)n);
 	r->stats.bytes += (uint64_t)n;
 	r->end += (size_t)n;
+	r->buf[r->end] = '\0';
 	return 0;
 }
 
@@ -921,7 +923,8 @@ static int reader_scan_ahead(struct audit_reader *r, struct audit_item *it)
 {
 	char *s = r->base + r->start;
 	size_t room = r->end - r->start, n = room, len = 0;
-	bool last = r->win_off + (off_t)r->end >= r->size;   /* the window ends with the file */
+	/* the window ends with the file (a buffer's last line takes the usual road) */
+	bool last = r->mapped && r->win_off + (off_t)r->end >= r->size;
 	int rc;
 
 	if (n > r->max_line + 1)
@@ -946,8 +949,7 @@ enum status audit_reader_next(struct audit_reader *r, struct audit_item *it,
 			      struct status_info *si)
 {
 	/* the first line may start with a BOM: reader_decode's */
-	if (r->mapped && r->scan && r->line > 0 && !r->failed && r->start < r->end &&
-	    r->base[r->start] == '{') {
+	if (r->scan && r->line > 0 && !r->failed && r->start < r->end && r->base[r->start] == '{') {
 		int rc = reader_scan_ahead(r, it);
 		if (rc > 0)
 			return STATUS_OK;

@@ -931,8 +931,9 @@ static void test_read_alloc_failures(void **state)
 }
 
 /*
- * One file read in place through small windows and with read(2), item by
- * item: the same lines, events, values, messages, stats and content hash.
+ * One file read in place through small windows by the scanner, and with
+ * read(2) by the tree, item by item: the same lines, events, values,
+ * messages, stats and content hash.
  * The file has lines across page and window boundaries, lines at and over
  * the cap, blank and whitespace lines, a cut line whose next line would
  * complete it, and ends without a newline exactly on a page boundary.
@@ -989,7 +990,8 @@ static void test_mapped_windows(void **state)
 
 	audit_reader_map_sizes(0, 1);             /* every file, windows as small as the cap allows */
 	assert_int_equal(audit_reader_open(&a, path, &o, &sa), STATUS_OK);
-	audit_reader_map_sizes(SIZE_MAX, 0);      /* read(2) */
+	audit_reader_map_sizes(SIZE_MAX, 0);      /* read(2), and every line through the tree */
+	o.scan = false;
 	assert_int_equal(audit_reader_open(&b, path, &o, &sb), STATUS_OK);
 	audit_reader_map_sizes(1024 * 1024, 0);
 	for (;;) {
