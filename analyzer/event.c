@@ -157,22 +157,28 @@ static inline void memo_keep(struct scan_memo *mo, const char *from, const char 
 	mo->vals = vals;
 }
 
+/* A hit moves the scan past the array (its values are in the decoder); a miss drops the memo. */
+static bool memo_take(struct scan_memo *mo, struct jdoc_scan *sc, bool vals, uint32_t *n)
+{
+	if (!memo_hit(mo, sc, vals)) {
+		mo->len = 0;   /* the parse about to run writes the array */
+		return false;
+	}
+	sc->p += mo->len;
+	*n = mo->n;
+	return true;
+}
+
 static int memo_int_array(struct scan_memo *mo, struct jdoc_scan *sc, int64_t *dst, size_t cap,
 			  uint32_t *n)
 {
 	const char *p = sc->p;
 	int rc;
 
-	if (!mo)
-		return jdoc_scan_int_array(sc, dst, cap, n);
-	if (memo_hit(mo, sc, dst != NULL)) {
-		sc->p = p + mo->len;
-		*n = mo->n;
+	if (mo && memo_take(mo, sc, dst != NULL, n))
 		return 1;
-	}
-	mo->len = 0;
 	rc = jdoc_scan_int_array(sc, dst, cap, n);
-	if (rc == 1)
+	if (mo && rc == 1)
 		memo_keep(mo, p, sc->p, dst != NULL, *n);
 	return rc;
 }
@@ -181,18 +187,9 @@ static int memo_bool_array(struct scan_memo *mo, struct jdoc_scan *sc, uint8_t *
 			   uint32_t *n)
 {
 	const char *p = sc->p;
-	int rc;
+	int rc = mo && memo_take(mo, sc, true, n) ? 1 : jdoc_scan_bool_array(sc, dst, cap, n);
 
-	if (!mo)
-		return jdoc_scan_bool_array(sc, dst, cap, n);
-	if (memo_hit(mo, sc, true)) {
-		sc->p = p + mo->len;
-		*n = mo->n;
-		return 1;
-	}
-	mo->len = 0;
-	rc = jdoc_scan_bool_array(sc, dst, cap, n);
-	if (rc == 1)
+	if (mo && rc == 1 && !mo->len)
 		memo_keep(mo, p, sc->p, true, *n);
 	return rc;
 }
@@ -208,14 +205,11 @@ static int memo_str_array(struct scan_memo *mo, struct jdoc_scan *sc, const char
 
 	if (!mo)
 		return jdoc_scan_str_array(sc, dst, lens, cap, n);
-	if (memo_hit(mo, sc, true)) {
+	if (memo_take(mo, sc, true, n)) {
 		for (i = 0; i < mo->n; i++)
 			dst[i] = mo->off[i] ? p + mo->off[i] - 1 : NULL;
-		sc->p = p + mo->len;
-		*n = mo->n;
 		return 1;
 	}
-	mo->len = 0;
 	rc = jdoc_scan_str_array(sc, dst, lens, cap, n);
 	if (rc == 1 && sc->arena == arena && *n <= SCAN_MEMO_SLOTS) {
 		for (i = 0; i < *n; i++)
