@@ -186,7 +186,7 @@ int jdoc_scan_elem(struct jdoc_scan *sc);
  * (a number, or invalid input the value functions will decline).
  */
 enum jtype jdoc_scan_peek(const struct jdoc_scan *sc);
-/* After the root object: 1 when only whitespace is left, else -1. */
+/* After the root object: 1 when only spaces, tabs or CRs are left, else -1. */
 int jdoc_scan_end(struct jdoc_scan *sc);
 /*
  * jdoc_scan_end for input that runs on after the line: 1 when the object is
