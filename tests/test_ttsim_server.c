@@ -2,8 +2,17 @@
  * ~1024 concurrent streams batched into one generator give each prompt its
  * sequential output under stamp; under bare an output departs from the
  * reference exactly when the audit records a substitution for its id; bad
- * input gets vLLM-style errors and the server keeps serving. */
+ * input gets vLLM-style errors and the server keeps serving; requests that
+ * reach the polling thread as one batch of 128 readiness events are all
+ * answered. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <semaphore.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -382,12 +394,155 @@ static void test_bad_input_keeps_serving(void **state)
 	ttsim_server_stop(s);
 }
 
+/*
+ * The polling thread parked in a signal handler (it is found by name:
+ * libmicrohttpd's own "MHD-single", or ttsim's "ttsim-http"), so that
+ * requests on 128 idle keep-alive connections reach it together: its next
+ * epoll_wait returns exactly 128 events. libmicrohttpd 0.9.75's internal
+ * loop (daemon.c MHD_epoll) then calls epoll_wait again with the same
+ * timeout, -1 on an idle server, before it processes any of them: nothing
+ * else is coming, so it never returns and every stream hangs.
+ */
+#define BATCH 128
+
+static sem_t gate_parked, gate_open;
+static volatile pid_t gate_tid;
+
+static void gate_handler(int sig)
+{
+	int e = errno;
+
+	(void)sig;
+	if ((pid_t)syscall(SYS_gettid) == gate_tid) {
+		sem_post(&gate_parked);
+		while (sem_wait(&gate_open) && errno == EINTR)
+			;
+	}
+	errno = e;
+}
+
+static pid_t find_thread(const char *a, const char *b)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	char path[300], comm[64];
+	pid_t tid = 0;
+	FILE *f;
+
+	assert_non_null(d);
+	while (!tid && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			if (!strcmp(comm, a) || !strcmp(comm, b))
+				tid = (pid_t)atoi(de->d_name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
+}
+
+/* Reads until the headers' end (keep-alive) or EOF (close), by deadline. */
+static size_t read_until(int fd, char *buf, size_t cap, bool to_eof, double deadline)
+{
+	size_t len = 0;
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct timespec ts;
+	ssize_t r;
+	double now;
+
+	buf[0] = 0;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+		if (now >= deadline || len + 1 >= cap)
+			return len;
+		if (poll(&p, 1, (int)((deadline - now) * 1000) + 1) <= 0)
+			continue;
+		r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			return len;
+		len += (size_t)r;
+		buf[len] = 0;
+		if (!to_eof && strstr(buf, "\r\n\r\n"))
+			return len;
+	}
+}
+
+static void test_batch_of_128_events(void **state)
+{
+	static const char body[] = "{\"prompt\":\"the river\",\"max_tokens\":2,\"stream\":true}";
+	struct ttsim_audit *a;
+	struct ttsim_server *s = start(TTSIM_RULE_STAMP, NULL, 0.0, &a);
+	struct sockaddr_in sa;
+	struct sigaction act, old;
+	struct timespec ts;
+	int fds[BATCH], i, answered = 0;
+	char req[512], buf[8192];
+	double deadline;
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)ttsim_server_port(s));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (double)ts.tv_sec + ts.tv_nsec / 1e9 + 20;
+	/* each connection answered once, so it is accepted and idle */
+	for (i = 0; i < BATCH; i++) {
+		static const char health[] = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
+
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(write(fds[i], health, sizeof(health) - 1), (ssize_t)sizeof(health) - 1);
+		read_until(fds[i], buf, sizeof(buf), false, deadline);
+		assert_non_null(strstr(buf, " 200 "));
+	}
+	usleep(100000);   /* let the polling thread go back to its wait */
+	gate_tid = find_thread("MHD-single", "ttsim-http");
+	assert_true(gate_tid > 0);
+	assert_int_equal(sem_init(&gate_parked, 0, 0), 0);
+	assert_int_equal(sem_init(&gate_open, 0, 0), 0);
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = gate_handler;
+	sigemptyset(&act.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &act, &old), 0);
+	assert_int_equal(syscall(SYS_tgkill, getpid(), gate_tid, SIGUSR1), 0);
+	while (sem_wait(&gate_parked) && errno == EINTR)
+		;
+	snprintf(req, sizeof(req), "POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: "
+		 "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		 sizeof(body) - 1, body);
+	for (i = 0; i < BATCH; i++)
+		assert_int_equal(write(fds[i], req, strlen(req)), (ssize_t)strlen(req));
+	sem_post(&gate_open);
+	for (i = 0; i < BATCH; i++) {
+		read_until(fds[i], buf, sizeof(buf), true, deadline);
+		answered += strstr(buf, "data: [DONE]") != NULL;
+		close(fds[i]);
+	}
+	sigaction(SIGUSR1, &old, NULL);
+	print_message("batch: %d of %d streams answered\n", answered, BATCH);
+	assert_int_equal(answered, BATCH);
+	sem_destroy(&gate_parked);
+	sem_destroy(&gate_open);
+	ttsim_server_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_stamp),
 		cmocka_unit_test(test_concurrent_bare_explained),
 		cmocka_unit_test(test_bad_input_keeps_serving),
+		cmocka_unit_test(test_batch_of_128_events),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,15 +1,25 @@
 /*
  * server.c - the HTTP surfaces over the generator model (see server.h).
  *
- * Threads: libmicrohttpd's one polling thread (epoll) serves every
- * connection; the generator thread steps the model; a housekeeping thread
- * wakes waiting connections for their timers (stall end, disconnect probe).
- * A connection with nothing to send is suspended (MHD_suspend_connection)
- * and resumed by whoever gives it something: the generator on a token or a
- * finish, the housekeeping thread on a timer. So no thread ever blocks on a
- * connection's behalf and, with one polling thread, the time between taking
- * a send stamp and handing the bytes to the socket is not stretched by a
- * thousand runnable connection threads sharing a core.
+ * Threads: one polling thread (srv_poll_main) drives libmicrohttpd over
+ * epoll and serves every connection; the generator thread steps the model;
+ * a housekeeping thread wakes waiting connections for their timers (stall
+ * end, disconnect probe). A connection with nothing to send is suspended
+ * (MHD_suspend_connection) and resumed by whoever gives it something: the
+ * generator on a token or a finish, the housekeeping thread on a timer. So
+ * no thread ever blocks on a connection's behalf and, with one polling
+ * thread, the time between taking a send stamp and handing the bytes to the
+ * socket is not stretched by a thousand runnable connection threads sharing
+ * a core.
+ *
+ * The polling thread is ours, not libmicrohttpd's internal one: that loop
+ * (0.9.75 daemon.c MHD_epoll, unchanged upstream since) drains epoll in
+ * rounds of 128 events and, when a round is full, waits again with the
+ * round's timeout before it handles any of them; on an idle server that is
+ * -1, so 128 requests arriving together are never answered (a hang about
+ * once in 30-60 runs of 256 concurrent streams). Ours waits in poll(2) on
+ * the epoll descriptor and our own wake descriptor, then runs one
+ * non-blocking round (MHD_run, whose epoll waits have timeout 0).
  *
  * Locking: one mutex (srv->mu) guards the model, every struct sreq and the
  * counters. The generator thread holds it while it steps the model, and
@@ -27,12 +37,16 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <limits.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -139,9 +153,12 @@ struct ttsim_server {
 	pthread_cond_t work_cv;
 	pthread_cond_t hk_cv;        /* CLOCK_MONOTONIC */
 	double hk_next;              /* when the housekeeping thread wakes next */
-	pthread_t gen_thread, hk_thread, listen_thread;
+	pthread_t gen_thread, hk_thread, listen_thread, poll_thread;
 	bool gen_started, hk_started, listen_started, stopping;
+	bool poll_started;           /* set before the listening thread ends */
 	int lfd;                     /* the bound socket, until MHD has it; -1 */
+	int epoll_fd;                /* MHD's, once listening; -1 */
+	int wake_fd;                 /* eventfd: wakes the polling thread (a resume, the stop) */
 	struct ttsim_model *model;
 	struct sreq *live;
 	struct ssock *dead;          /* dead connections not yet shut down */
@@ -283,6 +300,16 @@ static int srv_fault_at(struct ttsim_server *srv, double rate, int n)
 	return n > 1 ? 1 + (int)(rng_next(&srv->rng) % (uint64_t)(n - 1)) : 0;
 }
 
+/* Wakes the polling thread: MHD without its own thread learns of a resume
+ * only at its next round. Any thread; async-signal-safe. */
+static void srv_kick(struct ttsim_server *srv)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is already non-zero, the wake is pending */
+	(void)!write(srv->wake_fd, &one, sizeof(one));
+}
+
 /*
  * Resumes rq's connection if we suspended it. mu held. Only a connection
  * suspended by us is resumed, and only once per suspension: the suspension
@@ -295,6 +322,7 @@ static void srv_wake(struct sreq *rq, bool probe)
 	rq->suspended = false;
 	rq->probe = probe;
 	MHD_resume_connection(rq->conn);
+	srv_kick(rq->srv);
 }
 
 /* Suspends the connection until srv_wake; the timer resumes it at wake_at
@@ -2120,30 +2148,87 @@ static void srv_notify_conn(void *cls, struct MHD_Connection *conn, void **socke
 	*socket_context = NULL;
 }
 
-/* Listens on the bound socket and hands it to MHD. 0, or -1 (errno). */
+/*
+ * The polling thread: waits for MHD's epoll descriptor or the wake
+ * descriptor, at most as long as MHD_get_timeout says (0 while a connection
+ * has work left over from the last round), then runs one round. Every MHD
+ * callback runs here. Ends when woken with srv->stopping set.
+ */
+static void *srv_poll_main(void *arg)
+{
+	struct ttsim_server *srv = arg;
+	struct pollfd p[2] = { { srv->epoll_fd, POLLIN, 0 }, { srv->wake_fd, POLLIN, 0 } };
+	MHD_UNSIGNED_LONG_LONG to;
+	uint64_t v;
+	sigset_t ss;
+	bool stop, warned = false;
+	int ms;
+
+	/* as libmicrohttpd's own polling thread does */
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	for (;;) {
+		ms = MHD_get_timeout(srv->d, &to) == MHD_YES ? (to > INT_MAX ? INT_MAX : (int)to) : -1;
+		if (poll(p, 2, ms) < 0) {
+			if (errno != EINTR && !warned) {
+				warned = true;
+				ttsim_log(2, "ERROR", "ttsim", "poll: %s", strerror(errno));
+			}
+			if (errno != EINTR)
+				mono_sleep(0.01);
+			continue;
+		}
+		if (p[1].revents & POLLIN) {
+			/* cleared before the round: a resume after this read wakes us again */
+			(void)!read(srv->wake_fd, &v, sizeof(v));
+			pthread_mutex_lock(&srv->mu);
+			stop = srv->stopping;
+			pthread_mutex_unlock(&srv->mu);
+			if (stop)
+				break;
+		}
+		MHD_run(srv->d);
+	}
+	return NULL;
+}
+
+/* Listens on the bound socket, hands it to MHD and starts the polling
+ * thread. 0, or -1 (errno). */
 static int srv_listen_now(struct ttsim_server *srv)
 {
+	const union MHD_DaemonInfo *di;
 	struct MHD_Daemon *d;
-	int fd = srv->lfd;
+	int fd = srv->lfd, e = 0;
 
 	if (listen(fd, 4096))
 		return -1;
-	/* One polling thread over epoll, connections suspended while they wait
-	 * (see the top of this file). */
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			     MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, srv_handler, srv,
+	/* epoll, driven by our polling thread (see the top of this file),
+	 * connections suspended while they wait */
+	d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+			     srv_handler, srv,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_CONNECTION_LIMIT, srv->c.max_connections,
 			     MHD_OPTION_CONNECTION_TIMEOUT, 0u,
-			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u * 1024u),
 			     MHD_OPTION_NOTIFY_COMPLETED, srv_completed, srv,
 			     MHD_OPTION_NOTIFY_CONNECTION, srv_notify_conn, srv,
 			     MHD_OPTION_END);
 	if (!d)
 		return -1;
+	di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
 	pthread_mutex_lock(&srv->mu);
 	srv->d = d;
 	srv->lfd = -1;   /* MHD's now */
+	srv->epoll_fd = di ? di->epoll_fd : -1;
+	if (srv->epoll_fd < 0 || (e = pthread_create(&srv->poll_thread, NULL, srv_poll_main, srv))) {
+		srv->d = NULL;
+		pthread_mutex_unlock(&srv->mu);
+		MHD_stop_daemon(d);
+		errno = srv->epoll_fd < 0 ? EINVAL : e;
+		return -1;
+	}
+	(void)pthread_setname_np(srv->poll_thread, "ttsim-http");
+	srv->poll_started = true;
 	pthread_mutex_unlock(&srv->mu);
 	return 0;
 }
@@ -2188,6 +2273,12 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 		return status_set(si, STATUS_NOMEM, "server: out of memory");
 	srv->c = *c;
 	srv->lfd = -1;
+	srv->epoll_fd = -1;
+	srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv->wake_fd < 0) {
+		free(srv);
+		return status_set(si, STATUS_IO, "server: eventfd: %s", strerror(errno));
+	}
 	srv->c.model.audit_wall_time = true;
 	snprintf(srv->model_name, sizeof(srv->model_name), "%s", c->model_name);
 	jname = cJSON_CreateString(srv->model_name);
@@ -2300,9 +2391,13 @@ void ttsim_server_stop(struct ttsim_server *srv)
 		pthread_join(srv->listen_thread, NULL);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
+	if (srv->poll_started) {
+		srv_kick(srv);
+		pthread_join(srv->poll_thread, NULL);
+	}
 	if (srv->d) {
-		/* MHD must not be stopped with connections suspended: resume them,
-		 * their callbacks see stopping and end them. */
+		/* MHD must not be stopped with connections suspended: resume them;
+		 * MHD_stop_daemon then closes every connection. */
 		pthread_mutex_lock(&srv->mu);
 		for (rq = srv->live; rq; rq = rq->next)
 			srv_wake(rq, false);
@@ -2330,5 +2425,6 @@ void ttsim_server_stop(struct ttsim_server *srv)
 	pthread_cond_destroy(&srv->hk_cv);
 	pthread_cond_destroy(&srv->work_cv);
 	pthread_mutex_destroy(&srv->mu);
+	close(srv->wake_fd);
 	free(srv);
 }
