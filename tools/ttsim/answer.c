@@ -1,0 +1,174 @@
+/*
+ * answer.c - a non-streamed answer: the connection waits, suspended, until
+ * its request has finished, then gets the whole completion in the
+ * server's shape, vLLM's or llama-server's (see answer.h).
+ */
+#include "answer.h"
+#include "../../base/mono.h"
+#include "engine.h"
+#include "reply.h"
+#include "stream.h"
+#include "vocab.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+/* llama-server's whole answer (server_task_result_cmpl_final::to_json_oaicompat
+ * and ::to_json_oaicompat_chat), keys in its order, the numbers as
+ * nlohmann::json writes them. */
+static cJSON *answer_llama(struct ttsim_server *srv, struct engine_req *rq, const char *text)
+{
+	cJSON *j = cJSON_CreateObject(), *ch, *msg, *u, *t;
+	int pn = rq->n_prompt - rq->res.cached_tokens;
+	double pms = (rq->t_first - rq->t_arrival) * 1e3, gms = (rq->t_last - rq->t_first) * 1e3;
+	char b[32];
+
+	(void)srv;
+	if (!j)
+		return NULL;
+	if (pn < 1)
+		pn = 1;
+	ch = cJSON_CreateObject();
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
+	if (rq->chat) {
+		cJSON_AddStringToObject(ch, "finish_reason", "length");
+		cJSON_AddNumberToObject(ch, "index", 0);
+		msg = cJSON_AddObjectToObject(ch, "message");
+		cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddStringToObject(msg, "content", text);
+	} else {
+		cJSON_AddStringToObject(ch, "text", text);
+		cJSON_AddNumberToObject(ch, "index", 0);
+		cJSON_AddNullToObject(ch, "logprobs");
+		cJSON_AddStringToObject(ch, "finish_reason", "length");
+	}
+	cJSON_AddNumberToObject(j, "created", (double)rq->created);
+	cJSON_AddRawToObject(j, "model", rq->model_json);
+	cJSON_AddStringToObject(j, "system_fingerprint", ENGINE_LLAMA_BUILD);
+	cJSON_AddStringToObject(j, "object", rq->chat ? "chat.completion" : "text_completion");
+	u = cJSON_AddObjectToObject(j, "usage");
+	cJSON_AddNumberToObject(u, "completion_tokens", rq->n_tok);
+	cJSON_AddNumberToObject(u, "prompt_tokens", rq->n_prompt);
+	cJSON_AddNumberToObject(u, "total_tokens", rq->n_prompt + rq->n_tok);
+	cJSON_AddStringToObject(j, "id", rq->id);
+	t = cJSON_AddObjectToObject(j, "timings");
+	cJSON_AddNumberToObject(t, "prompt_n", pn);
+	cJSON_AddRawToObject(t, "prompt_ms", reply_jnum(pms, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_per_token_ms", reply_jnum(pms / pn, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_per_second", reply_jnum(1e3 / pms * pn, b, sizeof(b)));
+	cJSON_AddNumberToObject(t, "predicted_n", rq->n_tok);
+	cJSON_AddRawToObject(t, "predicted_ms", reply_jnum(gms, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_per_token_ms", reply_jnum(gms / rq->n_tok, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_per_second", reply_jnum(1e3 / gms * rq->n_tok, b, sizeof(b)));
+	return j;
+}
+
+static enum MHD_Result answer_full(struct ttsim_server *srv, struct MHD_Connection *conn,
+				   struct engine_req *rq)
+{
+	char *text = NULL;
+	size_t cap = (size_t)rq->n_tok * 64 + 1, len = 0;
+	cJSON *j = NULL, *choices, *ch, *msg, *usage;
+	enum MHD_Result ret = MHD_NO;
+	int i;
+
+	text = malloc(cap);
+	if (!text)
+		goto out;
+	text[0] = 0;
+	for (i = 0; i < rq->n_tok; i++)
+		if (ttsim_vocab_append(rq->toks[i], text, cap, &len) < 0)
+			break;
+	if (srv->c.profile == TTSIM_LLAMACPP) {
+		j = answer_llama(srv, rq, text);
+		if (j)
+			ret = reply_json(conn, MHD_HTTP_OK, j);
+		goto out;
+	}
+	j = cJSON_CreateObject();
+	if (!j)
+		goto out;
+	cJSON_AddStringToObject(j, "id", rq->id);
+	cJSON_AddStringToObject(j, "object", rq->chat ? "chat.completion" : "text_completion");
+	cJSON_AddNumberToObject(j, "created", (double)rq->created);
+	cJSON_AddStringToObject(j, "model", srv->model_name);
+	choices = cJSON_AddArrayToObject(j, "choices");
+	ch = cJSON_CreateObject();
+	cJSON_AddItemToArray(choices, ch);
+	cJSON_AddNumberToObject(ch, "index", 0);
+	if (rq->chat) {
+		msg = cJSON_AddObjectToObject(ch, "message");
+		cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddStringToObject(msg, "content", text);
+		cJSON_AddArrayToObject(msg, "tool_calls");
+	} else {
+		cJSON_AddStringToObject(ch, "text", text);
+	}
+	cJSON_AddNullToObject(ch, "logprobs");
+	cJSON_AddStringToObject(ch, "finish_reason", "length");
+	cJSON_AddNullToObject(ch, "stop_reason");
+	usage = cJSON_AddObjectToObject(j, "usage");
+	cJSON_AddNumberToObject(usage, "prompt_tokens", rq->n_prompt);
+	cJSON_AddNumberToObject(usage, "total_tokens", rq->n_prompt + rq->n_tok);
+	cJSON_AddNumberToObject(usage, "completion_tokens", rq->n_tok);
+	cJSON_AddNullToObject(usage, "prompt_tokens_details");
+	ret = reply_json(conn, MHD_HTTP_OK, j);
+out:
+	cJSON_Delete(j);
+	free(text);
+	return ret;
+}
+
+/*
+ * The non-streamed answer, once the request has finished: called when the
+ * request is submitted and again each time its suspended connection is
+ * resumed. Returns MHD_YES after suspending to wait, MHD_NO to close the
+ * connection unanswered (client gone, abort, reset fault).
+ */
+enum MHD_Result answer_step(struct ttsim_server *srv, struct MHD_Connection *conn,
+			    struct engine_conn *sc)
+{
+	struct engine_req *rq = sc->rq;
+	bool fault = rq->reset_at >= 0;
+	double now = mono_now();
+
+	pthread_mutex_lock(&srv->mu);
+	if (srv->stopping)
+		goto drop;
+	if (!rq->finished) {
+		/* Every token resumes the wait, so the timer alone would never
+		 * probe while tokens come: probe by time as well. */
+		if (rq->probe || now >= rq->probe_at) {
+			if (stream_peer_closed(conn))
+				goto drop;
+			rq->probe_at = now + ENGINE_PROBE_S;
+		}
+		engine_suspend(srv, rq, rq->probe_at);
+		pthread_mutex_unlock(&srv->mu);
+		return MHD_YES;
+	}
+	if (rq->aborted || fault) {
+		pthread_mutex_unlock(&srv->mu);
+		if (fault)
+			stream_linger0(conn);
+		return MHD_NO;
+	}
+	if (rq->stall_at >= 0 && !rq->stalled) {
+		now = mono_now();
+		if (rq->stall_until == 0)
+			rq->stall_until = now + srv->c.stall_s;
+		if (now < rq->stall_until) {
+			engine_suspend(srv, rq, rq->stall_until);
+			pthread_mutex_unlock(&srv->mu);
+			return MHD_YES;
+		}
+		rq->stalled = true;
+	}
+	pthread_mutex_unlock(&srv->mu);
+	sc->wait_full = false;
+	/* Finished requests are immutable: reading without the lock is safe. */
+	return answer_full(srv, conn, rq);
+drop:
+	pthread_mutex_unlock(&srv->mu);
+	return MHD_NO;
+}

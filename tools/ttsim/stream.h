@@ -1,0 +1,28 @@
+/*
+ * stream.h - streamed answers (text/event-stream) and what a waiting
+ * connection needs: whether its client has gone, and an abortive close.
+ */
+#ifndef TTSIM_STREAM_H
+#define TTSIM_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <microhttpd.h>
+
+struct ttsim_server;
+struct engine_req;
+
+/* True when conn's client has closed its end (a readable socket at EOF). */
+bool stream_peer_closed(struct MHD_Connection *conn);
+/* Makes conn's close abortive: the peer sees a reset. */
+void stream_linger0(struct MHD_Connection *conn);
+/* Appends rq's send stamps to the send log, once. Polling thread, mu not
+ * held. */
+void stream_log_stamps(struct ttsim_server *srv, struct engine_req *rq);
+/* MHD's content reader for a streamed answer; cls is the engine_req. */
+ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max);
+
+#endif
