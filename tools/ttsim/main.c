@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -382,12 +383,14 @@ static unsigned main_raise_nofile(void)
  *   G|LEVEL|where|text   a loguru line on its stderr (tt-metal's model code,
  *                        the generator's audit and guard lines)
  *   S|text               a tt-metal C++ (spdlog) line on its stdout, as is
+ *   Y|                   answer one byte on fd 4: every line before is written
  * So the engine lines, the audit and the guard lines are written by the
  * engine process, whose start record a capture has, as on the real stack. */
 
 #define ENGINE_LINE_MAX (1u << 20)
 
 static int main_engine_fd = -1;   /* the pipe to the engine process; -1 none */
+static int main_engine_ack = -1;  /* its answers to Y records (fd 4 there); -1 none */
 static pid_t main_engine_pid = -1;
 
 /* One record to the engine process (or, without one, printed here). */
@@ -423,26 +426,39 @@ static void main_eng(char tag, const char *level, const char *where, const char 
  * process's (said on stderr). */
 static void main_engine_start(void)
 {
-	int pfd[2];
+	int pfd[2], afd[2];
 	pid_t pid;
 
 	if (pipe2(pfd, O_CLOEXEC))
 		goto none;
+	/* without the answer pipe the engine's lines may come after "listening" */
+	if (pipe2(afd, O_CLOEXEC))
+		afd[0] = afd[1] = -1;
 	pid = fork();
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		if (afd[0] >= 0) {
+			close(afd[0]);
+			close(afd[1]);
+		}
 		goto none;
 	}
 	if (pid == 0) {
-		/* fd 3 without close-on-exec (dup2 onto itself keeps the flag) */
+		/* fds 3 and 4 without close-on-exec (dup2 onto itself keeps the
+		 * flag); afd[1] > pfd[0], so fd 3 is set first */
 		if (pfd[0] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(pfd[0], 3) < 0)
+			_exit(127);
+		if (afd[1] >= 0 && (afd[1] == 4 ? fcntl(4, F_SETFD, 0) < 0 : dup2(afd[1], 4) < 0))
 			_exit(127);
 		execl("/proc/self/exe", "ttsim", "engine-core", (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[0]);
+	if (afd[1] >= 0)
+		close(afd[1]);
 	main_engine_fd = pfd[1];
+	main_engine_ack = afd[0];
 	main_engine_pid = pid;
 	return;
 none:
@@ -450,10 +466,33 @@ none:
 		strerror(errno));
 }
 
+/* Waits (10 s at most) until the engine process has written every line sent
+ * so far: vLLM's API server starts serving only once its engine core is up,
+ * so the engine's start-up lines come before "listening" and the port file. */
+static void main_engine_sync(void)
+{
+	struct pollfd p;
+	char b;
+	int r;
+
+	if (main_engine_fd < 0 || main_engine_ack < 0 ||
+	    ttsim_log_write_all(main_engine_fd, "Y|\n", 3) < 0)
+		return;
+	p.fd = main_engine_ack;
+	p.events = POLLIN;
+	while ((r = poll(&p, 1, 10000)) < 0 && errno == EINTR)
+		;
+	if (r > 0)
+		(void)!read(main_engine_ack, &b, 1);
+}
+
 static void main_engine_stop(void)
 {
 	int st;
 
+	if (main_engine_ack >= 0)
+		close(main_engine_ack);
+	main_engine_ack = -1;
 	if (main_engine_fd < 0)
 		return;
 	close(main_engine_fd);
@@ -492,6 +531,10 @@ static int cmd_engine_core(void)
 				nl = buf + len - 1;   /* an overlong record: cut */
 			*nl = '\0';
 			off = (size_t)(nl - buf) + 1;
+			if (line[0] == 'Y' && line[1] == '|') {
+				(void)!write(4, "y", 1);
+				continue;
+			}
 			if (line[0] == 'S' && line[1] == '|') {
 				(void)dprintf(STDOUT_FILENO, "%s%s\n", ttsim_log_proc_prefix(1), line + 2);
 				continue;
@@ -891,6 +934,7 @@ static int cmd_serve(int argc, char **argv)
 			c.audit = audit;
 		}
 		main_engine_banners(&c, arm, !fault_no_banner, !arm_set);
+		main_engine_sync();
 	} else {
 		ttsim_log_setup(NULL);
 		fprintf(stderr, "build: 6000 (ttsim) with cc for x86_64-linux-gnu\n"
