@@ -174,7 +174,7 @@ static void test_gateway_400(void **state)
 	(void)state;
 	srv.completion_status = 400;
 	srv.completion = "{\"object\":\"error\",\"message\":\"model is not loaded yet\"}";
-	assert_int_equal(climb(&r, 0.4), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_false(r.ready);
 	assert_int_equal(r.failed, READY_GENERATE);
 	assert_true(r.rung[READY_MODELS].passed);
@@ -194,14 +194,14 @@ static void test_no_token(void **state)
 
 	(void)state;
 	srv.completion = "{\"id\":\"cmpl-1\",\"choices\":[{\"text\":\"\"}],\"usage\":{\"completion_tokens\":0}}";
-	assert_int_equal(climb(&r, 0.3), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_int_equal(r.failed, READY_GENERATE);
 	assert_non_null(strstr(r.rung[READY_GENERATE].last_error, "no generated token"));
 	srv.completion = "{\"id\":\"cmpl-1\",\"choices\":[{\"text\":\"\"}]}";
-	assert_int_equal(climb(&r, 0.3), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_non_null(strstr(r.rung[READY_GENERATE].last_error, "text is empty"));
 	srv.completion = "<html>ok</html>";
-	assert_int_equal(climb(&r, 0.3), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_non_null(strstr(r.rung[READY_GENERATE].last_error, "no choices"));
 	/* no usage block, but text: one token came back */
 	srv.completion = "{\"id\":\"cmpl-2\",\"choices\":[{\"text\":\" a\"}]}";
@@ -214,11 +214,11 @@ static void test_metrics_rung(void **state)
 
 	(void)state;
 	srv.metrics = "<html>upstream connect error</html>\n";
-	assert_int_equal(climb(&r, 0.3), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_int_equal(r.failed, READY_METRICS);
 	assert_non_null(strstr(r.rung[READY_METRICS].last_error, "do not parse: line 1"));
 	srv.metrics = "# HELP nothing yet\n";
-	assert_int_equal(climb(&r, 0.3), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_int_equal(r.failed, READY_METRICS);
 	assert_non_null(strstr(r.rung[READY_METRICS].last_error, "no sample"));
 }
@@ -231,13 +231,13 @@ static void test_models_rung(void **state)
 
 	(void)state;
 	srv.models = "{\"object\":\"list\",\"data\":[]}";
-	assert_int_equal(climb(&r, 0.3), STATUS_TIMEOUT);
+	assert_int_equal(climb(&r, 1.0), STATUS_TIMEOUT);
 	assert_int_equal(r.failed, READY_MODELS);
 	assert_non_null(strstr(r.rung[READY_MODELS].last_error, "empty"));
 	srv.models = good_models;
 	o.url = base;
 	o.model = "other";
-	o.timeout = 0.3;
+	o.timeout = 1.0;
 	o.interval = 0.05;
 	assert_int_equal(ready_wait(&o, &r, &si), STATUS_TIMEOUT);
 	assert_non_null(strstr(r.rung[READY_MODELS].last_error, "'other' is not listed"));
@@ -255,7 +255,7 @@ static void test_unreachable_and_usage(void **state)
 	o.url = NULL;
 	assert_int_equal(ready_wait(&o, &r, &si), STATUS_USAGE);
 	o.url = "http://127.0.0.1:1";   /* nothing listens on port 1 */
-	o.timeout = 0.3;
+	o.timeout = 1.0;
 	o.interval = 0.05;
 	assert_int_equal(ready_wait(&o, &r, &si), STATUS_TIMEOUT);
 	assert_int_equal(r.failed, READY_HEALTH);

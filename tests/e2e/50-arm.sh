@@ -12,9 +12,9 @@ unset QWEN36_PREFILLED_SLOTS_FIX QWEN36_MERGE_BATCH_GUARD QWEN36_MERGE_LIFETIME_
 	QWEN36_MERGE_STAMP_GUARD QWEN36_MERGE_GARBAGE_BOUND
 
 # traffic that makes reset_batch merges with rows reused by other requests (as
-# in 71-ttsim-faults): 30 concurrent completions in ttsim.inc's chain of shapes
+# in 71-ttsim-faults): 96 concurrent completions in ttsim.inc's chain of shapes
 load() {
-	sim_load 30
+	sim_load 96   # enough merges that one separates the arms, however the requests batch
 }
 # arm WANT ARGS...: ttaudit arm --json with the example spec; report in $T/out
 arm() {

@@ -100,8 +100,12 @@ expect_rc 0 "$TTAUDIT" bench --url "$URL" --no-progress --chat --input-tokens 32
 	--concurrency 2 -o "$T/think.jsonl"
 eq "$(jq -s -c '[.[] | select(.kind == "request") | [.reasoning_tokens, .answer_tokens]] | unique' "$T/think.jsonl")" \
 	'[[4,6]]' "reasoning and answer tokens counted apart"
-jq -s -e '[.[] | select(.kind == "request") | .ttft_answer_s > .ttft_s] | all' "$T/think.jsonl" >/dev/null ||
-	fail "the first answer token is not after the first output token"
+# (never before it; after it on some request at least: the kernel may hand
+# the thinking and the first answer chunks over in one read, one stamp)
+jq -s -e '[.[] | select(.kind == "request") | .ttft_answer_s >= .ttft_s] | all' "$T/think.jsonl" >/dev/null ||
+	fail "the first answer token is before the first output token"
+jq -s -e '[.[] | select(.kind == "request") | .ttft_answer_s > .ttft_s] | any' "$T/think.jsonl" >/dev/null ||
+	fail "the first answer token is never after the first output token"
 
 jq -s -r '.[] | select(.kind == "request") | "\(.id) \(.t_sent + .ttft_s)"' "$T/think.jsonl" | sort >"$T/first.txt"
 jq -r 'select(.i == 0) | "\(.req) \(.mono_start) \(.mono)"' "$T/send.jsonl" | sort >"$T/sent0.txt"
