@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,7 @@ struct audit_reader {
 	size_t win_len, win_res;    /* the window's size, the reservation's */
 	off_t win_off;              /* the file offset of win[0] */
 	off_t size;                 /* the mapped file's size when it was opened */
+	int live;                   /* its slot in reader_live, -1: none */
 	int eof;
 	bool failed;                /* a read error or a truncated stream: no more lines */
 	long line;
@@ -179,8 +181,61 @@ struct audit_reader {
 	struct reader_hash hash;
 };
 
+/*
+ * The windows being read, for audit_reader_fault(): a signal handler looks
+ * an address up without a lock or an allocation. A reader takes a slot when
+ * it maps a window and gives it back when it stops reading in place; with
+ * every slot taken a fault is still reported, without the file's name.
+ */
+#define READER_LIVE 64
+static struct {
+	atomic_int used;
+	_Atomic(uintptr_t) lo, hi;
+	_Atomic(const char *) path;
+} reader_live[READER_LIVE];
+
+static void reader_live_set(struct audit_reader *r)
+{
+	int i, zero;
+
+	if (r->live < 0)
+		for (i = 0; i < READER_LIVE && r->live < 0; i++) {
+			zero = 0;
+			if (atomic_compare_exchange_strong(&reader_live[i].used, &zero, 1))
+				r->live = i;
+		}
+	if (r->live < 0)
+		return;
+	atomic_store(&reader_live[r->live].path, r->file);
+	atomic_store(&reader_live[r->live].lo, (uintptr_t)r->win);
+	atomic_store(&reader_live[r->live].hi, (uintptr_t)r->win + r->win_res);
+}
+
+static void reader_live_clear(struct audit_reader *r)
+{
+	if (r->live < 0)
+		return;
+	atomic_store(&reader_live[r->live].hi, 0);
+	atomic_store(&reader_live[r->live].lo, 0);
+	atomic_store(&reader_live[r->live].path, NULL);
+	atomic_store(&reader_live[r->live].used, 0);
+	r->live = -1;
+}
+
+const char *audit_reader_fault(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	int i;
+
+	for (i = 0; i < READER_LIVE; i++)
+		if (a >= atomic_load(&reader_live[i].lo) && a < atomic_load(&reader_live[i].hi))
+			return atomic_load(&reader_live[i].path);
+	return NULL;
+}
+
 static void reader_close(struct audit_reader *r)
 {
+	reader_live_clear(r);
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -253,6 +308,7 @@ static int reader_map_fill(struct audit_reader *r, struct status_info *si)
 		 * another thread's mapping: the reservation is forgotten, never
 		 * mapped over or unmapped again (the next file makes a new one).
 		 */
+		reader_live_clear(r);
 		r->win = NULL;
 		r->mapped = false;
 		r->base = r->buf;
@@ -266,6 +322,7 @@ static int reader_map_fill(struct audit_reader *r, struct status_info *si)
 	r->win_off = from;
 	r->start = (size_t)(at - from);
 	r->end = len;
+	reader_live_set(r);
 	/* counted and hashed once, in order: the bytes the last window did not have */
 	if ((size_t)(from + (off_t)len) > old_end) {
 		size_t fresh = (size_t)(from + (off_t)len) - old_end;
@@ -284,6 +341,7 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	name = strdup(path);
 	if (!name)
 		return status_set_at(si, STATUS_NOMEM, path, 0, 0, "out of memory");
+	reader_live_clear(r);   /* its path is about to be freed */
 	free(r->file);
 	r->file = name;
 	memset(&r->stats, 0, sizeof(r->stats));
@@ -322,6 +380,7 @@ static enum status reader_new(struct audit_reader **out, const char *path, bool 
 	if (!r)
 		goto out;
 	r->fd = -1;
+	r->live = -1;
 	r->max_line = opts && opts->max_line ? opts->max_line : AUDIT_READER_MAX_LINE;
 	r->max_depth = opts && opts->max_depth ? opts->max_depth : JDOC_MAX_DEPTH;
 	r->scan = opts && opts->scan;
@@ -385,6 +444,7 @@ void audit_reader_free(struct audit_reader *r)
 	if (!r)
 		return;
 	reader_close(r);
+	reader_live_clear(r);
 	if (r->win)
 		munmap(r->win, r->win_res);
 	jdoc_free(r->doc);

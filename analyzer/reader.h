@@ -171,4 +171,15 @@ void audit_reader_identity(const struct audit_reader *r, dev_t *dev, ino_t *ino)
 uint64_t audit_reader_content_hash(const struct audit_reader *r);
 void audit_reader_free(struct audit_reader *r);
 
+/*
+ * A plain file of some size is read in place (mapped); if it shrinks while
+ * it is read (logrotate's copytruncate), touching the bytes that went away
+ * raises SIGBUS. For a SIGBUS handler (async-signal-safe: no lock, no
+ * allocation): the name of the file whose window holds addr (the signal's
+ * si_addr), or NULL when no reader maps it. The library installs no
+ * handler; the program decides (the ttaudit executable names the file and
+ * exits 2).
+ */
+const char *audit_reader_fault(const void *addr);
+
 #endif

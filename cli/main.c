@@ -1,14 +1,17 @@
 /*
  * main.c - ttaudit's entry point: a command table in the style of git.
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "opt.h"
+#include "reader.h"
 
 struct cli_cmd {
 	const char *name;
@@ -178,9 +181,44 @@ static int main_help(int argc, char **argv)
 	return c->fn(2, help_argv);
 }
 
+/*
+ * SIGBUS from an input read in place that shrank under the reader (a log
+ * truncated by logrotate's copytruncate): no report comes from half a file;
+ * the file is named and the exit status is 2 (bad input), as for any input
+ * that cannot be read whole. Any other SIGBUS is a real fault and is raised
+ * again with the default action. Only async-signal-safe calls here.
+ */
+static void main_sigbus(int sig, siginfo_t *info, void *uc)
+{
+	static const char a[] = "ttaudit: ", b[] = ": the file shrank while it was read "
+		"(truncated in place, as logrotate's copytruncate does); no report. "
+		"Read a file that may be truncated through stdin: ttaudit replay - < FILE\n";
+	const char *path = info ? audit_reader_fault(info->si_addr) : NULL;
+	ssize_t w;
+
+	(void)uc;
+	if (!path) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	w = write(2, a, sizeof(a) - 1);
+	w = write(2, path, strlen(path));
+	w = write(2, b, sizeof(b) - 1);
+	(void)w;
+	_exit(CLI_USAGE);
+}
+
 int main(int argc, char **argv)
 {
 	const struct cli_cmd *c;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = main_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 
 	if (argc < 2) {
 		main_usage(stderr);
