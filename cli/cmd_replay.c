@@ -175,6 +175,7 @@ int cmd_replay(int argc, char **argv)
 {
 	struct rule rules[RULE_MAX_LIST];
 	struct replay_opts o;
+	struct progress prog;
 	struct replay *r = NULL;
 	int n, rc;
 
@@ -185,6 +186,8 @@ int cmd_replay(int argc, char **argv)
 		return cli_usage_error("replay", "no audit file given (see --help)");
 	if ((rc = replay_cli_opts("replay", rp_rules, rules, &o)) >= 0)
 		return rc;
+	progress_init(&prog, "replay", "merges", progress_input_size((const char *const *)argv, (size_t)n));
+	o.progress = prog.on ? &prog : NULL;   /* off: nothing counted either */
 	r = replay_new(&o);
 	if (!r)
 		return cli_usage_error("replay", "out of memory");
@@ -192,6 +195,7 @@ int cmd_replay(int argc, char **argv)
 	 * would pass for the report of the input asked for); a cut gzip gives
 	 * the report of what was read, and still exit 2. */
 	rc = replay_cli_run("replay", r, n, argv);
+	progress_release(&prog);
 	if (rc == CLI_USAGE && (o.strict || replay_n_unreadable(r)))
 		goto out;
 	if (o.explain && !replay_n_explained(r)) {
@@ -216,6 +220,7 @@ int cmd_validate(int argc, char **argv)
 	struct rule rules[RULE_MAX_LIST];
 	struct replay_opts o;
 	struct validate_opts vo;
+	struct progress prog;
 	struct replay *r = NULL;
 	int n, rc, ok;
 
@@ -231,12 +236,15 @@ int cmd_validate(int argc, char **argv)
 	if (o.n_rules != 1)
 		return cli_usage_error("validate", "--rule takes one rule (a+b combines)");
 	o.keep_sites = true;
+	progress_init(&prog, "validate", "merges", progress_input_size((const char *const *)argv, (size_t)n));
+	o.progress = prog.on ? &prog : NULL;   /* off: nothing counted either */
 	r = replay_new(&o);
 	if (!r)
 		return cli_usage_error("validate", "out of memory");
 	/* A file that cannot be read (or was cut short) is bad input, exit 2 and
 	 * no verdict: CI must be able to tell a typo from an unsafe guard. */
 	rc = replay_cli_run("validate", r, n, argv);
+	progress_release(&prog);
 	if (rc == CLI_USAGE && (o.strict || replay_n_unreadable(r)))
 		goto out;
 	vo.max_forgone_pct = rp_max_forgone;

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -77,6 +78,7 @@ struct replay_job {
 	struct replay_end ends[REPLAY_ENDS_SHOWN];
 	size_t n_ends;
 	uint64_t ends_dropped;
+	uint64_t prog_bytes, prog_merges;   /* read since the last report to r->prog */
 	const struct replay *r;
 };
 
@@ -84,6 +86,12 @@ struct replay_job {
 struct replay_seen {
 	uint64_t key, a, b;        /* a, b: dev and inode, or hash and length */
 	size_t file;
+};
+
+/* What every job has read, for the progress line; drawn by one thread at a time. */
+struct replay_prog {
+	_Atomic uint64_t bytes, merges;
+	atomic_flag drawing;
 };
 
 struct replay {
@@ -107,6 +115,7 @@ struct replay {
 	struct replay_end ends[REPLAY_ENDS_SHOWN];
 	size_t n_ends;
 	uint64_t ends_dropped;
+	struct replay_prog *prog;          /* for opts.progress: counts every job adds to */
 	struct replay_seen *seen_id, *seen_content;   /* open addressing, cap_seen slots each */
 	size_t n_seen_id, n_seen_content, cap_seen_id, cap_seen_content;
 	struct audit_reader *reader;       /* the serial path's reader, reused file to file */
@@ -237,7 +246,12 @@ struct replay *replay_new(const struct replay_opts *opts)
 	if (!r->opts.diag)
 		r->opts.diag = stderr;
 	r->total = tally_new(r->rules, opts->n_rules, opts->max_pos);
-	if (!r->total) {
+	if (opts->progress) {
+		r->prog = calloc(1, sizeof(*r->prog));
+		if (r->prog)
+			atomic_flag_clear(&r->prog->drawing);
+	}
+	if (!r->total || (opts->progress && !r->prog)) {
 		replay_free(r);
 		return NULL;
 	}
@@ -274,6 +288,7 @@ void replay_free(struct replay *r)
 	free(r->seen_content);
 	audit_reader_free(r->reader);
 	tally_free(r->total);
+	free(r->prog);
 	free(r);
 }
 
@@ -722,6 +737,7 @@ static void job_item(struct replay_job *j, const struct audit_item *it)
 		if (r->opts.explain && m->step == r->opts.explain_step)
 			job_explain(j, p, m, it->line, max_pos);
 		tally_merge(p->tally, m, j->path, it->line);
+		j->prog_merges++;
 		if (r->opts.explain)
 			proc_note_resident(p, m, max_pos);
 	} else if (e->kind == EVENT_GATE) {
@@ -735,6 +751,22 @@ static void job_item(struct replay_job *j, const struct audit_item *it)
 			p->gate.refused++;
 		if (g->has_keep && g->keep && g->force)
 			p->gate.forced++;
+	}
+}
+
+/* Adds what j read since it last did to the shared counts; draws if no other thread is. */
+static void job_progress(struct replay_job *j, const struct audit_reader *rd)
+{
+	struct replay_prog *pr = j->r->prog;
+	uint64_t b = audit_reader_stats(rd)->bytes;
+
+	atomic_fetch_add(&pr->bytes, b - j->prog_bytes);
+	atomic_fetch_add(&pr->merges, j->prog_merges);
+	j->prog_bytes = b;
+	j->prog_merges = 0;
+	if (!atomic_flag_test_and_set(&pr->drawing)) {
+		progress_update(j->r->opts.progress, atomic_load(&pr->bytes), atomic_load(&pr->merges));
+		atomic_flag_clear(&pr->drawing);
 	}
 }
 
@@ -786,7 +818,11 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 			break;
 		}
 		job_item(j, &it);
+		if (r->prog && j->prog_merges >= 256)
+			job_progress(j, *rd);
 	}
+	if (r->prog)
+		job_progress(j, *rd);
 	j->st = st;
 	j->stats = *audit_reader_stats(*rd);
 	j->hash = audit_reader_content_hash(*rd);

@@ -23,6 +23,7 @@
 #include "evidence.h"
 #include "reader.h"
 #include "rule.h"
+#include "progress.h"
 #include "status.h"
 #include "tally.h"
 
@@ -53,6 +54,12 @@ struct replay_opts {
 	FILE *diag;                 /* malformed-line messages and notes; NULL: stderr */
 	bool keep_sites;            /* per-file counts and substitution sites (validate) */
 	size_t max_sites;           /* per file; 0: 1000 */
+	/*
+	 * Bytes read and merges replayed, drawn while the files are read (base/
+	 * progress.h; the caller inits and releases it); with --jobs the threads
+	 * add to one count and whichever is free draws. NULL: none.
+	 */
+	struct progress *progress;
 };
 
 /* A place where a rule let a substitution through. */

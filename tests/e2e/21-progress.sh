@@ -26,6 +26,9 @@ check() {
 	if grep -q "$esc" "$T/err3"; then fail "$name: progress drawn with TTAUDIT_PROGRESS=0"; fi
 	cmp -s "$T/out2" "$T/out3" || fail "$name: output differs with the progress line off"
 }
+check replay replay -
+check replay replay --jobs 2 - "$T/big.jsonl"
+check validate validate --rule batch -
 check report report timeline - -o "$T/t.svg"
 
 # pair: a run record from a real bench, the big audit as the capture
@@ -35,4 +38,4 @@ sim_start p --time-scale 0
 	--concurrency 2 -o "$T/run.jsonl" >/dev/null 2>&1 || fail "bench for pair's run record"
 sim_stop
 check pair pair --run "$T/run.jsonl" --capture -
-echo "progress: report and pair draw it on a terminal only"
+echo "progress: replay, validate, report and pair draw it on a terminal only"
