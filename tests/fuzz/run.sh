@@ -37,8 +37,8 @@ build() {   # build NAME SOURCES... [-lLIB]
 
 build fuzz_line base/jdoc.c analyzer/event.c base/status.c
 build fuzz_scan base/jdoc.c analyzer/event.c base/status.c
-build fuzz_replay base/jdoc.c base/status.c base/jsonw.c base/rate.c analyzer/event.c analyzer/evidence.c \
-	analyzer/reader.c analyzer/rule.c analyzer/tally.c replay/replay.c replay/validate.c base/auditline.c -lz -lpthread
+build fuzz_replay base/jdoc.c base/status.c base/jsonw.c base/rate.c base/progress.c base/mono.c analyzer/event.c analyzer/evidence.c \
+	analyzer/reader.c analyzer/rule.c analyzer/tally.c replay/replay.c replay/replay_report.c replay/replay_combine.c replay/validate.c base/auditline.c -lz -lpthread
 [ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c base/auditline.c \
 	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
 	base/status.c -lpcre2-8
