@@ -951,6 +951,7 @@ static void test_read_alloc_failures(void **state)
 #define TEST_ASAN 1
 #endif
 #endif
+#ifndef TEST_ASAN
 static sigjmp_buf bus_jump;
 static const char *bus_path;
 
@@ -961,6 +962,7 @@ static void on_bus(int sig, siginfo_t *info, void *uc)
 	bus_path = audit_reader_fault(info->si_addr);
 	siglongjmp(bus_jump, 1);
 }
+#endif
 
 static void test_truncated_in_place(void **state)
 {
