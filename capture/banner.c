@@ -17,30 +17,57 @@ struct banner_rule {
 };
 
 /*
- * Prefilter: most lines are not banners, and one regex search per line is
- * the shim's largest cost on a busy log. Each rule's pattern is read for
- * literal text every match must contain: in each top-level branch, its
- * longest run of literal bytes (up to BANNER_RUN_MAX). Every 4-byte window
- * of that run is hashed into `gram`. A run of m bytes has m - 3 windows, so
- * wherever it occurs in a line, one of them starts at a multiple of any
- * stride up to m - 3: the line is probed only at those offsets, `stride`
- * being the smallest m - 3 over all branches. A line none of whose probes
- * hits the table cannot match, and skips the regex. Each window is hashed
- * twice, into `gram` and `gram2` (a two-probe Bloom filter), so that few
- * ordinary lines pay for a regex search they did not need. A rule without
- * a usable literal sets `always` and disables the filter.
+ * Prefilter: most lines are not banners, and a regex search per line is the
+ * shim's largest cost on a busy log. Each rule's pattern is read for literal
+ * text every match must contain: in each top-level branch, its longest run
+ * of literal bytes (up to BANNER_RUN_MAX, at least BANNER_LIT_MIN). A line
+ * can match a rule only if it holds one of the rule's literals, whole.
+ *
+ * Finding them: every 4-byte window of every literal is indexed by its
+ * bytes (`head`/`ent`, a chained hash of the window, with a two-probe Bloom
+ * filter in front so that most probes end at one bit test). A literal of m
+ * bytes has m - 3 windows, so wherever it occurs in a line one of them
+ * starts at a multiple of any stride up to m - 3: the line is probed only
+ * at those offsets, `stride` being the smallest m - 3 over all literals.
+ * Each window that is indexed names the literals it belongs to and where;
+ * the literal is then compared whole (memcmp) at the place the window puts
+ * it. Only a rule whose literal is really there has its own regex run, in
+ * rule order, so a line full of fragments of rules (`decode`, `version`,
+ * `engaged`) costs a few probes and comparisons and no regex. A rule from
+ * which no literal can be read (inline options such as `(?i)`, `\Q...\E`,
+ * lookarounds, a branch without four literal bytes in a row) is tried on
+ * every line: the others stay filtered.
  */
-#define BANNER_GRAM_BITS 16
+#define BANNER_GRAM_BITS 14
 #define BANNER_LIT_MIN 4
 #define BANNER_RUN_MAX 32
+#define BANNER_MAX_LITS 1024
+
+struct banner_lit {
+	unsigned char s[BANNER_RUN_MAX];
+	unsigned len;
+	unsigned rule;
+};
+
+/* One window of one literal: the literal, and the window's offset in it. */
+struct banner_ent {
+	uint32_t gram;
+	uint16_t lit;
+	uint8_t off;
+	int32_t next;            /* next entry in the same hash chain, -1 ends */
+};
 
 struct banner_set {
 	struct banner_rule *rules;
 	size_t n_rules;
-	pcre2_code *all;         /* every rule in one alternation, or NULL */
-	int all_jit;
-	int always;              /* some rule has no literal: no prefilter */
-	size_t stride;           /* probe every stride-th window (>= 1 once a run is added) */
+	uint64_t always[BANNER_MAX_RULES / 64];   /* rules without a literal */
+	int any_always;
+	size_t stride;           /* probe every stride-th window (>= 1 once a literal is added) */
+	struct banner_lit *lits;
+	size_t n_lits;
+	struct banner_ent *ent;
+	size_t n_ent;
+	int32_t head[1u << BANNER_GRAM_BITS];
 	uint64_t gram[(1u << BANNER_GRAM_BITS) / 64];
 	uint64_t gram2[(1u << BANNER_GRAM_BITS) / 64];
 };
@@ -125,18 +152,50 @@ static size_t banner_brace_end(const char *p, size_t n)
 	return 0;
 }
 
-static void banner_add_run(struct banner_set *set, const unsigned char *run, size_t len)
+/* Indexes one literal of rule `rule`. 0 when the set's tables are full. */
+static int banner_add_run(struct banner_set *set, unsigned rule, const unsigned char *run, size_t len)
 {
 	size_t i;
+	struct banner_lit *lit;
 
+	if (set->n_lits == BANNER_MAX_LITS)
+		return 0;
+	lit = &set->lits[set->n_lits];
+	memcpy(lit->s, run, len);
+	lit->len = (unsigned)len;
+	lit->rule = rule;
 	for (i = 0; i + BANNER_LIT_MIN <= len; i++) {
 		uint32_t v = banner_gram(run + i);
 		unsigned h = banner_hash1(v), h2 = banner_hash2(v);
+		struct banner_ent *e = &set->ent[set->n_ent];
+
 		set->gram[h / 64] |= (uint64_t)1 << (h % 64);
 		set->gram2[h2 / 64] |= (uint64_t)1 << (h2 % 64);
+		e->gram = v;
+		e->lit = (uint16_t)set->n_lits;
+		e->off = (uint8_t)i;
+		e->next = set->head[h];
+		set->head[h] = (int32_t)set->n_ent++;
 	}
+	set->n_lits++;
 	if (!set->stride || len - (BANNER_LIT_MIN - 1) < set->stride)
 		set->stride = len - (BANNER_LIT_MIN - 1);
+	return 1;
+}
+
+/*
+ * Takes the literals from n_lits on (and their windows from n_ent on) back
+ * out of the index: they belong to a rule that turned out to have a branch
+ * without one. Entries are removed newest first, so each is a chain head.
+ */
+static void banner_unindex(struct banner_set *set, size_t n_lits, size_t n_ent)
+{
+	while (set->n_ent > n_ent) {
+		struct banner_ent *e = &set->ent[--set->n_ent];
+		set->head[banner_hash1(e->gram)] = e->next;
+	}
+	set->n_lits = n_lits;
+	/* Bloom bits are left set: a stale bit only costs a chain walk. */
 }
 
 /*
@@ -146,7 +205,7 @@ static void banner_add_run(struct banner_set *set, const unsigned char *run, siz
  * Reading too little is safe (the filter lets more lines through); reading a
  * byte as literal that a match need not contain would hide banners.
  */
-static int banner_literals(struct banner_set *set, const char *pat, size_t n)
+static int banner_literals(struct banner_set *set, unsigned rule, const char *pat, size_t n)
 {
 	unsigned char run[BANNER_RUN_MAX], best[BANNER_RUN_MAX];
 	size_t i = 0, len = 0, best_len = 0;
@@ -159,9 +218,8 @@ static int banner_literals(struct banner_set *set, const char *pat, size_t n)
 		int last = 0;       /* a literal that ends the run after itself ("a+") */
 
 		if (i == n || (c == '|' && depth == 0 && !cls)) {
-			if (best_len < BANNER_LIT_MIN)
+			if (best_len < BANNER_LIT_MIN || !banner_add_run(set, rule, best, best_len))
 				return 0;
-			banner_add_run(set, best, best_len);
 			if (i == n)
 				return 1;
 			len = best_len = 0;
@@ -229,20 +287,144 @@ static int banner_literals(struct banner_set *set, const char *pat, size_t n)
 	}
 }
 
-/* 1 when some probed 4-byte window of s is in the prefilter. */
-static int banner_maybe(const struct banner_set *set, const char *s, size_t n)
+/*
+ * Marks in cand (one bit per rule) the rules one of whose literals s holds,
+ * whole. Returns 1 when any rule is a candidate.
+ */
+static int banner_candidates(const struct banner_set *set, const char *s, size_t n,
+			     uint64_t *cand)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t i, step = set->stride;
+	size_t i, step = set->stride, w;
+	int any = 0;
 
-	if (set->always)
-		return 1;
+	for (w = 0; w < (set->n_rules + 63) / 64; w++) {
+		cand[w] = set->always[w];
+		any |= cand[w] != 0;
+	}
+	if (!step)
+		return any;
 	for (i = 0; i + BANNER_LIT_MIN <= n; i += step) {
 		uint32_t v = banner_gram(u + i);
-		if (banner_bit(set->gram, banner_hash1(v)) && banner_bit(set->gram2, banner_hash2(v)))
-			return 1;
+		unsigned h = banner_hash1(v);
+		int32_t k;
+
+		if (!banner_bit(set->gram, h) || !banner_bit(set->gram2, banner_hash2(v)))
+			continue;
+		for (k = set->head[h]; k >= 0; k = set->ent[k].next) {
+			const struct banner_ent *e = &set->ent[k];
+			const struct banner_lit *lit = &set->lits[e->lit];
+
+			if (e->gram != v || i < e->off || i - e->off + lit->len > n ||
+			    (cand[lit->rule / 64] >> (lit->rule % 64) & 1) ||
+			    memcmp(u + i - e->off, lit->s, lit->len))
+				continue;
+			cand[lit->rule / 64] |= (uint64_t)1 << (lit->rule % 64);
+			any = 1;
+		}
 	}
-	return 0;
+	return any;
+}
+
+/*
+ * Control Sequence Introducer codes (ESC [ parameters final-byte), the other
+ * two-byte ESC sequences, and OSC strings (ESC ] ... BEL or ESC \): what
+ * colour and cursor codes a terminal logger writes. Returns the length of
+ * the sequence at s[0] (an ESC), or 0 when it is not one.
+ */
+static size_t banner_ansi_len(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n < 2)
+		return 0;
+	if (s[1] == '[') {
+		for (i = 2; i < n; i++) {
+			unsigned char c = (unsigned char)s[i];
+			if (c >= 0x40 && c <= 0x7e)
+				return i + 1;
+			if (c < 0x20 || c > 0x3f)
+				return 0;
+		}
+		return 0;
+	}
+	if (s[1] == ']') {
+		for (i = 2; i < n; i++) {
+			if (s[i] == '\a')
+				return i + 1;
+			if (s[i] == 0x1b && i + 1 < n && s[i + 1] == '\\')
+				return i + 2;
+		}
+		return 0;
+	}
+	return (unsigned char)s[1] >= 0x40 && (unsigned char)s[1] <= 0x5f ? 2 : 0;
+}
+
+static int banner_name_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int banner_word(char c)
+{
+	return banner_name_start(c) || (c >= '0' && c <= '9') || c == '_';
+}
+
+/*
+ * Length of a vLLM process prefix at s[0]: `(NAME pid=N) `, `(NAME) ` or
+ * `(NAME (SUFFIX)) ` (vLLM's utils/system_utils.py, old and new), NAME a
+ * word; 0 when s does not start with one.
+ */
+static size_t banner_prefix_len(const char *s, size_t n)
+{
+	size_t i = 1;
+
+	if (n < 4 || s[0] != '(' || !banner_name_start(s[1]))
+		return 0;
+	while (i < n && i < 80 && banner_word(s[i]))
+		i++;
+	if (i + 5 < n && !memcmp(s + i, " pid=", 5)) {
+		size_t d = i + 5;
+		while (d < n && s[d] >= '0' && s[d] <= '9')
+			d++;
+		if (d == i + 5)
+			return 0;
+		i = d;
+	} else if (i + 2 < n && s[i] == ' ' && s[i + 1] == '(') {
+		size_t d = i + 2;
+		while (d < n && d < 120 && banner_word(s[d]))
+			d++;
+		if (d == i + 2 || d >= n || s[d] != ')')
+			return 0;
+		i = d + 1;
+	}
+	return i + 1 < n && s[i] == ')' && s[i + 1] == ' ' ? i + 2 : 0;
+}
+
+const char *banner_strip(const char *s, size_t n, char *out, size_t cap, size_t *out_n)
+{
+	const char *esc = memchr(s, 0x1b, n);
+	size_t i = 0, o = 0, k;
+
+	if (!esc) {
+		k = banner_prefix_len(s, n);
+		*out_n = n - k;
+		return s + k;
+	}
+	if (n > cap) {
+		*out_n = n;
+		return s;
+	}
+	while (i < n) {
+		if (s[i] == 0x1b && (k = banner_ansi_len(s + i, n - i))) {
+			i += k;
+			continue;
+		}
+		out[o++] = s[i++];
+	}
+	k = banner_prefix_len(out, o);
+	*out_n = o - k;
+	return out + k;
 }
 
 void banner_scratch_init(struct banner_scratch *sc)
@@ -296,14 +478,15 @@ void banner_set_free(struct banner_set *set)
 		return;
 	for (i = 0; i < set->n_rules; i++)
 		pcre2_code_free(set->rules[i].code);
-	pcre2_code_free(set->all);
 	free(set->rules);
+	free(set->lits);
+	free(set->ent);
 	free(set);
 }
 
 int banner_set_filtered(const struct banner_set *set)
 {
-	return !set->always;
+	return !set->any_always;
 }
 
 size_t banner_set_count(const struct banner_set *set)
@@ -340,46 +523,25 @@ static pcre2_code *banner_compile(const char *pat, size_t n, const char *name, l
 	return code;
 }
 
-/* Builds "(*MARK:0)(?:p0)|(*MARK:1)(?:p1)|..." so one match finds the first rule. */
-static void banner_build_all(struct banner_set *set, char **pats, size_t *lens)
-{
-	size_t i, total = 0, len = 0;
-	char *s;
-	int err;
-	PCRE2_SIZE off;
-
-	for (i = 0; i < set->n_rules; i++)
-		total += lens[i] + 32;
-	s = malloc(total + 1);
-	if (!s)
-		return;
-	for (i = 0; i < set->n_rules; i++) {
-		len += (size_t)snprintf(s + len, total + 1 - len, "%s(*MARK:%zu)(?:", i ? "|" : "", i);
-		memcpy(s + len, pats[i], lens[i]);
-		len += lens[i];
-		s[len++] = ')';
-	}
-	set->all = pcre2_compile((PCRE2_SPTR)s, len, 0, &err, &off, NULL);
-	free(s);
-	/* A rule using start-of-pattern items cannot be combined: match rule by rule. */
-	if (set->all)
-		set->all_jit = pcre2_jit_compile(set->all, PCRE2_JIT_COMPLETE) == 0;
-}
-
 enum status banner_set_parse(const char *text, size_t n, const char *name,
 			     struct banner_set **out, struct status_info *si)
 {
 	struct banner_set *set = NULL;
-	char **pats = NULL;
-	size_t *lens = NULL;
 	size_t cap = 0, pos = 0;
 	long line = 0;
 	enum status st = STATUS_OK;
 
 	*out = NULL;
 	set = calloc(1, sizeof(*set));
-	if (!set)
+	if (set) {
+		set->lits = malloc(BANNER_MAX_LITS * sizeof(*set->lits));
+		set->ent = malloc(BANNER_MAX_LITS * (BANNER_RUN_MAX - BANNER_LIT_MIN + 1) * sizeof(*set->ent));
+	}
+	if (!set || !set->lits || !set->ent) {
+		banner_set_free(set);
 		return status_set(si, STATUS_NOMEM, "out of memory");
+	}
+	memset(set->head, 0xff, sizeof(set->head));
 	while (pos < n) {
 		const char *l = text + pos, *nl = memchr(l, '\n', n - pos);
 		size_t ll = nl ? (size_t)(nl - l) : n - pos, i = 0, nlen;
@@ -425,19 +587,11 @@ enum status banner_set_parse(const char *text, size_t n, const char *name,
 			if (set->n_rules == cap) {
 				size_t nc = cap ? cap * 2 : 16;
 				struct banner_rule *nr = realloc(set->rules, nc * sizeof(*nr));
-				char **np;
-				size_t *nlens;
-				if (nr)
-					set->rules = nr;
-				np = nr ? realloc(pats, nc * sizeof(*np)) : NULL;
-				if (np)
-					pats = np;
-				nlens = np ? realloc(lens, nc * sizeof(*nlens)) : NULL;
-				if (!nlens) {
+				if (!nr) {
 					st = status_set(si, STATUS_NOMEM, "out of memory");
 					goto out;
 				}
-				lens = nlens;
+				set->rules = nr;
 				cap = nc;
 			}
 			r = &set->rules[set->n_rules];
@@ -449,20 +603,22 @@ enum status banner_set_parse(const char *text, size_t n, const char *name,
 				goto out;
 			}
 			r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;
-			if (!banner_literals(set, l + j, ll - j))
-				set->always = 1;
-			pats[set->n_rules] = (char *)(l + j);
-			lens[set->n_rules] = ll - j;
+			{
+				/* a rule's literals go in whole or not at all */
+				size_t n_lits = set->n_lits, n_ent = set->n_ent, stride = set->stride;
+				if (!banner_literals(set, (unsigned)set->n_rules, l + j, ll - j)) {
+					banner_unindex(set, n_lits, n_ent);
+					set->stride = stride;
+					set->always[set->n_rules / 64] |= (uint64_t)1 << (set->n_rules % 64);
+					set->any_always = 1;
+				}
+			}
 			set->n_rules++;
 		}
 	}
-	if (set->n_rules)
-		banner_build_all(set, pats, lens);
 	*out = set;
 	set = NULL;
 out:
-	free(pats);
-	free(lens);
 	banner_set_free(set);
 	return st;
 }
@@ -532,28 +688,37 @@ static int banner_exec(pcre2_code *code, int jit, const char *s, size_t n, pcre2
 	return pcre2_match(code, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
 }
 
+int banner_set_candidates(const struct banner_set *set, const char *s, size_t n)
+{
+	uint64_t cand[BANNER_MAX_RULES / 64];
+	size_t w;
+	int k = 0;
+
+	if (!set || !set->n_rules || !banner_candidates(set, s, n, cand))
+		return 0;
+	for (w = 0; w < (set->n_rules + 63) / 64; w++)
+		k += __builtin_popcountll(cand[w]);
+	return k;
+}
+
 int banner_set_match(const struct banner_set *set, const char *s, size_t n,
 		     struct banner_scratch *sc)
 {
-	size_t i;
+	uint64_t cand[BANNER_MAX_RULES / 64];
+	size_t w;
 
-	if (!set || !set->n_rules || !banner_maybe(set, s, n) || !banner_scratch_ready(sc))
+	if (!set || !set->n_rules || !banner_candidates(set, s, n, cand))
 		return -1;
-	if (set->all) {
-		PCRE2_SPTR mark;
-		size_t k = 0;
-
-		if (banner_exec(set->all, set->all_jit, s, n, sc->md) < 0)
-			return -1;
-		mark = pcre2_get_mark(sc->md);
-		if (!mark || !*mark)
-			return -1;
-		for (; *mark; mark++)
-			k = k * 10 + (size_t)(*mark - '0');
-		return k < set->n_rules ? (int)k : -1;
+	if (!banner_scratch_ready(sc))
+		return -1;
+	for (w = 0; w < (set->n_rules + 63) / 64; w++) {
+		uint64_t m = cand[w];
+		while (m) {
+			size_t i = w * 64 + (size_t)__builtin_ctzll(m);
+			m &= m - 1;
+			if (banner_exec(set->rules[i].code, set->rules[i].jit, s, n, sc->md) >= 0)
+				return (int)i;
+		}
 	}
-	for (i = 0; i < set->n_rules; i++)
-		if (banner_exec(set->rules[i].code, set->rules[i].jit, s, n, sc->md) >= 0)
-			return (int)i;
 	return -1;
 }

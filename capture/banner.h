@@ -9,8 +9,11 @@
  * Blank lines and lines starting with '#' are ignored. A line matches the
  * first rule (in file order) whose pattern matches anywhere in it.
  *
- * All rules are compiled into one alternation and JIT-compiled, so a line
- * costs one match whatever the number of rules.
+ * Each rule is JIT-compiled. A literal prefilter (banner.c) finds the rules
+ * whose required text the line holds, whole, and only their patterns run,
+ * so a line that holds none costs no regex search whatever the rules are.
+ * Callers match the text banner_strip() leaves: the line without ANSI colour
+ * codes and without a vLLM process prefix (`(APIServer pid=N) `).
  *
  * Building a set allocates (do it at start-up). Matching does not: it uses a
  * struct banner_scratch the caller owns, one per thread (see below).
@@ -39,6 +42,7 @@ struct banner_scratch {
 	size_t used;
 	int failed;                  /* arena too small: matching reports no match */
 	_Alignas(16) char arena[32768];   /* room for the interpreter's 20 KiB frames when JIT is unavailable */
+	char strip[65536];           /* a line without its colour codes (banner_strip) */
 };
 
 void banner_scratch_init(struct banner_scratch *sc);
@@ -68,6 +72,20 @@ const char *banner_set_name(const struct banner_set *set, size_t i);
  * are rejected without a regex search (docs/capture.md, "Cost").
  */
 int banner_set_filtered(const struct banner_set *set);
+/*
+ * The text of line s[0..n) that rules are matched against (and audit
+ * objects are read from): without ANSI escape sequences (CSI colour codes,
+ * OSC strings) and without one leading vLLM process prefix, `(NAME pid=N) `,
+ * `(NAME) ` or `(NAME (SUFFIX)) ` (vllm utils/system_utils.py). Returns a
+ * pointer into s when nothing had to be removed but the prefix, else into
+ * out (cap bytes; a longer line with escape codes is returned as it is).
+ */
+const char *banner_strip(const char *s, size_t n, char *out, size_t cap, size_t *out_n);
+/*
+ * How many rules' patterns a match of s[0..n) would run: those whose
+ * literal the line holds whole, and those without one (tests, benchmarks).
+ */
+int banner_set_candidates(const struct banner_set *set, const char *s, size_t n);
 /* The rule index that matches s[0..n), or -1. */
 int banner_set_match(const struct banner_set *set, const char *s, size_t n,
 		     struct banner_scratch *sc);

@@ -19,7 +19,8 @@ enum classify_kind { CLASSIFY_OTHER, CLASSIFY_AUDIT, CLASSIFY_BANNER };
 
 struct classify_result {
 	enum classify_kind kind;
-	size_t obj_off, obj_len;   /* CLASSIFY_AUDIT: where the object is in the line */
+	const char *obj;           /* CLASSIFY_AUDIT: the object (in the line, or in sc->strip) */
+	size_t obj_len;
 	int rule;                  /* CLASSIFY_BANNER: index in the banner set */
 };
 
@@ -30,7 +31,11 @@ struct classify_result {
  */
 int classify_object(const char *s, size_t n, int *has_ev);
 
-/* `rules` may be NULL (no banners). `sc` is the caller's per-thread scratch. */
+/*
+ * `rules` may be NULL (no banners). `sc` is the caller's per-thread scratch.
+ * The line is read without its ANSI colour codes and vLLM process prefix
+ * (banner_strip): res->obj may point into sc until the next call.
+ */
 enum classify_kind classify_line(const char *line, size_t n, const struct banner_set *rules,
 				 struct banner_scratch *sc, struct classify_result *res);
 

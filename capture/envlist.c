@@ -89,25 +89,99 @@ int envlist_allows(const struct envlist *el, const char *name, size_t n)
 	return 0;
 }
 
-int envlist_is_secret(const char *name, size_t n)
+/* Upper-case of an ASCII letter, anything else as is. */
+static char envlist_up(char c)
+{
+	return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
+}
+
+/*
+ * 1 when the name segment s[0..n) (between '_', '-' or '.') is, or ends
+ * with, a word that names a secret: KEY, TOKEN, SECRET, PASSWORD, PASSWD,
+ * PASS, PASSPHRASE, PAT, DSN, CREDENTIAL(S), CREDS, AUTH(ORIZATION), COOKIE. Whole
+ * segments, so PATH, TOKENIZERS or KEYBOARD are not secrets; "ends with"
+ * so that PGPASS, APIKEY or HFTOKEN are.
+ */
+static int envlist_secret_segment(const char *s, size_t n)
 {
 	static const char *const words[] = {
-		"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH",
+		"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PAT", "DSN",
+		"CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "AUTHORIZATION", "COOKIE",
 	};
-	size_t w, i, k;
+	size_t w, k;
 
 	for (w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
 		size_t wl = strlen(words[w]);
-		for (i = 0; i + wl <= n; i++) {
-			for (k = 0; k < wl; k++) {
-				char c = name[i + k];
-				if (c >= 'a' && c <= 'z')
-					c = (char)(c - 'a' + 'A');
-				if (c != words[w][k])
-					break;
-			}
-			if (k == wl)
-				return 1;
+		if (wl > n)
+			continue;
+		for (k = 0; k < wl && envlist_up(s[n - wl + k]) == words[w][k]; k++)
+			;
+		if (k == wl)
+			return 1;
+	}
+	return 0;
+}
+
+static int envlist_segment_sep(char c)
+{
+	return c == '_' || c == '-' || c == '.';
+}
+
+int envlist_is_secret(const char *name, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t j = i;
+		while (j < n && !envlist_segment_sep(name[j]))
+			j++;
+		if (j > i && envlist_secret_segment(name + i, j - i))
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}
+
+int envlist_secret_option(const char *arg, size_t n)
+{
+	size_t i = 0, last;
+
+	while (i < n && arg[i] == '-')
+		i++;
+	if (i == 0 || i == n)
+		return 0;
+	/* the last segment of the option's name decides: --api-key, --hf-token, --db-password */
+	last = n;
+	while (last > i && !envlist_segment_sep(arg[last - 1]))
+		last--;
+	return envlist_secret_segment(arg + last, n - last);
+}
+
+static int envlist_scheme_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '+' || c == '-' || c == '.';
+}
+
+int envlist_url_cred(const char *s, size_t n, size_t from, size_t *off, size_t *len)
+{
+	size_t i;
+
+	for (i = from; i + 3 <= n; i++) {
+		size_t a, end, at;
+
+		if (memcmp(s + i, "://", 3) || !i || !envlist_scheme_char(s[i - 1]))
+			continue;
+		a = i + 3;
+		for (end = a; end < n && s[end] != '/' && s[end] != '?' && s[end] != '#' &&
+			      s[end] != ' ' && s[end] != '\t'; end++)
+			;
+		for (at = end; at > a && s[at - 1] != '@'; at--)
+			;
+		if (at > a) {
+			*off = a;
+			*len = at - 1 - a;
+			return 1;
 		}
 	}
 	return 0;

@@ -3,9 +3,11 @@
  *
  * An allow-list of glob patterns (`*` any run of characters, `?` one
  * character, everything else literal; case-sensitive) decides which names
- * are recorded. Names that look secret (containing KEY, TOKEN, SECRET,
- * PASSWORD, PASSWD, CREDENTIAL or AUTH, in any case) never have their value
- * recorded, whatever the patterns say.
+ * are recorded. Names that look secret (a segment between '_', '-' or '.'
+ * that is or ends with KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASS,
+ * PASSPHRASE, PAT, DSN, CREDENTIAL(S), CREDS, AUTH(ORIZATION) or COOKIE, in any case)
+ * never have their value recorded, whatever the patterns say. The same
+ * words name secret command-line options (--api-key, --hf-token).
  *
  * The list is a fixed-size struct the caller owns: no allocation, so the
  * shim can keep one in static memory.
@@ -38,8 +40,20 @@ void envlist_init(struct envlist *el);
 enum status envlist_add(struct envlist *el, const char *spec, struct status_info *si);
 /* 1 when NAME[0..n) matches a pattern. */
 int envlist_allows(const struct envlist *el, const char *name, size_t n);
-/* 1 when NAME[0..n) looks like it holds a secret. */
+/* 1 when NAME[0..n) looks like it holds a secret (MY_PASS, PGPASS, GITHUB_PAT; not PATH). */
 int envlist_is_secret(const char *name, size_t n);
+/*
+ * 1 when the option arg[0..n) (its name, without "=value": "--api-key",
+ * "--hf-token", "--aws-secret") takes a secret: the last segment of its name
+ * is a secret word. Arguments that do not start with '-' are not options.
+ */
+int envlist_secret_option(const char *arg, size_t n);
+/*
+ * Finds the credentials of a URL in s[from..n): `scheme://USERINFO@host`.
+ * Returns 1 and the span of USERINFO (user, or user:password) in *off, *len;
+ * 0 when there is none.
+ */
+int envlist_url_cred(const char *s, size_t n, size_t from, size_t *off, size_t *len);
 /* Glob match of s[0..n) against the NUL-terminated pattern (same rules). */
 int envlist_glob(const char *pat, const char *s, size_t n);
 

@@ -67,7 +67,7 @@ static void follow_on_line(void *ctx, const char *line, size_t n, int overlong)
 	h.fd = -1;
 	if (res.kind == CLASSIFY_AUDIT) {
 		f->stats->audit++;
-		follow_put(f, f->out, caprec_audit(f->out, FOLLOW_OUT_CAP, &h, line + res.obj_off,
+		follow_put(f, f->out, caprec_audit(f->out, FOLLOW_OUT_CAP, &h, res.obj,
 						   res.obj_len));
 	} else if (res.kind == CLASSIFY_BANNER) {
 		f->stats->banner++;
@@ -272,7 +272,10 @@ enum status follow_run(const struct follow_opts *o, struct follow_stats *stats,
 	caprec_head_now(&h);
 	h.pid = h.tid = 0;
 	h.fd = -1;
-	follow_put(&f, f.out, caprec_end(f.out, FOLLOW_OUT_CAP, &h, stats->lines, stats->lost));
+	{
+		struct caprec_end e = { .code = -1, .counts = 1, .lines = stats->lines, .lost = stats->lost };
+		follow_put(&f, f.out, caprec_end(f.out, FOLLOW_OUT_CAP, &h, &e));
+	}
 	if ((fflush(o->out) || f.write_failed) && st == STATUS_OK)
 		st = status_set(si, STATUS_IO, "cannot write the capture: %s", strerror(errno));
 out:

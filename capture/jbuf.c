@@ -8,6 +8,7 @@ void jbuf_init(struct jbuf *w, char *buf, size_t cap)
 	w->cap = cap;
 	w->len = 0;
 	w->overflow = 0;
+	w->invalid = 0;
 }
 
 void jbuf_raw(struct jbuf *w, const char *s, size_t n)
@@ -27,12 +28,38 @@ void jbuf_rawz(struct jbuf *w, const char *s)
 	jbuf_raw(w, s, strlen(s));
 }
 
+void jbuf_raw_utf8(struct jbuf *w, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, run;
+
+	while (i < n && !w->overflow) {
+		/* copy the longest run that needs nothing done to it */
+		for (run = i; run < n; ) {
+			size_t l = u[run] < 0x80 ? 1 : jbuf_utf8_len(u + run, n - run);
+			if (!l)
+				break;
+			run += l;
+		}
+		jbuf_raw(w, s + i, run - i);
+		if (run == n)
+			return;
+		{
+			char esc[6] = { '\\', 'u', 'd', 'c', hex[u[run] >> 4], hex[u[run] & 15] };
+			jbuf_raw(w, esc, sizeof(esc));
+		}
+		w->invalid++;
+		i = run + 1;
+	}
+}
+
 /*
  * Length of the valid UTF-8 sequence at s[0..n), or 0 when the bytes there
  * are not one (overlong forms, surrogates and values above U+10FFFF count
  * as invalid, as RFC 3629 says).
  */
-static size_t jbuf_utf8_len(const unsigned char *s, size_t n)
+size_t jbuf_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned c = s[0];
 	size_t len, i;
@@ -123,7 +150,10 @@ static size_t jbuf_escape(struct jbuf *w, const char *s, size_t n, size_t limit)
 				out = s + i;
 				olen = ulen;
 			} else {
-				out = "\\ufffd";
+				/* Python's surrogateescape: reversible, and the byte stays visible */
+				memcpy(esc, "\\udc", 4);
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 15];
 				olen = 6;
 				ulen = 1;
 			}
@@ -132,6 +162,8 @@ static size_t jbuf_escape(struct jbuf *w, const char *s, size_t n, size_t limit)
 			return i;
 		memcpy(w->buf + w->len, out, olen);
 		w->len += olen;
+		if (out == esc && c >= 0x80)
+			w->invalid++;
 		i += ulen;
 	}
 	return i;
@@ -152,6 +184,14 @@ void jbuf_str(struct jbuf *w, const char *s, size_t n)
 		return;
 	}
 	jbuf_raw(w, "\"", 1);
+}
+
+void jbuf_esc(struct jbuf *w, const char *s, size_t n)
+{
+	if (w->overflow)
+		return;
+	if (jbuf_escape(w, s, n, w->cap) < n)
+		w->overflow = 1;
 }
 
 void jbuf_strz(struct jbuf *w, const char *s)

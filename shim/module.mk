@@ -20,6 +20,15 @@ SHIM_LIBS := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null) -ldl -lpthread
 
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROG_BIN  := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+# C++ hosts (libstdc++ iostreams; spdlog + fmt from Debian's libspdlog-dev),
+# built when a C++ compiler and spdlog are there: tools/deps.sh check
+# installs them, and the tests that run them fail without them.
+CXX       ?= c++
+SPDLOG_FLAGS := $(shell $(PKG_CONFIG) --cflags --libs spdlog fmt 2>/dev/null)
+ifneq ($(and $(SPDLOG_FLAGS),$(shell command -v $(CXX) 2>/dev/null)),)
+PROG_CXX_SRC := $(wildcard tests/progs/*.cpp)
+PROG_BIN  += $(PROG_CXX_SRC:tests/progs/%.cpp=$(BUILD)/progs/%)
+endif
 
 ALL_TARGETS += $(SHIM_SO) $(PROG_BIN)
 
@@ -34,3 +43,8 @@ $(SHIM_SO): $(SHIM_OBJ) shim/shim.map
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -lpthread
+
+# The hosts are never sanitized (they run with the shim preloaded).
+$(BUILD)/progs/%: tests/progs/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -Wall -o $@ $< $(SPDLOG_FLAGS) -lpthread

@@ -435,7 +435,7 @@ static void shim_on_line(void *ctx_, const char *line, size_t n, int overlong)
 	h.tid = th->tid;
 	h.fd = ctx->fd;
 	if (res.kind == CLASSIFY_AUDIT)
-		len = caprec_audit(th->out, sizeof(th->out), &h, line + res.obj_off, res.obj_len);
+		len = caprec_audit(th->out, sizeof(th->out), &h, res.obj, res.obj_len);
 	else if (res.kind == CLASSIFY_BANNER)
 		len = caprec_banner(th->out, sizeof(th->out), &h,
 				    banner_set_name(cfg.rules, (size_t)res.rule), line, n);
@@ -916,7 +916,10 @@ __attribute__((destructor)) static void shim_fini(void)
 		h.fd = -1;
 		for (i = 0; i < SHIM_LOST__COUNT; i++)
 			lost += atomic_load(&n_lost[i]);
-		len = caprec_end(th->out, sizeof(th->out), &h, atomic_load(&n_lines), lost);
+		{
+			struct caprec_end e = { "exit", -1, 0, "shim", 1, atomic_load(&n_lines), lost };
+			len = caprec_end(th->out, sizeof(th->out), &h, &e);
+		}
 		if (len) {
 			int fd = shim_capture_fd(&h.mono);
 			if (fd >= 0) {

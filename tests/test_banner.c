@@ -22,23 +22,22 @@ static const char *match(const struct banner_set *set, const char *line)
 	return r < 0 ? "-" : banner_set_name(set, (size_t)r);
 }
 
-/* The guard banners exactly as docs/capture.md and the simulator print them. */
+/*
+ * The built-in set (capture/banner_rules.c, whose text follows the real
+ * lines): it parses, every rule is filtered, and the lines interfaces.md B
+ * fixes match their arm rules.
+ */
 static void test_defaults(void **state)
 {
 	struct banner_set *set = banner_set_default();
 	static const char *const cases[][2] = {
-		{ "INFO 11-29 20:41:02 [generator.py:1930] async merge: unguarded position match (no merge guard engaged)", "arm:bare" },
 		{ "INFO 11-29 20:41:02 [generator.py:1930] QWEN36_PREFILLED_SLOTS_FIX engaged: merge masks slots prefilled since the last decode", "arm:prefilled" },
 		{ "QWEN36_MERGE_BATCH_GUARD engaged: merge requires the buffer's active-slot pattern to match the batch", "arm:batch" },
 		{ "QWEN36_MERGE_LIFETIME_GUARD engaged: merge requires a buffer written by the immediately preceding decode", "arm:lifetime" },
 		{ "QWEN36_MERGE_STAMP_GUARD engaged: merge requires the buffer's generation stamp to match", "arm:stamp" },
 		{ "QWEN36_MERGE_GARBAGE_BOUND engaged: merge ignores device positions outside [-1, max_model_len)", "arm:bound" },
-		{ "INFO 11-29 20:40:00 [api_server.py:1090] vLLM API server version 0.9.2", "vllm:version" },
-		{ "INFO 11-29 20:40:00 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen3'}", "vllm:args" },
-		{ "INFO:     Application startup complete.", "vllm:ready" },
-		{ "                 Device | INFO     | Opening user mode device driver", "tt:device" },
+		{ "ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)", "arm:batch" },
 		{ "INFO 11-29 20:40:00 plain log line", "-" },
-		{ "QWEN36_MERGE_BATCH_GUARD=1 set but not engaged", "-" },
 		{ "", "-" },
 	};
 	size_t i;
@@ -50,6 +49,91 @@ static void test_defaults(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		assert_string_equal(match(set, cases[i][0]), cases[i][1]);
 	banner_set_free(set);
+}
+
+/* A set like the built-in one, fixed here so that the tests below do not follow its changes. */
+static const char sample_rules[] =
+	"arm:bare async merge: unguarded position match \\(no merge guard engaged\\)\n"
+	"arm:prefilled QWEN36_PREFILLED_SLOTS_FIX engaged\n"
+	"arm:batch QWEN36_MERGE_BATCH_GUARD engaged\n"
+	"arm:lifetime QWEN36_MERGE_LIFETIME_GUARD engaged\n"
+	"arm:stamp QWEN36_MERGE_STAMP_GUARD engaged\n"
+	"arm:bound QWEN36_MERGE_GARBAGE_BOUND engaged\n"
+	"vllm:version vLLM API server version \\S+\n"
+	"vllm:args non-default args: \n"
+	"vllm:engine Initializing an? (V1 )?LLM engine\n"
+	"vllm:kv_cache GPU KV cache size: |# GPU blocks: |Maximum concurrency for \n"
+	"vllm:ready Application startup complete|Uvicorn running on \n"
+	"tt:device Opening user mode device driver|Detected chips\n"
+	"tt:firmware [Ff]irmware version|[Ff]irmware bundle version\n"
+	"tt:kmd KMD version\n"
+	"tt:mesh [Mm]esh device shape|MESH_DEVICE=\n";
+
+static struct banner_set *sample(void)
+{
+	struct banner_set *set = NULL;
+
+	assert_int_equal(banner_set_parse(sample_rules, strlen(sample_rules), "sample", &set, NULL), STATUS_OK);
+	return set;
+}
+
+/*
+ * The prefilter runs a rule's pattern only when the line holds one of its
+ * literals whole: a line made of pieces of every rule's text runs none.
+ */
+static void test_candidates(void **state)
+{
+	static const char fragments[] =
+		"INFO decode step 12 version engaged Opening user mode mesh shape device firmware KMD "
+		"GPU KV cache size LLM engine non-default args Uvicorn running QWEN36_MERGE_BATCH_GUARD "
+		"async merge: unguarded Detected MESH_DEVICE";
+	struct banner_set *set = sample(), *loose = NULL;
+
+	(void)state;
+	assert_int_equal(banner_set_candidates(set, fragments, strlen(fragments)), 0);
+	assert_string_equal(match(set, fragments), "-");
+	assert_int_equal(banner_set_candidates(set, "decode step 5 batch 8", 21), 0);
+	assert_int_equal(banner_set_candidates(set, "x KMD version 2", 15), 1);
+	assert_int_equal(banner_set_candidates(set, "KMD version and QWEN36_MERGE_BATCH_GUARD engaged", 48), 2);
+	assert_string_equal(match(set, "KMD version and QWEN36_MERGE_BATCH_GUARD engaged"), "arm:batch");
+	banner_set_free(set);
+	/* a rule without a literal is tried on every line; the others stay filtered */
+	{
+		static const char two[] = "any (?i)hello\nlit QWEN36_X engaged\n";
+		assert_int_equal(banner_set_parse(two, strlen(two), "t", &loose, NULL), STATUS_OK);
+	}
+	assert_false(banner_set_filtered(loose));
+	assert_int_equal(banner_set_candidates(loose, "nothing", 7), 1);
+	assert_int_equal(banner_set_candidates(loose, "QWEN36_X engaged", 16), 2);
+	assert_string_equal(match(loose, "say HELLO"), "any");
+	assert_string_equal(match(loose, "QWEN36_X engaged"), "lit");
+	banner_set_free(loose);
+}
+
+/* vLLM's process prefix and ANSI colour codes are not part of what is matched. */
+static void test_strip(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "(APIServer pid=123) INFO x", "INFO x" },
+		{ "(EngineCore_DP0 pid=7) ttaudit: guard none engaged", "ttaudit: guard none engaged" },
+		{ "\x1b[1;36m(APIServer pid=1)\x1b[0;0m \x1b[32mINFO\x1b[0m go", "INFO go" },
+		{ "(Engine (DP0)) msg", "msg" },
+		{ "(API) msg", "msg" },
+		{ "(not a prefix) msg", "(not a prefix) msg" },
+		{ "(APIServer pid=) msg", "(APIServer pid=) msg" },
+		{ "x (APIServer pid=1) y", "x (APIServer pid=1) y" },
+		{ "a\x1b]0;title\x07" "b\x1b[Kc", "abc" },
+		{ "lone \x1b escape", "lone \x1b escape" },
+	};
+	char out[256];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *s = banner_strip(cases[i][0], strlen(cases[i][0]), out, sizeof(out), &n);
+		assert_int_equal(n, strlen(cases[i][1]));
+		assert_memory_equal(s, cases[i][1], n);
+	}
 }
 
 static void test_parse(void **state)
@@ -149,10 +233,12 @@ static void test_prefilter(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		assert_string_equal(match(set, cases[i][0]), cases[i][1]);
 	banner_set_free(set);
-	/* a branch without 4 literal bytes turns the filter off, and still matches */
-	assert_int_equal(banner_set_parse("short ab|longer\n", 16, "t", &set, NULL), STATUS_OK);
+	/* a branch without 4 literal bytes leaves its rule unfiltered, and still matches */
+	assert_int_equal(banner_set_parse("short ab|longer\nnext zzzz\n", 26, "t", &set, NULL), STATUS_OK);
 	assert_false(banner_set_filtered(set));
 	assert_string_equal(match(set, "xaby"), "short");
+	assert_string_equal(match(set, "zzzz"), "next");
+	assert_string_equal(match(set, "zzz"), "-");
 	banner_set_free(set);
 }
 
@@ -208,7 +294,7 @@ static void test_prefilter_offsets(void **state)
 		{ "MESH_DEVICE=", "tt:mesh" },
 	};
 	static const char seven[] = "seven abcdefg|0123456789abcdefghijklmnop\n";
-	struct banner_set *set = banner_set_default(), *four = NULL;
+	struct banner_set *set = sample(), *four = NULL;
 	char line[256];
 	size_t i, pad;
 
@@ -255,6 +341,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_candidates),
+		cmocka_unit_test(test_strip),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_load),

@@ -19,6 +19,7 @@ static struct caprec_head head(long pid, long tid, int fd)
 	h.pid = pid;
 	h.tid = tid;
 	h.fd = fd;
+	h.partial = 0;
 	return h;
 }
 
@@ -49,10 +50,57 @@ static void test_records(void **state)
 			    "\"text\":\"plain\"}");
 	n = caprec_lost(buf, sizeof(buf), &h, 3, "capture file write failed");
 	assert_string_equal(z(buf, n), "{\"src\":\"lost\",\"t\":1764448862.500000,\"pid\":42,"
-			    "\"count\":3,\"reason\":\"capture file write failed\"}");
-	n = caprec_end(buf, sizeof(buf), &h, 10, 3);
-	assert_string_equal(z(buf, n), "{\"src\":\"end\",\"t\":1764448862.500000,\"pid\":42,"
-			    "\"lines\":10,\"lost\":3}");
+			    "\"fd\":2,\"count\":3,\"reason\":\"capture file write failed\"}");
+	h.fd = -1;
+	n = caprec_lost(buf, sizeof(buf), &h, 3, "x");
+	assert_string_equal(z(buf, n), "{\"src\":\"lost\",\"t\":1764448862.500000,\"pid\":42,"
+			    "\"count\":3,\"reason\":\"x\"}");
+	h.fd = 2;
+	{
+		struct caprec_end e = { "exit", 3, 0, "shim", 1, 10, 3 };
+		n = caprec_end(buf, sizeof(buf), &h, &e);
+		assert_string_equal(z(buf, n), "{\"src\":\"end\",\"t\":1764448862.500000,\"pid\":42,"
+				    "\"how\":\"exit\",\"code\":3,\"by\":\"shim\",\"lines\":10,\"lost\":3}");
+		e = (struct caprec_end){ "signal", -1, 9, "capture", 0, 0, 0 };
+		n = caprec_end(buf, sizeof(buf), &h, &e);
+		assert_string_equal(z(buf, n), "{\"src\":\"end\",\"t\":1764448862.500000,\"pid\":42,"
+				    "\"how\":\"signal\",\"signal\":9,\"by\":\"capture\"}");
+		e = (struct caprec_end){ "exec", -1, 0, "shim", 1, 0, 0 };
+		n = caprec_end(buf, sizeof(buf), &h, &e);
+		assert_string_equal(z(buf, n), "{\"src\":\"end\",\"t\":1764448862.500000,\"pid\":42,"
+				    "\"how\":\"exec\",\"by\":\"shim\",\"lines\":0,\"lost\":0}");
+	}
+}
+
+/* uncertain records, partial lines and bytes that are not UTF-8 (interfaces.md C) */
+static void test_truth_marks(void **state)
+{
+	char buf[512], rec[256];
+	struct caprec_head h = head(42, 43, 1);
+	size_t n, rn;
+
+	(void)state;
+	h.partial = 1;
+	rn = caprec_audit(rec, sizeof(rec), &h, "{\"ev\":\"merge\",\"r\":\"a\xff\"}", 23);
+	assert_string_equal(z(rec, rn), "{\"src\":\"audit\",\"t\":1764448862.500000,\"mono\":12.000001,"
+			    "\"pid\":42,\"tid\":43,\"fd\":1,\"event\":{\"ev\":\"merge\",\"r\":\"a\\udcff\"},"
+			    "\"partial\":true,\"invalid_utf8\":1}");
+	h.partial = 0;
+	n = caprec_uncertain(buf, sizeof(buf), &h, 1, "in flight", rec, rn - 1);
+	assert_string_equal(z(buf, n), "{\"src\":\"uncertain\",\"t\":1764448862.500000,\"mono\":12.000001,"
+			    "\"pid\":42,\"fd\":1,\"reason\":\"in flight\",\"count\":1,\"record\":"
+			    "{\"src\":\"audit\",\"t\":1764448862.500000,\"mono\":12.000001,\"pid\":42,\"tid\":43,"
+			    "\"fd\":1,\"event\":{\"ev\":\"merge\",\"r\":\"a\\udcff\"},\"partial\":true,\"invalid_utf8\":1}}");
+	h.fd = -1;
+	n = caprec_uncertain(buf, sizeof(buf), &h, 4, "r", NULL, 0);
+	assert_string_equal(z(buf, n), "{\"src\":\"uncertain\",\"t\":1764448862.500000,\"mono\":12.000001,"
+			    "\"pid\":42,\"reason\":\"r\",\"count\":4}");
+	h.fd = 2;
+	h.partial = 1;
+	n = caprec_banner(buf, sizeof(buf), &h, "arm:batch", "x\xc3\x28", 3);
+	assert_string_equal(z(buf, n), "{\"src\":\"banner\",\"t\":1764448862.500000,\"mono\":12.000001,"
+			    "\"pid\":42,\"tid\":43,\"fd\":2,\"rule\":\"arm:batch\",\"text\":\"x\\udcc3(\","
+			    "\"partial\":true,\"invalid_utf8\":1}");
 }
 
 static void test_cut(void **state)
@@ -90,7 +138,7 @@ static void test_start(void **state)
 		"{\"src\":\"start\",\"t\":1764448862.500000,\"mono\":12.000001,\"pid\":7,\"ppid\":6,"
 		"\"argv\":[\"vllm\",\"serve\",\"m\\\"x\"],\"exe\":\"/usr/bin/python3\",\"host\":\"host1\","
 		"\"env\":{\"TT_METAL_HOME\":\"/opt/tt\",\"QWEN36_MERGE_BATCH_GUARD\":\"1\"},"
-		"\"env_redacted\":[\"VLLM_API_KEY\"]}");
+		"\"env_redacted\":[\"VLLM_API_KEY\"],\"argv_redacted\":[]}");
 	assert_null(strstr(buf, "s3cret"));
 	/* too small for every entry: entries are dropped whole and the record says so */
 	tn = caprec_start_tail(tail, 200, argv, 3, "/usr/bin/python3", "host1", envp, &el);
@@ -100,10 +148,53 @@ static void test_start(void **state)
 	assert_int_equal(caprec_start_tail(tail, 40, argv, 3, "/usr/bin/python3", "host1", envp, &el), 0);
 }
 
+/* Secrets in argv and env never leave the process; what was redacted is named. */
+static void test_redact(void **state)
+{
+	char *argv[] = {
+		(char *)"vllm", (char *)"serve", (char *)"M", (char *)"--api-key", (char *)"sk-live-1",
+		(char *)"--hf-token=hf_2", (char *)"--tokenizer", (char *)"tok", (char *)"--db",
+		(char *)"postgres://u:pw3@h/db", (char *)"--sentry=https://key4@o1.sentry.io/5",
+		(char *)"https://u:pw6@x/y", (char *)"--password", (char *)"--port", (char *)"8000", NULL,
+	};
+	char *envp[] = {
+		(char *)"PATH=/bin", (char *)"MY_PASS=s7", (char *)"PGPASS=s8",
+		(char *)"DATABASE_URL=postgres://app:s9@db/x", (char *)"GITHUB_PAT=s10",
+		(char *)"SENTRY_DSN=https://s11@o1.ingest.sentry.io/1", (char *)"TT_METAL_HOME=/opt/tt", NULL,
+	};
+	static const char *const secrets[] = {
+		"sk-live-1", "hf_2", "pw3", "key4", "pw6", "s7", "s8", "s9", "s10", "s11",
+	};
+	struct envlist el;
+	char tail[2048];
+	size_t tn, i;
+
+	(void)state;
+	envlist_init(&el);
+	envlist_add(&el, "*", NULL);
+	tn = caprec_start_tail(tail, sizeof(tail), argv, 15, "/usr/bin/python3", "h", envp, &el);
+	assert_true(tn > 0);
+	tail[tn] = '\0';
+	for (i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+		if (strstr(tail, secrets[i]))
+			fail_msg("'%s' is in %s", secrets[i], tail);
+	assert_non_null(strstr(tail, "\"argv\":[\"vllm\",\"serve\",\"M\",\"--api-key\",\"<redacted>\","
+				      "\"--hf-token=<redacted>\",\"--tokenizer\",\"tok\",\"--db\","
+				      "\"postgres://<redacted>@h/db\",\"--sentry=https://<redacted>@o1.sentry.io/5\","
+				      "\"https://<redacted>@x/y\",\"--password\",\"--port\",\"8000\"]"));
+	assert_non_null(strstr(tail, "\"env\":{\"PATH\":\"/bin\",\"TT_METAL_HOME\":\"/opt/tt\"}"));
+	assert_non_null(strstr(tail, "\"env_redacted\":[\"MY_PASS\",\"PGPASS\",\"DATABASE_URL\","
+				      "\"GITHUB_PAT\",\"SENTRY_DSN\"]"));
+	assert_non_null(strstr(tail, "\"argv_redacted\":[\"--api-key\",\"--hf-token\",\"--db\","
+				      "\"--sentry\",\"argv[11]\"]"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records),
+		cmocka_unit_test(test_truth_marks),
+		cmocka_unit_test(test_redact),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_start),
 	};

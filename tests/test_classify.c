@@ -36,7 +36,7 @@ static void test_kinds(void **state)
 		assert_int_equal(res.kind, cases[i].kind);
 		if (cases[i].obj) {
 			assert_int_equal(res.obj_len, strlen(cases[i].obj));
-			assert_memory_equal(l + res.obj_off, cases[i].obj, res.obj_len);
+			assert_memory_equal(res.obj, cases[i].obj, res.obj_len);
 		}
 		if (res.kind == CLASSIFY_BANNER)
 			assert_true(res.rule >= 0);

@@ -29,16 +29,41 @@ static void test_escapes(void **state)
 	assert_string_equal(str("\n\r\t\b\f\x01\x1f", 7, buf, sizeof(buf)),
 			    "\"\\n\\r\\t\\b\\f\\u0001\\u001f\"");
 	assert_string_equal(str("x\0y", 3, buf, sizeof(buf)), "\"x\\u0000y\"");
-	/* valid UTF-8 passes, invalid bytes become U+FFFD */
+	/* valid UTF-8 passes, each invalid byte becomes \udcNN (Python's surrogateescape) */
 	assert_string_equal(str("\xc3\xa9", 2, buf, sizeof(buf)), "\"\xc3\xa9\"");
 	assert_string_equal(str("\xe2\x82\xac", 3, buf, sizeof(buf)), "\"\xe2\x82\xac\"");
 	assert_string_equal(str("\xf0\x9f\x98\x80", 4, buf, sizeof(buf)), "\"\xf0\x9f\x98\x80\"");
-	assert_string_equal(str("a\xff" "b", 3, buf, sizeof(buf)), "\"a\\ufffdb\"");
-	assert_string_equal(str("\xc3", 1, buf, sizeof(buf)), "\"\\ufffd\"");
-	assert_string_equal(str("\xc0\xaf", 2, buf, sizeof(buf)), "\"\\ufffd\\ufffd\"");       /* overlong */
-	assert_string_equal(str("\xed\xa0\x80", 3, buf, sizeof(buf)), "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+	assert_string_equal(str("a\xff" "b", 3, buf, sizeof(buf)), "\"a\\udcffb\"");
+	assert_string_equal(str("\xc3", 1, buf, sizeof(buf)), "\"\\udcc3\"");
+	assert_string_equal(str("\xc0\xaf", 2, buf, sizeof(buf)), "\"\\udcc0\\udcaf\"");       /* overlong */
+	assert_string_equal(str("\xed\xa0\x80", 3, buf, sizeof(buf)), "\"\\udced\\udca0\\udc80\""); /* surrogate */
 	assert_string_equal(str("\xf4\x90\x80\x80", 4, buf, sizeof(buf)),
-			    "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");                                 /* > U+10FFFF */
+			    "\"\\udcf4\\udc90\\udc80\\udc80\"");                                 /* > U+10FFFF */
+	assert_string_equal(str("\xe2\x82" "x", 3, buf, sizeof(buf)), "\"\\udce2\\udc82x\"");   /* cut short */
+}
+
+/* Counted, and the same escapes in raw JSON text (an audit object's strings). */
+static void test_invalid_count(void **state)
+{
+	char buf[128];
+	struct jbuf w;
+
+	(void)state;
+	jbuf_init(&w, buf, sizeof(buf));
+	jbuf_str(&w, "a\xff\xfe\xc3\xa9", 5);
+	assert_int_equal(w.invalid, 2);
+	jbuf_init(&w, buf, sizeof(buf));
+	jbuf_raw_utf8(&w, "{\"s\":\"r\xff\xc3\xa9\xed\xa0\x80\"}", 13);
+	assert_true(jbuf_ok(&w));
+	assert_int_equal(w.invalid, 4);
+	assert_memory_equal(buf, "{\"s\":\"r\\udcff\xc3\xa9\\udced\\udca0\\udc80\"}", w.len);
+	jbuf_init(&w, buf, sizeof(buf));
+	jbuf_raw_utf8(&w, "{\"a\":1}", 7);
+	assert_int_equal(w.invalid, 0);
+	assert_int_equal(w.len, 7);
+	jbuf_init(&w, buf, 8);
+	jbuf_raw_utf8(&w, "{\"a\":\"\xff\"}", 9);
+	assert_false(jbuf_ok(&w));
 }
 
 static void test_overflow(void **state)
@@ -132,6 +157,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_invalid_count),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_numbers),

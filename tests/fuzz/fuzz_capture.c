@@ -57,7 +57,7 @@ static void on_line(void *ctx, const char *line, size_t n, int overlong)
 		quick(brace, n - (size_t)(brace - line));
 	classify_line(line, n, rules, &sc, &res);
 	if (res.kind == CLASSIFY_AUDIT)
-		check(caprec_audit(out, sizeof(out), &h, line + res.obj_off, res.obj_len));
+		check(caprec_audit(out, sizeof(out), &h, res.obj, res.obj_len));
 	check(caprec_banner(out, sizeof(out), &h, "r", line, n));
 	check(caprec_line(out, 300, &h, line, n));   /* small: text gets cut */
 	check(caprec_lost(out, sizeof(out), &h, n, "x"));

@@ -1,0 +1,347 @@
+/*
+ * capture_truth.c - C hosts for the capture tests that compare a capture
+ * with what really reached the fd (tests/e2e/44-capture-truth.sh,
+ * 45-capture-death.sh; tests/progs/capcheck.py does the comparison). Built
+ * with -O2 like every program here, so glibc's <stdio.h> inlines
+ * putc_unlocked, fputc_unlocked, putchar_unlocked and small constant
+ * fwrite_unlocked into this file: exactly what a real optimised host does.
+ *
+ * usage: capture_truth MODE [ARGS]
+ *   split N        two threads finish each other's lines with raw write()s
+ *   inline N       lines ended by inline stdio on a fully buffered stdout
+ *   inline-lb N    the same on a line-buffered stdout (__overflow per byte)
+ *   threads N      8 threads fwrite() lines of many lengths to one FILE
+ *   exit HOW N     N lines left in stdout's buffer, then HOW: _exit, _Exit,
+ *                  exec, exit, abort (a partial raw line is written first)
+ *   burst FILE     raw write(), printf and fputs to FILE forever (until killed)
+ *   utf8           lines with bytes that are not UTF-8
+ *   forkmt         fork while another thread is blocked in write(1) on a
+ *                  full pipe; the child writes, exits; fd 1's content goes
+ *                  to stderr
+ *   fflush         stdio flushed by fflush, fseek, fclose, setvbuf, freopen
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void put(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	while (n) {
+		ssize_t r = write(fd, s, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			exit(9);
+		s += r;
+		n -= (size_t)r;
+	}
+}
+
+/* --- split: one line finished by another thread --------------------------- */
+
+static sem_t turn_a, turn_b;
+static long n_split;
+
+static void *split_b(void *arg)
+{
+	char buf[256];
+	long i;
+
+	(void)arg;
+	for (i = 0; i < n_split; i++) {
+		sem_wait(&turn_b);
+		snprintf(buf, sizeof(buf), "\"dev_pos\":[5]}\nMERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld,", 2 * i + 2);
+		put(1, buf);
+		sem_post(&turn_a);
+	}
+	return NULL;
+}
+
+static int mode_split(long n)
+{
+	pthread_t t;
+	char buf[256];
+	long i;
+
+	n_split = n;
+	sem_init(&turn_a, 0, 0);
+	sem_init(&turn_b, 0, 0);
+	if (pthread_create(&t, NULL, split_b, NULL))
+		return 9;
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld,", 2 * i + 1);
+		put(1, buf);
+		sem_post(&turn_b);
+		sem_wait(&turn_a);
+		put(1, "\"dev_pos\":[7]}\n");
+	}
+	pthread_join(t, NULL);
+	return 0;
+}
+
+/* --- inline stdio ---------------------------------------------------------- */
+
+static int mode_inline(long n, int line_buffered)
+{
+	long i;
+
+	if (line_buffered)
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 0; i < n; i++) {
+		printf("MERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld,\"via\":\"inline-%ld\"}", i, i % 4);
+		/* each of these is expanded in place by <stdio.h> at -O2 */
+		switch (i % 4) {
+		case 0: putc_unlocked('\n', stdout); break;
+		case 1: fputc_unlocked('\n', stdout); break;
+		case 2: fwrite_unlocked("\n", 1, 1, stdout); break;
+		default: putchar_unlocked('\n'); break;
+		}
+	}
+	/* a whole line through inline stdio alone */
+	fwrite_unlocked("INLINE!\n", 1, 8, stdout);
+	return 0;
+}
+
+/* --- threads sharing one FILE ------------------------------------------------ */
+
+static long n_thread_lines;
+
+static void *thread_fwrite(void *arg)
+{
+	long k = (long)arg, i;
+	char buf[2048];
+
+	for (i = 0; i < n_thread_lines; i++) {
+		/* lengths from 60 to ~1600 bytes: the 4 KiB buffer flushes mid-line */
+		int pad = (int)((i * 37 + k * 11) % 1500);
+		int len = snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"t\":%ld,\"seq\":%ld,\"pad\":\"%*s\"}\n",
+				   k, i, pad, "");
+		fwrite(buf, 1, (size_t)len, stdout);
+	}
+	return NULL;
+}
+
+static int mode_threads(long n)
+{
+	pthread_t t[8];
+	long k;
+
+	n_thread_lines = n;
+	for (k = 0; k < 8; k++)
+		if (pthread_create(&t[k], NULL, thread_fwrite, (void *)k))
+			return 9;
+	for (k = 0; k < 8; k++)
+		pthread_join(t[k], NULL);
+	return 0;
+}
+
+/* --- lines still in stdio's buffer when the process ends -------------------- */
+
+static int mode_exit(const char *how, long n)
+{
+	long i;
+
+	put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":0,\"via\":\"raw-before\"}\n");
+	for (i = 1; i <= n; i++)
+		printf("MERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld}\n", i);
+	/* bytes that reach the fd with no newline after them */
+	put(2, "{\"ev\":\"merge\",\"step\":99,\"via\":\"partial\"}");
+	if (!strcmp(how, "_exit"))
+		_exit(3);
+	if (!strcmp(how, "_Exit"))
+		_Exit(3);
+	if (!strcmp(how, "exec")) {
+		execl("/bin/true", "true", (char *)NULL);
+		return 9;
+	}
+	if (!strcmp(how, "execfail")) {
+		execl("/nonexistent/program", "program", (char *)NULL);
+		put(2, "\n");
+		printf("MERGE_AUDIT {\"ev\":\"merge\",\"step\":100,\"via\":\"after-failed-exec\"}\n");
+		return 4;
+	}
+	if (!strcmp(how, "abort"))
+		abort();
+	exit(3);
+}
+
+/* --- a burst, ended by SIGKILL from outside --------------------------------- */
+
+static int mode_burst(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	char buf[256];
+	long i;
+
+	if (!f)
+		return 9;
+	for (i = 0;; i++) {
+		int len = snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld,\"via\":\"raw\"}\n", i);
+		if (write(1, buf, (size_t)len) != len)
+			return 9;
+		printf("MERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld,\"via\":\"printf\"}\n", i);
+		fprintf(f, "{\"ev\":\"merge\",\"step\":%ld,\"via\":\"file\"}\n", i);
+		if (i == 1000) {
+			/* the test waits for this file before it kills */
+			int fd = open("burst.started", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+}
+
+/* --- invalid UTF-8 ----------------------------------------------------------- */
+
+static int mode_utf8(void)
+{
+	put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":1,\"slot_req\":[\"r\xff\xfe\",\"ok\xc3\xa9\"]}\n");
+	put(1, "INFO QWEN36_MERGE_BATCH_GUARD engaged \xc3\x28 bad\n");
+	put(1, "plain \xed\xa0\x80 surrogate bytes and \xf5 and caf\xc3\xa9\n");
+	put(1, "{\"ev\":\"merge\",\"step\":2,\"slot_req\":[\"\xe2\x82\"]}\n");
+	return 0;
+}
+
+/* --- fork while another thread holds fd 1 ----------------------------------- */
+
+static int pipe_rd;
+
+static void *blocked_writer(void *arg)
+{
+	(void)arg;
+	put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":1,\"via\":\"blocked-thread\"}\n");
+	return NULL;
+}
+
+static int mode_forkmt(void)
+{
+	static char junk[4096];
+	char buf[65536];
+	int p[2], st = 0, i;
+	pthread_t t;
+	pid_t pid;
+	ssize_t r;
+
+	memset(junk, '.', sizeof(junk) - 1);
+	junk[sizeof(junk) - 1] = '\n';
+	if (pipe(p))
+		return 9;
+	pipe_rd = p[0];
+	dup2(p[1], 1);
+	close(p[1]);
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+	while (write(1, junk, sizeof(junk)) > 0)
+		;
+	/* what is left to fill, so the pipe ends on a line boundary */
+	for (i = 0; i < 4096 && write(1, "\n", 1) == 1; i++)
+		;
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
+	if (pthread_create(&t, NULL, blocked_writer, NULL))
+		return 9;
+	usleep(200000);   /* the thread is inside write(1), blocked */
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		put(2, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":2,\"via\":\"child-fd2\"}\n");
+		/* fd 1 is full: the parent drains it below */
+		put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":3,\"via\":\"child-fd1\"}\n");
+		exit(0);
+	}
+	/* drain the pipe to stderr until both writers are done */
+	fcntl(pipe_rd, F_SETFL, fcntl(pipe_rd, F_GETFL) | O_NONBLOCK);
+	for (i = 0; i < 400; i++) {
+		while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
+			if (write(3, buf, (size_t)r) != r)
+				return 9;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			pid = -1;
+			break;
+		}
+		usleep(10000);
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		put(2, "forkmt: child hung\n");
+		return 8;
+	}
+	pthread_join(t, NULL);
+	while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
+		if (write(3, buf, (size_t)r) != r)
+			return 9;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 7;
+}
+
+/* --- flushes through every stdio call that flushes -------------------------- */
+
+static int mode_fflush(const char *dir)
+{
+	char path[4096];
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/flush-a.jsonl", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return 9;
+	for (i = 0; i < 3; i++)
+		fprintf(f, "{\"ev\":\"merge\",\"step\":%d,\"via\":\"fflush\"}\n", i);
+	fflush(f);
+	fprintf(f, "{\"ev\":\"merge\",\"step\":3,\"via\":\"fseek\"}\n");
+	fseek(f, 0, SEEK_END);
+	fprintf(f, "{\"ev\":\"merge\",\"step\":4,\"via\":\"setvbuf\"}\n");
+	setvbuf(f, NULL, _IOLBF, 0);
+	fprintf(f, "{\"ev\":\"merge\",\"step\":5,\"via\":\"line-buffered\"}\n");
+	setvbuf(f, NULL, _IOFBF, 1 << 16);
+	fprintf(f, "{\"ev\":\"merge\",\"step\":6,\"via\":\"freopen\"}\n");
+	snprintf(path, sizeof(path), "%s/flush-b.jsonl", dir);
+	f = freopen(path, "w", f);
+	if (!f)
+		return 9;
+	fprintf(f, "{\"ev\":\"merge\",\"step\":7,\"via\":\"fclose\"}\n");
+	fputs("{\"ev\":\"merge\",\"step\":8,\"via\":\"fclose-partial\"}", f);
+	if (fclose(f))
+		return 9;
+	/* fflush(NULL) flushes stdout too */
+	printf("{\"ev\":\"merge\",\"step\":9,\"via\":\"fflush-null\"}\n");
+	fflush(NULL);
+	printf("{\"ev\":\"merge\",\"step\":10,\"via\":\"exit\"}\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	long n = argc > 2 ? atol(argv[2]) : 100;
+
+	if (!strcmp(mode, "split"))
+		return mode_split(n);
+	if (!strcmp(mode, "inline"))
+		return mode_inline(n, 0);
+	if (!strcmp(mode, "inline-lb"))
+		return mode_inline(n, 1);
+	if (!strcmp(mode, "threads"))
+		return mode_threads(n);
+	if (!strcmp(mode, "exit") && argc > 3)
+		return mode_exit(argv[2], atol(argv[3]));
+	if (!strcmp(mode, "burst") && argc > 2)
+		return mode_burst(argv[2]);
+	if (!strcmp(mode, "utf8"))
+		return mode_utf8();
+	if (!strcmp(mode, "forkmt"))
+		return mode_forkmt();
+	if (!strcmp(mode, "fflush") && argc > 2)
+		return mode_fflush(argv[2]);
+	fprintf(stderr, "usage: capture_truth MODE [ARGS] (see the source)\n");
+	return 2;
+}
