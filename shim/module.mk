@@ -9,13 +9,15 @@
 
 SHIM_SO   := $(BUILD)/libttaudit-shim.so
 SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c capture/linebuf.c capture/banner.c capture/banner_rules.c \
-	capture/envlist.c capture/caprec.c capture/classify.c base/auditline.c base/jdoc.c base/status.c
+	capture/envlist.c capture/caprec.c capture/classify.c capture/ring.c base/auditline.c base/jdoc.c base/status.c
 SHIM_OBJ  := $(SHIM_SRC:%.c=$(OBJ)/pic/%.o)
-# -flto: the write path crosses shim.c, linebuf.c, classify.c, banner.c and
+# -flto: the write path crosses stream.c, linebuf.c, classify.c, banner.c and
 # caprec.c for every line; inlining across them takes about an eighth of
-# its instructions off (docs/capture.md, "Cost").
+# its instructions off (docs/capture.md, "Cost"). -fexceptions: a thread
+# cancelled inside a wrapped write (a cancellation point) unwinds through
+# the shim's frames, whose cleanups release the fd's lock and the FILE's.
 SHIM_CFLAGS = $(WARN) $(CFLAGS) $(INCLUDES) $(shell $(PKG_CONFIG) --cflags libpcre2-8 2>/dev/null) \
-	-fPIC -fvisibility=hidden -flto -DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
+	-fPIC -fvisibility=hidden -flto -fexceptions -DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 SHIM_LIBS := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null) -ldl -lpthread
 
 PROG_SRC  := $(wildcard tests/progs/*.c)

@@ -1,12 +1,15 @@
 /*
- * shim.c - libttaudit-shim.so's core: configuration, per-thread line
- * buffers, classification and the capture file. The interposers are in io.c;
- * the design and its limits are in docs/capture.md.
+ * shim.c - libttaudit-shim.so's core: configuration, the area, where
+ * records go, per-thread blocks, fork, and the start and end records. The
+ * parts are listed in shim.h; the design and its limits in docs/capture.md.
  *
- * Rules for everything reachable from shim_feed(): no malloc, no stdio, no
- * lock (a vfork child shares our memory, a signal handler may interrupt us),
- * errno left as found. Per-thread state is one mmap'd block reached through
- * an initial-exec TLS pointer; shared state is atomics.
+ * Records go one of two ways. Under `ttaudit capture` (TTAUDIT_RINGS set)
+ * the process maps a ring file of its own, MAP_SHARED, and every record is
+ * a few stores into it: no system call, and what is in it survives the
+ * process's SIGKILL, because `ttaudit capture` reads it, waits for the
+ * process to end and says what the process left half done. Without a
+ * reader (a shim loaded by other means, TTAUDIT_CAPTURE alone) each record
+ * is one write() to the capture file, opened O_APPEND.
  */
 #include "shim.h"
 
@@ -15,83 +18,25 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "banner.h"
+#include "caprec.h"
 #include "classify.h"
 #include "envlist.h"
-#include "linebuf.h"
-#include "caprec.h"
 
-#define SHIM_TLS __attribute__((tls_model("initial-exec")))
-
-#define SHIM_LINE_CAP (64 * 1024)      /* longest line kept whole */
-#define SHIM_SLOTS 8                   /* fds with a partial line per thread */
-#define SHIM_OUT_CAP (192 * 1024)      /* one record */
-#define SHIM_FMT_CAP (64 * 1024)       /* a printf's output, formatted again */
 #define SHIM_TAIL_CAP (256 * 1024)     /* the start record's argv/env part */
 #define SHIM_REOPEN_NS 1000000000L     /* retry a failed open at most once a second */
 #define SHIM_CHECK_NS 1000000000L      /* check the capture fd at least once a second */
-
-struct shim_slot {
-	struct linebuf lb;
-	char mem[SHIM_LINE_CAP];
-};
-
-/*
- * Bytes a signal handler wrote while this thread was inside the shim: they
- * already reached the kernel, so they are kept here and fed, in order, once
- * the interrupted feed is done. Entries are reserved with a CAS on
- * defer_len, which a nested handler cannot tear.
- */
-#define SHIM_DEFER_CAP 16384
-struct shim_defer_hdr {
-	int fd;
-	int via_stdio;
-	size_t n;
-};
-
-struct shim_thread {
-	long tid;
-	atomic_size_t defer_len;
-	_Alignas(16) char defer[SHIM_DEFER_CAP];
-	/* Which fd each slot holds a partial line for: fd << 1 | via_stdio, -1
-	 * free. Kept apart from the slots' 64 KiB buffers so that looking a slot
-	 * up on every write touches one cache line. */
-	int key[SHIM_SLOTS];
-	unsigned used;                 /* bit i: key[i] >= 0 */
-	struct shim_slot slot[SHIM_SLOTS];
-	struct banner_scratch sc;
-	char fmt[SHIM_FMT_CAP];
-	char out[SHIM_OUT_CAP];
-};
-
-/* Why lines were lost; the names are the `reason` of lost records. */
-enum shim_lost {
-	SHIM_LOST_OPEN,     /* capture file could not be opened */
-	SHIM_LOST_WRITE,    /* capture file write failed (disk full, ...) */
-	SHIM_LOST_LONG,     /* line longer than SHIM_LINE_CAP */
-	SHIM_LOST_BUSY,     /* written by a signal handler while the shim was busy */
-	SHIM_LOST_NOMEM,    /* no per-thread buffer (mmap failed) */
-	SHIM_LOST_SLOTS,    /* too many fds with partial lines in one thread */
-	SHIM_LOST__COUNT
-};
-
-static const char *const shim_lost_reason[SHIM_LOST__COUNT] = {
-	"capture file cannot be opened",
-	"capture file write failed",
-	"line longer than 65536 bytes",
-	"written from signal handlers faster than the shim could keep them",
-	"no thread buffer",
-	"too many fds with partial lines",
-};
+#define SHIM_FULL_WAIT_MS 200          /* how long a record waits for room in the ring */
 
 struct shim_real shim_real;
 atomic_int shim_resolved;
@@ -99,15 +44,18 @@ int shim_on;
 int shim_globbing;
 _Atomic uint64_t shim_watch_bits[SHIM_FD_MAX / 64];
 _Atomic uint64_t shim_glob_bits[SHIM_FD_MAX / 64];
+struct ring_hdr *shim_area;
+__thread int shim_depth SHIM_TLS;
+__thread pid_t shim_vfork_mark SHIM_TLS;
 
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
-static __thread int shim_busy SHIM_TLS;                  /* re-entry guard */
 static __thread struct shim_thread *shim_self SHIM_TLS;
 
 /* Configuration, set by the constructor and (pid parts) after fork. */
 static struct {
 	char base[PATH_MAX];        /* TTAUDIT_CAPTURE */
-	char path[PATH_MAX + 32];   /* the file this process writes */
+	char path[PATH_MAX + 32];   /* the file this process writes (direct) */
+	char rings[PATH_MAX];       /* TTAUDIT_RINGS: the reader's directory */
 	int per_pid;
 	int all_lines;
 	char watch[PATH_MAX];       /* TTAUDIT_WATCH */
@@ -119,6 +67,10 @@ static struct {
 	long pid, ppid;
 	pthread_key_t key;
 	int key_ok;
+	struct ring_ctl *ctl;       /* the reader's control page, or NULL */
+	int ringed;                 /* records go to the ring */
+	int exit_code;              /* -1: not known */
+	int ended;                  /* the end record is written */
 } cfg;
 
 static atomic_int cap_fd = -1;
@@ -129,8 +81,9 @@ static atomic_int cap_warned;
 static atomic_int cap_torn;            /* a failed write may have left half a record */
 static atomic_int cap_suspect;         /* the host may have closed/replaced cap_fd */
 static _Atomic int64_t cap_check_ns;   /* monotonic ns of the next periodic check */
-static _Atomic uint64_t n_lines, n_records;
-static _Atomic uint64_t n_lost[SHIM_LOST__COUNT], n_lost_told[SHIM_LOST__COUNT];
+static atomic_int lost_untold;         /* some loss has no lost record yet */
+static _Atomic uint64_t n_lines;
+static atomic_int pend_local_id;       /* ids of pending records kept without a ring */
 
 /* --- real functions ------------------------------------------------------ */
 
@@ -151,10 +104,26 @@ static void shim_do_resolve(void)
 	R(putc_unlocked, "putc_unlocked");
 	R(putchar_unlocked, "putchar_unlocked");
 	R(io_putc, "_IO_putc");
+	R(overflow, "__overflow");
 	R(vfprintf, "vfprintf");
 	R(vdprintf, "vdprintf");
 	R(vfprintf_chk, "__vfprintf_chk");
 	R(vdprintf_chk, "__vdprintf_chk");
+	R(fflush, "fflush");
+	R(fflush_unlocked, "fflush_unlocked");
+	R(fseek, "fseek");
+	R(fseeko, "fseeko");
+	R(fseeko64, "fseeko64");
+	R(fsetpos, "fsetpos");
+	R(fsetpos64, "fsetpos64");
+	R(rewind, "rewind");
+	R(setvbuf, "setvbuf");
+	R(setbuf, "setbuf");
+	R(setbuffer, "setbuffer");
+	R(setlinebuf, "setlinebuf");
+	R(freopen, "freopen");
+	R(freopen64, "freopen64");
+	R(fcloseall, "fcloseall");
 	R(open, "open");
 	R(open64, "open64");
 	R(openat, "openat");
@@ -163,12 +132,25 @@ static void shim_do_resolve(void)
 	R(creat64, "creat64");
 	R(fopen, "fopen");
 	R(fopen64, "fopen64");
+	R(fdopen, "fdopen");
 	R(fclose, "fclose");
 	R(close, "close");
 	R(close_range, "close_range");
 	R(closefrom, "closefrom");
 	R(dup2, "dup2");
 	R(dup3, "dup3");
+	R(exit, "exit");
+	R(_exit, "_exit");
+	R(_Exit, "_Exit");
+	R(quick_exit, "quick_exit");
+	R(execve, "execve");
+	R(execvp, "execvp");
+	R(execvpe, "execvpe");
+	R(fexecve, "fexecve");
+	R(waitpid, "waitpid");
+	R(wait4, "wait4");
+	R(waitid, "waitid");
+	R(libc_start_main, "__libc_start_main");
 #undef R
 	atomic_store(&shim_resolved, 1);
 }
@@ -195,14 +177,35 @@ static void shim_warn(const char *a, const char *b, const char *c)
 	shim_sys_write(2, "\n", 1);
 }
 
-/* --- loss accounting ----------------------------------------------------- */
-
-static void shim_lost(enum shim_lost why, uint64_t count)
+static const char *shim_errstr(int e)
 {
-	atomic_fetch_add_explicit(&n_lost[why], count, memory_order_relaxed);
+	const char *s = strerrordesc_np(e);   /* untranslated, async-signal-safe */
+
+	return s ? s : "unknown error";
 }
 
-static uint64_t shim_count_lines(const void *data, size_t n)
+long shim_pid(void)
+{
+	return cfg.pid;
+}
+
+int shim_foreign(void)
+{
+	/* glibc does not cache getpid() (since 2.25): this asks the kernel */
+	return (long)syscall(SYS_getpid) != cfg.pid;
+}
+
+/* --- loss accounting ----------------------------------------------------- */
+
+void shim_lost(enum ring_lost why, uint64_t count)
+{
+	if (!shim_area || !count)
+		return;
+	atomic_fetch_add_explicit(&shim_area->lost[why], count, memory_order_relaxed);
+	atomic_store_explicit(&lost_untold, 1, memory_order_relaxed);
+}
+
+uint64_t shim_count_lines(const void *data, size_t n)
 {
 	const char *p = data, *end = p + n;
 	uint64_t c = 0;
@@ -214,19 +217,22 @@ static uint64_t shim_count_lines(const void *data, size_t n)
 	return c ? c : 1;
 }
 
-void shim_lost_busy(const void *data, size_t n)
+void shim_count_line(void)
 {
-	shim_lost(SHIM_LOST_BUSY, shim_count_lines(data, n));
+	atomic_fetch_add_explicit(&n_lines, 1, memory_order_relaxed);
 }
 
-/* --- the capture file ---------------------------------------------------- */
-
-static const char *shim_errstr(int e)
+static uint64_t shim_lost_total(void)
 {
-	const char *s = strerrordesc_np(e);   /* untranslated, async-signal-safe */
+	uint64_t t = 0;
+	int i;
 
-	return s ? s : "unknown error";
+	for (i = 0; i < RING_LOST__COUNT; i++)
+		t += atomic_load_explicit(&shim_area->lost[i], memory_order_relaxed);
+	return t;
 }
+
+/* --- the capture file (no reader) --------------------------------------- */
 
 /*
  * Opens the capture file and moves the fd high, out of the range a host
@@ -315,82 +321,276 @@ static int shim_write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Writes a lost record for every reason with losses not yet told. */
-static void shim_tell_lost(int fd)
-{
-	int i;
-
-	for (i = 0; i < SHIM_LOST__COUNT; i++) {
-		uint64_t total = atomic_load_explicit(&n_lost[i], memory_order_relaxed);
-		uint64_t told = atomic_load_explicit(&n_lost_told[i], memory_order_relaxed);
-		struct caprec_head h;
-		char buf[256];
-		size_t len;
-
-		if (total == told ||
-		    !atomic_compare_exchange_strong(&n_lost_told[i], &told, total))
-			continue;
-		caprec_head_now(&h);
-		h.pid = cfg.pid;
-		h.tid = 0;
-		h.fd = -1;
-		len = caprec_lost(buf, sizeof(buf), &h, total - told, shim_lost_reason[i]);
-		if (!len || shim_write_all(fd, buf, len))
-			atomic_fetch_sub(&n_lost_told[i], total - told);
-	}
-}
-
 /*
- * One record, one write(): O_APPEND keeps records of many processes whole.
- * `now` is the record's monotonic time (the fd check reuses it).
+ * Records [rec, rec+len) (whole lines) to the capture file in one write():
+ * O_APPEND keeps records of many processes whole. `count`: how many records
+ * that is, for the loss count when it fails.
  */
-static void shim_emit(const char *rec, size_t len, const struct timespec *now)
+static void shim_direct(const char *rec, size_t len, uint64_t count)
 {
-	int fd = shim_capture_fd(now), rc, e;
+	struct timespec now;
+	int fd, rc, e;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fd = shim_capture_fd(&now);
 	if (fd < 0) {
-		shim_lost(SHIM_LOST_OPEN, 1);
+		shim_lost(RING_LOST_OPEN, count);
 		return;
 	}
 	/* A record cut short by a failed write is ended first, so that it
 	 * costs one malformed line and not the record after it too. */
 	if (atomic_load_explicit(&cap_torn, memory_order_relaxed) && !shim_write_all(fd, "\n", 1))
 		atomic_store(&cap_torn, 0);
-	shim_tell_lost(fd);
 	rc = shim_write_all(fd, rec, len);
 	if (rc && errno == EBADF) {
 		/* closed behind our back by a raw syscall: reopen once */
 		atomic_store(&cap_suspect, 1);
-		fd = shim_capture_fd(now);
+		fd = shim_capture_fd(&now);
 		rc = fd < 0 ? -1 : shim_write_all(fd, rec, len);
 	}
 	if (rc) {
 		e = errno;
 		atomic_store(&cap_torn, 1);
-		shim_lost(SHIM_LOST_WRITE, 1);
+		shim_lost(RING_LOST_WRITE, count);
 		if (!atomic_exchange(&cap_warned, 1))
 			shim_warn(cfg.path, ": cannot write capture file: ", shim_errstr(e));
+	}
+}
+
+/* --- the ring ------------------------------------------------------------ */
+
+/* 1 while the reader that made the ring directory is there. */
+static int shim_reader_alive(void)
+{
+	return cfg.ctl && (kill((pid_t)cfg.ctl->consumer_pid, 0) == 0 || errno == EPERM);
+}
+
+/*
+ * The reader went away (killed): records go to the capture file from now
+ * on, and what it never read from the ring is counted lost.
+ */
+static void shim_give_up_ring(void)
+{
+	uint64_t pos, n = 0;
+	uint32_t old;
+
+	old = atomic_fetch_or(&shim_area->state, RING_S_DIRECT);
+	if (old & RING_S_DIRECT)
+		return;
+	cfg.ringed = 0;
+	pos = atomic_load(&shim_area->tail);
+	while (ring_next(shim_area, &pos))
+		n++;
+	shim_lost(RING_LOST_CONSUMER, n);
+	shim_warn("the capture reader ended; writing to ", cfg.path, " directly");
+}
+
+/*
+ * An entry with `len` payload bytes. When the ring is full the reader is
+ * asked to hurry (SIGURG, once per episode) and the writer waits for room
+ * up to SHIM_FULL_WAIT_MS; NULL when there is none (count the record lost).
+ */
+static struct ring_ent *shim_reserve(size_t len)
+{
+	struct ring_ent *e = ring_reserve(shim_area, len);
+	int waited = 0, e0;
+
+	if (e || !cfg.ringed)
+		return e;
+	e0 = errno;
+	while (!e && waited < SHIM_FULL_WAIT_MS) {
+		struct timespec ms = { 0, 1000000 };
+
+		if (!(atomic_fetch_or(&shim_area->state, RING_S_KNOCKED) & RING_S_KNOCKED) && cfg.ctl)
+			kill((pid_t)cfg.ctl->consumer_pid, SIGURG);
+		if (!shim_reader_alive()) {
+			shim_give_up_ring();
+			break;
+		}
+		nanosleep(&ms, NULL);
+		waited++;
+		e = ring_reserve(shim_area, len);
+	}
+	atomic_fetch_and(&shim_area->state, ~(uint32_t)RING_S_KNOCKED);
+	errno = e0;
+	return e;
+}
+
+/* Writes a lost record for every reason with losses not yet told. */
+static void shim_tell_lost(void)
+{
+	int i;
+
+	if (!atomic_exchange_explicit(&lost_untold, 0, memory_order_relaxed))
+		return;
+	for (i = 0; i < RING_LOST__COUNT; i++) {
+		uint64_t total = atomic_load_explicit(&shim_area->lost[i], memory_order_relaxed);
+		uint64_t told = atomic_load_explicit(&shim_area->lost_told[i], memory_order_relaxed);
+		struct caprec_head h;
+		char buf[256];
+		size_t len;
+
+		if (total == told ||
+		    !atomic_compare_exchange_strong(&shim_area->lost_told[i], &told, total))
+			continue;
+		caprec_head_now(&h);
+		h.pid = cfg.pid;
+		h.tid = 0;
+		h.fd = -1;
+		len = caprec_lost(buf, sizeof(buf), &h, total - told, ring_lost_reason[i]);
+		if (cfg.ringed) {
+			struct ring_ent *e = len ? ring_reserve(shim_area, len) : NULL;
+			if (e) {
+				memcpy((char *)(e + 1), buf, len);
+				ring_publish(e, RING_REC, 0, 0, -1, 0, 0);
+				continue;
+			}
+		} else if (len) {
+			uint64_t before = atomic_load(&shim_area->lost[RING_LOST_WRITE]) +
+					  atomic_load(&shim_area->lost[RING_LOST_OPEN]);
+			shim_direct(buf, len, 0);
+			if (atomic_load(&shim_area->lost[RING_LOST_WRITE]) +
+			    atomic_load(&shim_area->lost[RING_LOST_OPEN]) == before)
+				continue;
+		}
+		/* not written: tell it with the next record */
+		atomic_fetch_sub(&shim_area->lost_told[i], total - told);
+		atomic_store(&lost_untold, 1);
+	}
+}
+
+void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref)
+{
+	if (!shim_area || !len)
+		return;
+	if (atomic_load_explicit(&lost_untold, memory_order_relaxed))
+		shim_tell_lost();
+	if (cfg.ringed) {
+		struct ring_ent *e = shim_reserve(len);
+		if (e) {
+			memcpy((char *)(e + 1), rec, len);
+			ring_publish(e, RING_REC, flags, ref, -1, 0, 0);
+			return;
+		}
+		if (cfg.ringed) {
+			shim_lost(RING_LOST_FULL, 1);
+			return;
+		}
+	}
+	shim_direct(rec, len, 1);
+}
+
+uint64_t shim_pend(const char *rec, size_t len, int fd)
+{
+	struct shim_thread *th;
+
+	if (!shim_area || !len)
+		return 0;
+	if (cfg.ringed) {
+		struct ring_ent *e = ring_reserve(shim_area, len);
+		uint64_t id;
+
+		if (!e)
+			return 0;   /* full: the caller records it after the write */
+		id = atomic_fetch_add_explicit(&shim_area->next_id, 1, memory_order_relaxed) + 1;
+		memcpy((char *)(e + 1), rec, len);
+		ring_publish(e, RING_PEND, 0, id, fd, 0, 0);
+		return id;
+	}
+	/* No reader: kept in the thread's block until the write returns. */
+	th = shim_self;
+	if (!th || th->pend_n == SHIM_PEND_MAX || len > sizeof(th->pendbuf) - th->pend_len)
+		return 0;
+	if (th->pend_n == 0)
+		th->pend_off[0] = 0;
+	memcpy(th->pendbuf + th->pend_len, rec, len);
+	th->pend_len += len;
+	th->pend_n++;
+	th->pend_off[th->pend_n] = (uint32_t)th->pend_len;
+	return (uint64_t)atomic_fetch_add(&pend_local_id, 1) + 1;
+}
+
+void shim_commit(uint64_t first, uint32_t k, uint32_t n, int uncertain, int fd)
+{
+	struct shim_thread *th;
+	uint32_t i;
+
+	if (!shim_area || !n)
+		return;
+	if (cfg.ringed) {
+		struct ring_ent *e = shim_reserve(0);
+		if (e)
+			ring_publish(e, RING_COMMIT, uncertain ? RING_F_UNCERTAIN : 0, first, fd, k, n);
+		else
+			/* the records stay pending: the reader says they are uncertain */
+			shim_lost(RING_LOST_FULL, 0);
 		return;
 	}
-	atomic_fetch_add_explicit(&n_records, 1, memory_order_relaxed);
+	th = shim_self;
+	if (th && th->pend_n) {
+		if (atomic_load_explicit(&lost_untold, memory_order_relaxed))
+			shim_tell_lost();
+		if (k > th->pend_n)
+			k = th->pend_n;
+		if (!uncertain && k) {
+			shim_direct(th->pendbuf, th->pend_off[k], k);
+		} else {
+			for (i = 0; i < k; i++)
+				shim_uncertain(fd, 1, "the order of this line's bytes and a signal handler's was not knowable",
+					       th->pendbuf + th->pend_off[i], th->pend_off[i + 1] - th->pend_off[i] - 1);
+		}
+		th->pend_n = 0;
+		th->pend_len = 0;
+	}
+}
+
+uint64_t shim_risk(int fd, uint32_t lines)
+{
+	struct ring_ent *e;
+	uint64_t id;
+
+	if (!cfg.ringed || !lines)
+		return 0;
+	e = ring_reserve(shim_area, 0);
+	if (!e)
+		return 0;
+	id = atomic_fetch_add_explicit(&shim_area->next_id, 1, memory_order_relaxed) + 1;
+	ring_publish(e, RING_RISK, 0, id, fd, lines, 0);
+	return id;
+}
+
+void shim_risk_done(uint64_t id, int fd)
+{
+	struct ring_ent *e;
+
+	if (!id || !cfg.ringed)
+		return;
+	e = shim_reserve(0);
+	if (e)
+		ring_publish(e, RING_COMMIT, 0, id, fd, 0, 1);
+}
+
+void shim_uncertain(int fd, uint64_t count, const char *reason, const char *rec, size_t rec_len)
+{
+	struct shim_thread *th = shim_self;
+	struct caprec_head h;
+	char small[512];
+	char *buf = th ? th->unc : small;
+	size_t cap = th ? sizeof(th->unc) : sizeof(small), len;
+
+	caprec_head_now(&h);
+	h.pid = cfg.pid;
+	h.tid = 0;
+	h.fd = fd;
+	len = caprec_uncertain(buf, cap, &h, count, reason, rec, rec_len);
+	if (!len)
+		len = caprec_uncertain(buf, cap, &h, count, reason, NULL, 0);
+	shim_emit(buf, len, 0, 0);
 }
 
 /* --- per-thread state ---------------------------------------------------- */
 
-static void shim_thread_reset(struct shim_thread *th)
-{
-	int i;
-
-	for (i = 0; i < SHIM_SLOTS; i++) {
-		th->key[i] = -1;
-		linebuf_init(&th->slot[i].lb, th->slot[i].mem, SHIM_LINE_CAP);
-	}
-	th->used = 0;
-	atomic_store(&th->defer_len, 0);
-	th->tid = (long)syscall(SYS_gettid);
-}
-
-static struct shim_thread *shim_thread_get(void)
+struct shim_thread *shim_thread_get(void)
 {
 	struct shim_thread *th = shim_self;
 	void *p;
@@ -401,7 +601,7 @@ static struct shim_thread *shim_thread_get(void)
 	if (p == MAP_FAILED)
 		return NULL;
 	th = p;
-	shim_thread_reset(th);
+	th->tid = (long)syscall(SYS_gettid);
 	banner_scratch_init(&th->sc);
 	shim_self = th;
 	if (cfg.key_ok)
@@ -409,278 +609,14 @@ static struct shim_thread *shim_thread_get(void)
 	return th;
 }
 
-struct shim_line_ctx {
-	struct shim_thread *th;
-	int fd;
-};
-
-static void shim_on_line(void *ctx_, const char *line, size_t n, int overlong)
-{
-	struct shim_line_ctx *ctx = ctx_;
-	struct shim_thread *th = ctx->th;
-	struct classify_result res;
-	struct caprec_head h;
-	size_t len;
-
-	atomic_fetch_add_explicit(&n_lines, 1, memory_order_relaxed);
-	if (overlong) {
-		shim_lost(SHIM_LOST_LONG, 1);
-		return;
-	}
-	classify_line(line, n, cfg.rules, &th->sc, &res);
-	if (res.kind == CLASSIFY_OTHER && !cfg.all_lines)
-		return;
-	caprec_head_now(&h);
-	h.pid = cfg.pid;
-	h.tid = th->tid;
-	h.fd = ctx->fd;
-	if (res.kind == CLASSIFY_AUDIT)
-		len = caprec_audit(th->out, sizeof(th->out), &h, res.obj, res.obj_len);
-	else if (res.kind == CLASSIFY_BANNER)
-		len = caprec_banner(th->out, sizeof(th->out), &h,
-				    banner_set_name(cfg.rules, (size_t)res.rule), line, n);
-	else
-		len = caprec_line(th->out, sizeof(th->out), &h, line, n);
-	if (!len) {
-		shim_lost(SHIM_LOST_LONG, 1);
-		return;
-	}
-	shim_emit(th->out, len, &h.mono);
-}
-
-/*
- * The slot index for fd's partial line (taking a free one), or -1. Most
- * writes end their line, so usually no slot is in use and this is one test.
- */
-static int shim_slot_for(struct shim_thread *th, int fd, int via_stdio)
-{
-	int i, key = fd << 1 | (via_stdio ? 1 : 0);
-	unsigned used = th->used, m;
-
-	for (m = used; m; m &= m - 1)
-		if (th->key[i = __builtin_ctz(m)] == key)
-			return i;
-	if (used == (1u << SHIM_SLOTS) - 1)
-		return -1;
-	i = __builtin_ctz(~used);
-	th->key[i] = key;
-	th->used = used | 1u << i;
-	linebuf_reset(&th->slot[i].lb);
-	return i;
-}
-
-static void shim_slot_free(struct shim_thread *th, int i)
-{
-	th->key[i] = -1;
-	th->used &= ~(1u << i);
-}
-
-static void shim_feed_locked(struct shim_thread *th, int fd, int via_stdio, const void *data,
-			     size_t n)
-{
-	int i = shim_slot_for(th, fd, via_stdio);
-	struct shim_line_ctx ctx = { th, fd };
-
-	if (i < 0) {
-		shim_lost(SHIM_LOST_SLOTS, shim_count_lines(data, n));
-		return;
-	}
-	linebuf_feed(&th->slot[i].lb, data, n, shim_on_line, &ctx);
-	if (!linebuf_pending(&th->slot[i].lb))
-		shim_slot_free(th, i);
-}
-
-/* Called with shim_busy set: keeps bytes for the interrupted feed to process. */
-static void shim_defer(int fd, int via_stdio, const void *data, size_t n)
-{
-	struct shim_thread *th = shim_self;
-	struct shim_defer_hdr h = { fd, via_stdio, n };
-	size_t need = (sizeof(h) + n + 15) & ~(size_t)15, old;
-
-	if (!th) {
-		shim_lost_busy(data, n);
-		return;
-	}
-	old = atomic_load(&th->defer_len);
-	do {
-		if (need > SHIM_DEFER_CAP - old) {
-			shim_lost_busy(data, n);
-			return;
-		}
-	} while (!atomic_compare_exchange_weak(&th->defer_len, &old, old + need));
-	memcpy(th->defer + old, &h, sizeof(h));
-	memcpy(th->defer + old + sizeof(h), data, n);
-}
-
-/* Feeds what handlers deferred, including what they add meanwhile. */
-static void shim_drain(struct shim_thread *th)
-{
-	size_t i = 0;
-
-	if (!atomic_load_explicit(&th->defer_len, memory_order_relaxed))
-		return;   /* the usual case: no handler wrote */
-	for (;;) {
-		size_t end = atomic_load(&th->defer_len);
-
-		while (i < end) {
-			struct shim_defer_hdr h;
-			memcpy(&h, th->defer + i, sizeof(h));
-			shim_feed_locked(th, h.fd, h.via_stdio, th->defer + i + sizeof(h), h.n);
-			i += (sizeof(h) + h.n + 15) & ~(size_t)15;
-		}
-		size_t expect = i;   /* a failed CAS overwrites it; i must stay */
-
-		if (!i || atomic_compare_exchange_strong(&th->defer_len, &expect, 0))
-			return;
-	}
-}
-
-int shim_begin(void)
-{
-	if (shim_busy)
-		return 0;
-	shim_busy = 1;
-	/* A handler that wrote just as the last feed was ending left its line
-	 * queued: it came before this write, so it goes first. */
-	if (shim_self && atomic_load_explicit(&shim_self->defer_len, memory_order_relaxed)) {
-		int e = errno;
-		shim_drain(shim_self);
-		errno = e;
-	}
-	return 1;
-}
-
-void shim_end(int owner, int fd, const void *data, size_t n)
-{
-	struct shim_thread *th;
-	int e = errno;
-
-	if (!owner) {
-		if (n)
-			shim_defer(fd, 0, data, n);
-		errno = e;
-		return;
-	}
-	th = shim_thread_get();
-	if (th) {
-		if (n)
-			shim_feed_locked(th, fd, 0, data, n);
-		shim_drain(th);
-	} else if (n) {
-		shim_lost(SHIM_LOST_NOMEM, shim_count_lines(data, n));
-	}
-	shim_busy = 0;
-	errno = e;
-}
-
-void shim_end_iov(int owner, int fd, const struct iovec *iov, int cnt, size_t n)
-{
-	struct shim_thread *th = owner ? shim_thread_get() : NULL;
-	int e = errno, i;
-
-	for (i = 0; i < cnt && n; i++) {
-		size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
-		n -= k;
-		if (!k)
-			continue;
-		if (!owner)
-			shim_defer(fd, 0, iov[i].iov_base, k);
-		else if (th)
-			shim_feed_locked(th, fd, 0, iov[i].iov_base, k);
-		else
-			shim_lost(SHIM_LOST_NOMEM, shim_count_lines(iov[i].iov_base, k));
-	}
-	if (owner) {
-		if (th)
-			shim_drain(th);
-		shim_busy = 0;
-	}
-	errno = e;
-}
-
-void shim_feed(int fd, int via_stdio, const void *data, size_t n)
-{
-	struct shim_thread *th;
-	int e = errno;
-
-	if (shim_busy) {
-		shim_defer(fd, via_stdio, data, n);
-		errno = e;
-		return;
-	}
-	shim_busy = 1;
-	th = shim_thread_get();
-	if (th) {
-		shim_feed_locked(th, fd, via_stdio, data, n);
-		shim_drain(th);
-	} else {
-		shim_lost(SHIM_LOST_NOMEM, shim_count_lines(data, n));
-	}
-	shim_busy = 0;
-	errno = e;
-}
-
-char *shim_fmt_begin(size_t *cap)
-{
-	struct shim_thread *th;
-
-	if (shim_busy)
-		return NULL;
-	shim_busy = 1;
-	th = shim_thread_get();
-	if (!th) {
-		shim_busy = 0;
-		return NULL;
-	}
-	*cap = sizeof(th->fmt);
-	return th->fmt;
-}
-
-void shim_fmt_done(int fd, const char *buf, size_t n, int cut)
-{
-	int e = errno;
-
-	shim_feed_locked(shim_self, fd, 1, buf, n);
-	if (cut) {
-		/* The rest of the output never arrives here: forget the cut line. */
-		int i = shim_slot_for(shim_self, fd, 1);
-		if (i >= 0) {
-			linebuf_reset(&shim_self->slot[i].lb);
-			shim_slot_free(shim_self, i);
-		}
-		shim_lost(SHIM_LOST_LONG, 1);
-	}
-	shim_drain(shim_self);
-	shim_busy = 0;
-	errno = e;
-}
-
-/* Lines a thread leaves unfinished are complete as far as it is concerned. */
-static void shim_thread_flush(struct shim_thread *th)
-{
-	int i;
-
-	shim_drain(th);
-	for (i = 0; i < SHIM_SLOTS; i++) {
-		struct shim_line_ctx ctx = { th, th->key[i] >> 1 };
-		if (th->key[i] < 0)
-			continue;
-		linebuf_flush(&th->slot[i].lb, shim_on_line, &ctx);
-		shim_slot_free(th, i);
-	}
-}
-
 static void shim_thread_exit(void *p)
 {
 	struct shim_thread *th = p;
 
-	if (!th)
+	if (!th || th != shim_self)
 		return;
-	shim_busy = 1;
-	shim_thread_flush(th);
 	shim_self = NULL;
 	munmap(th, sizeof(*th));
-	shim_busy = 0;
 }
 
 /* --- watched files ------------------------------------------------------- */
@@ -712,7 +648,7 @@ void shim_watch_path(int fd, const char *path, int flags)
 			hit = envlist_glob(cfg.watch, abs, strlen(abs));
 		}
 	}
-	if (hit) {
+	if (hit && !shim_foreign()) {
 		shim_bit_set(shim_glob_bits, fd, 1);
 		shim_bit_set(shim_watch_bits, fd, 1);
 	}
@@ -722,6 +658,7 @@ void shim_unwatch(int fd)
 {
 	if (!shim_bit(shim_glob_bits, fd))
 		return;
+	shim_stream_close(fd);
 	shim_bit_set(shim_glob_bits, fd, 0);
 	shim_bit_set(shim_watch_bits, fd, 0);
 }
@@ -734,25 +671,159 @@ void shim_fd_touched(int lo, int hi)
 		atomic_store(&cap_suspect, 1);
 }
 
+/* --- the area ------------------------------------------------------------ */
+
+/* Field 22 of /proc/self/stat (start time in clock ticks), 0 when unknown. */
+static uint64_t shim_starttime(void)
+{
+	char buf[1024], *p;
+	ssize_t n;
+	int fd, field;
+	uint64_t v = 0;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');   /* the command name may hold spaces */
+	if (!p)
+		return 0;
+	for (field = 2; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	return v;
+}
+
+static void shim_u64(char *out, uint64_t v)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+
+	tmp[--i] = '\0';
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	strcpy(out, tmp + i);
+}
+
+/*
+ * The ring file of this process image in the reader's directory, mapped
+ * shared; NULL (errno set) when it cannot be made.
+ */
+static struct ring_hdr *shim_make_ring(void)
+{
+	char path[PATH_MAX + 64], num[24];
+	uint64_t seq, size = ring_file_size(RING_DATA_SIZE);
+	struct ring_hdr *r;
+	int fd, e;
+
+	seq = atomic_fetch_add(&cfg.ctl->created, 1);
+	strcpy(path, cfg.rings);
+	strcat(path, "/ring.");
+	shim_u64(num, (uint64_t)cfg.pid);
+	strcat(path, num);
+	strcat(path, ".");
+	shim_u64(num, seq);
+	strcat(path, num);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			  O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)size)) {
+		e = errno;
+		syscall(SYS_close, fd);
+		unlink(path);
+		errno = e;
+		return NULL;
+	}
+	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = errno;
+	syscall(SYS_close, fd);
+	if (r == MAP_FAILED) {
+		unlink(path);
+		errno = e;
+		return NULL;
+	}
+	ring_init(r, RING_DATA_SIZE, cfg.pid, shim_starttime());
+	/* the ring counts as made once it is ready */
+	atomic_fetch_add(&cfg.ctl->created, 1);
+	return r;
+}
+
+static struct ring_hdr *shim_make_private(void)
+{
+	uint64_t size = ring_file_size(0);
+	struct ring_hdr *r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (r == MAP_FAILED)
+		return NULL;
+	ring_init(r, 0, cfg.pid, 0);
+	return r;
+}
+
+/* The area for this process: its ring when there is a reader, else private memory. */
+static struct ring_hdr *shim_make_area(void)
+{
+	struct ring_hdr *r = NULL;
+
+	cfg.ringed = 0;
+	if (cfg.ctl) {
+		r = shim_make_ring();
+		if (r) {
+			cfg.ringed = 1;
+			return r;
+		}
+		shim_warn(cfg.rings, ": cannot make the capture ring: ", shim_errstr(errno));
+	}
+	return shim_make_private();
+}
+
+static void shim_map_ctl(void)
+{
+	char path[PATH_MAX + 8];
+	struct ring_ctl *c;
+	int fd;
+
+	if (strlen(cfg.rings) + 5 >= sizeof(path))
+		return;
+	strcpy(path, cfg.rings);
+	strcat(path, "/ctl");
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		shim_warn(path, ": cannot open the capture reader's control file: ", shim_errstr(errno));
+		return;
+	}
+	c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	syscall(SYS_close, fd);
+	if (c == MAP_FAILED)
+		return;
+	if (atomic_load(&c->magic) != RING_CTL_MAGIC) {
+		munmap(c, 4096);
+		return;
+	}
+	cfg.ctl = c;
+}
+
 /* --- start, fork, end ---------------------------------------------------- */
 
 static void shim_set_path(void)
 {
 	size_t n = strlen(cfg.base);
 	char num[24];
-	int i = (int)sizeof(num);
-	long v = cfg.pid;
 
 	memcpy(cfg.path, cfg.base, n + 1);
 	if (!cfg.per_pid)
 		return;
-	num[--i] = '\0';
-	do {
-		num[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	num[--i] = '.';
-	memcpy(cfg.path + n, num + i, sizeof(num) - (size_t)i);
+	cfg.path[n] = '.';
+	shim_u64(num, (uint64_t)cfg.pid);
+	strcpy(cfg.path + n + 1, num);
 }
 
 static void shim_write_start(void)
@@ -768,32 +839,38 @@ static void shim_write_start(void)
 	h.tid = 0;
 	h.fd = -1;
 	len = caprec_start(th->out, sizeof(th->out), &h, cfg.ppid, cfg.tail, cfg.tail_len);
-	if (len)
-		shim_emit(th->out, len, &h.mono);
+	shim_emit(th->out, len, 0, 0);
+}
+
+static void shim_atfork_parent(void)
+{
+	if (shim_on)
+		shim_stream_fork_parent();
 }
 
 /*
- * A fork child is a new process for the capture: new pid, its own counts,
- * its own file with TTAUDIT_PER_PID, and a start record. The forking
- * thread's partial lines belong to the parent, which will finish them.
+ * A fork child is a new process for the capture: new pid, its own area
+ * (ring) and counts, its own file with TTAUDIT_PER_PID, and a start
+ * record. Locks other threads held are released (those threads do not
+ * exist here) and partial lines belong to the parent.
  */
 static void shim_atfork_child(void)
 {
-	int i, fd;
+	struct ring_hdr *parent = shim_area, *child;
+	int fd, was_ringed = cfg.ringed;
+	long old_tid = shim_self ? shim_self->tid : 0;
 
 	if (!shim_on)
 		return;
-	cfg.pid = (long)getpid();
+	shim_depth++;
+	cfg.pid = (long)syscall(SYS_getpid);
 	cfg.ppid = (long)getppid();
-	for (i = 0; i < SHIM_LOST__COUNT; i++) {
-		atomic_store(&n_lost[i], 0);
-		atomic_store(&n_lost_told[i], 0);
-	}
+	cfg.ended = 0;
 	atomic_store(&n_lines, 0);
-	atomic_store(&n_records, 0);
 	atomic_store(&cap_opening, 0);
+	atomic_store(&lost_untold, 0);
 	if (shim_self)
-		shim_thread_reset(shim_self);
+		shim_self->tid = (long)syscall(SYS_gettid);
 	if (cfg.per_pid) {
 		fd = atomic_exchange(&cap_fd, -1);
 		if (fd >= 0)
@@ -801,9 +878,25 @@ static void shim_atfork_child(void)
 		atomic_store(&cap_retry_ns, 0);
 		shim_set_path();
 	}
-	shim_busy = 1;
+	if (cfg.ctl && !(atomic_load(&parent->state) & RING_S_DIRECT)) {
+		child = shim_make_area();
+	} else {
+		/* the private area was copied by fork: start its counts afresh */
+		child = parent;
+		cfg.ringed = 0;
+		memset(child->lost, 0, sizeof(child->lost));
+		memset(child->lost_told, 0, sizeof(child->lost_told));
+		child->pid = cfg.pid;
+	}
+	if (child) {
+		shim_stream_after_fork(parent, child, old_tid, shim_self ? shim_self->tid : 0);
+		shim_area = child;
+		if (was_ringed && child != parent)
+			munmap(parent, ring_file_size(parent->data_size));
+	}
+	shim_stdio_after_fork(shim_area != parent);
 	shim_write_start();
-	shim_busy = 0;
+	shim_depth--;
 }
 
 static void shim_load_rules(const char *path)
@@ -819,6 +912,16 @@ static void shim_load_rules(const char *path)
 			  NULL);
 	}
 	cfg.rules = banner_set_default();
+}
+
+const struct banner_set *shim_rules(void)
+{
+	return cfg.rules;
+}
+
+int shim_all_lines(void)
+{
+	return cfg.all_lines;
 }
 
 static void shim_render_tail(int argc, char **argv, char **envp)
@@ -861,6 +964,7 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	struct status_info si;
 
 	shim_resolve();
+	cfg.exit_code = -1;
 	v = getenv("TTAUDIT_CAPTURE");
 	if (!v || !*v || strlen(v) >= sizeof(cfg.base))
 		return;
@@ -881,53 +985,130 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	cfg.fd_floor = 3;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 64)
 		cfg.fd_floor = rl.rlim_cur > 1024 ? 1000 : (int)rl.rlim_cur - 24;
-	cfg.pid = (long)getpid();
+	cfg.pid = (long)syscall(SYS_getpid);
 	cfg.ppid = (long)getppid();
 	shim_set_path();
+	v = getenv("TTAUDIT_RINGS");
+	if (v && *v && strlen(v) < sizeof(cfg.rings)) {
+		strcpy(cfg.rings, v);
+		shim_map_ctl();
+	}
+	shim_area = shim_make_area();
+	if (!shim_area)
+		return;
 	shim_render_tail(argc, argv, envp);
 	cfg.key_ok = pthread_key_create(&cfg.key, shim_thread_exit) == 0;
-	pthread_atfork(NULL, NULL, shim_atfork_child);
+	pthread_atfork(NULL, shim_atfork_parent, shim_atfork_child);
 	shim_bit_set(shim_watch_bits, 1, 1);
 	shim_bit_set(shim_watch_bits, 2, 1);
 	shim_on = 1;
-	shim_busy = 1;
+	shim_depth++;
 	shim_write_start();
-	shim_busy = 0;
+	shim_depth--;
 }
 
-/* At exit(): finish this thread's partial lines and say how it went. */
+void shim_set_exit_code(int code)
+{
+	if (cfg.exit_code < 0)
+		cfg.exit_code = code & 0xff;
+}
+
+void shim_write_end(const struct shim_ending *e)
+{
+	struct shim_thread *th = shim_thread_get();
+	struct caprec_head h;
+	struct caprec_end ce;
+	char buf[512];
+	size_t len;
+
+	if (!shim_area || cfg.ended)
+		return;
+	cfg.ended = 1;
+	caprec_head_now(&h);
+	h.pid = cfg.pid;
+	h.tid = 0;
+	h.fd = -1;
+	ce.how = e->how;
+	ce.code = e->code;
+	ce.sig = 0;
+	ce.by = "shim";
+	ce.counts = 1;
+	ce.lines = atomic_load(&n_lines);
+	ce.lost = shim_lost_total();
+	len = caprec_end(th ? th->out : buf, th ? sizeof(th->out) : sizeof(buf), &h, &ce);
+	/* the lost records before it, so that end is the last word */
+	shim_tell_lost();
+	shim_emit(th ? th->out : buf, len, RING_F_END, 0);
+	if (cfg.ringed)
+		atomic_fetch_or(&shim_area->state, RING_S_ENDED);
+}
+
+void shim_exec_failed(int err, uint64_t partial_lines)
+{
+	char reason[160];
+
+	cfg.ended = 0;
+	if (cfg.ringed)
+		atomic_fetch_and(&shim_area->state, ~(uint32_t)RING_S_ENDED);
+	strcpy(reason, "exec failed (");
+	strcat(reason, shim_errstr(err));
+	strcat(reason, "): the end and lost records just before this one are void, and the partial lines may go on");
+	shim_uncertain(-1, partial_lines, reason, NULL, 0);
+}
+
+void shim_child_end(pid_t pid, int wstatus)
+{
+	struct caprec_head h;
+	struct caprec_end ce;
+	char buf[512];
+	size_t len;
+
+	if (!shim_area || !WIFSIGNALED(wstatus))
+		return;
+	caprec_head_now(&h);
+	h.pid = pid;
+	h.tid = 0;
+	h.fd = -1;
+	ce.how = "signal";
+	ce.code = -1;
+	ce.sig = WTERMSIG(wstatus);
+	ce.by = "parent";
+	ce.counts = 0;
+	len = caprec_end(buf, sizeof(buf), &h, &ce);
+	shim_emit(buf, len, RING_F_CHILD_END, (uint64_t)pid);
+}
+
+/*
+ * Last of all at exit: glibc runs exit handlers registered while the exit
+ * handlers run (our destructor registers this one from inside _dl_fini),
+ * so this runs after every destructor, just before stdio's own final
+ * flush, which then finds the tracked streams empty.
+ */
+static void shim_late_exit(void)
+{
+	struct shim_ending e = { "exit", cfg.exit_code };
+	int err = errno;
+
+	if (!shim_on || shim_foreign() || shim_depth)
+		return;
+	shim_stdio_flush_all();
+	shim_stream_finish_all(0);
+	shim_write_end(&e);
+	errno = err;
+}
+
+/*
+ * At exit(): stdio buffers flushed through the accounted path, then the end
+ * record, from a handler that runs after the other destructors.
+ */
 __attribute__((destructor)) static void shim_fini(void)
 {
-	struct shim_thread *th;
-	struct caprec_head h;
-	uint64_t lost = 0;
-	size_t len;
-	int i, e = errno;
+	int err = errno;
 
-	if (!shim_on || shim_busy)
+	if (!shim_on || cfg.ended || shim_foreign() || shim_depth)
 		return;
-	shim_busy = 1;
-	th = shim_thread_get();
-	if (th) {
-		shim_thread_flush(th);
-		caprec_head_now(&h);
-		h.pid = cfg.pid;
-		h.tid = 0;
-		h.fd = -1;
-		for (i = 0; i < SHIM_LOST__COUNT; i++)
-			lost += atomic_load(&n_lost[i]);
-		{
-			struct caprec_end e = { "exit", -1, 0, "shim", 1, atomic_load(&n_lines), lost };
-			len = caprec_end(th->out, sizeof(th->out), &h, &e);
-		}
-		if (len) {
-			int fd = shim_capture_fd(&h.mono);
-			if (fd >= 0) {
-				shim_tell_lost(fd);
-				shim_write_all(fd, th->out, len);
-			}
-		}
-	}
-	shim_busy = 0;
-	errno = e;
+	shim_stdio_flush_all();
+	if (atexit(shim_late_exit) != 0)
+		shim_late_exit();
+	errno = err;
 }

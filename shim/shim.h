@@ -1,12 +1,23 @@
 /*
- * shim.h - the preload library's core, shared by its interposers (io.c).
- * Nothing here is exported from libttaudit-shim.so (shim.map lists what is).
+ * shim.h - the preload library's internals, shared by its parts (nothing
+ * here is exported from libttaudit-shim.so; shim.map lists what is):
  *
- * The write path of a call the shim does not capture is: one relaxed load
- * of a bit in shim_watch_bits, then the real function. A watched call runs
- * the real function first, returns its result unchanged, and afterwards
- * feeds exactly the bytes the real call accepted to shim_feed(), with errno
- * saved and restored around it.
+ *   shim.c    configuration, the area (per-fd locks and partial lines, loss
+ *             counters), where records go (the ring, or the capture file),
+ *             per-thread blocks, fork, start and end records
+ *   stream.c  per-fd byte streams in kernel order: the fd lock, the lines
+ *             a write completes (classified before the bytes reach the
+ *             kernel, settled after), bytes written by signal handlers
+ *   stdio.c   glibc FILE streams: the bytes still in a FILE's buffer, and
+ *             those its flushes hand to the fd
+ *   proc.c    exit, _exit, exec, wait: how a process ends
+ *   io.c      write, writev, open, close, dup: the raw interposers
+ *
+ * The design and its limits are in docs/capture.md. Rules for everything
+ * reachable from a wrapper: no malloc, no stdio, no pthread lock (signal
+ * handlers, vfork children and fork children of threaded parents must not
+ * deadlock), errno left as found, results returned as the real call gave
+ * them.
  */
 #ifndef TTAUDIT_SHIM_H
 #define TTAUDIT_SHIM_H
@@ -19,9 +30,18 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#define SHIM_FD_MAX 65536   /* fds at or above this are never watched */
+#include "banner.h"
+#include "ring.h"
 
-/* The functions the shim wraps, resolved once with dlsym(RTLD_NEXT). */
+#define SHIM_TLS __attribute__((tls_model("initial-exec")))
+#define SHIM_FD_MAX RING_FD_MAX
+#define SHIM_OUT_CAP (192 * 1024)      /* one record */
+#define SHIM_FMT_CAP (64 * 1024)       /* a printf's output, formatted again */
+#define SHIM_DEFER_CAP 16384           /* bytes written by signal handlers, per thread */
+#define SHIM_PEND_MAX 64               /* lines of one write classified before it */
+#define SHIM_PENDBUF_CAP (256 * 1024)  /* their records, without a ring */
+
+/* The functions the shim wraps or calls, resolved once with dlsym(RTLD_NEXT). */
 struct shim_real {
 	ssize_t (*write)(int, const void *, size_t);
 	ssize_t (*writev)(int, const struct iovec *, int);
@@ -37,10 +57,26 @@ struct shim_real {
 	int (*putc_unlocked)(int, FILE *);
 	int (*putchar_unlocked)(int);
 	int (*io_putc)(int, FILE *);
+	int (*overflow)(FILE *, int);
 	int (*vfprintf)(FILE *, const char *, va_list);
 	int (*vdprintf)(int, const char *, va_list);
 	int (*vfprintf_chk)(FILE *, int, const char *, va_list);
 	int (*vdprintf_chk)(int, int, const char *, va_list);
+	int (*fflush)(FILE *);
+	int (*fflush_unlocked)(FILE *);
+	int (*fseek)(FILE *, long, int);
+	int (*fseeko)(FILE *, off_t, int);
+	int (*fseeko64)(FILE *, off_t, int);
+	int (*fsetpos)(FILE *, const fpos_t *);
+	int (*fsetpos64)(FILE *, const fpos64_t *);
+	void (*rewind)(FILE *);
+	int (*setvbuf)(FILE *, char *, int, size_t);
+	void (*setbuf)(FILE *, char *);
+	void (*setbuffer)(FILE *, char *, size_t);
+	void (*setlinebuf)(FILE *);
+	FILE *(*freopen)(const char *, const char *, FILE *);
+	FILE *(*freopen64)(const char *, const char *, FILE *);
+	int (*fcloseall)(void);
 	int (*open)(const char *, int, ...);
 	int (*open64)(const char *, int, ...);
 	int (*openat)(int, const char *, int, ...);
@@ -49,12 +85,26 @@ struct shim_real {
 	int (*creat64)(const char *, mode_t);
 	FILE *(*fopen)(const char *, const char *);
 	FILE *(*fopen64)(const char *, const char *);
+	FILE *(*fdopen)(int, const char *);
 	int (*fclose)(FILE *);
 	int (*close)(int);
 	int (*close_range)(unsigned, unsigned, int);
 	void (*closefrom)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
+	void (*exit)(int) __attribute__((noreturn));
+	void (*_exit)(int) __attribute__((noreturn));
+	void (*_Exit)(int) __attribute__((noreturn));
+	void (*quick_exit)(int) __attribute__((noreturn));
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	pid_t (*waitpid)(pid_t, int *, int);
+	pid_t (*wait4)(pid_t, int *, int, void *);
+	int (*waitid)(int, id_t, void *, int);
+	int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void),
+			       void (*)(void), void (*)(void), void *);
 };
 
 extern struct shim_real shim_real;
@@ -66,8 +116,13 @@ extern int shim_on;
 extern int shim_globbing;
 extern _Atomic uint64_t shim_watch_bits[SHIM_FD_MAX / 64];
 extern _Atomic uint64_t shim_glob_bits[SHIM_FD_MAX / 64];
+/* The area: the ring file mapped shared, or private memory of the same layout. */
+extern struct ring_hdr *shim_area;
+/* Nesting of shim activity on this thread: > 0 inside a wrapper's work. */
+extern __thread int shim_depth SHIM_TLS;
+/* The pid of a vfork child running on this thread's stack that changed its fds, or 0. */
+extern __thread pid_t shim_vfork_mark SHIM_TLS;
 
-/* Resolves the real functions (pthread_once); safe to call any number of times. */
 void shim_resolve(void);
 
 static inline int shim_bit(_Atomic uint64_t *bits, int fd)
@@ -81,45 +136,142 @@ static inline int shim_watching(int fd)
 	return shim_on && shim_bit(shim_watch_bits, fd);
 }
 
-/*
- * Feeds bytes that reached (or, for stdio, were accepted for) a watched fd.
- * `via_stdio` keeps a stream's partial line apart from raw write()s.
- * Never fails visibly: what cannot be captured is counted as lost.
- */
-void shim_feed(int fd, int via_stdio, const void *data, size_t n);
+/* --- shim.c ---------------------------------------------------------------- */
 
-/*
- * For raw writes, around the real call: shim_begin() marks the thread busy
- * before the bytes reach the kernel, so a signal handler that writes in
- * between is queued behind them and the capture keeps the kernel's order.
- * shim_end() feeds the n bytes the real call accepted (n may be 0) and
- * clears the mark; `owner` is what shim_begin returned (0 when nested).
- */
-int shim_begin(void);
-void shim_end(int owner, int fd, const void *data, size_t n);
-/* The same for writev: the first n bytes of the iovecs. */
-void shim_end_iov(int owner, int fd, const struct iovec *iov, int cnt, size_t n);
+/* Per-thread memory (mmap'd on first use; never malloc). */
+struct shim_defer_hdr {
+	int fd;
+	int tag;       /* enum shim_tag */
+	size_t n;
+};
 
-/*
- * For printf-family wrappers: a per-thread buffer to format a second copy of
- * what the real call printed. Returns NULL (count it lost) when the thread
- * has no buffer or is already inside the shim (a signal handler). A non-NULL
- * return must be paired with shim_fmt_done(), which feeds `n` bytes of it;
- * `cut` says the output was longer than the buffer (its last line is lost).
- */
-char *shim_fmt_begin(size_t *cap);
-void shim_fmt_done(int fd, const char *buf, size_t n, int cut);
-/* Counts the lines in data as lost (reason: written while the shim was busy). */
-void shim_lost_busy(const void *data, size_t n);
+enum shim_tag {
+	SHIM_TAG_BEFORE,    /* reached the kernel before the interrupted write: exact */
+	SHIM_TAG_AFTER,     /* after it: exact */
+	SHIM_TAG_UNKNOWN,   /* around it, order not knowable */
+	SHIM_TAG_UNLOCKED,  /* another fd, written without its lock */
+};
 
-/* A file matching TTAUDIT_WATCH was opened for writing on fd / fd is closed. */
+struct shim_thread {
+	long tid;
+	atomic_size_t defer_len;
+	_Alignas(16) char defer[SHIM_DEFER_CAP];
+	/* fds whose lock this thread holds, innermost last, and their phase */
+	int n_held;
+	int held[4];
+	_Atomic int phase[4];
+	/* the records classified before one write, without a ring */
+	size_t pend_len;
+	uint32_t pend_n;
+	uint32_t pend_off[SHIM_PEND_MAX + 1];
+	char pendbuf[SHIM_PENDBUF_CAP];
+	struct banner_scratch sc;
+	char fmt[SHIM_FMT_CAP];
+	char gather[RING_LINE_CAP];      /* a writev's bytes, contiguous */
+	char out[SHIM_OUT_CAP];
+	char unc[SHIM_OUT_CAP + 1024];   /* an uncertain record around a record of `out` */
+};
+
+/* The thread's block, or NULL when it cannot be had (count the line lost). */
+struct shim_thread *shim_thread_get(void);
+/* The process's pid as the capture knows it (the fork child's own after fork). */
+long shim_pid(void);
+/* 1 when the caller is not the process the shim set up for (a vfork child). */
+int shim_foreign(void);
+
+/* Counts `count` lines lost for `why` (reported in a lost record and in end). */
+void shim_lost(enum ring_lost why, uint64_t count);
+uint64_t shim_count_lines(const void *data, size_t n);
+/* Lines counted as complete on watched fds (the end record's `lines`). */
+void shim_count_line(void);
+
+/* A record that is true as it stands (rec ends with '\n'). */
+void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref);
+/*
+ * A record whose truth waits for a write: shim_pend returns its id (> 0),
+ * or 0 when it could not be kept (then emit it after the write instead).
+ * shim_commit settles ids first..first+n-1: the first k were written, the
+ * rest not; `uncertain` marks the written ones as not known to be true.
+ */
+uint64_t shim_pend(const char *rec, size_t len, int fd);
+void shim_commit(uint64_t first, uint32_t k, uint32_t n, int uncertain, int fd);
+/* A stdio call that may write `lines` complete lines is starting (0: nothing kept). */
+uint64_t shim_risk(int fd, uint32_t lines);
+void shim_risk_done(uint64_t id, int fd);
+/* An uncertain record with the given record (or none) embedded. */
+void shim_uncertain(int fd, uint64_t count, const char *reason, const char *rec, size_t rec_len);
+
+/* How the process is ending, written once: before exec, at _exit, at exit. */
+struct shim_ending {
+	const char *how;    /* "exit", "_exit", "exec" */
+	int code;           /* < 0: unknown */
+};
+void shim_write_end(const struct shim_ending *e);
+/* After a failed exec: the end record just written is void. */
+void shim_exec_failed(int err, uint64_t partial_lines);
+/* An end record for a child this process reaped (by:"parent"). */
+void shim_child_end(pid_t pid, int wstatus);
+/* The code main returned or exit was given (for the end record). */
+void shim_set_exit_code(int code);
+
+/* Files named by TTAUDIT_WATCH. */
 void shim_watch_path(int fd, const char *path, int flags);
 void shim_unwatch(int fd);
-/*
- * The host closed or replaced fds lo..hi (close, close_range, closefrom,
- * dup2, dup3): if the capture fd is among them it is checked before the
- * next record. Cheap: one relaxed load.
- */
+/* The host closed or replaced fds lo..hi: the capture fd is checked before its next record. */
 void shim_fd_touched(int lo, int hi);
+
+/* --- stream.c -------------------------------------------------------------- */
+
+/*
+ * A watched raw write: takes fd's lock, classifies the lines the bytes
+ * would complete, runs `sys` (the real call: returns its result, errno as
+ * it left it), settles the records by what the kernel took, and feeds the
+ * accepted bytes to fd's stream. `iov`/`cnt` describe the bytes (one
+ * iovec for write()).
+ */
+typedef ssize_t (*shim_sys_fn)(void *ctx);
+ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
+/*
+ * For stdio: holds fd's lock around a stdio call whose flushes reach fd
+ * (order: the FILE's lock first, then this).
+ */
+int shim_stream_lock(int fd);
+void shim_stream_unlock(int fd, int token);
+/* Feeds bytes that reached fd (a stdio flush) while holding its lock; uncertain: not known to. */
+void shim_stream_feed(int fd, const char *p, size_t n, int uncertain);
+/* The next line fd's stream completes is not known to be true (an unseen flush). */
+void shim_stream_mark_uncertain(int fd);
+/* fd is closed or replaced: its partial line, if any, is recorded as partial. */
+void shim_stream_close(int fd);
+/*
+ * Every stream's partial line recorded as partial (exit, _exit, exec);
+ * returns how many. `keep`: the streams stay as they are (an exec, which
+ * may fail and let the lines go on).
+ */
+uint64_t shim_stream_finish_all(int keep);
+/*
+ * In a fork child, before its start record: locks other threads held are
+ * released (old_tid is the forking thread's tid in the parent), partial
+ * lines left to the parent, and the next line of each such fd uncertain.
+ * child may be parent (private memory copied by fork).
+ */
+void shim_stream_after_fork(struct ring_hdr *parent, struct ring_hdr *child, long old_tid, long new_tid);
+/* In the parent after fork: partial lines may be continued by the child. */
+void shim_stream_fork_parent(void);
+
+/* The banner rules and --all-lines, for the line callbacks. */
+const struct banner_set *shim_rules(void);
+int shim_all_lines(void);
+
+/* --- stdio.c --------------------------------------------------------------- */
+
+/* Flushes every tracked FILE through the accounted path (exit). */
+void shim_stdio_flush_all(void);
+/* Lines pending in tracked FILE buffers (never written if the process ends now). */
+uint64_t shim_stdio_pending_lines(void);
+/* A fork child: its FILE buffers are copies of the parent's; counters go to the (new) area. */
+void shim_stdio_after_fork(int new_area);
+/* fopen/fdopen of a watched file: its FILE is followed from the start. */
+void shim_stdio_track(FILE *fp);
 
 #endif

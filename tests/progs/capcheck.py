@@ -116,8 +116,10 @@ def main():
     # the start of a line another process (an exec'd image, a child) ended.
     partial_ok = 0
     texts = [k[1] for k in want if k[0] == "text"]
+    wanted = set(want)
     for k in got_partial:
-        if k == want_partial or (k[0] == "text" and any(t.startswith(k[1]) for t in texts)):
+        # (an exec that failed: the line went on, and its whole is a truth line)
+        if k == want_partial or k in wanted or (k[0] == "text" and any(t.startswith(k[1]) for t in texts)):
             partial_ok += 1
         else:
             invented += 1

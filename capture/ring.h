@@ -1,0 +1,218 @@
+/*
+ * ring.h - the shared-memory file through which a preloaded process hands
+ * its capture records to `ttaudit capture` (docs/capture.md, "The ring").
+ *
+ * One file per process image, in a private directory `ttaudit capture`
+ * made (mode 0700, under /dev/shm or $TMPDIR), mapped MAP_SHARED by the
+ * process: its pages belong to the page cache, so what the process wrote
+ * there survives its SIGKILL. The file holds, after a header page:
+ *
+ *   - per-fd locks and the per-fd partial lines (struct ring_stream), so
+ *     that a consumer can still read, after the process died, which lines
+ *     were half written and which fds were being written;
+ *   - the process's loss counters and how many lines wait in its stdio
+ *     buffers (bytes that never reached an fd when the process dies);
+ *   - a ring of entries (struct ring_ent): records, records pending on a
+ *     write, and the commits that settle them.
+ *
+ * Writers are the threads of the process (lock-free: an entry is reserved
+ * by CAS on `head`, written, then published by storing its absolute
+ * position last, with release order); the reader is the consumer, which
+ * copies what it reads before it moves `tail`. No allocation, no lock, no
+ * system call on the writer's side: callable from a signal handler, a vfork
+ * child and a fork child.
+ *
+ * The same layout without the ring (data_size 0) serves as private memory
+ * for a process that writes its records to the capture file itself.
+ */
+#ifndef TTAUDIT_RING_H
+#define TTAUDIT_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RING_MAGIC 0x31676e6972747474ull   /* "tttring1" */
+#define RING_CTL_MAGIC 0x316c746374747474ull   /* "tttctl1" */
+#define RING_FD_MAX 65536          /* fds at or above this are never watched */
+#define RING_STREAMS 16            /* fds with a partial line at once */
+#define RING_LINE_CAP (64 * 1024)  /* longest line kept whole */
+#define RING_STDIO 16              /* stdio streams whose pending lines are counted */
+#define RING_LOST_MAX 16           /* loss reasons */
+#define RING_DATA_SIZE (2u << 20)  /* the ring proper */
+
+/* Entry kinds. */
+enum ring_kind {
+	RING_PAD = 1,     /* skip to the end of the data area */
+	RING_REC,         /* a record line, true as written */
+	RING_PEND,        /* a record line whose truth waits for a COMMIT (ref: its id) */
+	RING_COMMIT,      /* settles ids [ref, ref+count): the first `aux` were written, the rest not */
+	RING_RISK,        /* a stdio call that may write `aux` complete lines is running (ref: id) */
+};
+
+/* Entry flags. */
+enum {
+	RING_F_END = 1,         /* RING_REC: the process's own end record */
+	RING_F_CHILD_END = 2,   /* RING_REC: an end written by a parent for child `ref` */
+	RING_F_UNCERTAIN = 4,   /* RING_COMMIT: the committed lines' order was not knowable */
+};
+
+struct ring_ent {
+	_Atomic uint64_t pos;   /* absolute position of the entry; stored last: published */
+	uint32_t size;          /* the whole entry, header included, a multiple of 8 */
+	uint16_t kind;
+	uint16_t flags;
+	uint64_t ref;
+	int32_t fd;
+	uint32_t aux;
+	uint32_t count;
+	uint32_t len;           /* payload bytes */
+};
+
+/* A partial line of one fd (owned by whoever holds that fd's lock). */
+struct ring_stream {
+	_Atomic int32_t fd;     /* -1: free */
+	uint32_t len;           /* bytes held */
+	uint32_t over;          /* more bytes than RING_LINE_CAP arrived */
+	uint32_t flags;         /* RING_SF_* */
+	char buf[RING_LINE_CAP];
+};
+
+/* Stream flags. */
+enum {
+	RING_SF_UNCERTAIN_NEXT = 1,   /* the next line it completes is not known to be true */
+};
+
+/* Per-fd state flags (fdflags[]). */
+enum {
+	RING_FDF_SKIP = 1,      /* no stream was free: drop bytes up to the next '\n' */
+	RING_FDF_UNCERTAIN = 2, /* as RING_SF_UNCERTAIN_NEXT, for an fd without a stream */
+};
+
+/* Header states. */
+enum {
+	RING_S_ENDED = 1,       /* the process wrote its own end record */
+	RING_S_DIRECT = 2,      /* the writer gave the ring up (consumer gone) */
+	RING_S_KNOCKED = 4,     /* the writer asked the consumer to hurry */
+};
+
+struct ring_hdr {
+	_Atomic uint64_t magic;        /* stored last by the creator */
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t size;                 /* the whole file */
+	int64_t pid;
+	uint64_t starttime;            /* /proc/PID/stat field 22: a reused pid is told apart */
+	uint64_t data_off, data_size;
+	_Atomic uint64_t head;         /* bytes reserved by writers (absolute) */
+	_Atomic uint64_t tail;         /* bytes read by the consumer (absolute) */
+	_Atomic uint64_t next_id;      /* PEND and RISK ids */
+	_Atomic uint32_t state;        /* RING_S_* */
+	uint32_t unused;
+	_Atomic uint64_t lost[RING_LOST_MAX];       /* lines lost, by reason */
+	_Atomic uint64_t lost_told[RING_LOST_MAX];  /* of which a lost record was written */
+	struct {
+		_Atomic int32_t fd;    /* -1: free */
+		_Atomic uint32_t lines;   /* complete lines pending in this stdio stream */
+		_Atomic uint32_t bytes;   /* bytes pending after the last '\n' */
+	} stdio[RING_STDIO];
+};
+
+/* Offsets of the parts of the file. */
+#define RING_HDR_SIZE 4096u
+#define RING_LOCKS_OFF RING_HDR_SIZE
+#define RING_FDSTREAM_OFF (RING_LOCKS_OFF + RING_FD_MAX * 4u)
+#define RING_FDFLAGS_OFF (RING_FDSTREAM_OFF + RING_FD_MAX)
+#define RING_STREAMS_OFF (RING_FDFLAGS_OFF + RING_FD_MAX)
+#define RING_DATA_OFF (RING_STREAMS_OFF + RING_STREAMS * (uint32_t)sizeof(struct ring_stream))
+
+/* Size of a file (or private area) whose ring holds data_size bytes. */
+static inline uint64_t ring_file_size(uint64_t data_size)
+{
+	return ((uint64_t)RING_DATA_OFF + 4095) / 4096 * 4096 + data_size;
+}
+
+static inline _Atomic uint32_t *ring_locks(struct ring_hdr *r)
+{
+	return (_Atomic uint32_t *)((char *)r + RING_LOCKS_OFF);
+}
+
+/* fdstream[fd]: 1 + the index of fd's stream, 0 for none. */
+static inline uint8_t *ring_fdstream(struct ring_hdr *r)
+{
+	return (uint8_t *)r + RING_FDSTREAM_OFF;
+}
+
+static inline uint8_t *ring_fdflags(struct ring_hdr *r)
+{
+	return (uint8_t *)r + RING_FDFLAGS_OFF;
+}
+
+static inline struct ring_stream *ring_stream(struct ring_hdr *r, unsigned i)
+{
+	return (struct ring_stream *)((char *)r + RING_STREAMS_OFF) + i;
+}
+
+/* The `reason` of each loss counter, by index (also the shim's enum). */
+enum ring_lost {
+	RING_LOST_OPEN,       /* capture file cannot be opened */
+	RING_LOST_WRITE,      /* capture file write failed */
+	RING_LOST_LONG,       /* line longer than RING_LINE_CAP */
+	RING_LOST_BUSY,       /* written from signal handlers faster than kept */
+	RING_LOST_NOMEM,      /* no thread buffer */
+	RING_LOST_STREAMS,    /* too many fds with partial lines */
+	RING_LOST_FULL,       /* the ring stayed full */
+	RING_LOST_STDIO_EXIT, /* in a stdio buffer at _exit */
+	RING_LOST_STDIO_EXEC, /* in a stdio buffer at exec */
+	RING_LOST_STDIO_DEATH,/* in a stdio buffer when the process died */
+	RING_LOST_VFORK,      /* written by a vfork child after it changed its fds */
+	RING_LOST_HANDLER,    /* stdio in a signal handler while the shim was busy */
+	RING_LOST_STDIO_WIDE, /* a stdio stream the shim could not follow */
+	RING_LOST_CONSUMER,   /* in the ring when `ttaudit capture` went away */
+	RING_LOST__COUNT
+};
+extern const char *const ring_lost_reason[RING_LOST__COUNT];
+
+/*
+ * The directory's control page ("ctl"): who reads the rings, and a counter
+ * of rings made, so the reader looks for new ones only when it moved.
+ */
+struct ring_ctl {
+	_Atomic uint64_t magic;
+	int64_t consumer_pid;
+	_Atomic uint64_t created;
+};
+
+/* Writer side. */
+
+/* Prepares a new header in zeroed memory of ring_file_size(data_size) bytes (magic last). */
+void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t starttime);
+/*
+ * Reserves an entry with `payload` bytes after its header. Returns the
+ * header (fill the payload after it, then ring_publish), or NULL when the
+ * ring has no room (or none at all).
+ */
+struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload);
+void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, int32_t fd,
+		  uint32_t aux, uint32_t count);
+/* Bytes in use (written, not yet read). */
+uint64_t ring_used(struct ring_hdr *r);
+
+/* Reader side. */
+
+/*
+ * The next published entry at *pos (the reader's position, starting at
+ * tail), or NULL when there is none yet; *pos moves past padding. The
+ * entry stays valid until ring_consumed() moves tail past it.
+ */
+const struct ring_ent *ring_next(struct ring_hdr *r, uint64_t *pos);
+/* The payload of an entry and its length. */
+static inline const char *ring_payload(const struct ring_ent *e)
+{
+	return (const char *)(e + 1);
+}
+size_t ring_payload_len(const struct ring_ent *e);
+/* Frees the space up to pos for writers. */
+void ring_consumed(struct ring_hdr *r, uint64_t pos);
+
+#endif
