@@ -78,6 +78,67 @@ static char *launch_absolute(const char *p)
 	return s;
 }
 
+enum status launch_capture_file(const char *path, int append, int per_pid, int *fd,
+				struct status_info *si)
+{
+	struct stat st;
+	char dir[PATH_MAX];
+	const char *slash;
+	int f;
+
+	*fd = -1;
+	if (per_pid) {
+		/* files PATH.<pid> are made later: the directory must take them */
+		slash = strrchr(path, '/');
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if ((size_t)(slash - path) >= sizeof(dir))
+			return status_set(si, STATUS_IO, "%s: path too long", path);
+		else
+			snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		if (stat(dir, &st))
+			return status_set(si, STATUS_IO, "%s: cannot create capture files in '%s': %s", path, dir,
+					  strerror(errno));
+		if (!S_ISDIR(st.st_mode))
+			return status_set(si, STATUS_IO, "%s: '%s' is not a directory", path, dir);
+		if (access(dir, W_OK | X_OK))
+			return status_set(si, STATUS_IO, "%s: cannot create capture files in '%s': %s", path, dir,
+					  strerror(errno));
+		return STATUS_OK;
+	}
+	f = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+	if (f < 0) {
+		int e = errno;
+		if (e == ELOOP)
+			return status_set(si, STATUS_IO, "%s: is a symbolic link: the capture file must be a regular file", path);
+		if (e == EISDIR)
+			return status_set(si, STATUS_IO, "%s: is a directory", path);
+		return status_set(si, STATUS_IO, "%s: cannot create the capture file: %s", path, strerror(e));
+	}
+	if (fstat(f, &st)) {
+		close(f);
+		return status_set(si, STATUS_IO, "%s: %s", path, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(f);
+		return status_set(si, STATUS_IO, "%s: is not a regular file", path);
+	}
+	if (st.st_uid != geteuid()) {
+		close(f);
+		return status_set(si, STATUS_IO, "%s: is owned by uid %ld, not by this user (uid %ld)", path,
+				  (long)st.st_uid, (long)geteuid());
+	}
+	/* 0600 whether it is new or was there: captures hold a server's environment */
+	if (fchmod(f, 0600) || (!append && ftruncate(f, 0))) {
+		int e = errno;
+		close(f);
+		return status_set(si, STATUS_IO, "%s: %s", path, strerror(e));
+	}
+	fcntl(f, F_SETFL, fcntl(f, F_GETFL) & ~O_NONBLOCK);
+	*fd = f;
+	return STATUS_OK;
+}
+
 static enum status launch_setenv(const char *name, const char *value, struct status_info *si)
 {
 	int r = value ? setenv(name, value, 1) : unsetenv(name);
@@ -131,12 +192,15 @@ enum status launch_setup(const struct launch_opts *o, const char *shim, struct s
 	else
 		strcpy(preload, shim);
 	/* With per_pid each process writes CAPTURE.<pid>; the base name stays unused. */
-	if (!o->append && !o->per_pid) {
-		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (!o->opened) {
+		st = launch_capture_file(out, o->append, o->per_pid, &fd, si);
+		if (st != STATUS_OK)
+			goto out;
 		if (fd >= 0)
 			close(fd);
 	}
 	if ((st = launch_setenv("TTAUDIT_CAPTURE", out, si)) ||
+	    (st = launch_setenv("TTAUDIT_RINGS", o->rings, si)) ||
 	    (st = launch_setenv("TTAUDIT_RULES", rules_abs, si)) ||
 	    (st = launch_setenv("TTAUDIT_ENV", env, si)) ||
 	    (st = launch_setenv("TTAUDIT_WATCH", o->watch, si)) ||

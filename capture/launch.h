@@ -3,9 +3,10 @@
  * the preload library and put the capture configuration in the environment.
  *
  * The shim reads (docs/capture.md): TTAUDIT_CAPTURE (capture file, absolute),
- * TTAUDIT_RULES (banner rules file), TTAUDIT_ENV (environment allow-list),
- * TTAUDIT_ALL_LINES, TTAUDIT_WATCH (glob of extra files to watch),
- * TTAUDIT_PER_PID (one file per process: CAPTURE.<pid>).
+ * TTAUDIT_RINGS (the reader's ring directory: records go there, not to the
+ * file), TTAUDIT_RULES (banner rules file), TTAUDIT_ENV (environment
+ * allow-list), TTAUDIT_ALL_LINES, TTAUDIT_WATCH (glob of extra files to
+ * watch), TTAUDIT_PER_PID (one file per process: CAPTURE.<pid>).
  */
 #ifndef TTAUDIT_LAUNCH_H
 #define TTAUDIT_LAUNCH_H
@@ -24,6 +25,8 @@ struct launch_opts {
 	int all_lines;
 	int per_pid;
 	int append;             /* keep an existing capture file instead of emptying it */
+	const char *rings;      /* the reader's ring directory (TTAUDIT_RINGS), NULL: none */
+	int opened;             /* the caller opened and checked the capture file already */
 };
 
 /*
@@ -34,12 +37,21 @@ struct launch_opts {
 enum status launch_find_shim(char *buf, size_t cap, struct status_info *si);
 
 /*
- * Validates the options (rules compile, env patterns parse), empties the
- * capture file unless o->append, and sets the environment of this process
- * for the command it will exec: the TTAUDIT_* variables (unset ones that
- * were inherited but not asked for) and LD_PRELOAD with the shim first.
- * A capture file that cannot be created is not an error here: the shim
- * warns and the command runs uncaptured, as it would in a child process.
+ * Opens the capture file for records: created 0600 or, when it exists, a
+ * regular file this user owns (never through a symlink), made 0600 and
+ * emptied unless `append`. *fd (O_APPEND, close-on-exec) is the caller's.
+ * With `per_pid`, nothing is opened (*fd = -1): the directory must be one
+ * this user can create files in. STATUS_IO names the path and the reason.
+ */
+enum status launch_capture_file(const char *path, int append, int per_pid, int *fd,
+				struct status_info *si);
+/*
+ * Validates the options (rules compile, env patterns parse), opens and
+ * checks the capture file (launch_capture_file, unless o->opened), and sets
+ * the environment of this process for the command it will exec: the
+ * TTAUDIT_* variables (unset ones that were inherited but not asked for)
+ * and LD_PRELOAD with the shim first. A capture file that cannot be used
+ * is an error: the command must not run believing it is captured.
  */
 enum status launch_setup(const struct launch_opts *o, const char *shim, struct status_info *si);
 

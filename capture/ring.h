@@ -114,7 +114,7 @@ struct ring_hdr {
 	struct {
 		_Atomic int32_t fd;    /* -1: free */
 		_Atomic uint32_t lines;   /* complete lines pending in this stdio stream */
-		_Atomic uint32_t bytes;   /* bytes pending after the last '\n' */
+		_Atomic uint32_t bytes;   /* bytes pending after the last '\n' (a partial line) */
 	} stdio[RING_STDIO];
 };
 

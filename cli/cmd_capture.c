@@ -14,9 +14,11 @@
 
 #include "banner.h"
 #include "cli.h"
+#include "consume.h"
 #include "envlist.h"
 #include "follow.h"
 #include "launch.h"
+#include "supervise.h"
 
 static const char capture_usage[] =
 	"usage: ttaudit capture [-o FILE] [--rules FILE] [--env PATTERNS] [--all-lines]\n"
@@ -24,9 +26,11 @@ static const char capture_usage[] =
 	"\n"
 	"Runs CMD with libttaudit-shim.so preloaded. Every process of CMD that keeps\n"
 	"LD_PRELOAD writes to FILE: a start record (argv, exe, host, allow-listed\n"
-	"environment), each merge-audit line and banner seen on fds 1 and 2, lost\n"
-	"counts, and an end record. CMD's output, behaviour and exit status are its own\n"
-	"(ttaudit execs it).\n"
+	"environment; secrets redacted), each merge-audit line and banner that reached\n"
+	"fds 1 and 2, lost and uncertain counts, and an end record. ttaudit stays CMD's\n"
+	"parent, reads the records from shared memory while CMD runs, passes on signals\n"
+	"sent to it, waits for every process of the capture, and exits as CMD did.\n"
+	"FILE must be creatable, or a regular file you own (it is made 0600).\n"
 	"\n"
 	"  -o, --output FILE  capture file (default ttaudit.cap.jsonl), emptied first\n"
 	"  --append           keep what FILE holds and append\n"
@@ -73,13 +77,32 @@ static const struct option capture_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* FILE made absolute: the command may change directory. */
+static char *capture_absolute(const char *p)
+{
+	char cwd[4096], *s;
+
+	if (p[0] == '/')
+		return strdup(p);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	s = malloc(strlen(cwd) + strlen(p) + 2);
+	if (s)
+		sprintf(s, "%s/%s", cwd, p);
+	return s;
+}
+
 int cmd_capture(int argc, char **argv)
 {
 	struct launch_opts lo = { .out = "ttaudit.cap.jsonl" };
+	struct consume_opts co = { .out_fd = -1 };
+	struct supervise_opts so;
+	struct banner_set *rules = NULL;
+	struct consume *c = NULL;
 	struct status_info si;
-	char shim[4096];
+	char shim[4096], *out = NULL;
 	enum status st;
-	int o;
+	int o, fd = -1, wstatus = 0, rc = CLI_USAGE;
 
 	optind = 1;
 	opterr = 0;
@@ -106,16 +129,50 @@ int cmd_capture(int argc, char **argv)
 		return cli_usage_error("capture", "-o needs a file name");
 	status_info_clear(&si);
 	st = launch_find_shim(shim, sizeof(shim), &si);
+	if (st == STATUS_OK && lo.rules)
+		st = banner_set_load(lo.rules, &rules, &si);
+	if (st == STATUS_OK && !rules && !(rules = banner_set_default()))
+		st = status_set(&si, STATUS_NOMEM, "out of memory");
+	if (st == STATUS_OK && !(out = capture_absolute(lo.out)))
+		st = status_set(&si, STATUS_NOMEM, "cannot make '%s' absolute (current directory unreadable?)", lo.out);
+	/* the capture file before anything runs: refused, the command never starts */
 	if (st == STATUS_OK)
+		st = launch_capture_file(out, lo.append, lo.per_pid, &fd, &si);
+	if (st == STATUS_OK) {
+		co.out_fd = fd;
+		co.per_pid_base = lo.per_pid ? out : NULL;
+		co.append = lo.append;
+		co.rules = rules;
+		co.all_lines = lo.all_lines;
+		st = consume_new(&co, &c, &si);
+	}
+	if (st == STATUS_OK) {
+		lo.out = out;
+		lo.opened = 1;
+		lo.rings = consume_dir(c);
 		st = launch_setup(&lo, shim, &si);
+	}
 	if (st != STATUS_OK) {
 		cli_report_status("capture", st, &si);
-		return CLI_USAGE;
+		goto out;
 	}
-	fflush(NULL);
-	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "ttaudit capture: '%s' cannot be run: %s\n", argv[optind], strerror(errno));
-	return CLI_USAGE;
+	so.argv = argv + optind;
+	so.consume = c;
+	st = supervise_run(&so, &wstatus, &si);
+	consume_free(c);
+	c = NULL;
+	if (st != STATUS_OK) {
+		fprintf(stderr, "ttaudit capture: %s\n", si.msg);
+		goto out;
+	}
+	rc = supervise_mirror(wstatus);
+out:
+	consume_free(c);
+	if (fd >= 0)
+		close(fd);
+	banner_set_free(rules);
+	free(out);
+	return rc;
 }
 
 static volatile sig_atomic_t follow_stop;

@@ -459,10 +459,24 @@ static void shim_tell_lost(void)
 	}
 }
 
+/*
+ * Every 1024th ring record: is the reader still there? If it is gone (killed),
+ * records in an unread ring would pile up unseen: write directly instead.
+ */
+static void shim_check_reader(void)
+{
+	static atomic_uint n;
+
+	if ((atomic_fetch_add_explicit(&n, 1, memory_order_relaxed) & 1023) == 1023 && !shim_reader_alive())
+		shim_give_up_ring();
+}
+
 void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref)
 {
 	if (!shim_area || !len)
 		return;
+	if (cfg.ringed)
+		shim_check_reader();
 	if (atomic_load_explicit(&lost_untold, memory_order_relaxed))
 		shim_tell_lost();
 	if (cfg.ringed) {
@@ -487,9 +501,13 @@ uint64_t shim_pend(const char *rec, size_t len, int fd)
 	if (!shim_area || !len)
 		return 0;
 	if (cfg.ringed) {
-		struct ring_ent *e = ring_reserve(shim_area, len);
+		struct ring_ent *e;
 		uint64_t id;
 
+		shim_check_reader();
+		if (!cfg.ringed)
+			return 0;
+		e = ring_reserve(shim_area, len);
 		if (!e)
 			return 0;   /* full: the caller records it after the write */
 		id = atomic_fetch_add_explicit(&shim_area->next_id, 1, memory_order_relaxed) + 1;

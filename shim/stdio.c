@@ -107,13 +107,16 @@ static uint32_t shim_nl(const char *p, size_t n)
 /* The shared counters `ttaudit capture` reads if the process dies now. */
 static void shim_file_publish(struct shim_file *f)
 {
-	uint32_t lines;
+	const char *last;
+	uint32_t lines, tail;
 
 	if (f->slot < 0 || !shim_area)
 		return;
 	lines = shim_nl(f->mem, f->known);
+	last = f->known ? memrchr(f->mem, '\n', f->known) : NULL;
+	tail = (uint32_t)(last ? f->known - (size_t)(last + 1 - f->mem) : f->known);
 	atomic_store_explicit(&shim_area->stdio[f->slot].lines, lines, memory_order_relaxed);
-	atomic_store_explicit(&shim_area->stdio[f->slot].bytes, (uint32_t)f->known, memory_order_relaxed);
+	atomic_store_explicit(&shim_area->stdio[f->slot].bytes, tail, memory_order_relaxed);
 }
 
 static int shim_slot_take(int fd)
@@ -352,17 +355,67 @@ static uint32_t shim_at_risk(FILE *fp, struct shim_file *f, const struct shim_ha
 }
 
 /*
+ * 1 when the call may write to the fd. Only then is the fd's lock taken
+ * (and waited for): a call that only adds to the buffer must not wait for
+ * another thread's write, which may be blocked for as long as the fd's
+ * reader sleeps (a process exiting with an empty stdout buffer must exit).
+ */
+static int shim_may_write(FILE *fp, const struct shim_file *f, const struct shim_handed *h)
+{
+	size_t n = h->n[0] + (h->pieces > 1 ? h->n[1] : 0), space;
+	int i;
+
+	if (h->fmt)
+		return 1;               /* a format's length is not known before it is formatted */
+	if (!h->pieces)
+		return f->known > 0 || shim_pending(fp) > 0;   /* a flush, a seek, a close */
+	if ((fp->_flags & SHIM_IO_UNBUFFERED) || !(fp->_flags & SHIM_IO_CURRENTLY_PUTTING) ||
+	    !fp->_IO_write_ptr || !fp->_IO_buf_end)
+		return 1;
+	space = (size_t)(fp->_IO_buf_end - fp->_IO_write_ptr);
+	if (n >= space)
+		return 1;
+	if (fp->_flags & SHIM_IO_LINE_BUF)
+		for (i = 0; i < h->pieces; i++)
+			if (memchr(h->p[i], '\n', h->n[i]))
+				return 1;
+	return 0;
+}
+
+/*
+ * Releases what the frame holds when the thread is cancelled inside the
+ * real call (a cancellation point): unwinding runs this (-fexceptions).
+ */
+struct shim_frame {
+	FILE *fp;
+	int fd;
+	int token;
+	int armed;
+};
+
+static void shim_frame_cancelled(struct shim_frame *fr)
+{
+	if (!fr->armed)
+		return;
+	/* the stream's bytes are not known after a cancelled flush */
+	shim_stream_mark_uncertain(fr->fd);
+	shim_stream_unlock(fr->fd, fr->token);
+	funlockfile(fr->fp);
+}
+
+/*
  * The frame around every call on a watched FILE: FILE lock, shadow, fd
- * lock, the call (`run`, which sets *total), account. Returns run's result.
+ * lock (when the call may write), the call (`run`, which sets *total),
+ * account. Returns run's result.
  */
 typedef long (*shim_run_fn)(FILE *fp, void *ctx, size_t *total);
 
 static long shim_around(FILE *fp, struct shim_handed *h, shim_run_fn run, void *ctx)
 {
-	int fd = shim_file_fd(fp), token, err_before;
+	int fd = shim_file_fd(fp), token = 0, err_before, may;
 	struct shim_file *f;
 	size_t total = 0;
-	uint64_t risk;
+	uint64_t risk = 0;
 	long r;
 
 	if (!shim_watching(fd) || fp->_mode > 0)
@@ -385,17 +438,29 @@ static long shim_around(FILE *fp, struct shim_handed *h, shim_run_fn run, void *
 		shim_lost(RING_LOST_STDIO_WIDE, 1);
 		return r;
 	}
-	token = shim_stream_lock(fd);
 	{
 		int e = errno;
+		may = shim_may_write(fp, f, h);
+		if (may)
+			token = shim_stream_lock(fd);
 		shim_sync(fp, f);
-		risk = shim_risk(fd, shim_at_risk(fp, f, h));
+		if (may)
+			risk = shim_risk(fd, shim_at_risk(fp, f, h));
 		errno = e;
 	}
 	err_before = fp->_flags & SHIM_IO_ERR_SEEN;
-	r = run(fp, ctx, &total);
+	{
+		struct shim_frame fr __attribute__((cleanup(shim_frame_cancelled))) = { fp, fd, token, 1 };
+		r = run(fp, ctx, &total);
+		fr.armed = 0;
+	}
 	{
 		int e = errno;
+		if (!may && shim_pending(fp) < f->known + total) {
+			/* it wrote after all, without the fd's lock: its place among other writes is not known */
+			token = shim_stream_lock(fd);
+			shim_stream_mark_uncertain(fd);
+		}
 		shim_account(fp, f, h, total, err_before);
 		shim_risk_done(risk, fd);
 		shim_stream_unlock(fd, token);

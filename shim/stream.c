@@ -39,7 +39,7 @@
 #define SHIM_LOCK_WAITERS 0x80000000u
 #define SHIM_SPINS 64
 
-enum shim_phase { SHIM_PHASE_PLAN, SHIM_PHASE_SYSCALL, SHIM_PHASE_FEED };
+enum shim_phase { SHIM_PHASE_PLAN, SHIM_PHASE_SYSCALL, SHIM_PHASE_FEED, SHIM_PHASE_WAIT, SHIM_PHASE_DONE };
 
 /* Tag of a processed deferred entry. */
 
@@ -296,6 +296,7 @@ static void shim_feed_locked(struct shim_thread *th, int fd, const char *p, size
 /* Tags of deferred entries besides enum shim_tag's (shim.h). */
 #define SHIM_TAG_LINE 10        /* a complete line a handler's write finished (text, no '\n') */
 #define SHIM_TAG_LINE_LONG 11   /* the same, longer than kept */
+#define SHIM_TAG_OWNED 12       /* not queued: the interrupted flow is done with the fd and holds it */
 
 /* Keeps bytes a handler wrote (they reached the kernel) for the interrupted flow. */
 static int shim_defer(struct shim_thread *th, int fd, int tag, const void *data, size_t n)
@@ -321,8 +322,17 @@ static int shim_defer_tag(struct shim_thread *th, int fd)
 	for (i = (th->n_held < 4 ? th->n_held : 4) - 1; i >= 0; i--)
 		if (th->held[i] == fd) {
 			int ph = atomic_load(&th->phase[i]);
-			return ph == SHIM_PHASE_PLAN ? SHIM_TAG_BEFORE :
-			       ph == SHIM_PHASE_FEED ? SHIM_TAG_AFTER : SHIM_TAG_UNKNOWN;
+			int mine = (atomic_load(&ring_locks(shim_area)[fd]) & ~SHIM_LOCK_WAITERS) == (uint32_t)th->tid;
+
+			switch (ph) {
+			case SHIM_PHASE_PLAN: return SHIM_TAG_BEFORE;
+			case SHIM_PHASE_FEED: return SHIM_TAG_AFTER;
+			case SHIM_PHASE_SYSCALL: return SHIM_TAG_UNKNOWN;
+			/* taking the lock: taken (the write has not begun), or another thread writes */
+			case SHIM_PHASE_WAIT: return mine ? SHIM_TAG_BEFORE : SHIM_TAG_UNLOCKED;
+			/* releasing it: done with the stream, or released */
+			default: return mine ? SHIM_TAG_OWNED : SHIM_TAG_UNLOCKED;
+			}
 		}
 	return SHIM_TAG_UNLOCKED;
 }
@@ -483,7 +493,9 @@ static ssize_t shim_handler_write(struct shim_thread *th, int fd, const struct i
 	ssize_t r;
 	int e;
 
-	if (tag == SHIM_TAG_UNLOCKED && shim_trylock(fd, (uint32_t)th->tid))
+	if (tag == SHIM_TAG_OWNED)
+		locked = 2;   /* use it, leave it held */
+	else if (tag == SHIM_TAG_UNLOCKED && shim_trylock(fd, (uint32_t)th->tid))
 		locked = 1;
 	r = sys(ctx);
 	e = errno;
@@ -520,7 +532,7 @@ static ssize_t shim_handler_write(struct shim_thread *th, int fd, const struct i
 		}
 		at += m;
 	}
-	if (locked)
+	if (locked == 1)
 		shim_unlock(fd);
 	errno = e;
 	return r;
@@ -651,11 +663,12 @@ static void shim_settle(struct shim_plan *pl, const char *p, size_t acc, int unc
 	}
 }
 
+/* Published before the lock is taken, so that a handler always knows what this thread is doing. */
 static void shim_push_held(struct shim_thread *th, int fd)
 {
 	if (th->n_held < 4) {
+		atomic_store(&th->phase[th->n_held], SHIM_PHASE_WAIT);
 		th->held[th->n_held] = fd;
-		atomic_store(&th->phase[th->n_held], SHIM_PHASE_PLAN);
 	}
 	th->n_held++;
 }
@@ -697,6 +710,28 @@ static size_t shim_iov_len(const struct iovec *iov, int cnt)
 	return n;
 }
 
+/*
+ * What a write holds when its thread is cancelled inside the real call (a
+ * cancellation point): unwinding runs this (-fexceptions). Its pending
+ * records stay pending (the reader says they are uncertain).
+ */
+struct shim_wframe {
+	struct shim_thread *th;
+	int fd;
+	int armed;
+};
+
+static void shim_write_cancelled(struct shim_wframe *fr)
+{
+	if (!fr->armed)
+		return;
+	shim_flag_set(fr->fd, RING_FDF_UNCERTAIN);
+	shim_set_phase(fr->th, SHIM_PHASE_DONE);
+	shim_unlock(fr->fd);
+	shim_pop_held(fr->th);
+	shim_depth--;
+}
+
 ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
 {
 	struct shim_thread *th;
@@ -730,10 +765,11 @@ ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn 
 	if (shim_depth > 0)
 		return shim_handler_write(th, fd, iov, cnt, sys, ctx);
 	shim_depth++;
+	shim_push_held(th, fd);
 	stolen = shim_lock(fd, (uint32_t)th->tid);
+	shim_set_phase(th, SHIM_PHASE_PLAN);
 	if (stolen)
 		shim_stream_reset(fd);
-	shim_push_held(th, fd);
 	p = cnt == 1 ? iov[0].iov_base : NULL;
 	if (cnt != 1 && n && shim_gather(th->gather, sizeof(th->gather), iov, cnt, n) == n)
 		p = th->gather;
@@ -753,8 +789,12 @@ ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn 
 		struct ring_stream *s = shim_stream_of(fd);
 		before_empty = !s || (!s->len && !s->over);
 	}
-	r = sys(ctx);
-	e = errno;
+	{
+		struct shim_wframe fr __attribute__((cleanup(shim_write_cancelled))) = { th, fd, 1 };
+		r = sys(ctx);
+		e = errno;
+		fr.armed = 0;
+	}
 	shim_set_phase(th, SHIM_PHASE_FEED);
 	acc = r > 0 ? (size_t)r : 0;
 	if (acc && !p) {
@@ -784,8 +824,9 @@ ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn 
 	if (unknown)
 		shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_unknown, &ambiguous, 1);
 	shim_defer_each(th, fd, SHIM_TAG_AFTER, shim_defer_exact, NULL, 1);
-	shim_pop_held(th);
+	shim_set_phase(th, SHIM_PHASE_DONE);
 	shim_unlock(fd);
+	shim_pop_held(th);
 	shim_defer_each(th, -1, SHIM_TAG_LINE, shim_defer_line, NULL, 1);
 	shim_defer_each(th, -1, SHIM_TAG_UNLOCKED, shim_defer_other, NULL, 1);
 	shim_defer_reset(th);
@@ -816,9 +857,9 @@ int shim_stream_lock(int fd)
 	if (shim_depth > 0)
 		return -1;   /* a handler inside the shim: nothing fed */
 	shim_depth++;
+	shim_push_held(th, fd);
 	if (shim_lock(fd, (uint32_t)th->tid))
 		shim_stream_reset(fd);
-	shim_push_held(th, fd);
 	shim_set_phase(th, SHIM_PHASE_SYSCALL);
 	return 1;
 }
@@ -851,8 +892,9 @@ void shim_stream_unlock(int fd, int token)
 	shim_set_phase(th, SHIM_PHASE_FEED);
 	shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_unknown, &ambiguous, 1);
 	shim_defer_each(th, fd, SHIM_TAG_AFTER, shim_defer_exact, NULL, 1);
-	shim_pop_held(th);
+	shim_set_phase(th, SHIM_PHASE_DONE);
 	shim_unlock(fd);
+	shim_pop_held(th);
 	shim_defer_each(th, -1, SHIM_TAG_LINE, shim_defer_line, NULL, 1);
 	shim_defer_each(th, -1, SHIM_TAG_UNLOCKED, shim_defer_other, NULL, 1);
 	shim_defer_reset(th);

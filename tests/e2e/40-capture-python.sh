@@ -70,10 +70,14 @@ lacks "$C" hunter3-secret
 lacks "$C" UNRELATED_VAR
 eq "$(jq -r 'select(.src=="start" and .pid=='"$main"') | .argv[1]' "$C" | head -n 1)" "$P" "argv"
 
-# Nothing lost; the parent and the subprocess ended with exit() and say so.
+# Nothing lost; the parent and the subprocess ended with exit(), the fork
+# child with os._exit(), each saying so (with the parent's code, 7).
 lacks "$C" '"src":"lost"'
+lacks "$C" '"src":"uncertain"'
 eq "$(jq -r 'select(.src=="end") | .lost' "$C" | sort -u)" 0 "end lost"
-eq "$(jq -r 'select(.src=="end") | .pid' "$C" | wc -l)" 2 "end records"
+eq "$(jq -r 'select(.src=="end") | .pid' "$C" | wc -l)" 3 "end records"
+eq "$(jq -r --argjson p "$main" 'select(.src=="end" and .pid==$p) | "\(.how) \(.code) \(.by)"' "$C")" "exit 7 shim" "parent's end"
+eq "$(jq -r --argjson p "$fork_pid" 'select(.src=="end" and .pid==$p) | "\(.how) \(.code)"' "$C")" "_exit 0" "fork child's end"
 
 # The analyzer reads the capture: every merge event, nothing malformed.
 n_merge=$(jq -r 'select(.src=="audit" and .event.ev=="merge") | 1' "$C" | wc -l)

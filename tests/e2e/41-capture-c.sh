@@ -65,13 +65,14 @@ eq "$(jq -r 'select(.src=="audit") | 1' "$T/nonblock.cap" | wc -l)" 1000 "nonblo
 no_loss nonblock
 
 # EPIPE from write() and from fflush(); exit status 3. The failed write()
-# reached nothing and is not captured; stdio's line was accepted by printf
-# (at call time) and is, as docs/capture.md says.
+# reached nothing and is not captured; the flush that failed cannot say how
+# much of stdio's line reached the fd: it is an uncertain record, not an audit.
 run epipe 3
 same_output epipe
 contains "$T/epipe.err.cap" "write=-1 errno=EPIPE"
 contains "$T/epipe.err.cap" "fflush=-1 errno=EPIPE"
-eq "$(jq -r 'select(.src=="audit") | "\(.fd):\(.event.seq)"' "$T/epipe.cap" | tr '\n' ' ')" "1:2 2:3 " "epipe: audits"
+eq "$(jq -r 'select(.src=="audit") | "\(.fd):\(.event.seq)"' "$T/epipe.cap" | tr '\n' ' ')" "2:3 " "epipe: audits"
+eq "$(jq -r 'select(.src=="uncertain") | "\(.fd):\(.record.event.seq):\(.count)"' "$T/epipe.cap")" "1:2:1" "epipe: uncertain"
 
 # A blocking write into a full pipe interrupted by a signal: EINTR, nothing written.
 run eintr 0
@@ -89,9 +90,11 @@ for fd in 1 2; do
 	eq "$(wc -l <"$T/got")" 4000 "threads: fd $fd audit records"
 	cmp "$T/want" "$T/got" || fail "threads: fd $fd audits differ"
 done
+# Each thread's lines in its order. (tid is the thread whose call wrote the
+# bytes to the fd: with a FILE shared by threads, whichever filled the buffer.)
 jq -r 'select(.src=="audit") | [.tid, .event.via, .event.seq] | @tsv' "$T/threads.cap" | awk -F'\t' '
-	{ if ($2 in last && $3 != last[$2] + 1) bad = 1; last[$2] = $3; tid[$2 " " $1] = 1 }
-	END { n = 0; for (k in tid) n++; exit bad || n != 4 }' || fail "threads: out of order or tids mixed"
+	{ if ($2 in last && $3 != last[$2] + 1) bad = 1; last[$2] = $3 }
+	END { exit bad }' || fail "threads: out of order"
 no_loss threads
 
 # A SIGALRM handler writing audit lines every 200us while main writes 20000.

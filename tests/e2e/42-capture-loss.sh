@@ -1,6 +1,8 @@
-# Capture files that cannot be opened or written (a read-only location, a
-# full disk, a symlink), a line too long to keep, one file per process,
-# banner rules and environment options, and bad usage.
+# Capture files that cannot be used (a read-only location, a device, a
+# symlink, a directory, someone else's, a missing directory) are refused
+# before the command runs; a reused file is made 0600; the shim alone (no
+# reader) survives a file it cannot open or write; a line too long to keep,
+# one file per process, banner rules and environment options, bad usage.
 . tests/e2e/lib.sh
 case "$BUILD" in *asan*) skip "shim is not preloadable into ASan processes";; esac
 PROG="$PWD/$BUILD/progs/capture_c"
@@ -8,22 +10,61 @@ PROG="$PWD/$BUILD/progs/capture_c"
 expect_rc 5 "$PROG" basic
 mv "$T/out" "$T/out.plain"; mv "$T/err" "$T/err.plain"
 
-# unusable CAPTURE WHY: the program runs as without the shim, plus one warning.
+# refused CAPTURE WHY: ttaudit capture exits 2 naming the file and why, and
+# the command never runs.
+refused() {
+	expect_rc 2 "$TTAUDIT" capture -o "$1" -- touch "$T/ran"
+	contains "$T/err" "ttaudit capture: $2"
+	[ ! -e "$T/ran" ] || fail "$1: the command ran"
+}
+# /proc takes no new files, even for root.
+refused /proc/ttaudit-test.cap.jsonl "/proc/ttaudit-test.cap.jsonl: cannot create the capture file: "
+refused /dev/full "/dev/full: is not a regular file"
+refused "$T/no-such-dir/x.cap" "$T/no-such-dir/x.cap: cannot create the capture file: No such file or directory"
+refused "$T" "$T: is a directory"
+# O_NOFOLLOW: a symlink is refused, its target untouched.
+echo keep >"$T/target"
+ln -s "$T/target" "$T/link"
+refused "$T/link" "$T/link: is a symbolic link"
+eq "$(cat "$T/target")" keep "symlink target"
+# a file someone else owns (the capture holds this user's environment)
+: >"$T/theirs.cap"
+chown 65534 "$T/theirs.cap" 2>/dev/null && [ "$(id -u)" != 65534 ] &&
+	refused "$T/theirs.cap" "$T/theirs.cap: is owned by uid 65534"
+# an unwritable directory (root writes anywhere: only checked as another user)
+mkdir "$T/ro"
+chmod 0555 "$T/ro"
+if [ "$(id -u)" != 0 ]; then
+	refused "$T/ro/x.cap" "$T/ro/x.cap: cannot create the capture file: Permission denied"
+	refused "$T/ro/pp.cap" "$T/ro/pp.cap: cannot create the capture file: Permission denied"
+fi
+expect_rc 2 "$TTAUDIT" capture --per-pid -o "$T/no-such-dir/pp" -- touch "$T/ran"
+contains "$T/err" "cannot create capture files in '$T/no-such-dir'"
+[ ! -e "$T/ran" ] || fail "per-pid: the command ran"
+# An existing 0644 file is emptied and made 0600, whatever it was.
+printf 'old\n' >"$T/reused.cap"
+chmod 0644 "$T/reused.cap"
+expect_rc 0 "$TTAUDIT" capture -o "$T/reused.cap" -- true
+eq "$(stat -c %a "$T/reused.cap")" 600 "reused file mode"
+lacks "$T/reused.cap" old
+chmod 0644 "$T/reused.cap"
+expect_rc 0 "$TTAUDIT" capture --append -o "$T/reused.cap" -- true
+eq "$(stat -c %a "$T/reused.cap")" 600 "appended file mode"
+eq "$(jq -r .src "$T/reused.cap" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "2 2 " "appended records"
+
+# The shim loaded without ttaudit capture (no reader: it writes the file
+# itself) never breaks its host: a file it cannot open or write costs one
+# warning, and the program runs as without it.
 unusable() {
-	expect_rc 5 "$TTAUDIT" capture -o "$1" -- "$PROG" basic
+	expect_rc 5 env TTAUDIT_CAPTURE="$1" LD_PRELOAD="$PWD/$BUILD/libttaudit-shim.so" "$PROG" basic
 	cmp "$T/out.plain" "$T/out" || fail "$1: stdout differs"
 	grep -v '^ttaudit-shim: ' "$T/err" >"$T/err.rest" || true
 	cmp "$T/err.plain" "$T/err.rest" || fail "$1: stderr differs beyond the warning"
 	eq "$(grep -c '^ttaudit-shim: ' "$T/err")" 1 "$1: warnings"
 	contains "$T/err" "$2"
 }
-# /proc takes no new files, even for root.
 unusable /proc/ttaudit-test.cap.jsonl "/proc/ttaudit-test.cap.jsonl: cannot open capture file: "
-# Every write fails with ENOSPC.
 unusable /dev/full "/dev/full: cannot write capture file: No space left on device"
-# O_NOFOLLOW: a symlink is refused, its target untouched.
-echo keep >"$T/target"
-ln -s "$T/target" "$T/link"
 unusable "$T/link" "cannot open capture file: Too many levels of symbolic links"
 eq "$(cat "$T/target")" keep "symlink target"
 

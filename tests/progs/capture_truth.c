@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,12 +216,38 @@ static int mode_utf8(void)
 /* --- fork while another thread holds fd 1 ----------------------------------- */
 
 static int pipe_rd;
+static _Atomic long writer_tid;
 
 static void *blocked_writer(void *arg)
 {
 	(void)arg;
+	writer_tid = (long)syscall(SYS_gettid);
 	put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":1,\"via\":\"blocked-thread\"}\n");
 	return NULL;
+}
+
+/* 1 once thread *tid is inside the write system call (1 on x86-64), 0 after 2 s. */
+static int in_write(_Atomic long *tidp)
+{
+	char path[64], buf[64];
+	int i, fd;
+	ssize_t n;
+
+	for (i = 0; i < 200; i++) {
+		long tid = *tidp;
+		snprintf(path, sizeof(path), "/proc/self/task/%ld/syscall", tid);
+		fd = tid ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (!strncmp(buf, "1 ", 2))
+				return 1;
+		}
+		usleep(10000);
+	}
+	return 0;
 }
 
 static int mode_forkmt(void)
@@ -248,7 +275,10 @@ static int mode_forkmt(void)
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
 	if (pthread_create(&t, NULL, blocked_writer, NULL))
 		return 9;
-	usleep(200000);   /* the thread is inside write(1), blocked */
+	if (!in_write(&writer_tid)) {
+		put(2, "forkmt: the thread never blocked in write(1)\n");
+		return 6;
+	}
 	pid = fork();
 	if (pid == 0) {
 		alarm(10);

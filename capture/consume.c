@@ -1,0 +1,833 @@
+/*
+ * consume.c - reads the capture rings of every process of a capture and
+ * writes their records (consume.h). The writer side is the shim; the format
+ * is ring.h.
+ */
+#include "consume.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caprec.h"
+#include "classify.h"
+#include "ring.h"
+
+#define CONSUME_OUT_CAP (1024 * 1024)
+#define CONSUME_REC_CAP (256 * 1024)
+#define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
+
+struct cpend {
+	uint64_t id;
+	int fd;
+	int kind;               /* RING_PEND or RING_RISK */
+	uint32_t lines;         /* RING_RISK */
+	char *rec;              /* RING_PEND: the record line, without '\n' */
+	size_t len;
+};
+
+struct cring {
+	char path[PATH_MAX + 300];
+	pid_t pid;
+	unsigned long long seq;
+	struct ring_hdr *r;
+	size_t size;
+	int pidfd;
+	int dead;               /* the process ended */
+	int superseded;         /* it exec'd: a newer ring has the pid */
+	int ended;              /* it wrote its own end record */
+	int done;
+	int reaped;             /* known to be reaped (by us or its parent) */
+	int zombie_status;      /* wait status read from /proc while a zombie, -1 */
+	long long dead_ms;
+	long long seen_ms;      /* when the file was first seen (unready rings) */
+	uint64_t pos;
+	struct cpend *pend;
+	size_t n_pend, cap_pend;
+	int out_fd;
+};
+
+struct creaped {
+	pid_t pid;
+	int status;
+};
+
+struct consume {
+	struct consume_opts o;
+	char dir[PATH_MAX];
+	struct ring_ctl *ctl;
+	uint64_t created_seen;
+	long long odd_since_ms;     /* ctl->created odd (a ring being made) since */
+	struct cring *rings;
+	size_t n_rings, cap_rings;
+	struct creaped *reaped;
+	size_t n_reaped, cap_reaped;
+	pid_t *parent_ended;        /* pids whose end a parent wrote */
+	size_t n_parent_ended, cap_parent_ended;
+	struct { pid_t pid; int fd; } *pp;   /* per-pid files */
+	size_t n_pp, cap_pp;
+	struct banner_scratch *sc;
+	char *out;                  /* records waiting to be written */
+	size_t out_len;
+	int out_to;                 /* the fd they go to */
+	char *rec, *rec2;           /* record scratch */
+	struct consume_stats st;
+};
+
+static long long consume_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- output -------------------------------------------------------------------- */
+
+static void consume_flush(struct consume *c)
+{
+	size_t at = 0;
+
+	while (at < c->out_len) {
+		ssize_t w = write(c->out_to, c->out + at, c->out_len - at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			c->st.write_errors++;
+			break;
+		}
+		at += (size_t)w;
+	}
+	c->out_len = 0;
+}
+
+/* One record line (with its '\n') to fd. */
+static void consume_put(struct consume *c, int fd, const char *rec, size_t len)
+{
+	if (!len || fd < 0)
+		return;
+	if (c->out_len && (c->out_to != fd || len > CONSUME_OUT_CAP - c->out_len))
+		consume_flush(c);
+	c->out_to = fd;
+	c->st.records++;
+	if (len > CONSUME_OUT_CAP) {
+		size_t at = 0;
+		while (at < len) {
+			ssize_t w = write(fd, rec + at, len - at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				c->st.write_errors++;
+				break;
+			}
+			at += (size_t)w;
+		}
+		return;
+	}
+	memcpy(c->out + c->out_len, rec, len);
+	c->out_len += len;
+}
+
+/* The file a process's records go to. */
+static int consume_fd_for(struct consume *c, pid_t pid)
+{
+	char path[PATH_MAX + 32];
+	size_t i;
+	int fd;
+
+	if (!c->o.per_pid_base)
+		return c->o.out_fd;
+	for (i = 0; i < c->n_pp; i++)
+		if (c->pp[i].pid == pid)
+			return c->pp[i].fd;
+	snprintf(path, sizeof(path), "%s.%ld", c->o.per_pid_base, (long)pid);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (c->o.append ? 0 : O_TRUNC), 0600);
+	if (fd >= 0)
+		fchmod(fd, 0600);
+	if (c->n_pp == c->cap_pp) {
+		size_t nc = c->cap_pp ? 2 * c->cap_pp : 16;
+		void *np = realloc(c->pp, nc * sizeof(*c->pp));
+		if (!np) {
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		c->pp = np;
+		c->cap_pp = nc;
+	}
+	c->pp[c->n_pp].pid = pid;
+	c->pp[c->n_pp].fd = fd;
+	c->n_pp++;
+	return fd;
+}
+
+static void consume_head(struct caprec_head *h, pid_t pid, int fd)
+{
+	caprec_head_now(h);
+	h->pid = pid;
+	h->tid = 0;
+	h->fd = fd;
+}
+
+static void consume_uncertain(struct consume *c, struct cring *cr, int fd, uint64_t count,
+			      const char *why, const char *rec, size_t rec_len)
+{
+	struct caprec_head h;
+	size_t len;
+
+	consume_head(&h, cr->pid, fd);
+	len = caprec_uncertain(c->rec2, CONSUME_REC_CAP, &h, count, why, rec, rec_len);
+	if (!len)
+		len = caprec_uncertain(c->rec2, CONSUME_REC_CAP, &h, count, why, NULL, 0);
+	consume_put(c, cr->out_fd, c->rec2, len);
+	c->st.uncertain += count;
+}
+
+static void consume_lost(struct consume *c, struct cring *cr, int fd, uint64_t count, const char *why)
+{
+	struct caprec_head h;
+	char buf[512];
+
+	if (!count)
+		return;
+	consume_head(&h, cr->pid, fd);
+	consume_put(c, cr->out_fd, buf, caprec_lost(buf, sizeof(buf), &h, count, why));
+	c->st.lost_records++;
+}
+
+/* --- reading a ring ------------------------------------------------------------ */
+
+static struct cpend *consume_pend_add(struct cring *cr)
+{
+	if (cr->n_pend == cr->cap_pend) {
+		size_t nc = cr->cap_pend ? 2 * cr->cap_pend : 32;
+		struct cpend *np = realloc(cr->pend, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		cr->pend = np;
+		cr->cap_pend = nc;
+	}
+	return &cr->pend[cr->n_pend++];
+}
+
+static void consume_pend_drop(struct cring *cr, size_t i)
+{
+	free(cr->pend[i].rec);
+	cr->pend[i] = cr->pend[--cr->n_pend];
+}
+
+static void consume_commit(struct consume *c, struct cring *cr, const struct ring_ent *e)
+{
+	uint64_t id;
+	size_t i;
+
+	for (id = e->ref; id < e->ref + e->count; id++) {
+		int written = id < e->ref + e->aux;
+
+		for (i = cr->n_pend; i-- > 0;)
+			if (cr->pend[i].id == id)
+				break;
+		if (i == (size_t)-1)
+			continue;
+		if (cr->pend[i].kind == RING_PEND && written) {
+			if (e->flags & RING_F_UNCERTAIN)
+				consume_uncertain(c, cr, cr->pend[i].fd, 1,
+						  "the order of this line's bytes and a signal handler's was not knowable",
+						  cr->pend[i].rec, cr->pend[i].len);
+			else {
+				cr->pend[i].rec[cr->pend[i].len] = '\n';
+				consume_put(c, cr->out_fd, cr->pend[i].rec, cr->pend[i].len + 1);
+			}
+		}
+		consume_pend_drop(cr, i);
+	}
+}
+
+static void consume_parent_ended(struct consume *c, pid_t pid)
+{
+	if (c->n_parent_ended == c->cap_parent_ended) {
+		size_t nc = c->cap_parent_ended ? 2 * c->cap_parent_ended : 16;
+		pid_t *np = realloc(c->parent_ended, nc * sizeof(*np));
+		if (!np)
+			return;
+		c->parent_ended = np;
+		c->cap_parent_ended = nc;
+	}
+	c->parent_ended[c->n_parent_ended++] = pid;
+}
+
+/* Everything published in the ring, in order. */
+static void consume_drain(struct consume *c, struct cring *cr)
+{
+	const struct ring_ent *e;
+
+	while ((e = ring_next(cr->r, &cr->pos))) {
+		const char *p = ring_payload(e);
+		size_t n = ring_payload_len(e);
+		struct cpend *pe;
+
+		switch (e->kind) {
+		case RING_REC:
+			consume_put(c, cr->out_fd, p, n);
+			if (e->flags & RING_F_END)
+				cr->ended = 1;
+			if (e->flags & RING_F_CHILD_END)
+				consume_parent_ended(c, (pid_t)e->ref);
+			break;
+		case RING_PEND:
+		case RING_RISK:
+			pe = consume_pend_add(cr);
+			if (!pe)
+				break;
+			pe->id = e->ref;
+			pe->fd = e->fd;
+			pe->kind = e->kind;
+			pe->lines = e->aux;
+			pe->rec = NULL;
+			pe->len = 0;
+			if (e->kind == RING_PEND) {
+				/* without the newline, and room to put it back */
+				size_t len = n && p[n - 1] == '\n' ? n - 1 : n;
+				pe->rec = malloc(len + 1);
+				if (!pe->rec) {
+					cr->n_pend--;
+					break;
+				}
+				memcpy(pe->rec, p, len);
+				pe->len = len;
+			}
+			break;
+		case RING_COMMIT:
+			consume_commit(c, cr, e);
+			break;
+		default:
+			break;
+		}
+	}
+	ring_consumed(cr->r, cr->pos);
+}
+
+/* --- processes ----------------------------------------------------------------- */
+
+/* Field `want` (1-based) of /proc/PID/stat, as a number; -1 when unreadable. */
+static long long consume_stat_field(pid_t pid, int want, char *state)
+{
+	char path[64], buf[2048], *p;
+	long long v = 0;
+	int fd, field, neg = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -1;
+	if (state)
+		*state = p[2];
+	for (field = 2, p++; *p && field < want; p++)
+		if (*p == ' ')
+			field++;
+	if (*p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (*p++ - '0');
+	return neg ? -v : v;
+}
+
+/* 1 while pid is the process that made the ring (not reaped, not reused). */
+static int consume_same(struct cring *cr)
+{
+	long long st = consume_stat_field(cr->pid, 22, NULL);
+
+	return st >= 0 && (!cr->r->starttime || (uint64_t)st == cr->r->starttime);
+}
+
+static int consume_reaped_status(struct consume *c, pid_t pid, int *status)
+{
+	size_t i;
+
+	for (i = c->n_reaped; i-- > 0;)
+		if (c->reaped[i].pid == pid) {
+			*status = c->reaped[i].status;
+			return 1;
+		}
+	return 0;
+}
+
+void consume_reaped(struct consume *c, pid_t pid, int status)
+{
+	size_t i;
+
+	if (c->n_reaped == c->cap_reaped) {
+		size_t nc = c->cap_reaped ? 2 * c->cap_reaped : 16;
+		struct creaped *np = realloc(c->reaped, nc * sizeof(*np));
+		if (!np)
+			return;
+		c->reaped = np;
+		c->cap_reaped = nc;
+	}
+	c->reaped[c->n_reaped].pid = pid;
+	c->reaped[c->n_reaped].status = status;
+	c->n_reaped++;
+	for (i = 0; i < c->n_rings; i++)
+		if (c->rings[i].pid == pid && !c->rings[i].done) {
+			c->rings[i].reaped = 1;
+			if (!c->rings[i].dead) {
+				c->rings[i].dead = 1;
+				c->rings[i].dead_ms = consume_now_ms();
+			}
+		}
+}
+
+/* The process ended: note when, and read how while it is a zombie. */
+static void consume_died(struct cring *cr)
+{
+	char state = 0;
+	long long code;
+
+	if (cr->dead)
+		return;
+	cr->dead = 1;
+	cr->dead_ms = consume_now_ms();
+	if (consume_same(cr)) {
+		code = consume_stat_field(cr->pid, 52, &state);
+		if (state == 'Z' && code >= 0)
+			cr->zombie_status = (int)code;
+	} else {
+		cr->reaped = 1;
+	}
+}
+
+/* The end record of a process that wrote none (by "capture"), unless its parent wrote one. */
+static void consume_end(struct consume *c, struct cring *cr)
+{
+	struct caprec_head h;
+	struct caprec_end e;
+	char buf[512];
+	int status = -1;
+	size_t i;
+
+	for (i = 0; i < c->n_parent_ended; i++)
+		if (c->parent_ended[i] == cr->pid)
+			return;
+	if (!consume_reaped_status(c, cr->pid, &status))
+		status = cr->zombie_status;
+	memset(&e, 0, sizeof(e));
+	e.by = "capture";
+	e.code = -1;
+	if (status >= 0 && WIFSIGNALED(status)) {
+		e.how = "signal";
+		e.sig = WTERMSIG(status);
+	} else if (status >= 0 && WIFEXITED(status)) {
+		/* exited without its end record: a process whose shim did not get to write one */
+		e.how = "exit";
+		e.code = WEXITSTATUS(status);
+	} else {
+		e.how = "unknown";
+	}
+	consume_head(&h, cr->pid, -1);
+	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
+}
+
+/* What a process that ended (without an exec) left unsaid. */
+static void consume_settle(struct consume *c, struct cring *cr)
+{
+	struct ring_hdr *r = cr->r;
+	size_t i;
+	int k;
+
+	consume_drain(c, cr);
+	if (cr->pos != atomic_load(&r->head))
+		consume_uncertain(c, cr, -1, 1, "the process ended while writing records: the rest of its ring could not be read", NULL, 0);
+	for (i = 0; i < cr->n_pend; i++) {
+		struct cpend *pe = &cr->pend[i];
+		if (pe->kind == RING_PEND)
+			consume_uncertain(c, cr, pe->fd, 1, "the process ended while the write of this line was in flight",
+					  pe->rec, pe->len);
+		else
+			consume_uncertain(c, cr, pe->fd, pe->lines,
+					  "the process ended inside a call that may have written these lines", NULL, 0);
+	}
+	while (cr->n_pend)
+		consume_pend_drop(cr, cr->n_pend - 1);
+	if (!cr->ended && !cr->superseded) {
+		for (k = 0; k < RING_STREAMS; k++) {
+			struct ring_stream *s = ring_stream(r, (unsigned)k);
+			int fd = atomic_load(&s->fd);
+
+			if (fd < 0 || fd >= RING_FD_MAX)
+				continue;
+			if (atomic_load(&ring_locks(r)[fd])) {
+				consume_uncertain(c, cr, fd, 1, "the process ended while writing to this fd", NULL, 0);
+			} else if (s->over) {
+				consume_lost(c, cr, fd, 1, ring_lost_reason[RING_LOST_LONG]);
+			} else if (s->len && s->len <= RING_LINE_CAP) {
+				struct classify_result res;
+				struct caprec_head h;
+				size_t len = 0;
+
+				classify_line(s->buf, s->len, c->o.rules, c->sc, &res);
+				consume_head(&h, cr->pid, fd);
+				h.partial = 1;
+				if (res.kind == CLASSIFY_AUDIT)
+					len = caprec_audit(c->rec, CONSUME_REC_CAP, &h, res.obj, res.obj_len);
+				else if (res.kind == CLASSIFY_BANNER)
+					len = caprec_banner(c->rec, CONSUME_REC_CAP, &h,
+							    banner_set_name(c->o.rules, (size_t)res.rule), s->buf, s->len);
+				else if (c->o.all_lines)
+					len = caprec_line(c->rec, CONSUME_REC_CAP, &h, s->buf, s->len);
+				if (len && (ring_fdflags(r)[fd] & RING_FDF_UNCERTAIN))
+					consume_uncertain(c, cr, fd, 1,
+							  "this line may hold bytes another process wrote to the same fd (a fork shares it)",
+							  c->rec, len - 1);
+				else
+					consume_put(c, cr->out_fd, c->rec, len);
+			}
+		}
+		for (k = 0; k < RING_STDIO; k++) {
+			int fd = atomic_load(&r->stdio[k].fd);
+			uint64_t lines = atomic_load(&r->stdio[k].lines) + (atomic_load(&r->stdio[k].bytes) ? 1 : 0);
+
+			if (fd >= 0 && lines)
+				atomic_fetch_add(&r->lost[RING_LOST_STDIO_DEATH], lines);
+		}
+	}
+	for (k = 0; k < RING_LOST__COUNT; k++) {
+		uint64_t total = atomic_load(&r->lost[k]), told = atomic_load(&r->lost_told[k]);
+		if (total > told)
+			consume_lost(c, cr, -1, total - told, ring_lost_reason[k]);
+	}
+	if (!cr->ended && !cr->superseded)
+		consume_end(c, cr);
+}
+
+static void consume_close(struct cring *cr)
+{
+	if (cr->r)
+		munmap(cr->r, cr->size);
+	cr->r = NULL;
+	if (cr->pidfd >= 0)
+		close(cr->pidfd);
+	cr->pidfd = -1;
+	unlink(cr->path);
+	while (cr->n_pend)
+		consume_pend_drop(cr, cr->n_pend - 1);
+	free(cr->pend);
+	cr->pend = NULL;
+	cr->cap_pend = 0;
+	cr->done = 1;
+}
+
+/* Maps a ring file once its header is there; 0 while it is not (yet). */
+static int consume_map(struct consume *c, struct cring *cr)
+{
+	struct stat st;
+	struct ring_hdr *r;
+	int fd;
+
+	fd = open(cr->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || (uint64_t)st.st_size < ring_file_size(0)) {
+		close(fd);
+		return 0;
+	}
+	r = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r == MAP_FAILED)
+		return 0;
+	if (atomic_load(&r->magic) != RING_MAGIC || r->size != (uint64_t)st.st_size || r->pid != cr->pid) {
+		munmap(r, (size_t)st.st_size);
+		return 0;
+	}
+	cr->r = r;
+	cr->size = (size_t)st.st_size;
+	cr->pos = atomic_load(&r->tail);
+	cr->out_fd = consume_fd_for(c, cr->pid);
+	cr->pidfd = (int)syscall(SYS_pidfd_open, cr->pid, 0);
+	if (cr->pidfd < 0 || !consume_same(cr))
+		consume_died(cr);
+	c->st.processes++;
+	return 1;
+}
+
+static void consume_scan(struct consume *c)
+{
+	DIR *d = opendir(c->dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long pid;
+		unsigned long long seq;
+		char tail;
+		size_t i;
+		struct cring *cr;
+
+		if (sscanf(de->d_name, "ring.%ld.%llu%c", &pid, &seq, &tail) != 2 || pid <= 0)
+			continue;
+		for (i = 0; i < c->n_rings; i++)
+			if (c->rings[i].pid == pid && c->rings[i].seq == seq)
+				break;
+		if (i < c->n_rings)
+			continue;
+		if (c->n_rings == c->cap_rings) {
+			size_t nc = c->cap_rings ? 2 * c->cap_rings : 16;
+			struct cring *nr = realloc(c->rings, nc * sizeof(*nr));
+			if (!nr)
+				break;
+			c->rings = nr;
+			c->cap_rings = nc;
+		}
+		cr = &c->rings[c->n_rings++];
+		memset(cr, 0, sizeof(*cr));
+		snprintf(cr->path, sizeof(cr->path), "%s/%s", c->dir, de->d_name);
+		cr->pid = (pid_t)pid;
+		cr->seq = seq;
+		cr->pidfd = -1;
+		cr->out_fd = -1;
+		cr->zombie_status = -1;
+		cr->seen_ms = consume_now_ms();
+	}
+	closedir(d);
+}
+
+size_t consume_round(struct consume *c)
+{
+	uint64_t created = atomic_load(&c->ctl->created);
+	long long now = consume_now_ms();
+	size_t i, j, open = 0;
+
+	if (created != c->created_seen) {
+		consume_scan(c);
+		c->created_seen = created;
+	}
+	if (created & 1) {
+		if (!c->odd_since_ms)
+			c->odd_since_ms = now;
+	} else {
+		c->odd_since_ms = 0;
+	}
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+
+		if (cr->done)
+			continue;
+		if (!cr->r && !consume_map(c, cr)) {
+			/* a ring file without its header: being made, or its maker died making it */
+			if (now - cr->seen_ms > CONSUME_UNREADY_MS && kill(cr->pid, 0) && errno == ESRCH) {
+				unlink(cr->path);
+				cr->done = 1;
+			} else {
+				open++;
+			}
+			continue;
+		}
+		consume_drain(c, cr);
+	}
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		struct pollfd pf;
+
+		if (cr->done || !cr->r)
+			continue;
+		if (!cr->dead && cr->pidfd >= 0) {
+			pf.fd = cr->pidfd;
+			pf.events = POLLIN;
+			pf.revents = 0;
+			if (poll(&pf, 1, 0) > 0)
+				consume_died(cr);
+		}
+		/* an exec: the same process, a newer ring of its own */
+		if (cr->ended && !cr->dead) {
+			for (j = 0; j < c->n_rings; j++)
+				if (j != i && c->rings[j].pid == cr->pid && c->rings[j].seq > cr->seq && c->rings[j].r &&
+				    c->rings[j].r->starttime == cr->r->starttime)
+					break;
+			if (j < c->n_rings) {
+				cr->superseded = 1;
+				consume_drain(c, cr);
+				consume_settle(c, cr);
+				consume_close(cr);
+				continue;
+			}
+		}
+		if (cr->dead) {
+			if (!cr->reaped && !consume_same(cr))
+				cr->reaped = 1;
+			/* a parent that reaps it says how it ended: give it time to */
+			if (cr->reaped || now - cr->dead_ms >= c->o.settle_ms) {
+				consume_settle(c, cr);
+				consume_close(cr);
+				continue;
+			}
+		}
+		open++;
+	}
+	if ((created & 1) && now - c->odd_since_ms < CONSUME_UNREADY_MS)
+		open++;
+	consume_flush(c);
+	return open;
+}
+
+size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < c->n_rings && n < cap; i++)
+		if (!c->rings[i].done && !c->rings[i].dead && c->rings[i].pidfd >= 0) {
+			fds[n].fd = c->rings[i].pidfd;
+			fds[n].events = POLLIN;
+			fds[n].revents = 0;
+			n++;
+		}
+	return n;
+}
+
+void consume_stats(const struct consume *c, struct consume_stats *st)
+{
+	*st = c->st;
+}
+
+const char *consume_dir(const struct consume *c)
+{
+	return c->dir;
+}
+
+/* mkdtemp under the first of /dev/shm, $TMPDIR, /tmp that takes it. */
+static int consume_mkdir(char *dir, size_t cap)
+{
+	const char *bases[3] = { "/dev/shm", getenv("TMPDIR"), "/tmp" };
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (!bases[i] || !*bases[i])
+			continue;
+		if ((size_t)snprintf(dir, cap, "%s/ttaudit-cap.XXXXXX", bases[i]) >= cap)
+			continue;
+		if (mkdtemp(dir))
+			return 0;
+	}
+	return -1;
+}
+
+enum status consume_new(const struct consume_opts *o, struct consume **out, struct status_info *si)
+{
+	struct consume *c;
+	char path[PATH_MAX + 8];
+	int fd = -1;
+	enum status st;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	c->o = *o;
+	if (!c->o.settle_ms)
+		c->o.settle_ms = 200;
+	c->out = malloc(CONSUME_OUT_CAP);
+	c->rec = malloc(CONSUME_REC_CAP);
+	c->rec2 = malloc(CONSUME_REC_CAP);
+	c->sc = malloc(sizeof(*c->sc));
+	if (!c->out || !c->rec || !c->rec2 || !c->sc) {
+		st = status_set(si, STATUS_NOMEM, "out of memory");
+		goto fail;
+	}
+	banner_scratch_init(c->sc);
+	if (consume_mkdir(c->dir, sizeof(c->dir))) {
+		st = status_set(si, STATUS_IO, "cannot make a directory for the capture rings in /dev/shm, $TMPDIR or /tmp: %s",
+				strerror(errno));
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/ctl", c->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, 4096)) {
+		st = status_set(si, STATUS_IO, "%s: cannot create: %s", path, strerror(errno));
+		goto fail;
+	}
+	c->ctl = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	fd = -1;
+	if (c->ctl == MAP_FAILED) {
+		c->ctl = NULL;
+		st = status_set(si, STATUS_IO, "%s: cannot map: %s", path, strerror(errno));
+		goto fail;
+	}
+	c->ctl->consumer_pid = getpid();
+	atomic_store(&c->ctl->magic, RING_CTL_MAGIC);
+	*out = c;
+	return STATUS_OK;
+fail:
+	if (fd >= 0)
+		close(fd);
+	consume_free(c);
+	return st;
+}
+
+void consume_free(struct consume *c)
+{
+	char path[PATH_MAX + 8];
+	size_t i;
+
+	if (!c)
+		return;
+	if (c->ctl) {
+		for (i = 0; i < c->n_rings; i++) {
+			struct cring *cr = &c->rings[i];
+			if (cr->done)
+				continue;
+			/*
+			 * Ended processes are settled; live ones (the reader is
+			 * stopping early) only read: their shim sees the reader gone
+			 * and writes to the capture file itself from then on.
+			 */
+			if (cr->r) {
+				consume_drain(c, cr);
+				if (cr->dead)
+					consume_settle(c, cr);
+			}
+			consume_close(cr);
+		}
+		if (c->out)
+			consume_flush(c);
+		munmap(c->ctl, 4096);
+		snprintf(path, sizeof(path), "%s/ctl", c->dir);
+		unlink(path);
+		rmdir(c->dir);
+	}
+	for (i = 0; i < c->n_pp; i++)
+		if (c->pp[i].fd >= 0)
+			close(c->pp[i].fd);
+	free(c->pp);
+	free(c->rings);
+	free(c->reaped);
+	free(c->parent_ended);
+	free(c->out);
+	free(c->rec);
+	free(c->rec2);
+	free(c->sc);
+	free(c);
+}

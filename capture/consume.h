@@ -1,0 +1,62 @@
+/*
+ * consume.h - the reader of the capture rings (ring.h): what `ttaudit
+ * capture` runs while the command does.
+ *
+ * It makes a private directory for the rings (mode 0700, under /dev/shm,
+ * else $TMPDIR or /tmp) with a control page, finds each ring a process of
+ * the capture makes there, copies its records to the capture file, and
+ * settles records that wait on a write. When a process ends it reads what
+ * the process left: records still pending (its write was in flight),
+ * stdio calls that may have been writing, partial lines of its fds, lines
+ * still in its stdio buffers, losses not yet reported, and writes the
+ * records that say so (uncertain, partial, lost) and, unless the process
+ * wrote one itself or its parent did, its end record (by "capture").
+ *
+ * Not for the shim: this allocates and uses stdio.
+ */
+#ifndef TTAUDIT_CONSUME_H
+#define TTAUDIT_CONSUME_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "banner.h"
+#include "status.h"
+
+struct consume_opts {
+	int out_fd;                   /* the capture file, opened O_APPEND (not with per_pid_base) */
+	const char *per_pid_base;     /* one file per process: BASE.<pid> (absolute) */
+	int append;                   /* per-pid files are kept, not emptied */
+	const struct banner_set *rules;   /* how the shim classifies (for partial lines at death) */
+	int all_lines;
+	int settle_ms;                /* how long an ended process's parent has to reap it and say so
+	                                 (default 200) */
+};
+
+struct consume;
+
+/* Makes the directory and its control page. */
+enum status consume_new(const struct consume_opts *o, struct consume **out, struct status_info *si);
+/* The ring directory, for TTAUDIT_RINGS. */
+const char *consume_dir(const struct consume *c);
+/*
+ * One pass: new rings found, every ring read, ended processes settled, the
+ * records written. Returns the number of rings still open (processes not
+ * yet ended, or ended and not yet settled), counting one for a ring that
+ * is being made.
+ */
+size_t consume_round(struct consume *c);
+/* The capture process reaped `pid` (its child, or an orphan handed to it): how it ended. */
+void consume_reaped(struct consume *c, pid_t pid, int status);
+/* The pidfds of live processes, for the caller's poll (readable when one ends). */
+size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap);
+/* Counts, for the caller's summary. */
+struct consume_stats {
+	unsigned long long processes, records, uncertain, lost_records, write_errors;
+};
+void consume_stats(const struct consume *c, struct consume_stats *st);
+/* Settles everything still open as ended, removes the directory, frees. */
+void consume_free(struct consume *c);
+
+#endif

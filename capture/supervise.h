@@ -1,0 +1,40 @@
+/*
+ * supervise.h - `ttaudit capture` running its command: it stays the
+ * command's parent, reads the processes' capture rings while they run
+ * (consume.h), and ends the way the command ended.
+ *
+ * The command is forked with the signal mask and dispositions this process
+ * had. This process becomes a child subreaper (PR_SET_CHILD_SUBREAPER), so
+ * descendants whose parent ends are reaped here and their ends are known.
+ * Signals sent to it (kill PID: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
+ * SIGUSR2, SIGWINCH) are passed on to the command; signals the terminal sends
+ * to the foreground process group (Ctrl-C, ...) reach the command directly,
+ * as it is in the same group, and are not passed on twice. It returns when
+ * the command has ended and every process writing to the capture has.
+ */
+#ifndef TTAUDIT_SUPERVISE_H
+#define TTAUDIT_SUPERVISE_H
+
+#include "consume.h"
+#include "status.h"
+
+struct supervise_opts {
+	char **argv;             /* the command (argv[0] is looked up in PATH) */
+	struct consume *consume; /* reads the rings (its directory is in the environment) */
+};
+
+/*
+ * Runs the command and returns when it and every process of the capture
+ * ended. *wstatus: the command's wait status. STATUS_CHILD when it cannot
+ * be run (si says why, as "'CMD' cannot be run: ..."), STATUS_IO when the
+ * process cannot be set up.
+ */
+enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct status_info *si);
+/*
+ * Ends this process the way wstatus says a process ended: the same exit
+ * code, or the same signal (raised on itself with its default action and
+ * no core file, so that a shell shows 128+N). Returns only if it could not.
+ */
+int supervise_mirror(int wstatus);
+
+#endif
