@@ -500,7 +500,7 @@ static void consume_settle(struct consume *c, struct cring *cr)
 					len = caprec_line(c->rec, CONSUME_REC_CAP, &h, s->buf, s->len);
 				if (len && (ring_fdflags(r)[fd] & RING_FDF_UNCERTAIN))
 					consume_uncertain(c, cr, fd, 1,
-							  "this line may hold bytes another process wrote to the same fd (a fork shares it)",
+							  "what came before this line on the fd is not known (a fork child sharing it, a cancelled or unseen write)",
 							  c->rec, len - 1);
 				else
 					consume_put(c, cr->out_fd, c->rec, len);
@@ -613,6 +613,19 @@ static void consume_scan(struct consume *c)
 		cr->seen_ms = consume_now_ms();
 	}
 	closedir(d);
+	/*
+	 * In the order they were made (seq counts rings across processes):
+	 * an exec'd image's ring after the ring of the image before it.
+	 */
+	for (size_t i = 1; i < c->n_rings; i++) {
+		struct cring t = c->rings[i];
+		size_t j = i;
+		while (j > 0 && c->rings[j - 1].seq > t.seq) {
+			c->rings[j] = c->rings[j - 1];
+			j--;
+		}
+		c->rings[j] = t;
+	}
 }
 
 size_t consume_round(struct consume *c)

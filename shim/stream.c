@@ -207,7 +207,7 @@ static size_t shim_format(struct shim_thread *th, int fd, const char *line, size
 }
 
 static const char shim_why_fork[] =
-	"this line may hold bytes another process wrote to the same fd (a fork shares it)";
+	"what came before this line on the fd is not known (a fork child sharing it, a cancelled or unseen write)";
 static const char shim_why_order[] =
 	"the order of this line's bytes and a signal handler's was not knowable";
 

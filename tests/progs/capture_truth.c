@@ -19,6 +19,9 @@
  *                  full pipe; the child writes, exits; fd 1's content goes
  *                  to stderr
  *   fflush         stdio flushed by fflush, fseek, fclose, setvbuf, freopen
+ *   cancel         a thread cancelled while blocked in write(1) on a full pipe;
+ *                  then the main thread writes to fd 1 (it must not hang);
+ *                  fd 1's content goes to fd 3
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -194,10 +197,13 @@ static int mode_burst(const char *path)
 		printf("MERGE_AUDIT {\"ev\":\"merge\",\"step\":%ld,\"via\":\"printf\"}\n", i);
 		fprintf(f, "{\"ev\":\"merge\",\"step\":%ld,\"via\":\"file\"}\n", i);
 		if (i == 1000) {
-			/* the test waits for this file before it kills */
-			int fd = open("burst.started", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-			if (fd >= 0)
+			/* the test waits for this file (holding the pid) before it kills */
+			int fd = open("burst.started.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			if (fd >= 0) {
+				dprintf(fd, "%ld\n", (long)getpid());
 				close(fd);
+				rename("burst.started.tmp", "burst.started");
+			}
 		}
 	}
 }
@@ -312,6 +318,57 @@ static int mode_forkmt(void)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 7;
 }
 
+/* --- a thread cancelled inside a write --------------------------------------- */
+
+static void drain_to_3(void)
+{
+	char buf[65536];
+	ssize_t r;
+
+	while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
+		if (write(3, buf, (size_t)r) != r)
+			exit(9);
+}
+
+static int mode_cancel(void)
+{
+	static char junk[4096];
+	int p[2], i;
+	pthread_t t;
+	void *ret;
+
+	memset(junk, '.', sizeof(junk) - 1);
+	junk[sizeof(junk) - 1] = '\n';
+	if (pipe(p))
+		return 9;
+	pipe_rd = p[0];
+	dup2(p[1], 1);
+	close(p[1]);
+	fcntl(pipe_rd, F_SETFL, fcntl(pipe_rd, F_GETFL) | O_NONBLOCK);
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+	while (write(1, junk, sizeof(junk)) > 0)
+		;
+	for (i = 0; i < 4096 && write(1, "\n", 1) == 1; i++)
+		;
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
+	if (pthread_create(&t, NULL, blocked_writer, NULL))
+		return 9;
+	if (!in_write(&writer_tid)) {
+		put(2, "cancel: the thread never blocked in write(1)\n");
+		return 6;
+	}
+	alarm(10);   /* a lock left held by the cancelled thread would hang what follows */
+	pthread_cancel(t);
+	pthread_join(t, &ret);
+	if (ret != PTHREAD_CANCELED)
+		put(2, "cancel: the thread was not cancelled\n");
+	drain_to_3();
+	put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":2,\"via\":\"after-cancel\"}\n");
+	drain_to_3();
+	put(2, "cancel: done\n");
+	return 0;
+}
+
 /* --- flushes through every stdio call that flushes -------------------------- */
 
 static int mode_fflush(const char *dir)
@@ -370,6 +427,8 @@ int main(int argc, char **argv)
 		return mode_utf8();
 	if (!strcmp(mode, "forkmt"))
 		return mode_forkmt();
+	if (!strcmp(mode, "cancel"))
+		return mode_cancel();
 	if (!strcmp(mode, "fflush") && argc > 2)
 		return mode_fflush(argv[2]);
 	fprintf(stderr, "usage: capture_truth MODE [ARGS] (see the source)\n");

@@ -1,0 +1,27 @@
+# CPython starts children the way vLLM does: subprocess.run (CPython's
+# _posixsubprocess: vfork, then close_range, close and dup2 in the child,
+# in the parent's memory) and multiprocessing "spawn" (vLLM's engine core).
+# A watched file written before, between and after them is captured whole;
+# the children's own start and end records are there; stdout too.
+. tests/e2e/lib.sh
+case "$BUILD" in *asan*) skip "shim is not preloadable into ASan processes";; esac
+. tests/progs/capcheck.inc
+
+F="$T/gen-audit.jsonl"
+expect_rc 0 "$TTAUDIT" capture -o "$T/c.cap" --watch "$F" -- "$PYTHON" "$PWD/tests/progs/capture_vfork.py" "$F" 5
+C="$T/c.cap"
+main=$(jq -r 'select(.src=="start") | .pid' "$C" | head -n 1)
+check watched-file "$F" "$C" --watched --expect captured=21 --expect missing=0
+check stdout "$T/out" "$C" --fd 1 --pid "$main" --expect captured=1
+for who in before after-subprocess spawn-child after-spawn; do
+	ceq "$(jq -r --arg w $who 'select(.src=="audit" and .fd>2 and .event.who==$w) | 1' "$C" | wc -l)" 5 "records of $who"
+done
+# the children: true (subprocess), the spawn child and its resource
+# tracker or semaphore helper, a grandchild; each started and ended
+ceq "$(jq -r 'select(.src=="start") | .pid' "$C" | sort -u | wc -l)" \
+	"$(jq -r 'select(.src=="end") | .pid' "$C" | sort -u | wc -l)" "every process started has an end"
+ceq "$(jq -r 'select(.src=="end") | "\(.how) \(.code)"' "$C" | sort -u | tr '\n' ' ')" "exit 0 " "ends"
+clacks "$C" '"src":"lost"'
+clacks "$C" '"src":"uncertain"'
+check_done
+echo ok
