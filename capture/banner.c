@@ -295,30 +295,40 @@ static int banner_candidates(const struct banner_set *set, const char *s, size_t
 			     uint64_t *cand)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t i, step = set->stride, w;
-	int any = 0;
+	const uint64_t *g1 = set->gram, *g2 = set->gram2;
+	size_t i, step = set->stride, words = (set->n_rules + 63) / 64, w;
+	int any = set->any_always, init = 0;
 
-	for (w = 0; w < (set->n_rules + 63) / 64; w++) {
-		cand[w] = set->always[w];
-		any |= cand[w] != 0;
+	if (any) {
+		for (w = 0; w < words; w++)
+			cand[w] = set->always[w];
+		init = 1;
 	}
-	if (!step)
+	if (!step || n < BANNER_LIT_MIN)
 		return any;
-	for (i = 0; i + BANNER_LIT_MIN <= n; i += step) {
-		uint32_t v = banner_gram(u + i);
-		unsigned h = banner_hash1(v);
+	for (i = 0; i <= n - BANNER_LIT_MIN; i += step) {
+		uint32_t v;
+		unsigned h;
 		int32_t k;
 
-		if (!banner_bit(set->gram, h) || !banner_bit(set->gram2, banner_hash2(v)))
+		memcpy(&v, u + i, sizeof(v));
+		h = banner_hash1(v);
+		if (!(g1[h / 64] >> (h % 64) & 1))
+			continue;
+		if (!banner_bit(g2, banner_hash2(v)))
 			continue;
 		for (k = set->head[h]; k >= 0; k = set->ent[k].next) {
 			const struct banner_ent *e = &set->ent[k];
 			const struct banner_lit *lit = &set->lits[e->lit];
 
 			if (e->gram != v || i < e->off || i - e->off + lit->len > n ||
-			    (cand[lit->rule / 64] >> (lit->rule % 64) & 1) ||
 			    memcmp(u + i - e->off, lit->s, lit->len))
 				continue;
+			if (!init) {
+				for (w = 0; w < words; w++)
+					cand[w] = 0;
+				init = 1;
+			}
 			cand[lit->rule / 64] |= (uint64_t)1 << (lit->rule % 64);
 			any = 1;
 		}
@@ -375,7 +385,7 @@ static int banner_word(char c)
  * `(NAME (SUFFIX)) ` (vLLM's utils/system_utils.py, old and new), NAME a
  * word; 0 when s does not start with one.
  */
-static size_t banner_prefix_len(const char *s, size_t n)
+size_t banner_prefix_len(const char *s, size_t n)
 {
 	size_t i = 1;
 

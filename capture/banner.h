@@ -81,6 +81,8 @@ int banner_set_filtered(const struct banner_set *set);
  * out (cap bytes; a longer line with escape codes is returned as it is).
  */
 const char *banner_strip(const char *s, size_t n, char *out, size_t cap, size_t *out_n);
+/* The length of a vLLM process prefix at the start of s[0..n) (0: none), as banner_strip sees it. */
+size_t banner_prefix_len(const char *s, size_t n);
 /*
  * How many rules' patterns a match of s[0..n) would run: those whose
  * literal the line holds whole, and those without one (tests, benchmarks).

@@ -32,6 +32,23 @@ struct classify_result {
 int classify_object(const char *s, size_t n, int *has_ev);
 
 /*
+ * What classify_line looks for, found in one pass over s[0..n) (16 bytes
+ * at a time where the CPU has SSE2): the first '\n', the first '{', and
+ * whether an ESC (a colour code) is there. For a caller that looks at
+ * the bytes anyway (the shim: is this write one line?).
+ */
+struct classify_scan {
+	const char *nl;       /* first '\n', or NULL */
+	const char *brace;    /* first '{', or NULL */
+	int esc;              /* an ESC byte is there */
+};
+void classify_scan(const char *s, size_t n, struct classify_scan *out);
+/* classify_line, with the scan of the same bytes already done. */
+enum classify_kind classify_line_scanned(const char *line, size_t n, const struct classify_scan *scan,
+					 const struct banner_set *rules, struct banner_scratch *sc,
+					 struct classify_result *res);
+
+/*
  * `rules` may be NULL (no banners). `sc` is the caller's per-thread scratch.
  * The line is read without its ANSI colour codes and vLLM process prefix
  * (banner_strip): res->obj may point into sc until the next call.

@@ -28,12 +28,31 @@ void jbuf_rawz(struct jbuf *w, const char *s)
 	jbuf_raw(w, s, strlen(s));
 }
 
+/* 1 when s[0..n) is all ASCII (eight bytes at a time). */
+static int jbuf_ascii(const char *s, size_t n)
+{
+	uint64_t acc = 0, v;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&v, s + i, 8);
+		acc |= v;
+	}
+	for (; i < n; i++)
+		acc |= (unsigned char)s[i];
+	return !(acc & 0x8080808080808080ull);
+}
+
 void jbuf_raw_utf8(struct jbuf *w, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, run;
 
+	if (jbuf_ascii(s, n)) {
+		jbuf_raw(w, s, n);
+		return;
+	}
 	while (i < n && !w->overflow) {
 		/* copy the longest run that needs nothing done to it */
 		for (run = i; run < n; ) {

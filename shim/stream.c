@@ -184,13 +184,17 @@ static void shim_stream_reset(int fd);
  * line needs none (neither audit nor banner, without --all-lines).
  * `overlong` lines get none; the caller counts them lost.
  */
-static size_t shim_format(struct shim_thread *th, int fd, const char *line, size_t n, int partial)
+static size_t shim_format_scanned(struct shim_thread *th, int fd, const char *line, size_t n, int partial,
+				  const struct classify_scan *scan)
 {
 	struct classify_result res;
 	struct caprec_head h;
 	const struct banner_set *rules = shim_rules();
 
-	classify_line(line, n, rules, &th->sc, &res);
+	if (scan)
+		classify_line_scanned(line, n, scan, rules, &th->sc, &res);
+	else
+		classify_line(line, n, rules, &th->sc, &res);
 	if (res.kind == CLASSIFY_OTHER && !shim_all_lines())
 		return 0;
 	caprec_head_now(&h);
@@ -204,6 +208,11 @@ static size_t shim_format(struct shim_thread *th, int fd, const char *line, size
 		return caprec_banner(th->out, sizeof(th->out), &h, banner_set_name(rules, (size_t)res.rule),
 				     line, n);
 	return caprec_line(th->out, sizeof(th->out), &h, line, n);
+}
+
+static size_t shim_format(struct shim_thread *th, int fd, const char *line, size_t n, int partial)
+{
+	return shim_format_scanned(th, fd, line, n, partial, NULL);
 }
 
 static const char shim_why_fork[] =
@@ -321,7 +330,7 @@ static int shim_defer_tag(struct shim_thread *th, int fd)
 
 	for (i = (th->n_held < 4 ? th->n_held : 4) - 1; i >= 0; i--)
 		if (th->held[i] == fd) {
-			int ph = atomic_load(&th->phase[i]);
+			int ph = atomic_load_explicit(&th->phase[i], memory_order_relaxed);
 			int mine = (atomic_load(&ring_locks(shim_area)[fd]) & ~SHIM_LOCK_WAITERS) == (uint32_t)th->tid;
 
 			switch (ph) {
@@ -344,14 +353,12 @@ static int shim_defer_tag(struct shim_thread *th, int fd)
 typedef void (*shim_defer_fn)(struct shim_thread *th, struct shim_defer_hdr *h, const char *data,
 			      void *ctx);
 
-static int shim_defer_each(struct shim_thread *th, int fd, int tag, shim_defer_fn fn, void *ctx,
+static int shim_defer_walk(struct shim_thread *th, int fd, int tag, shim_defer_fn fn, void *ctx,
 			   int mark)
 {
 	size_t i = 0, end = atomic_load(&th->defer_len);
 	int k = 0;
 
-	if (!end)
-		return 0;
 	while (i < end) {
 		struct shim_defer_hdr *h = (struct shim_defer_hdr *)(th->defer + i);
 		size_t step = (sizeof(*h) + h->n + 15) & ~(size_t)15;
@@ -371,11 +378,22 @@ static int shim_defer_each(struct shim_thread *th, int fd, int tag, shim_defer_f
 	return k;
 }
 
+/* The queue is almost always empty: one load decides. */
+static inline int shim_defer_each(struct shim_thread *th, int fd, int tag, shim_defer_fn fn, void *ctx,
+				  int mark)
+{
+	if (!atomic_load_explicit(&th->defer_len, memory_order_relaxed))
+		return 0;
+	return shim_defer_walk(th, fd, tag, fn, ctx, mark);
+}
+
 /* Forgets the entries once all are done (and no handler added one meanwhile). */
 static void shim_defer_reset(struct shim_thread *th)
 {
-	size_t end = atomic_load(&th->defer_len), i = 0;
+	size_t end = atomic_load_explicit(&th->defer_len, memory_order_relaxed), i = 0;
 
+	if (!end)
+		return;
 	while (i < end) {
 		struct shim_defer_hdr *h = (struct shim_defer_hdr *)(th->defer + i);
 		if (h->tag < 0x1000)
@@ -543,6 +561,7 @@ static ssize_t shim_handler_write(struct shim_thread *th, int fd, const struct i
 struct shim_plan {
 	struct shim_thread *th;
 	int fd;
+	int one;                /* one whole line onto an empty stream: no reassembly */
 	int stop;               /* a line could not be kept pending: the rest after the write */
 	uint32_t n;             /* lines planned */
 	uint32_t n_pend;        /* of which with a pending record */
@@ -605,14 +624,23 @@ static void shim_plan_abort(struct shim_plan *pl)
 static void shim_plan(struct shim_plan *pl, const char *p, size_t n)
 {
 	struct linebuf lb;
+	struct ring_stream *s;
 
 	pl->n = pl->n_pend = 0;
 	pl->stop = 0;
+	pl->one = 0;
 	pl->th->pend_n = 0;
 	pl->th->pend_len = 0;
-	if (!p)
+	if (!p || !n)
 		return;
-	shim_lb(&lb, shim_stream_of(pl->fd));
+	s = shim_stream_of(pl->fd);
+	/* the usual write: one line, whole, onto a line boundary */
+	if (!s && p[n - 1] == '\n' && n - 1 <= RING_LINE_CAP && memchr(p, '\n', n) == p + n - 1) {
+		pl->one = 1;
+		shim_plan_line(pl, p, n - 1, 0, n);
+		return;
+	}
+	shim_lb(&lb, s);
 	linebuf_peek(&lb, p, n, SHIM_PEND_MAX, shim_plan_line, pl);
 }
 
@@ -640,7 +668,7 @@ static void shim_settle(struct shim_plan *pl, const char *p, size_t acc, int unc
 		shim_commit(pl->first_id, kp, pl->n_pend, uncertain, pl->fd);
 	if (k && pl->what[0] == 3)
 		shim_flag_clear(pl->fd, RING_FDF_SKIP);
-	if (!acc)
+	if (!acc || (pl->one && k == 1 && !pl->stop))
 		return;
 	last = memrchr(p, '\n', acc);
 	if (!last || last + 1 != p + acc) {
@@ -663,25 +691,35 @@ static void shim_settle(struct shim_plan *pl, const char *p, size_t acc, int unc
 	}
 }
 
-/* Published before the lock is taken, so that a handler always knows what this thread is doing. */
+/*
+ * Published before the lock is taken, so that a handler always knows what
+ * this thread is doing. Only a handler on the same thread reads these:
+ * a compiler fence orders them, no hardware fence is needed.
+ */
 static void shim_push_held(struct shim_thread *th, int fd)
 {
 	if (th->n_held < 4) {
-		atomic_store(&th->phase[th->n_held], SHIM_PHASE_WAIT);
+		atomic_store_explicit(&th->phase[th->n_held], SHIM_PHASE_WAIT, memory_order_relaxed);
 		th->held[th->n_held] = fd;
 	}
+	atomic_signal_fence(memory_order_seq_cst);
 	th->n_held++;
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
 static void shim_set_phase(struct shim_thread *th, int phase)
 {
+	atomic_signal_fence(memory_order_seq_cst);
 	if (th->n_held > 0 && th->n_held <= 4)
-		atomic_store(&th->phase[th->n_held - 1], phase);
+		atomic_store_explicit(&th->phase[th->n_held - 1], phase, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
 static void shim_pop_held(struct shim_thread *th)
 {
+	atomic_signal_fence(memory_order_seq_cst);
 	th->n_held--;
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* The bytes of iov[0..cnt) up to n, copied into dst (cap bytes); 0 when they do not fit. */
@@ -732,6 +770,86 @@ static void shim_write_cancelled(struct shim_wframe *fr)
 	shim_depth--;
 }
 
+/*
+ * The end of every write, with fd's lock held: bytes handlers wrote while
+ * this one was in flight (`ambiguous`: their order with it matters and is
+ * not known) and after it, then the lock released and what handlers queued
+ * for other fds.
+ */
+static void shim_write_done(struct shim_thread *th, int fd, int unknown, int ambiguous)
+{
+	if (unknown)
+		shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_unknown, &ambiguous, 1);
+	shim_defer_each(th, fd, SHIM_TAG_AFTER, shim_defer_exact, NULL, 1);
+	shim_set_phase(th, SHIM_PHASE_DONE);
+	shim_unlock(fd);
+	shim_pop_held(th);
+	if (atomic_load_explicit(&th->defer_len, memory_order_relaxed)) {
+		shim_defer_each(th, -1, SHIM_TAG_LINE, shim_defer_line, NULL, 1);
+		shim_defer_each(th, -1, SHIM_TAG_UNLOCKED, shim_defer_other, NULL, 1);
+		shim_defer_reset(th);
+	}
+	shim_depth--;
+}
+
+/*
+ * The usual write: one buffer holding one whole line, onto an fd with no
+ * partial line. Returns -2 (before anything was written, the lock held and
+ * the phase PLAN) when it is not that after all: the caller goes on with
+ * the general path.
+ */
+static ssize_t shim_write_one(struct shim_thread *th, int fd, const char *p, size_t n, shim_sys_fn sys,
+			      void *ctx, int *err)
+{
+	struct classify_scan scan;
+	size_t len;
+	uint64_t id = 0;
+	ssize_t r;
+	int unknown, whole = 1, ambiguous;
+
+	classify_scan(p, n - 1, &scan);
+	if (scan.nl || ring_fdstream(shim_area)[fd] || shim_flags(fd))
+		return -2;
+	len = shim_format_scanned(th, fd, p, n - 1, 0, &scan);
+	if (len)
+		id = shim_pend(th->out, len, fd);
+	shim_set_phase(th, SHIM_PHASE_SYSCALL);
+	/* a handler that wrote before this point went to the kernel first */
+	if (shim_defer_each(th, fd, SHIM_TAG_BEFORE, NULL, NULL, 0)) {
+		shim_set_phase(th, SHIM_PHASE_PLAN);
+		if (id)
+			shim_commit(id, 0, 1, 0, fd);
+		th->pend_n = 0;
+		th->pend_len = 0;
+		return -2;
+	}
+	{
+		struct shim_wframe fr __attribute__((cleanup(shim_write_cancelled))) = { th, fd, 1 };
+		r = sys(ctx);
+		*err = errno;
+		fr.armed = 0;
+	}
+	shim_set_phase(th, SHIM_PHASE_FEED);
+	unknown = shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_check, &whole, 0);
+	ambiguous = unknown && !(whole && r == (ssize_t)n);
+	if (r == (ssize_t)n) {
+		shim_count_line();
+		if (id)
+			shim_commit(id, 1, 1, ambiguous, fd);
+		else if (len && ambiguous)
+			shim_uncertain(fd, 1, shim_why_order, th->out, len - 1);
+		else if (len)
+			shim_emit(th->out, len, 0, 0);
+	} else {
+		if (id)
+			shim_commit(id, 0, 1, 0, fd);
+		if (r > 0)
+			shim_feed_locked(th, fd, p, (size_t)r, ambiguous, shim_why_order);
+	}
+	shim_write_done(th, fd, unknown, ambiguous);
+	return r;
+}
+
 ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
 {
 	struct shim_thread *th;
@@ -770,6 +888,13 @@ ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn 
 	shim_set_phase(th, SHIM_PHASE_PLAN);
 	if (stolen)
 		shim_stream_reset(fd);
+	if (cnt == 1 && n && n - 1 <= RING_LINE_CAP && ((const char *)iov[0].iov_base)[n - 1] == '\n') {
+		r = shim_write_one(th, fd, iov[0].iov_base, n, sys, ctx, &e);
+		if (r != -2) {
+			errno = e;
+			return r;
+		}
+	}
 	p = cnt == 1 ? iov[0].iov_base : NULL;
 	if (cnt != 1 && n && shim_gather(th->gather, sizeof(th->gather), iov, cnt, n) == n)
 		p = th->gather;
@@ -821,16 +946,7 @@ ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn 
 	unknown = shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_check, &whole, 0);
 	ambiguous = unknown && !(before_empty && whole && (!acc || p[acc - 1] == '\n'));
 	shim_settle(&pl, p, acc, ambiguous);
-	if (unknown)
-		shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_unknown, &ambiguous, 1);
-	shim_defer_each(th, fd, SHIM_TAG_AFTER, shim_defer_exact, NULL, 1);
-	shim_set_phase(th, SHIM_PHASE_DONE);
-	shim_unlock(fd);
-	shim_pop_held(th);
-	shim_defer_each(th, -1, SHIM_TAG_LINE, shim_defer_line, NULL, 1);
-	shim_defer_each(th, -1, SHIM_TAG_UNLOCKED, shim_defer_other, NULL, 1);
-	shim_defer_reset(th);
-	shim_depth--;
+	shim_write_done(th, fd, unknown, ambiguous);
 	errno = e;
 	return r;
 }
