@@ -22,19 +22,41 @@
 
 #include "caprec.h"
 #include "classify.h"
+#include "linebuf.h"
 #include "ring.h"
 
 #define CONSUME_OUT_CAP (1024 * 1024)
 #define CONSUME_REC_CAP (256 * 1024)
 #define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
 
-struct cpend {
+/* A write of one fd waiting to be cut into lines: for its commit, or behind one. */
+struct cwrite {
+	uint64_t id;            /* 0: written already */
+	uint16_t flags;         /* RING_W_*, or RING_M_UNKNOWN / RING_M_CLOSE for a mark */
+	int committed;
+	uint32_t took;          /* bytes the kernel took */
+	uint32_t len;
+	uint64_t mono;
+	uint32_t tid;
+	char *bytes;
+};
+
+/* What the reader knows of one fd of one process image. */
+struct cfd {
+	int fd;
+	struct linebuf lb;
+	char *buf;
+	int unknown_next;       /* the next line it completes is uncertain */
+	uint64_t mono;          /* time of the bytes that last fed it */
+	uint32_t tid;
+	struct cwrite *q;
+	size_t n_q, cap_q;
+};
+
+struct crisk {
 	uint64_t id;
 	int fd;
-	int kind;               /* RING_PEND or RING_RISK */
-	uint32_t lines;         /* RING_RISK */
-	char *rec;              /* RING_PEND: the record line, without '\n' */
-	size_t len;
+	uint32_t lines;
 };
 
 struct cring {
@@ -46,15 +68,21 @@ struct cring {
 	int pidfd;
 	int dead;               /* the process ended */
 	int superseded;         /* it exec'd: a newer ring has the pid */
-	int ended;              /* it wrote its own end record */
+	int ended;              /* it said how it ended (RING_END) */
+	uint32_t end_how;
+	int32_t end_code;
+	uint64_t end_lost;      /* an exec's stdio loss, told only once the exec is known to have worked */
 	int done;
 	int reaped;             /* known to be reaped (by us or its parent) */
 	int zombie_status;      /* wait status read from /proc while a zombie, -1 */
 	long long dead_ms;
 	long long seen_ms;      /* when the file was first seen (unready rings) */
 	uint64_t pos;
-	struct cpend *pend;
-	size_t n_pend, cap_pend;
+	struct cfd *fds;
+	size_t n_fds, cap_fds;
+	struct crisk *risk;
+	size_t n_risk, cap_risk;
+	uint64_t lines;
 	int out_fd;
 };
 
@@ -82,6 +110,7 @@ struct consume {
 	size_t out_len;
 	int out_to;                 /* the fd they go to */
 	char *rec, *rec2;           /* record scratch */
+	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
 	struct consume_stats st;
 };
 
@@ -206,51 +235,252 @@ static void consume_lost(struct consume *c, struct cring *cr, int fd, uint64_t c
 	c->st.lost_records++;
 }
 
-/* --- reading a ring ------------------------------------------------------------ */
+/* --- cutting a process's bytes into lines ------------------------------------ */
 
-static struct cpend *consume_pend_add(struct cring *cr)
+static const char consume_why_order[] =
+	"the order of this line's bytes and a signal handler's was not knowable";
+static const char consume_why_unknown[] =
+	"what came before this line on the fd is not known (a fork child sharing it, a cancelled or unseen write)";
+static const char consume_why_doubt[] =
+	"a stdio flush failed or went unseen: how much of it reached the fd is not known";
+static const char consume_why_flight[] =
+	"the process ended while the write of this line was in flight";
+
+static struct cfd *consume_fd(struct cring *cr, int fd)
 {
-	if (cr->n_pend == cr->cap_pend) {
-		size_t nc = cr->cap_pend ? 2 * cr->cap_pend : 32;
-		struct cpend *np = realloc(cr->pend, nc * sizeof(*np));
-		if (!np)
+	struct cfd *f;
+	size_t i;
+
+	for (i = 0; i < cr->n_fds; i++)
+		if (cr->fds[i].fd == fd)
+			return &cr->fds[i];
+	if (cr->n_fds == cr->cap_fds) {
+		size_t nc = cr->cap_fds ? 2 * cr->cap_fds : 4;
+		struct cfd *nf = realloc(cr->fds, nc * sizeof(*nf));
+		if (!nf)
 			return NULL;
-		cr->pend = np;
-		cr->cap_pend = nc;
+		cr->fds = nf;
+		cr->cap_fds = nc;
 	}
-	return &cr->pend[cr->n_pend++];
+	f = &cr->fds[cr->n_fds];
+	memset(f, 0, sizeof(*f));
+	f->buf = malloc(RING_LINE_CAP);
+	if (!f->buf)
+		return NULL;
+	f->fd = fd;
+	linebuf_init(&f->lb, f->buf, RING_LINE_CAP);
+	cr->n_fds++;
+	return f;
 }
 
-static void consume_pend_drop(struct cring *cr, size_t i)
+/* The record of one line into c->rec (with its '\n'); 0 when the line needs none. */
+static size_t consume_format(struct consume *c, struct cring *cr, struct cfd *f, const char *line, size_t n,
+			     int partial)
 {
-	free(cr->pend[i].rec);
-	cr->pend[i] = cr->pend[--cr->n_pend];
+	struct classify_result res;
+	struct caprec_head h;
+	uint64_t ns = f->mono;
+
+	classify_line(line, n, c->o.rules, c->sc, &res);
+	if (res.kind == CLASSIFY_OTHER && !c->o.all_lines)
+		return 0;
+	/* the time of the bytes that ended the line; wall time from the offset now */
+	h.mono.tv_sec = (time_t)(ns / 1000000000u);
+	h.mono.tv_nsec = (long)(ns % 1000000000u);
+	{
+		long long t = (long long)ns + c->wall_off_ns;
+		h.t.tv_sec = (time_t)(t / 1000000000);
+		h.t.tv_nsec = (long)(t % 1000000000);
+	}
+	h.pid = cr->pid;
+	h.tid = f->tid;
+	h.fd = f->fd;
+	h.partial = partial;
+	if (res.kind == CLASSIFY_AUDIT)
+		return caprec_audit(c->rec, CONSUME_REC_CAP, &h, res.obj, res.obj_len);
+	if (res.kind == CLASSIFY_BANNER)
+		return caprec_banner(c->rec, CONSUME_REC_CAP, &h, banner_set_name(c->o.rules, (size_t)res.rule),
+				     line, n);
+	return caprec_line(c->rec, CONSUME_REC_CAP, &h, line, n);
+}
+
+struct consume_linectx {
+	struct consume *c;
+	struct cring *cr;
+	struct cfd *f;
+	const char *why;        /* every line of this feed is uncertain, for this reason */
+	int count;              /* lines count toward the process's `lines` */
+};
+
+static void consume_line(void *ctx, const char *line, size_t n, int overlong)
+{
+	struct consume_linectx *x = ctx;
+	const char *why = x->why;
+	size_t len;
+
+	if (x->count)
+		x->cr->lines++;
+	if (x->f->unknown_next) {
+		x->f->unknown_next = 0;
+		if (!why)
+			why = consume_why_unknown;
+	}
+	if (overlong) {
+		atomic_fetch_add(&x->cr->r->lost[RING_LOST_LONG], 1);
+		return;
+	}
+	len = consume_format(x->c, x->cr, x->f, line, n, 0);
+	if (!len)
+		return;
+	if (why)
+		consume_uncertain(x->c, x->cr, x->f->fd, 1, why, x->c->rec, len - 1);
+	else
+		consume_put(x->c, x->cr->out_fd, x->c->rec, len);
+}
+
+/* Bytes that reached the fd, in order, into its stream. */
+static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n,
+			 const char *why)
+{
+	struct consume_linectx x = { c, cr, f, why, 1 };
+
+	linebuf_feed(&f->lb, p, n, consume_line, &x);
+	if (why && linebuf_pending(&f->lb))
+		f->unknown_next = 1;
+}
+
+/*
+ * Bytes whose place among the fd's others is not known: written as
+ * uncertain lines of their own, never joined to the fd's partial line
+ * (which would invent a line), and the fd's next line uncertain too. Whole
+ * lines onto a line boundary are the same lines in any order: fed.
+ */
+static void consume_loose(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n)
+{
+	struct cfd tmp;
+	struct consume_linectx x = { c, cr, &tmp, consume_why_order, 1 };
+	char *buf;
+
+	if (!n)
+		return;
+	if (!linebuf_pending(&f->lb) && p[n - 1] == '\n') {
+		consume_feed(c, cr, f, p, n, NULL);
+		return;
+	}
+	/* a stream of their own, forgotten after */
+	buf = malloc(RING_LINE_CAP);
+	if (!buf)
+		return;
+	tmp = *f;
+	tmp.unknown_next = 0;
+	linebuf_init(&tmp.lb, buf, RING_LINE_CAP);
+	linebuf_feed(&tmp.lb, p, n, consume_line, &x);
+	linebuf_flush(&tmp.lb, consume_line, &x);
+	free(buf);
+	f->unknown_next = 1;
+}
+
+/* 1 when the write's accepted bytes end a line and it was all written. */
+static int consume_whole(const struct cwrite *w)
+{
+	return w->took == w->len && w->took && w->bytes[w->took - 1] == '\n';
+}
+
+/* Applies the fd's queue from its head while the head is settled. */
+static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
+{
+	size_t i, k;
+
+	while (f->n_q && f->q[0].committed) {
+		struct cwrite *w = &f->q[0];
+		size_t used = 1;
+
+		if (w->flags & RING_M_UNKNOWN) {
+			f->unknown_next = 1;
+		} else if (w->flags & RING_M_CLOSE) {
+			/* the fd closed with its last line open: a partial line */
+			struct consume_linectx x = { c, cr, f, NULL, 0 };
+			size_t len;
+
+			if (f->lb.over) {
+				atomic_fetch_add(&cr->r->lost[RING_LOST_LONG], 1);
+			} else if (f->lb.len && (len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1))) {
+				if (f->unknown_next)
+					consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
+				else
+					consume_put(c, cr->out_fd, c->rec, len);
+			}
+			(void)x;
+			linebuf_reset(&f->lb);
+			f->unknown_next = 0;
+		} else {
+			f->mono = w->mono;
+			f->tid = w->tid;
+			if (w->flags & RING_W_UNLOCKED) {
+				consume_loose(c, cr, f, w->bytes, w->took);
+			} else {
+				/*
+				 * Handlers' writes that ran while this one was in flight
+				 * follow it: if the order matters, all of them are uncertain.
+				 */
+				int clean = !linebuf_pending(&f->lb) && consume_whole(w);
+				for (k = 1; k < f->n_q && (f->q[k].flags & RING_W_RACE); k++)
+					if (!f->q[k].committed)
+						return;   /* wait for it */
+					else if (!consume_whole(&f->q[k]))
+						clean = 0;
+				if (k == 1 || clean) {
+					consume_feed(c, cr, f, w->bytes, w->took, (w->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
+					for (i = 1; i < k; i++) {
+						f->mono = f->q[i].mono;
+						consume_feed(c, cr, f, f->q[i].bytes, f->q[i].took, NULL);
+					}
+				} else {
+					for (i = 0; i < k; i++)
+						consume_loose(c, cr, f, f->q[i].bytes, f->q[i].took);
+				}
+				used = k;
+			}
+		}
+		for (i = 0; i < used; i++)
+			free(f->q[i].bytes);
+		memmove(f->q, f->q + used, (f->n_q - used) * sizeof(*f->q));
+		f->n_q -= used;
+	}
+}
+
+static struct cwrite *consume_enqueue(struct cfd *f)
+{
+	if (f->n_q == f->cap_q) {
+		size_t nc = f->cap_q ? 2 * f->cap_q : 8;
+		struct cwrite *nq = realloc(f->q, nc * sizeof(*nq));
+		if (!nq)
+			return NULL;
+		f->q = nq;
+		f->cap_q = nc;
+	}
+	memset(&f->q[f->n_q], 0, sizeof(f->q[0]));
+	return &f->q[f->n_q++];
 }
 
 static void consume_commit(struct consume *c, struct cring *cr, const struct ring_ent *e)
 {
-	uint64_t id;
-	size_t i;
+	size_t i, k;
 
-	for (id = e->ref; id < e->ref + e->count; id++) {
-		int written = id < e->ref + e->aux;
-
-		for (i = cr->n_pend; i-- > 0;)
-			if (cr->pend[i].id == id)
-				break;
-		if (i == (size_t)-1)
-			continue;
-		if (cr->pend[i].kind == RING_PEND && written) {
-			if (e->flags & RING_F_UNCERTAIN)
-				consume_uncertain(c, cr, cr->pend[i].fd, 1,
-						  "the order of this line's bytes and a signal handler's was not knowable",
-						  cr->pend[i].rec, cr->pend[i].len);
-			else {
-				cr->pend[i].rec[cr->pend[i].len] = '\n';
-				consume_put(c, cr->out_fd, cr->pend[i].rec, cr->pend[i].len + 1);
-			}
+	for (i = 0; i < cr->n_risk; i++)
+		if (cr->risk[i].id == e->ref) {
+			cr->risk[i] = cr->risk[--cr->n_risk];
+			return;
 		}
-		consume_pend_drop(cr, i);
+	for (i = 0; i < cr->n_fds; i++) {
+		struct cfd *f = &cr->fds[i];
+		for (k = 0; k < f->n_q; k++)
+			if (f->q[k].id == e->ref && !f->q[k].committed) {
+				f->q[k].committed = 1;
+				f->q[k].took = e->a < f->q[k].len ? e->a : f->q[k].len;
+				consume_apply(c, cr, f);
+				return;
+			}
 	}
 }
 
@@ -271,45 +501,84 @@ static void consume_parent_ended(struct consume *c, pid_t pid)
 static void consume_drain(struct consume *c, struct cring *cr)
 {
 	const struct ring_ent *e;
+	size_t i;
 
 	while ((e = ring_next(cr->r, &cr->pos))) {
 		const char *p = ring_payload(e);
-		size_t n = ring_payload_len(e);
-		struct cpend *pe;
+		size_t room = ring_payload_len(e);
+		struct cfd *f;
+		struct cwrite *w;
 
 		switch (e->kind) {
 		case RING_REC:
-			consume_put(c, cr->out_fd, p, n);
-			if (e->flags & RING_F_END)
-				cr->ended = 1;
+			if (e->b <= room)
+				consume_put(c, cr->out_fd, p, e->b);
 			if (e->flags & RING_F_CHILD_END)
 				consume_parent_ended(c, (pid_t)e->ref);
 			break;
-		case RING_PEND:
-		case RING_RISK:
-			pe = consume_pend_add(cr);
-			if (!pe)
+		case RING_WRITE:
+			if (e->a >= RING_FD_MAX || sizeof(struct ring_wr) + e->b > room)
 				break;
-			pe->id = e->ref;
-			pe->fd = e->fd;
-			pe->kind = e->kind;
-			pe->lines = e->aux;
-			pe->rec = NULL;
-			pe->len = 0;
-			if (e->kind == RING_PEND) {
-				/* without the newline, and room to put it back */
-				size_t len = n && p[n - 1] == '\n' ? n - 1 : n;
-				pe->rec = malloc(len + 1);
-				if (!pe->rec) {
-					cr->n_pend--;
-					break;
-				}
-				memcpy(pe->rec, p, len);
-				pe->len = len;
+			f = consume_fd(cr, (int)e->a);
+			w = f ? consume_enqueue(f) : NULL;
+			if (!w)
+				break;
+			w->bytes = malloc(e->b ? e->b : 1);
+			if (!w->bytes) {
+				f->n_q--;
+				break;
 			}
+			{
+				struct ring_wr wr;
+				memcpy(&wr, p, sizeof(wr));
+				w->mono = wr.mono_ns;
+				w->tid = wr.tid;
+			}
+			memcpy(w->bytes, p + sizeof(struct ring_wr), e->b);
+			w->id = e->ref;
+			w->flags = e->flags;
+			w->len = e->b;
+			w->committed = !e->ref;
+			w->took = e->b;
+			consume_apply(c, cr, f);
 			break;
 		case RING_COMMIT:
 			consume_commit(c, cr, e);
+			break;
+		case RING_RISK:
+			if (cr->n_risk == cr->cap_risk) {
+				size_t nc = cr->cap_risk ? 2 * cr->cap_risk : 8;
+				struct crisk *nr = realloc(cr->risk, nc * sizeof(*nr));
+				if (!nr)
+					break;
+				cr->risk = nr;
+				cr->cap_risk = nc;
+			}
+			cr->risk[cr->n_risk].id = e->ref;
+			cr->risk[cr->n_risk].fd = (int)e->a;
+			cr->risk[cr->n_risk].lines = e->b;
+			cr->n_risk++;
+			break;
+		case RING_MARK:
+			if (e->flags & RING_E_EXEC_FAILED) {
+				cr->ended = 0;   /* the exec failed: the process goes on */
+			} else if (e->flags & RING_M_FORK) {
+				/* a child shares the fds now: open lines may be continued by it */
+				for (i = 0; i < cr->n_fds; i++)
+					if (linebuf_pending(&cr->fds[i].lb) || cr->fds[i].n_q)
+						cr->fds[i].unknown_next = 1;
+			} else if (e->a < RING_FD_MAX && (f = consume_fd(cr, (int)e->a)) && (w = consume_enqueue(f))) {
+				/* in the fd's order, behind its writes in flight */
+				w->flags = e->flags;
+				w->committed = 1;
+				consume_apply(c, cr, f);
+			}
+			break;
+		case RING_END:
+			cr->ended = 1;
+			cr->end_how = e->a;
+			cr->end_code = (int32_t)e->b;
+			cr->end_lost = e->ref;
 			break;
 		default:
 			break;
@@ -451,80 +720,107 @@ static void consume_end(struct consume *c, struct cring *cr)
 	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
 }
 
-/* What a process that ended (without an exec) left unsaid. */
+/* The end record the process asked for (RING_END), with the lines counted here. */
+static void consume_own_end(struct consume *c, struct cring *cr)
+{
+	struct caprec_head h;
+	struct caprec_end e;
+	char buf[512];
+	uint64_t lost = 0;
+	int k;
+
+	for (k = 0; k < RING_LOST__COUNT; k++)
+		lost += atomic_load(&cr->r->lost[k]);
+	memset(&e, 0, sizeof(e));
+	e.how = cr->end_how == RING_HOW_EXEC ? "exec" : cr->end_how == RING_HOW__EXIT ? "_exit" : "exit";
+	e.code = cr->end_how == RING_HOW_EXEC ? -1 : cr->end_code;
+	e.by = "shim";
+	e.counts = 1;
+	e.lines = cr->lines;
+	e.lost = lost;
+	consume_head(&h, cr->pid, -1);
+	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
+}
+
+/*
+ * The end of a process image (it ended, or it exec'd): what it left
+ * unsaid. Writes still in flight are uncertain, and so are the lines of
+ * stdio calls that may have been writing; a line whose bytes reached the
+ * fd with no '\n' after them is partial; lines in stdio buffers never
+ * reached an fd (lost); then the losses not yet told, and the end record.
+ */
 static void consume_settle(struct consume *c, struct cring *cr)
 {
 	struct ring_hdr *r = cr->r;
-	size_t i;
-	int k;
+	size_t i, k;
+	int j;
 
 	consume_drain(c, cr);
 	if (cr->pos != atomic_load(&r->head))
 		consume_uncertain(c, cr, -1, 1, "the process ended while writing records: the rest of its ring could not be read", NULL, 0);
-	for (i = 0; i < cr->n_pend; i++) {
-		struct cpend *pe = &cr->pend[i];
-		if (pe->kind == RING_PEND)
-			consume_uncertain(c, cr, pe->fd, 1, "the process ended while the write of this line was in flight",
-					  pe->rec, pe->len);
-		else
-			consume_uncertain(c, cr, pe->fd, pe->lines,
-					  "the process ended inside a call that may have written these lines", NULL, 0);
-	}
-	while (cr->n_pend)
-		consume_pend_drop(cr, cr->n_pend - 1);
-	if (!cr->ended && !cr->superseded) {
-		for (k = 0; k < RING_STREAMS; k++) {
-			struct ring_stream *s = ring_stream(r, (unsigned)k);
-			int fd = atomic_load(&s->fd);
+	for (i = 0; i < cr->n_fds; i++) {
+		struct cfd *f = &cr->fds[i];
+		int pending = 0;
 
-			if (fd < 0 || fd >= RING_FD_MAX)
+		for (k = 0; k < f->n_q; k++) {
+			struct cwrite *w = &f->q[k];
+			if (w->flags & (RING_M_UNKNOWN | RING_M_CLOSE))
 				continue;
-			if (atomic_load(&ring_locks(r)[fd])) {
-				consume_uncertain(c, cr, fd, 1, "the process ended while writing to this fd", NULL, 0);
-			} else if (s->over) {
-				consume_lost(c, cr, fd, 1, ring_lost_reason[RING_LOST_LONG]);
-			} else if (s->len && s->len <= RING_LINE_CAP) {
-				struct classify_result res;
-				struct caprec_head h;
-				size_t len = 0;
-
-				classify_line(s->buf, s->len, c->o.rules, c->sc, &res);
-				consume_head(&h, cr->pid, fd);
-				h.partial = 1;
-				if (res.kind == CLASSIFY_AUDIT)
-					len = caprec_audit(c->rec, CONSUME_REC_CAP, &h, res.obj, res.obj_len);
-				else if (res.kind == CLASSIFY_BANNER)
-					len = caprec_banner(c->rec, CONSUME_REC_CAP, &h,
-							    banner_set_name(c->o.rules, (size_t)res.rule), s->buf, s->len);
-				else if (c->o.all_lines)
-					len = caprec_line(c->rec, CONSUME_REC_CAP, &h, s->buf, s->len);
-				if (len && (ring_fdflags(r)[fd] & RING_FDF_UNCERTAIN))
-					consume_uncertain(c, cr, fd, 1,
-							  "what came before this line on the fd is not known (a fork child sharing it, a cancelled or unseen write)",
-							  c->rec, len - 1);
-				else
-					consume_put(c, cr->out_fd, c->rec, len);
-			}
+			/* the lines this write would have ended, had it all been written */
+			struct consume_linectx x = { c, cr, f, consume_why_flight, 0 };
+			f->mono = w->mono;
+			f->tid = w->tid;
+			linebuf_feed(&f->lb, w->bytes, w->len, consume_line, &x);
+			pending = 1;
 		}
-		for (k = 0; k < RING_STDIO; k++) {
-			int fd = atomic_load(&r->stdio[k].fd);
-			uint64_t lines = atomic_load(&r->stdio[k].lines) + (atomic_load(&r->stdio[k].bytes) ? 1 : 0);
+		if (pending) {
+			if (linebuf_pending(&f->lb))
+				consume_uncertain(c, cr, f->fd, 1, consume_why_flight, NULL, 0);
+		} else if (f->lb.over) {
+			atomic_fetch_add(&r->lost[RING_LOST_LONG], 1);
+		} else if (f->lb.len) {
+			size_t len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1);
+			if (len && f->unknown_next)
+				consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
+			else if (len)
+				consume_put(c, cr->out_fd, c->rec, len);
+		}
+		linebuf_reset(&f->lb);
+	}
+	for (i = 0; i < cr->n_risk; i++)
+		consume_uncertain(c, cr, cr->risk[i].fd, cr->risk[i].lines,
+				  "the process ended inside a call that may have written these lines", NULL, 0);
+	if (!cr->ended) {
+		for (j = 0; j < RING_STDIO; j++) {
+			int fd = atomic_load(&r->stdio[j].fd), risky = 0;
+			uint64_t lines = atomic_load(&r->stdio[j].lines) + (atomic_load(&r->stdio[j].bytes) ? 1 : 0);
 
-			if (fd >= 0 && lines)
+			for (i = 0; i < cr->n_risk; i++)
+				risky |= cr->risk[i].fd == fd;
+			if (fd >= 0 && lines && !risky)
 				atomic_fetch_add(&r->lost[RING_LOST_STDIO_DEATH], lines);
 		}
 	}
-	for (k = 0; k < RING_LOST__COUNT; k++) {
-		uint64_t total = atomic_load(&r->lost[k]), told = atomic_load(&r->lost_told[k]);
-		if (total > told)
-			consume_lost(c, cr, -1, total - told, ring_lost_reason[k]);
+	cr->n_risk = 0;
+	if (cr->ended && cr->end_how == RING_HOW_EXEC && cr->end_lost)
+		atomic_fetch_add(&r->lost[RING_LOST_STDIO_EXEC], cr->end_lost);
+	for (j = 0; j < RING_LOST__COUNT; j++) {
+		uint64_t total = atomic_load(&r->lost[j]), told = atomic_load(&r->lost_told[j]);
+		if (total > told) {
+			consume_lost(c, cr, -1, total - told, ring_lost_reason[j]);
+			atomic_store(&r->lost_told[j], total);
+		}
 	}
-	if (!cr->ended && !cr->superseded)
+	if (cr->ended)
+		consume_own_end(c, cr);
+	else
 		consume_end(c, cr);
 }
 
 static void consume_close(struct cring *cr)
 {
+	size_t i, k;
+
 	if (cr->r)
 		munmap(cr->r, cr->size);
 	cr->r = NULL;
@@ -532,11 +828,18 @@ static void consume_close(struct cring *cr)
 		close(cr->pidfd);
 	cr->pidfd = -1;
 	unlink(cr->path);
-	while (cr->n_pend)
-		consume_pend_drop(cr, cr->n_pend - 1);
-	free(cr->pend);
-	cr->pend = NULL;
-	cr->cap_pend = 0;
+	for (i = 0; i < cr->n_fds; i++) {
+		for (k = 0; k < cr->fds[i].n_q; k++)
+			free(cr->fds[i].q[k].bytes);
+		free(cr->fds[i].q);
+		free(cr->fds[i].buf);
+	}
+	free(cr->fds);
+	cr->fds = NULL;
+	cr->n_fds = cr->cap_fds = 0;
+	free(cr->risk);
+	cr->risk = NULL;
+	cr->n_risk = cr->cap_risk = 0;
 	cr->done = 1;
 }
 
@@ -633,7 +936,11 @@ size_t consume_round(struct consume *c)
 	uint64_t created = atomic_load(&c->ctl->created);
 	long long now = consume_now_ms();
 	size_t i, j, open = 0;
+	struct timespec rt, mt;
 
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
 	if (created != c->created_seen) {
 		consume_scan(c);
 		c->created_seen = created;
@@ -790,6 +1097,12 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 		goto fail;
 	}
 	c->ctl->consumer_pid = getpid();
+	{
+		struct timespec rt, mt;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_MONOTONIC, &mt);
+		c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	}
 	atomic_store(&c->ctl->magic, RING_CTL_MAGIC);
 	*out = c;
 	return STATUS_OK;

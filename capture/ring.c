@@ -78,29 +78,26 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 		struct ring_ent *p = (struct ring_ent *)(ring_data(r) + h % d);
 		p->size = (uint32_t)pad;
 		p->kind = RING_PAD;
-		p->len = 0;
 		atomic_store_explicit(&p->pos, h, memory_order_release);
 	}
 	at = h + pad;
 	e = (struct ring_ent *)(ring_data(r) + at % d);
 	e->size = (uint32_t)need;
-	e->len = (uint32_t)payload;
 	/* pos stays stale until ring_publish: the reader waits for it */
 	e->ref = at;   /* scratch until publish: where the entry is */
 	return e;
 }
 
-void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, int32_t fd,
-		  uint32_t aux, uint32_t count)
+void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, uint32_t a,
+		  uint32_t b)
 {
 	uint64_t at = e->ref;
 
 	e->kind = kind;
 	e->flags = flags;
 	e->ref = ref;
-	e->fd = fd;
-	e->aux = aux;
-	e->count = count;
+	e->a = a;
+	e->b = b;
 	atomic_store_explicit(&e->pos, at, memory_order_release);
 }
 
@@ -135,7 +132,7 @@ const struct ring_ent *ring_next(struct ring_hdr *r, uint64_t *pos)
 
 size_t ring_payload_len(const struct ring_ent *e)
 {
-	return e->len <= e->size - sizeof(*e) ? e->len : e->size - sizeof(*e);
+	return e->size - sizeof(*e);
 }
 
 void ring_consumed(struct ring_hdr *r, uint64_t pos)

@@ -7,13 +7,19 @@
  * process: its pages belong to the page cache, so what the process wrote
  * there survives its SIGKILL. The file holds, after a header page:
  *
- *   - per-fd locks and the per-fd partial lines (struct ring_stream), so
- *     that a consumer can still read, after the process died, which lines
- *     were half written and which fds were being written;
+ *   - per-fd locks, so that the bytes of each fd enter the ring in the
+ *     order they reached the kernel whatever thread wrote them;
  *   - the process's loss counters and how many lines wait in its stdio
  *     buffers (bytes that never reached an fd when the process dies);
- *   - a ring of entries (struct ring_ent): records, records pending on a
- *     write, and the commits that settle them.
+ *   - a ring of entries (struct ring_ent): the bytes of each write to a
+ *     watched fd (pending until a commit says how many the kernel took),
+ *     records the process formats itself (start, lost, uncertain, ...),
+ *     and marks (an fd closed, a fork, the end).
+ *
+ * The reader cuts each fd's bytes into lines and classifies them: the
+ * process only copies bytes, which costs it a few stores per write.
+ * (struct ring_stream and the streams part serve the process that writes
+ * its records itself, without a reader.)
  *
  * Writers are the threads of the process (lock-free: an entry is reserved
  * by CAS on `head`, written, then published by storing its absolute
@@ -39,23 +45,44 @@
 #define RING_LINE_CAP (64 * 1024)  /* longest line kept whole */
 #define RING_STDIO 16              /* stdio streams whose pending lines are counted */
 #define RING_LOST_MAX 16           /* loss reasons */
-#define RING_DATA_SIZE (2u << 20)  /* the ring proper */
+#define RING_DATA_SIZE (4u << 20)  /* the ring proper */
 
 /* Entry kinds. */
 enum ring_kind {
 	RING_PAD = 1,     /* skip to the end of the data area */
-	RING_REC,         /* a record line, true as written */
-	RING_PEND,        /* a record line whose truth waits for a COMMIT (ref: its id) */
-	RING_COMMIT,      /* settles ids [ref, ref+count): the first `aux` were written, the rest not */
-	RING_RISK,        /* a stdio call that may write `aux` complete lines is running (ref: id) */
+	RING_REC,         /* a record line, true as written (flags: RING_F_CHILD_END) */
+	RING_WRITE,       /* bytes of fd `a` (payload: struct ring_wr, then `b` bytes);
+	                     ref != 0: pending until RING_COMMIT of that id */
+	RING_COMMIT,      /* ref: a RING_WRITE or RING_RISK id; a: bytes the kernel took */
+	RING_RISK,        /* a stdio call that may write `b` complete lines to fd `a` runs (ref: id) */
+	RING_MARK,        /* flags RING_M_*: something happened to fd `a` (or to all) */
+	RING_END,         /* the process (image) ends: a = how (RING_HOW_*), b = code (or -1) */
 };
 
 /* Entry flags. */
 enum {
-	RING_F_END = 1,         /* RING_REC: the process's own end record */
 	RING_F_CHILD_END = 2,   /* RING_REC: an end written by a parent for child `ref` */
-	RING_F_UNCERTAIN = 4,   /* RING_COMMIT: the committed lines' order was not knowable */
+	RING_W_RACE = 4,        /* RING_WRITE: a signal handler's, while a write of this thread to the
+	                           same fd was in flight: which reached the kernel first is not known */
+	RING_W_UNLOCKED = 8,    /* RING_WRITE: a signal handler's, while another thread held the fd:
+	                           its place among the fd's bytes is not known */
+	RING_W_DOUBT = 16,      /* RING_WRITE: a failed or unseen stdio flush: these bytes may not all
+	                           have reached the fd */
+	RING_M_CLOSE = 32,      /* RING_MARK: fd `a` is closed or replaced: its partial line ends */
+	RING_M_FORK = 64,       /* RING_MARK: a fork: a child shares the fds (the parent's mark) */
+	RING_M_UNKNOWN = 128,   /* RING_MARK: what came before the next line of fd `a` is not known */
+	RING_E_EXEC_FAILED = 256, /* RING_MARK: the exec after the last end failed: it is void */
 };
+
+/* The start of a RING_WRITE payload; the bytes follow. */
+struct ring_wr {
+	uint64_t mono_ns;       /* CLOCK_MONOTONIC when the bytes were handed over */
+	uint32_t tid;           /* the thread that wrote them */
+	uint32_t unused;
+};
+
+/* RING_END how. */
+enum { RING_HOW_EXIT = 1, RING_HOW__EXIT, RING_HOW_EXEC };
 
 struct ring_ent {
 	_Atomic uint64_t pos;   /* absolute position of the entry; stored last: published */
@@ -63,10 +90,8 @@ struct ring_ent {
 	uint16_t kind;
 	uint16_t flags;
 	uint64_t ref;
-	int32_t fd;
-	uint32_t aux;
-	uint32_t count;
-	uint32_t len;           /* payload bytes */
+	uint32_t a;
+	uint32_t b;
 };
 
 /* A partial line of one fd (owned by whoever holds that fd's lock). */
@@ -87,11 +112,11 @@ enum {
 enum {
 	RING_FDF_SKIP = 1,      /* no stream was free: drop bytes up to the next '\n' */
 	RING_FDF_UNCERTAIN = 2, /* as RING_SF_UNCERTAIN_NEXT, for an fd without a stream */
+	RING_FDF_OPEN = 4,      /* (ring) the last byte written was not '\n': a line is open */
 };
 
 /* Header states. */
 enum {
-	RING_S_ENDED = 1,       /* the process wrote its own end record */
 	RING_S_DIRECT = 2,      /* the writer gave the ring up (consumer gone) */
 	RING_S_KNOCKED = 4,     /* the writer asked the consumer to hurry */
 };
@@ -106,9 +131,9 @@ struct ring_hdr {
 	uint64_t data_off, data_size;
 	_Atomic uint64_t head;         /* bytes reserved by writers (absolute) */
 	_Atomic uint64_t tail;         /* bytes read by the consumer (absolute) */
-	_Atomic uint64_t next_id;      /* PEND and RISK ids */
+	_Atomic uint64_t next_id;      /* RISK ids and the ids of threads without a block */
 	_Atomic uint32_t state;        /* RING_S_* */
-	uint32_t unused;
+	int32_t fork_parent;           /* the pid this image was forked from, or 0 */
 	_Atomic uint64_t lost[RING_LOST_MAX];       /* lines lost, by reason */
 	_Atomic uint64_t lost_told[RING_LOST_MAX];  /* of which a lost record was written */
 	struct {
@@ -173,6 +198,9 @@ enum ring_lost {
 };
 extern const char *const ring_lost_reason[RING_LOST__COUNT];
 
+/* Bytes of one RING_WRITE entry at most: a longer write takes several. */
+#define RING_WRITE_MAX (256u * 1024)
+
 /*
  * The directory's control page ("ctl"): who reads the rings, and a counter
  * of rings made, so the reader looks for new ones only when it moved.
@@ -193,8 +221,8 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
  * ring has no room (or none at all).
  */
 struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload);
-void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, int32_t fd,
-		  uint32_t aux, uint32_t count);
+void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, uint32_t a,
+		  uint32_t b);
 /* Bytes in use (written, not yet read). */
 uint64_t ring_used(struct ring_hdr *r);
 

@@ -64,10 +64,14 @@ SHIM_API void exit(int code)
 /* The records of an end that skips stdio's flush. Returns the partial lines recorded. */
 static uint64_t shim_end_abrupt(const char *how, int code, enum ring_lost why)
 {
-	struct shim_ending e = { how, code };
-	uint64_t k;
+	struct shim_ending e = { how, code, 0 };
+	uint64_t k, pending = shim_stdio_pending_lines();
 
-	shim_lost(why, shim_stdio_pending_lines());
+	/* an exec may fail: with a reader its loss is told with the end, which a failure voids */
+	if (why == RING_LOST_STDIO_EXEC && shim_ringed())
+		e.stdio_lost = pending;
+	else
+		shim_lost(why, pending);
 	k = shim_stream_finish_all(why == RING_LOST_STDIO_EXEC);
 	shim_write_end(&e);
 	return k;

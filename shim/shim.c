@@ -49,6 +49,7 @@ __thread int shim_depth SHIM_TLS;
 __thread pid_t shim_vfork_mark SHIM_TLS;
 
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
+static void shim_load_rules(const char *path);
 static __thread struct shim_thread *shim_self SHIM_TLS;
 
 /* Configuration, set by the constructor and (pid parts) after fork. */
@@ -182,6 +183,11 @@ static const char *shim_errstr(int e)
 	const char *s = strerrordesc_np(e);   /* untranslated, async-signal-safe */
 
 	return s ? s : "unknown error";
+}
+
+uint32_t shim_self_tid(void)
+{
+	return shim_self ? (uint32_t)shim_self->tid : 0;
 }
 
 long shim_pid(void)
@@ -378,6 +384,7 @@ static void shim_give_up_ring(void)
 	if (old & RING_S_DIRECT)
 		return;
 	cfg.ringed = 0;
+	/* (the banner rules were left to the reader: from here banners are not told apart) */
 	pos = atomic_load(&shim_area->tail);
 	while (ring_next(shim_area, &pos))
 		n++;
@@ -390,7 +397,7 @@ static void shim_give_up_ring(void)
  * asked to hurry (SIGURG, once per episode) and the writer waits for room
  * up to SHIM_FULL_WAIT_MS; NULL when there is none (count the record lost).
  */
-static struct ring_ent *shim_reserve(size_t len)
+struct ring_ent *shim_ring_reserve(size_t len)
 {
 	struct ring_ent *e = ring_reserve(shim_area, len);
 	int waited = 0, e0;
@@ -442,7 +449,7 @@ static void shim_tell_lost(void)
 			struct ring_ent *e = len ? ring_reserve(shim_area, len) : NULL;
 			if (e) {
 				memcpy((char *)(e + 1), buf, len);
-				ring_publish(e, RING_REC, 0, 0, -1, 0, 0);
+				ring_publish(e, RING_REC, 0, 0, 0, (uint32_t)len);
 				continue;
 			}
 		} else if (len) {
@@ -480,10 +487,10 @@ void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref)
 	if (atomic_load_explicit(&lost_untold, memory_order_relaxed))
 		shim_tell_lost();
 	if (cfg.ringed) {
-		struct ring_ent *e = shim_reserve(len);
+		struct ring_ent *e = shim_ring_reserve(len);
 		if (e) {
 			memcpy((char *)(e + 1), rec, len);
-			ring_publish(e, RING_REC, flags, ref, -1, 0, 0);
+			ring_publish(e, RING_REC, flags, ref, 0, (uint32_t)len);
 			return;
 		}
 		if (cfg.ringed) {
@@ -496,28 +503,11 @@ void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref)
 
 uint64_t shim_pend(const char *rec, size_t len, int fd)
 {
-	struct shim_thread *th;
+	struct shim_thread *th = shim_self;
 
-	if (!shim_area || !len)
-		return 0;
-	if (cfg.ringed) {
-		struct ring_ent *e;
-		uint64_t id;
-
-		shim_check_reader();
-		if (!cfg.ringed)
-			return 0;
-		e = ring_reserve(shim_area, len);
-		if (!e)
-			return 0;   /* full: the caller records it after the write */
-		id = atomic_fetch_add_explicit(&shim_area->next_id, 1, memory_order_relaxed) + 1;
-		memcpy((char *)(e + 1), rec, len);
-		ring_publish(e, RING_PEND, 0, id, fd, 0, 0);
-		return id;
-	}
-	/* No reader: kept in the thread's block until the write returns. */
-	th = shim_self;
-	if (!th || th->pend_n == SHIM_PEND_MAX || len > sizeof(th->pendbuf) - th->pend_len)
+	(void)fd;
+	/* no reader: kept in the thread's block until the write returns */
+	if (!shim_area || !len || !th || th->pend_n == SHIM_PEND_MAX || len > sizeof(th->pendbuf) - th->pend_len)
 		return 0;
 	if (th->pend_n == 0)
 		th->pend_off[0] = 0;
@@ -530,36 +520,25 @@ uint64_t shim_pend(const char *rec, size_t len, int fd)
 
 void shim_commit(uint64_t first, uint32_t k, uint32_t n, int uncertain, int fd)
 {
-	struct shim_thread *th;
+	struct shim_thread *th = shim_self;
 	uint32_t i;
 
-	if (!shim_area || !n)
+	(void)first;
+	if (!shim_area || !n || !th || !th->pend_n)
 		return;
-	if (cfg.ringed) {
-		struct ring_ent *e = shim_reserve(0);
-		if (e)
-			ring_publish(e, RING_COMMIT, uncertain ? RING_F_UNCERTAIN : 0, first, fd, k, n);
-		else
-			/* the records stay pending: the reader says they are uncertain */
-			shim_lost(RING_LOST_FULL, 0);
-		return;
+	if (atomic_load_explicit(&lost_untold, memory_order_relaxed))
+		shim_tell_lost();
+	if (k > th->pend_n)
+		k = th->pend_n;
+	if (!uncertain && k) {
+		shim_direct(th->pendbuf, th->pend_off[k], k);
+	} else {
+		for (i = 0; i < k; i++)
+			shim_uncertain(fd, 1, "the order of this line's bytes and a signal handler's was not knowable",
+				       th->pendbuf + th->pend_off[i], th->pend_off[i + 1] - th->pend_off[i] - 1);
 	}
-	th = shim_self;
-	if (th && th->pend_n) {
-		if (atomic_load_explicit(&lost_untold, memory_order_relaxed))
-			shim_tell_lost();
-		if (k > th->pend_n)
-			k = th->pend_n;
-		if (!uncertain && k) {
-			shim_direct(th->pendbuf, th->pend_off[k], k);
-		} else {
-			for (i = 0; i < k; i++)
-				shim_uncertain(fd, 1, "the order of this line's bytes and a signal handler's was not knowable",
-					       th->pendbuf + th->pend_off[i], th->pend_off[i + 1] - th->pend_off[i] - 1);
-		}
-		th->pend_n = 0;
-		th->pend_len = 0;
-	}
+	th->pend_n = 0;
+	th->pend_len = 0;
 }
 
 uint64_t shim_risk(int fd, uint32_t lines)
@@ -573,7 +552,7 @@ uint64_t shim_risk(int fd, uint32_t lines)
 	if (!e)
 		return 0;
 	id = atomic_fetch_add_explicit(&shim_area->next_id, 1, memory_order_relaxed) + 1;
-	ring_publish(e, RING_RISK, 0, id, fd, lines, 0);
+	ring_publish(e, RING_RISK, 0, id, (uint32_t)fd, lines);
 	return id;
 }
 
@@ -583,9 +562,10 @@ void shim_risk_done(uint64_t id, int fd)
 
 	if (!id || !cfg.ringed)
 		return;
-	e = shim_reserve(0);
+	(void)fd;
+	e = shim_ring_reserve(0);
 	if (e)
-		ring_publish(e, RING_COMMIT, 0, id, fd, 0, 1);
+		ring_publish(e, RING_COMMIT, 0, id, 0, 0);
 }
 
 void shim_uncertain(int fd, uint64_t count, const char *reason, const char *rec, size_t rec_len)
@@ -913,7 +893,12 @@ static void shim_atfork_child(void)
 			munmap(parent, ring_file_size(parent->data_size));
 	}
 	shim_stdio_after_fork(shim_area != parent);
+	if (!cfg.ringed && !cfg.rules)
+		shim_load_rules(getenv("TTAUDIT_RULES"));
+	if (cfg.ringed)
+		shim_area->fork_parent = (int32_t)cfg.ppid;
 	shim_write_start();
+	shim_stream_fork_marks();
 	shim_depth--;
 }
 
@@ -999,7 +984,6 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	status_info_clear(&si);
 	if (envlist_add(&cfg.env, v ? v : ENVLIST_DEFAULT, &si) != STATUS_OK)
 		shim_warn("TTAUDIT_ENV: ", si.msg, NULL);
-	shim_load_rules(getenv("TTAUDIT_RULES"));
 	cfg.fd_floor = 3;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 64)
 		cfg.fd_floor = rl.rlim_cur > 1024 ? 1000 : (int)rl.rlim_cur - 24;
@@ -1014,6 +998,9 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	shim_area = shim_make_area();
 	if (!shim_area)
 		return;
+	/* with a reader, the reader classifies: the rules are compiled only to write the file ourselves */
+	if (!cfg.ringed)
+		shim_load_rules(getenv("TTAUDIT_RULES"));
 	shim_render_tail(argc, argv, envp);
 	cfg.key_ok = pthread_key_create(&cfg.key, shim_thread_exit) == 0;
 	pthread_atfork(NULL, shim_atfork_parent, shim_atfork_child);
@@ -1031,6 +1018,22 @@ void shim_set_exit_code(int code)
 		cfg.exit_code = code & 0xff;
 }
 
+int shim_ringed(void)
+{
+	return cfg.ringed;
+}
+
+void shim_ring_mark(uint16_t flags, int fd)
+{
+	struct ring_ent *e;
+
+	if (!cfg.ringed)
+		return;
+	e = shim_ring_reserve(0);
+	if (e)
+		ring_publish(e, RING_MARK, flags, 0, (uint32_t)fd, 0);
+}
+
 void shim_write_end(const struct shim_ending *e)
 {
 	struct shim_thread *th = shim_thread_get();
@@ -1042,6 +1045,19 @@ void shim_write_end(const struct shim_ending *e)
 	if (!shim_area || cfg.ended)
 		return;
 	cfg.ended = 1;
+	if (cfg.ringed) {
+		/* the reader writes the end record: it counted the lines */
+		struct ring_ent *re;
+
+		shim_tell_lost();
+		re = shim_ring_reserve(0);
+		if (re) {
+			uint32_t how = !strcmp(e->how, "exec") ? RING_HOW_EXEC :
+				       !strcmp(e->how, "exit") ? RING_HOW_EXIT : RING_HOW__EXIT;
+			ring_publish(re, RING_END, 0, e->stdio_lost, how, (uint32_t)e->code);
+		}
+		return;
+	}
 	caprec_head_now(&h);
 	h.pid = cfg.pid;
 	h.tid = 0;
@@ -1056,9 +1072,7 @@ void shim_write_end(const struct shim_ending *e)
 	len = caprec_end(th ? th->out : buf, th ? sizeof(th->out) : sizeof(buf), &h, &ce);
 	/* the lost records before it, so that end is the last word */
 	shim_tell_lost();
-	shim_emit(th ? th->out : buf, len, RING_F_END, 0);
-	if (cfg.ringed)
-		atomic_fetch_or(&shim_area->state, RING_S_ENDED);
+	shim_emit(th ? th->out : buf, len, 0, 0);
 }
 
 void shim_exec_failed(int err, uint64_t partial_lines)
@@ -1066,8 +1080,11 @@ void shim_exec_failed(int err, uint64_t partial_lines)
 	char reason[160];
 
 	cfg.ended = 0;
-	if (cfg.ringed)
-		atomic_fetch_and(&shim_area->state, ~(uint32_t)RING_S_ENDED);
+	if (cfg.ringed) {
+		/* the reader voids the end (and its stdio loss) it was told: nothing else was written */
+		shim_ring_mark(RING_E_EXEC_FAILED, -1);
+		return;
+	}
 	strcpy(reason, "exec failed (");
 	strcat(reason, shim_errstr(err));
 	strcat(reason, "): the end and lost records just before this one are void, and the partial lines may go on");
@@ -1104,7 +1121,7 @@ void shim_child_end(pid_t pid, int wstatus)
  */
 static void shim_late_exit(void)
 {
-	struct shim_ending e = { "exit", cfg.exit_code };
+	struct shim_ending e = { "exit", cfg.exit_code, 0 };
 	int err = errno;
 
 	if (!shim_on || shim_foreign() || shim_depth)

@@ -150,10 +150,13 @@ enum shim_tag {
 	SHIM_TAG_AFTER,     /* after it: exact */
 	SHIM_TAG_UNKNOWN,   /* around it, order not knowable */
 	SHIM_TAG_UNLOCKED,  /* another fd, written without its lock */
+	SHIM_TAG_OWNED = 12,/* the interrupted flow is done with the fd and still holds it */
 };
 
 struct shim_thread {
 	long tid;
+	uint32_t seq;                    /* ids of this thread's ring writes */
+	_Atomic uint32_t hseq;           /* ... and of its signal handlers' */
 	atomic_size_t defer_len;
 	_Alignas(16) char defer[SHIM_DEFER_CAP];
 	/* fds whose lock this thread holds, innermost last, and their phase */
@@ -174,6 +177,8 @@ struct shim_thread {
 
 /* The thread's block, or NULL when it cannot be had (count the line lost). */
 struct shim_thread *shim_thread_get(void);
+/* The calling thread's tid (its block's), 0 without one. */
+uint32_t shim_self_tid(void);
 /* The process's pid as the capture knows it (the fork child's own after fork). */
 long shim_pid(void);
 /* 1 when the caller is not the process the shim set up for (a vfork child). */
@@ -195,6 +200,12 @@ void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref);
  */
 uint64_t shim_pend(const char *rec, size_t len, int fd);
 void shim_commit(uint64_t first, uint32_t k, uint32_t n, int uncertain, int fd);
+/* 1 when records go to the reader's ring (not written by this process). */
+int shim_ringed(void);
+/* An entry with `len` payload bytes (waits a little for room; NULL: none). */
+struct ring_ent *shim_ring_reserve(size_t len);
+/* A RING_MARK entry (flags RING_M_*, RING_E_*). */
+void shim_ring_mark(uint16_t flags, int fd);
 /* A stdio call that may write `lines` complete lines is starting (0: nothing kept). */
 uint64_t shim_risk(int fd, uint32_t lines);
 void shim_risk_done(uint64_t id, int fd);
@@ -205,6 +216,7 @@ void shim_uncertain(int fd, uint64_t count, const char *reason, const char *rec,
 struct shim_ending {
 	const char *how;    /* "exit", "_exit", "exec" */
 	int code;           /* < 0: unknown */
+	uint64_t stdio_lost;   /* exec, with a reader: lines in stdio buffers the exec loses */
 };
 void shim_write_end(const struct shim_ending *e);
 /* After a failed exec: the end record just written is void. */
@@ -258,10 +270,30 @@ uint64_t shim_stream_finish_all(int keep);
 void shim_stream_after_fork(struct ring_hdr *parent, struct ring_hdr *child, long old_tid, long new_tid);
 /* In the parent after fork: partial lines may be continued by the child. */
 void shim_stream_fork_parent(void);
+/* In a fork child with a reader, after its start record: the fds whose next line is uncertain, told. */
+void shim_stream_fork_marks(void);
 
 /* The banner rules and --all-lines, for the line callbacks. */
 const struct banner_set *shim_rules(void);
 int shim_all_lines(void);
+
+/* The fd locks (stream.c), for ringw.c. */
+enum { SHIM_PH_PLAN, SHIM_PH_SYSCALL, SHIM_PH_FEED, SHIM_PH_WAIT, SHIM_PH_DONE };
+int shim_fd_lock(struct shim_thread *th, int fd);       /* 1: taken over from a dead thread */
+void shim_fd_unlock(struct shim_thread *th, int fd);
+int shim_fd_phase_tag(struct shim_thread *th, int fd);  /* enum shim_tag, for a handler */
+int shim_fd_trylock(struct shim_thread *th, int fd);
+void shim_fd_release(int fd);
+void shim_fd_phase(struct shim_thread *th, int phase);
+/* Records whether the fd's last byte left a line open (the fork child needs to know). */
+void shim_fd_open_bit(int fd, int open);
+
+/* --- ringw.c --------------------------------------------------------------- */
+
+/* shim_stream_write with a reader: the bytes go to the ring, pending until the kernel took them. */
+ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
+/* Bytes that reached fd (a stdio flush), with its lock held; doubt: maybe not all did. */
+void shim_ring_bytes(int fd, const char *p, size_t n, int doubt);
 
 /* --- stdio.c --------------------------------------------------------------- */
 

@@ -39,7 +39,10 @@
 #define SHIM_LOCK_WAITERS 0x80000000u
 #define SHIM_SPINS 64
 
-enum shim_phase { SHIM_PHASE_PLAN, SHIM_PHASE_SYSCALL, SHIM_PHASE_FEED, SHIM_PHASE_WAIT, SHIM_PHASE_DONE };
+enum shim_phase {
+	SHIM_PHASE_PLAN = SHIM_PH_PLAN, SHIM_PHASE_SYSCALL = SHIM_PH_SYSCALL, SHIM_PHASE_FEED = SHIM_PH_FEED,
+	SHIM_PHASE_WAIT = SHIM_PH_WAIT, SHIM_PHASE_DONE = SHIM_PH_DONE
+};
 
 /* Tag of a processed deferred entry. */
 
@@ -176,6 +179,7 @@ static void shim_lb(struct linebuf *lb, struct ring_stream *s)
 }
 
 static void shim_stream_reset(int fd);
+static ssize_t shim_direct_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
 
 /* --- lines to records ---------------------------------------------------- */
 
@@ -305,7 +309,6 @@ static void shim_feed_locked(struct shim_thread *th, int fd, const char *p, size
 /* Tags of deferred entries besides enum shim_tag's (shim.h). */
 #define SHIM_TAG_LINE 10        /* a complete line a handler's write finished (text, no '\n') */
 #define SHIM_TAG_LINE_LONG 11   /* the same, longer than kept */
-#define SHIM_TAG_OWNED 12       /* not queued: the interrupted flow is done with the fd and holds it */
 
 /* Keeps bytes a handler wrote (they reached the kernel) for the interrupted flow. */
 static int shim_defer(struct shim_thread *th, int fd, int tag, const void *data, size_t n)
@@ -852,6 +855,14 @@ static ssize_t shim_write_one(struct shim_thread *th, int fd, const char *p, siz
 
 ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
 {
+	if (shim_ringed())
+		return shim_ring_write(fd, iov, cnt, sys, ctx);
+	return shim_direct_write(fd, iov, cnt, sys, ctx);
+}
+
+/* Without a reader: lines assembled and recorded here (the ring's reader does it otherwise). */
+static ssize_t shim_direct_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
+{
 	struct shim_thread *th;
 	struct shim_plan pl;
 	const char *p;
@@ -958,6 +969,10 @@ static void shim_stream_reset(int fd)
 {
 	struct ring_stream *s = shim_stream_of(fd);
 
+	if (shim_ringed()) {
+		shim_ring_mark(RING_M_UNKNOWN, fd);
+		return;
+	}
 	if (s)
 		shim_stream_release(fd, s);
 	shim_flag_clear(fd, RING_FDF_SKIP);
@@ -988,6 +1003,10 @@ void shim_stream_feed(int fd, const char *p, size_t n, int uncertain)
 
 	if (!th || !n)
 		return;
+	if (shim_ringed()) {
+		shim_ring_bytes(fd, p, n, uncertain);
+		return;
+	}
 	s = shim_stream_of(fd);
 	unknown = shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_check, &whole, 0);
 	ambiguous = unknown && !((!s || (!s->len && !s->over)) && whole && p[n - 1] == '\n');
@@ -1005,6 +1024,10 @@ void shim_stream_unlock(int fd, int token)
 
 	if (token != 1 || !th)
 		return;
+	if (shim_ringed()) {
+		shim_fd_unlock(th, fd);
+		return;
+	}
 	shim_set_phase(th, SHIM_PHASE_FEED);
 	shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_unknown, &ambiguous, 1);
 	shim_defer_each(th, fd, SHIM_TAG_AFTER, shim_defer_exact, NULL, 1);
@@ -1019,7 +1042,11 @@ void shim_stream_unlock(int fd, int token)
 
 void shim_stream_mark_uncertain(int fd)
 {
-	if (shim_area && (unsigned)fd < SHIM_FD_MAX)
+	if (!shim_area || (unsigned)fd >= SHIM_FD_MAX)
+		return;
+	if (shim_ringed())
+		shim_ring_mark(RING_M_UNKNOWN, fd);
+	else
 		shim_flag_set(fd, RING_FDF_UNCERTAIN);
 }
 
@@ -1063,6 +1090,15 @@ void shim_stream_close(int fd)
 		return;
 	shim_depth++;
 	shim_lock(fd, (uint32_t)th->tid);
+	if (shim_ringed()) {
+		/* the reader ends the fd's partial line */
+		if (shim_flags(fd) & RING_FDF_OPEN)
+			shim_ring_mark(RING_M_CLOSE, fd);
+		shim_flag_clear(fd, RING_FDF_OPEN);
+		shim_unlock(fd);
+		shim_depth--;
+		return;
+	}
 	s = shim_stream_of(fd);
 	if (s)
 		shim_record_partial(th, fd, s, 0);
@@ -1077,8 +1113,8 @@ uint64_t shim_stream_finish_all(int keep)
 	uint64_t n = 0;
 	unsigned i;
 
-	if (!th || !shim_area)
-		return 0;
+	if (!th || !shim_area || shim_ringed())
+		return 0;   /* with a reader, the reader records the partial lines at the end */
 	for (i = 0; i < RING_STREAMS; i++) {
 		struct ring_stream *s = ring_stream(shim_area, i);
 		int fd = atomic_load(&s->fd), tries;
@@ -1107,6 +1143,11 @@ void shim_stream_fork_parent(void)
 
 	if (!shim_area)
 		return;
+	if (shim_ringed()) {
+		/* the reader knows which lines are open: from here they may be continued by the child */
+		shim_ring_mark(RING_M_FORK, -1);
+		return;
+	}
 	for (i = 0; i < RING_STREAMS; i++) {
 		int fd = atomic_load(&ring_stream(shim_area, i)->fd);
 		if (fd >= 0)
@@ -1127,6 +1168,8 @@ void shim_stream_after_fork(struct ring_hdr *parent, struct ring_hdr *child, lon
 			m &= m - 1;
 			if (child != parent)
 				ring_fdflags(child)[fd] = ring_fdflags(parent)[fd] & RING_FDF_UNCERTAIN;
+			if (ring_fdflags(parent)[fd] & RING_FDF_OPEN)
+				ring_fdflags(child)[fd] = (uint8_t)((ring_fdflags(child)[fd] & ~RING_FDF_OPEN) | RING_FDF_UNCERTAIN);
 			if (!v) {
 				atomic_store(&ring_locks(child)[fd], 0);
 				continue;
@@ -1156,4 +1199,72 @@ void shim_stream_after_fork(struct ring_hdr *parent, struct ring_hdr *child, lon
 			atomic_store(&s->fd, -1);
 		}
 	}
+}
+
+void shim_stream_fork_marks(void)
+{
+	unsigned w;
+
+	if (!shim_ringed())
+		return;
+	for (w = 0; w < SHIM_FD_MAX / 64; w++) {
+		uint64_t m = atomic_load_explicit(&shim_watch_bits[w], memory_order_relaxed);
+		while (m) {
+			int fd = (int)(w * 64 + (unsigned)__builtin_ctzll(m));
+			m &= m - 1;
+			if (shim_flags(fd) & RING_FDF_UNCERTAIN) {
+				shim_flag_clear(fd, RING_FDF_UNCERTAIN);
+				shim_ring_mark(RING_M_UNKNOWN, fd);
+			}
+		}
+	}
+}
+
+/* --- the fd locks, for ringw.c ---------------------------------------------- */
+
+int shim_fd_lock(struct shim_thread *th, int fd)
+{
+	int stolen;
+
+	shim_depth++;
+	shim_push_held(th, fd);
+	stolen = shim_lock(fd, (uint32_t)th->tid);
+	shim_set_phase(th, SHIM_PHASE_PLAN);
+	return stolen;
+}
+
+void shim_fd_unlock(struct shim_thread *th, int fd)
+{
+	shim_set_phase(th, SHIM_PHASE_DONE);
+	shim_unlock(fd);
+	shim_pop_held(th);
+	shim_depth--;
+}
+
+int shim_fd_phase_tag(struct shim_thread *th, int fd)
+{
+	return shim_defer_tag(th, fd);
+}
+
+int shim_fd_trylock(struct shim_thread *th, int fd)
+{
+	return shim_trylock(fd, (uint32_t)th->tid);
+}
+
+void shim_fd_release(int fd)
+{
+	shim_unlock(fd);
+}
+
+void shim_fd_phase(struct shim_thread *th, int phase)
+{
+	shim_set_phase(th, phase);
+}
+
+void shim_fd_open_bit(int fd, int open)
+{
+	if (open)
+		shim_flag_set(fd, RING_FDF_OPEN);
+	else if (shim_flags(fd) & RING_FDF_OPEN)
+		shim_flag_clear(fd, RING_FDF_OPEN);
 }

@@ -1,0 +1,282 @@
+/*
+ * ringw.c - a watched write, with `ttaudit capture` reading: the bytes go to
+ * the ring before they go to the kernel, and a commit says how many the
+ * kernel took. The reader cuts them into lines and classifies them, so the
+ * process does no more than a copy and a few atomic stores per write.
+ *
+ * Order: the fd's lock is held from before the bytes enter the ring until
+ * the call returned, so one fd's bytes enter the ring in the order they
+ * reached the kernel, whatever threads wrote them. A signal handler that
+ * writes while its thread is inside this (the lock is never waited for in
+ * a handler) puts its bytes in the ring at once, marked with where they
+ * fell: before the interrupted write entered the ring (exact: they are
+ * before it in the ring too), after its call returned (exact), in between
+ * (RING_W_RACE: the reader decides whether the order matters), or onto an
+ * fd another thread holds (RING_W_UNLOCKED).
+ *
+ * A process killed at any point leaves either no entry (nothing written
+ * yet), or a pending one (its write in flight: the reader says uncertain),
+ * or a committed one. Never a line the fd did not get, never one silently
+ * gone.
+ */
+#include "shim.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Writes longer than this are not held pending (they would not fit the ring). */
+#define SHIM_PEND_BYTES (4u * RING_WRITE_MAX)
+
+static uint64_t shim_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Copies iov bytes [from, from+n) to dst. */
+static void shim_iov_copy(char *dst, const struct iovec *iov, int cnt, size_t from, size_t n)
+{
+	int i;
+
+	for (i = 0; i < cnt && n; i++) {
+		size_t len = iov[i].iov_len;
+		if (from >= len) {
+			from -= len;
+			continue;
+		}
+		len -= from;
+		if (len > n)
+			len = n;
+		memcpy(dst, (const char *)iov[i].iov_base + from, len);
+		dst += len;
+		n -= len;
+		from = 0;
+	}
+}
+
+/* The byte at offset `at` of the iovecs. */
+static char shim_iov_byte(const struct iovec *iov, int cnt, size_t at)
+{
+	int i;
+
+	for (i = 0; i < cnt; i++) {
+		if (at < iov[i].iov_len)
+			return ((const char *)iov[i].iov_base)[at];
+		at -= iov[i].iov_len;
+	}
+	return 0;
+}
+
+/*
+ * One RING_WRITE entry: iov bytes [from, from+n) of fd, pending on `id`
+ * (0: already written). Its payload starts with the time and the thread
+ * (struct ring_wr). Returns 0 when the ring has no room.
+ */
+static int shim_put(int fd, uint64_t id, uint16_t flags, const struct iovec *iov, int cnt, size_t from,
+		    size_t n, uint64_t mono)
+{
+	struct ring_ent *e = shim_ring_reserve(sizeof(struct ring_wr) + n);
+	struct ring_wr w = { mono, 0, 0 };
+	char *p;
+
+	if (!e)
+		return 0;
+	w.tid = shim_self_tid();
+	p = (char *)(e + 1);
+	memcpy(p, &w, sizeof(w));
+	shim_iov_copy(p + sizeof(w), iov, cnt, from, n);
+	ring_publish(e, RING_WRITE, flags, id, (uint32_t)fd, (uint32_t)n);
+	return 1;
+}
+
+static void shim_commit_bytes(uint64_t id, uint32_t took)
+{
+	struct ring_ent *e = shim_ring_reserve(0);
+
+	if (e)
+		ring_publish(e, RING_COMMIT, 0, id, took, 0);
+	/* no room even for that: the write stays pending, and the reader calls it uncertain */
+}
+
+static size_t shim_iov_len(const struct iovec *iov, int cnt)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* Lines among iov bytes [from, from+n), for a loss count. */
+static uint64_t shim_iov_lines(const struct iovec *iov, int cnt, size_t from, size_t n)
+{
+	uint64_t k = 0;
+	size_t at;
+
+	for (at = from; at < from + n; at++)
+		k += shim_iov_byte(iov, cnt, at) == '\n';
+	return k ? k : 1;
+}
+
+/*
+ * Cleanup if the thread is cancelled inside the real call (a cancellation
+ * point, -fexceptions unwinds through here): the lock is released; the
+ * write stays pending, so the reader reports it uncertain.
+ */
+struct shim_rframe {
+	struct shim_thread *th;
+	int fd;
+	int armed;
+};
+
+static void shim_ring_cancelled(struct shim_rframe *fr)
+{
+	if (!fr->armed)
+		return;
+	shim_ring_mark(RING_M_UNKNOWN, fr->fd);
+	shim_fd_unlock(fr->th, fr->fd);
+}
+
+/* A signal handler's write while this thread is inside the shim. Never waits. */
+static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct iovec *iov, int cnt, size_t n,
+				 shim_sys_fn sys, void *ctx)
+{
+	int tag = shim_fd_phase_tag(th, fd), locked = 0, e;
+	uint16_t flags = 0;
+	uint64_t id;
+	ssize_t r;
+
+	if (tag == SHIM_TAG_UNLOCKED) {
+		if (shim_fd_trylock(th, fd))
+			locked = 1;
+		else
+			flags = RING_W_UNLOCKED;
+	} else if (tag == SHIM_TAG_UNKNOWN) {
+		flags = RING_W_RACE;
+	}
+	/* a handler's ids: the high bit of the low word, a counter of their own */
+	id = (uint64_t)(uint32_t)th->tid << 32 | 0x80000000u |
+	     (atomic_fetch_add_explicit(&th->hseq, 1, memory_order_relaxed) & 0x7fffffffu);
+	if (n > RING_WRITE_MAX || !shim_put(fd, id, flags, iov, cnt, 0, n, shim_mono_ns()))
+		id = 0;
+	r = sys(ctx);
+	e = errno;
+	if (id)
+		shim_commit_bytes(id, r > 0 ? (uint32_t)r : 0);
+	else if (r > 0)
+		shim_lost(RING_LOST_BUSY, shim_iov_lines(iov, cnt, 0, (size_t)r));
+	if (locked || tag == SHIM_TAG_OWNED || tag == SHIM_TAG_BEFORE || tag == SHIM_TAG_AFTER) {
+		if (r > 0)
+			shim_fd_open_bit(fd, shim_iov_byte(iov, cnt, (size_t)r - 1) != '\n');
+	}
+	if (locked)
+		shim_fd_release(fd);
+	errno = e;
+	return r;
+}
+
+ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
+{
+	struct shim_thread *th;
+	size_t n = shim_iov_len(iov, cnt), at, pended = 0;
+	uint64_t mono, first;
+	uint32_t chunks = 0, c;
+	ssize_t r;
+	int e;
+
+	if (shim_vfork_mark) {
+		if ((pid_t)syscall(SYS_getpid) == shim_vfork_mark) {
+			/* a vfork child that moved its fds: its bytes are not the parent's */
+			r = sys(ctx);
+			e = errno;
+			if (r > 0)
+				shim_lost(RING_LOST_VFORK, 1);
+			errno = e;
+			return r;
+		}
+		shim_vfork_mark = 0;
+	}
+	th = shim_thread_get();
+	if (!th) {
+		r = sys(ctx);
+		e = errno;
+		if (r > 0)
+			shim_lost(RING_LOST_NOMEM, shim_iov_lines(iov, cnt, 0, (size_t)r));
+		errno = e;
+		return r;
+	}
+	if (shim_depth > 0)
+		return shim_ring_handler(th, fd, iov, cnt, n, sys, ctx);
+	if (shim_fd_lock(th, fd))
+		shim_ring_mark(RING_M_UNKNOWN, fd);   /* took over from a thread that died holding it */
+	/*
+	 * From the first byte in the ring on, a handler's write cannot be
+	 * placed before or after this one for sure.
+	 */
+	shim_fd_phase(th, SHIM_PH_SYSCALL);
+	mono = shim_mono_ns();
+	first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq & 0x7fffffffu);
+	/* the bytes, pending, before they reach the kernel */
+	if (n <= SHIM_PEND_BYTES)
+		for (at = 0; at < n; at += RING_WRITE_MAX) {
+			size_t k = n - at < RING_WRITE_MAX ? n - at : RING_WRITE_MAX;
+			if (!shim_put(fd, first + chunks, 0, iov, cnt, at, k, mono))
+				break;
+			chunks++;
+			pended = at + k;
+		}
+	th->seq += chunks;
+	{
+		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1 };
+		r = sys(ctx);
+		e = errno;
+		fr.armed = 0;
+	}
+	shim_fd_phase(th, SHIM_PH_FEED);
+	at = r > 0 ? (size_t)r : 0;
+	for (c = 0; c < chunks; c++) {
+		size_t from = (size_t)c * RING_WRITE_MAX, k = pended - from < RING_WRITE_MAX ? pended - from : RING_WRITE_MAX;
+		shim_commit_bytes(first + c, at > from ? (uint32_t)(at - from < k ? at - from : k) : 0);
+	}
+	if (at > pended) {
+		/* bytes that were not held pending (a huge write, or no room): recorded now */
+		size_t from;
+		for (from = pended; from < at; from += RING_WRITE_MAX) {
+			size_t k = at - from < RING_WRITE_MAX ? at - from : RING_WRITE_MAX;
+			if (!shim_put(fd, 0, 0, iov, cnt, from, k, mono)) {
+				shim_lost(RING_LOST_FULL, shim_iov_lines(iov, cnt, from, at - from));
+				shim_ring_mark(RING_M_UNKNOWN, fd);
+				break;
+			}
+		}
+	}
+	if (at)
+		shim_fd_open_bit(fd, shim_iov_byte(iov, cnt, at - 1) != '\n');
+	shim_fd_unlock(th, fd);
+	errno = e;
+	return r;
+}
+
+void shim_ring_bytes(int fd, const char *p, size_t n, int doubt)
+{
+	struct iovec iov = { (void *)p, n };
+	size_t at;
+
+	if (!n)
+		return;
+	for (at = 0; at < n; at += RING_WRITE_MAX) {
+		size_t k = n - at < RING_WRITE_MAX ? n - at : RING_WRITE_MAX;
+		if (!shim_put(fd, 0, doubt ? RING_W_DOUBT : 0, &iov, 1, at, k, shim_mono_ns())) {
+			shim_lost(RING_LOST_FULL, shim_iov_lines(&iov, 1, at, n - at));
+			shim_ring_mark(RING_M_UNKNOWN, fd);
+			return;
+		}
+	}
+	shim_fd_open_bit(fd, p[n - 1] != '\n');
+}
