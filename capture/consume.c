@@ -111,6 +111,9 @@ struct consume {
 	int out_to;                 /* the fd they go to */
 	char *rec, *rec2;           /* record scratch */
 	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
+	/* time stamp counter to CLOCK_MONOTONIC: the first pair and the latest */
+	uint64_t tsc0, tsc1;
+	long long mono0, mono1;
 	struct consume_stats st;
 };
 
@@ -271,6 +274,50 @@ static struct cfd *consume_fd(struct cring *cr, int fd)
 	linebuf_init(&f->lb, f->buf, RING_LINE_CAP);
 	cr->n_fds++;
 	return f;
+}
+
+#if defined(__x86_64__)
+static uint64_t consume_tsc(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+#else
+static uint64_t consume_tsc(void)
+{
+	return 0;
+}
+#endif
+
+static long long consume_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A new (TSC, CLOCK_MONOTONIC) pair, taken close together. */
+static void consume_calibrate(uint64_t *tsc, long long *mono)
+{
+	uint64_t a = consume_tsc();
+	long long m = consume_mono_ns();
+	uint64_t b = consume_tsc();
+
+	*tsc = a + (b - a) / 2;
+	*mono = m;
+}
+
+/* A write's time in CLOCK_MONOTONIC ns, from the ring's clock. */
+static uint64_t consume_ns(const struct consume *c, const struct cring *cr, uint64_t t)
+{
+	double rate;
+
+	if (cr->r->clock != RING_CLOCK_TSC)
+		return t;
+	if (c->tsc1 <= c->tsc0)
+		return (uint64_t)c->mono1;
+	rate = (double)(c->mono1 - c->mono0) / (double)(c->tsc1 - c->tsc0);
+	return (uint64_t)(c->mono1 + (long long)(((double)(int64_t)(t - c->tsc1)) * rate));
 }
 
 /* The record of one line into c->rec (with its '\n'); 0 when the line needs none. */
@@ -531,7 +578,7 @@ static void consume_drain(struct consume *c, struct cring *cr)
 			{
 				struct ring_wr wr;
 				memcpy(&wr, p, sizeof(wr));
-				w->mono = wr.mono_ns;
+				w->mono = consume_ns(c, cr, wr.mono_ns);
 				w->tid = wr.tid;
 			}
 			memcpy(w->bytes, p + sizeof(struct ring_wr), e->b);
@@ -870,7 +917,8 @@ static int consume_map(struct consume *c, struct cring *cr)
 	cr->pos = atomic_load(&r->tail);
 	cr->out_fd = consume_fd_for(c, cr->pid);
 	cr->pidfd = (int)syscall(SYS_pidfd_open, cr->pid, 0);
-	if (cr->pidfd < 0 || !consume_same(cr))
+	/* without pidfd_open (Linux < 5.3, valgrind) liveness is polled below */
+	if ((cr->pidfd < 0 && errno == ESRCH) || !consume_same(cr))
 		consume_died(cr);
 	c->st.processes++;
 	return 1;
@@ -941,6 +989,8 @@ size_t consume_round(struct consume *c)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	if (c->ctl->clock == RING_CLOCK_TSC)
+		consume_calibrate(&c->tsc1, &c->mono1);
 	if (created != c->created_seen) {
 		consume_scan(c);
 		c->created_seen = created;
@@ -979,6 +1029,11 @@ size_t consume_round(struct consume *c)
 			pf.events = POLLIN;
 			pf.revents = 0;
 			if (poll(&pf, 1, 0) > 0)
+				consume_died(cr);
+		} else if (!cr->dead) {
+			char state = 0;
+			/* no pidfd: gone, reused, or a zombie is an end */
+			if (!consume_same(cr) || (consume_stat_field(cr->pid, 3, &state), state == 'Z'))
 				consume_died(cr);
 		}
 		/* an exec: the same process, a newer ring of its own */
@@ -1035,6 +1090,22 @@ void consume_stats(const struct consume *c, struct consume_stats *st)
 const char *consume_dir(const struct consume *c)
 {
 	return c->dir;
+}
+
+/* 1 when the kernel keeps time with the TSC (so it is invariant and the same on every CPU). */
+static int consume_clock_tsc(void)
+{
+#if defined(__x86_64__)
+	char buf[32];
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == 4 && !memcmp(buf, "tsc\n", 4);
+#else
+	return 0;
+#endif
 }
 
 /* mkdtemp under the first of /dev/shm, $TMPDIR, /tmp that takes it. */
@@ -1097,6 +1168,14 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 		goto fail;
 	}
 	c->ctl->consumer_pid = getpid();
+	c->ctl->clock = consume_clock_tsc() ? RING_CLOCK_TSC : RING_CLOCK_MONO;
+	if (c->ctl->clock == RING_CLOCK_TSC) {
+		/* a first rate from a short wait: later rounds refine it */
+		struct timespec ms = { 0, 2000000 };
+		consume_calibrate(&c->tsc0, &c->mono0);
+		nanosleep(&ms, NULL);
+		consume_calibrate(&c->tsc1, &c->mono1);
+	}
 	{
 		struct timespec rt, mt;
 		clock_gettime(CLOCK_REALTIME, &rt);

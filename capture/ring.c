@@ -26,10 +26,13 @@ const char *const ring_lost_reason[RING_LOST__COUNT] = {
 	"in the capture ring when ttaudit capture went away",
 };
 
-void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t starttime)
+void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t starttime, uint32_t clock)
 {
 	unsigned i;
 
+	/* positions wrap with a mask: a power of two, or no ring at all */
+	if (data_size & (data_size - 1))
+		data_size = 0;
 	r->version = 1;
 	r->hdr_size = (uint32_t)sizeof(*r);
 	r->size = ring_file_size(data_size);
@@ -37,6 +40,7 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
 	r->starttime = starttime;
 	r->data_off = ring_file_size(0);
 	r->data_size = data_size;
+	r->clock = clock;
 	for (i = 0; i < RING_STREAMS; i++)
 		atomic_store_explicit(&ring_stream(r, i)->fd, -1, memory_order_relaxed);
 	for (i = 0; i < RING_STDIO; i++)
@@ -65,7 +69,7 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 	need = (sizeof(struct ring_ent) + payload + 7) & ~(uint64_t)7;
 	h = atomic_load_explicit(&r->head, memory_order_relaxed);
 	do {
-		uint64_t off = h % d;
+		uint64_t off = h & (d - 1);   /* data_size is a power of two: no division */
 
 		pad = d - off < need ? d - off : 0;
 		total = pad + need;
@@ -75,13 +79,13 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 							memory_order_relaxed));
 	if (pad >= sizeof(struct ring_ent)) {
 		/* the rest of the lap, as one padding entry */
-		struct ring_ent *p = (struct ring_ent *)(ring_data(r) + h % d);
+		struct ring_ent *p = (struct ring_ent *)(ring_data(r) + (h & (d - 1)));
 		p->size = (uint32_t)pad;
 		p->kind = RING_PAD;
 		atomic_store_explicit(&p->pos, h, memory_order_release);
 	}
 	at = h + pad;
-	e = (struct ring_ent *)(ring_data(r) + at % d);
+	e = (struct ring_ent *)(ring_data(r) + (at & (d - 1)));
 	e->size = (uint32_t)need;
 	/* pos stays stale until ring_publish: the reader waits for it */
 	e->ref = at;   /* scratch until publish: where the entry is */
@@ -109,9 +113,9 @@ const struct ring_ent *ring_next(struct ring_hdr *r, uint64_t *pos)
 		uint64_t p = *pos, off;
 		const struct ring_ent *e;
 
-		if (!d || p == atomic_load_explicit(&r->head, memory_order_acquire))
+		if (!d)
 			return NULL;
-		off = p % d;
+		off = p & (d - 1);
 		if (d - off < sizeof(struct ring_ent)) {
 			*pos = p + (d - off);   /* padding without a header */
 			continue;

@@ -45,7 +45,7 @@
 #define RING_LINE_CAP (64 * 1024)  /* longest line kept whole */
 #define RING_STDIO 16              /* stdio streams whose pending lines are counted */
 #define RING_LOST_MAX 16           /* loss reasons */
-#define RING_DATA_SIZE (4u << 20)  /* the ring proper */
+#define RING_DATA_SIZE (2u << 20)  /* the ring proper */
 
 /* Entry kinds. */
 enum ring_kind {
@@ -76,10 +76,18 @@ enum {
 
 /* The start of a RING_WRITE payload; the bytes follow. */
 struct ring_wr {
-	uint64_t mono_ns;       /* CLOCK_MONOTONIC when the bytes were handed over */
+	uint64_t mono_ns;       /* when the bytes were handed over: CLOCK_MONOTONIC ns, or TSC ticks */
 	uint32_t tid;           /* the thread that wrote them */
 	uint32_t unused;
 };
+
+/*
+ * The clock of the writes' times. The time stamp counter costs a third of
+ * a vDSO clock_gettime; it is used only when the kernel itself keeps time
+ * with it (clocksource "tsc": invariant and the same on every CPU), and
+ * the reader turns it into CLOCK_MONOTONIC from pairs it reads itself.
+ */
+enum { RING_CLOCK_MONO = 0, RING_CLOCK_TSC = 1 };
 
 /* RING_END how. */
 enum { RING_HOW_EXIT = 1, RING_HOW__EXIT, RING_HOW_EXEC };
@@ -129,11 +137,18 @@ struct ring_hdr {
 	int64_t pid;
 	uint64_t starttime;            /* /proc/PID/stat field 22: a reused pid is told apart */
 	uint64_t data_off, data_size;
-	_Atomic uint64_t head;         /* bytes reserved by writers (absolute) */
-	_Atomic uint64_t tail;         /* bytes read by the consumer (absolute) */
-	_Atomic uint64_t next_id;      /* RISK ids and the ids of threads without a block */
+	/*
+	 * head is the writers' line and tail the reader's: apart, so that the
+	 * reader never pulls the line the writers change on every entry
+	 * (it finds published entries by their pos alone).
+	 */
+	_Alignas(64) _Atomic uint64_t head;   /* bytes reserved by writers (absolute) */
+	_Alignas(64) _Atomic uint64_t tail;   /* bytes read by the consumer (absolute) */
+	_Alignas(64) _Atomic uint64_t next_id;   /* RISK ids */
 	_Atomic uint32_t state;        /* RING_S_* */
 	int32_t fork_parent;           /* the pid this image was forked from, or 0 */
+	uint32_t clock;                /* what struct ring_wr's time counts: RING_CLOCK_* */
+	uint32_t unused;
 	_Atomic uint64_t lost[RING_LOST_MAX];       /* lines lost, by reason */
 	_Atomic uint64_t lost_told[RING_LOST_MAX];  /* of which a lost record was written */
 	struct {
@@ -209,12 +224,16 @@ struct ring_ctl {
 	_Atomic uint64_t magic;
 	int64_t consumer_pid;
 	_Atomic uint64_t created;
+	uint32_t clock;          /* RING_CLOCK_*: what the processes stamp their writes with */
 };
 
 /* Writer side. */
 
-/* Prepares a new header in zeroed memory of ring_file_size(data_size) bytes (magic last). */
-void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t starttime);
+/*
+ * Prepares a new header in zeroed memory of ring_file_size(data_size) bytes
+ * (magic last). data_size is a power of two (0: no ring).
+ */
+void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t starttime, uint32_t clock);
 /*
  * Reserves an entry with `payload` bytes after its header. Returns the
  * header (fill the payload after it, then ring_publish), or NULL when the

@@ -30,19 +30,28 @@
 /* Writes longer than this are not held pending (they would not fit the ring). */
 #define SHIM_PEND_BYTES (4u * RING_WRITE_MAX)
 
+/* The time of a write, in the ring's clock (RING_CLOCK_*). */
 static uint64_t shim_mono_ns(void)
 {
 	struct timespec ts;
 
+#if defined(__x86_64__)
+	if (shim_area->clock == RING_CLOCK_TSC)
+		return __builtin_ia32_rdtsc();
+#endif
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Copies iov bytes [from, from+n) to dst. */
-static void shim_iov_copy(char *dst, const struct iovec *iov, int cnt, size_t from, size_t n)
+static inline void shim_iov_copy(char *dst, const struct iovec *iov, int cnt, size_t from, size_t n)
 {
 	int i;
 
+	if (cnt == 1) {
+		memcpy(dst, (const char *)iov[0].iov_base + from, n);
+		return;
+	}
 	for (i = 0; i < cnt && n; i++) {
 		size_t len = iov[i].iov_len;
 		if (from >= len) {
@@ -60,10 +69,12 @@ static void shim_iov_copy(char *dst, const struct iovec *iov, int cnt, size_t fr
 }
 
 /* The byte at offset `at` of the iovecs. */
-static char shim_iov_byte(const struct iovec *iov, int cnt, size_t at)
+static inline char shim_iov_byte(const struct iovec *iov, int cnt, size_t at)
 {
 	int i;
 
+	if (cnt == 1)
+		return ((const char *)iov[0].iov_base)[at];
 	for (i = 0; i < cnt; i++) {
 		if (at < iov[i].iov_len)
 			return ((const char *)iov[i].iov_base)[at];
@@ -181,6 +192,54 @@ static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct io
 	return r;
 }
 
+/*
+ * The usual write: one buffer that fits one entry, room in the ring. The
+ * same steps as below, without their loops.
+ */
+static ssize_t shim_ring_write1(struct shim_thread *th, int fd, const char *p, size_t n, shim_sys_fn sys,
+				void *ctx)
+{
+	struct ring_ent *e, *c;
+	struct ring_wr w;
+	uint64_t id;
+	ssize_t r;
+	int err;
+
+	if (shim_fd_lock(th, fd))
+		shim_ring_mark(RING_M_UNKNOWN, fd);
+	shim_fd_phase(th, SHIM_PH_SYSCALL);
+	e = ring_reserve(shim_area, sizeof(w) + n);
+	if (!e) {
+		/* no room: the general path waits for some */
+		shim_fd_phase(th, SHIM_PH_PLAN);
+		return -2;
+	}
+	id = (uint64_t)(uint32_t)th->tid << 32 | (th->seq++ & 0x7fffffffu);
+	w.mono_ns = shim_mono_ns();
+	w.tid = (uint32_t)th->tid;
+	w.unused = 0;
+	memcpy((char *)(e + 1), &w, sizeof(w));
+	memcpy((char *)(e + 1) + sizeof(w), p, n);
+	ring_publish(e, RING_WRITE, 0, id, (uint32_t)fd, (uint32_t)n);
+	{
+		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1 };
+		r = sys(ctx);
+		err = errno;
+		fr.armed = 0;
+	}
+	shim_fd_phase(th, SHIM_PH_FEED);
+	c = ring_reserve(shim_area, 0);
+	if (!c)
+		c = shim_ring_reserve(0);
+	if (c)
+		ring_publish(c, RING_COMMIT, 0, id, r > 0 ? (uint32_t)r : 0, 0);
+	if (r > 0)
+		shim_fd_open_bit(fd, p[r - 1] != '\n');
+	shim_fd_unlock(th, fd);
+	errno = err;
+	return r;
+}
+
 ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
 {
 	struct shim_thread *th;
@@ -213,8 +272,14 @@ ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sy
 	}
 	if (shim_depth > 0)
 		return shim_ring_handler(th, fd, iov, cnt, n, sys, ctx);
-	if (shim_fd_lock(th, fd))
+	if (cnt == 1 && n && n <= RING_WRITE_MAX) {
+		r = shim_ring_write1(th, fd, iov[0].iov_base, n, sys, ctx);
+		if (r != -2)
+			return r;
+		/* lock held, phase PLAN: go on below */
+	} else if (shim_fd_lock(th, fd)) {
 		shim_ring_mark(RING_M_UNKNOWN, fd);   /* took over from a thread that died holding it */
+	}
 	/*
 	 * From the first byte in the ring on, a handler's write cannot be
 	 * placed before or after this one for sure.

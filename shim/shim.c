@@ -45,6 +45,7 @@ int shim_globbing;
 _Atomic uint64_t shim_watch_bits[SHIM_FD_MAX / 64];
 _Atomic uint64_t shim_glob_bits[SHIM_FD_MAX / 64];
 struct ring_hdr *shim_area;
+int shim_ring_on;
 __thread int shim_depth SHIM_TLS;
 __thread pid_t shim_vfork_mark SHIM_TLS;
 
@@ -384,6 +385,7 @@ static void shim_give_up_ring(void)
 	if (old & RING_S_DIRECT)
 		return;
 	cfg.ringed = 0;
+	shim_ring_on = 0;
 	/* (the banner rules were left to the reader: from here banners are not told apart) */
 	pos = atomic_load(&shim_area->tail);
 	while (ring_next(shim_area, &pos))
@@ -749,7 +751,7 @@ static struct ring_hdr *shim_make_ring(void)
 		errno = e;
 		return NULL;
 	}
-	ring_init(r, RING_DATA_SIZE, cfg.pid, shim_starttime());
+	ring_init(r, RING_DATA_SIZE, cfg.pid, shim_starttime(), cfg.ctl->clock);
 	/* the ring counts as made once it is ready */
 	atomic_fetch_add(&cfg.ctl->created, 1);
 	return r;
@@ -762,7 +764,7 @@ static struct ring_hdr *shim_make_private(void)
 
 	if (r == MAP_FAILED)
 		return NULL;
-	ring_init(r, 0, cfg.pid, 0);
+	ring_init(r, 0, cfg.pid, 0, RING_CLOCK_MONO);
 	return r;
 }
 
@@ -772,10 +774,12 @@ static struct ring_hdr *shim_make_area(void)
 	struct ring_hdr *r = NULL;
 
 	cfg.ringed = 0;
+	shim_ring_on = 0;
 	if (cfg.ctl) {
 		r = shim_make_ring();
 		if (r) {
 			cfg.ringed = 1;
+			shim_ring_on = 1;
 			return r;
 		}
 		shim_warn(cfg.rings, ": cannot make the capture ring: ", shim_errstr(errno));
@@ -882,6 +886,7 @@ static void shim_atfork_child(void)
 		/* the private area was copied by fork: start its counts afresh */
 		child = parent;
 		cfg.ringed = 0;
+		shim_ring_on = 0;
 		memset(child->lost, 0, sizeof(child->lost));
 		memset(child->lost_told, 0, sizeof(child->lost_told));
 		child->pid = cfg.pid;
@@ -1018,9 +1023,9 @@ void shim_set_exit_code(int code)
 		cfg.exit_code = code & 0xff;
 }
 
-int shim_ringed(void)
+int (shim_ringed)(void)
 {
-	return cfg.ringed;
+	return shim_ring_on;
 }
 
 void shim_ring_mark(uint16_t flags, int fd)

@@ -118,6 +118,8 @@ extern _Atomic uint64_t shim_watch_bits[SHIM_FD_MAX / 64];
 extern _Atomic uint64_t shim_glob_bits[SHIM_FD_MAX / 64];
 /* The area: the ring file mapped shared, or private memory of the same layout. */
 extern struct ring_hdr *shim_area;
+/* 1 while records go to the reader's ring (shim_ringed()). */
+extern int shim_ring_on;
 /* Nesting of shim activity on this thread: > 0 inside a wrapper's work. */
 extern __thread int shim_depth SHIM_TLS;
 /* The pid of a vfork child running on this thread's stack that changed its fds, or 0. */
@@ -157,6 +159,7 @@ struct shim_thread {
 	long tid;
 	uint32_t seq;                    /* ids of this thread's ring writes */
 	_Atomic uint32_t hseq;           /* ... and of its signal handlers' */
+	int unlocked;                    /* the held fd was taken without its lock (one thread) */
 	atomic_size_t defer_len;
 	_Alignas(16) char defer[SHIM_DEFER_CAP];
 	/* fds whose lock this thread holds, innermost last, and their phase */
@@ -202,6 +205,7 @@ uint64_t shim_pend(const char *rec, size_t len, int fd);
 void shim_commit(uint64_t first, uint32_t k, uint32_t n, int uncertain, int fd);
 /* 1 when records go to the reader's ring (not written by this process). */
 int shim_ringed(void);
+#define shim_ringed() (shim_ring_on)
 /* An entry with `len` payload bytes (waits a little for room; NULL: none). */
 struct ring_ent *shim_ring_reserve(size_t len);
 /* A RING_MARK entry (flags RING_M_*, RING_E_*). */

@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/single_threaded.h>
+
 #include "caprec.h"
 #include "classify.h"
 #include "linebuf.h"
@@ -334,7 +336,8 @@ static int shim_defer_tag(struct shim_thread *th, int fd)
 	for (i = (th->n_held < 4 ? th->n_held : 4) - 1; i >= 0; i--)
 		if (th->held[i] == fd) {
 			int ph = atomic_load_explicit(&th->phase[i], memory_order_relaxed);
-			int mine = (atomic_load(&ring_locks(shim_area)[fd]) & ~SHIM_LOCK_WAITERS) == (uint32_t)th->tid;
+			int mine = th->unlocked ||
+				   (atomic_load(&ring_locks(shim_area)[fd]) & ~SHIM_LOCK_WAITERS) == (uint32_t)th->tid;
 
 			switch (ph) {
 			case SHIM_PHASE_PLAN: return SHIM_TAG_BEFORE;
@@ -987,9 +990,7 @@ int shim_stream_lock(int fd)
 		return 0;
 	if (shim_depth > 0)
 		return -1;   /* a handler inside the shim: nothing fed */
-	shim_depth++;
-	shim_push_held(th, fd);
-	if (shim_lock(fd, (uint32_t)th->tid))
+	if (shim_fd_lock(th, fd))
 		shim_stream_reset(fd);
 	shim_set_phase(th, SHIM_PHASE_SYSCALL);
 	return 1;
@@ -1032,7 +1033,8 @@ void shim_stream_unlock(int fd, int token)
 	shim_defer_each(th, fd, SHIM_TAG_UNKNOWN, shim_defer_unknown, &ambiguous, 1);
 	shim_defer_each(th, fd, SHIM_TAG_AFTER, shim_defer_exact, NULL, 1);
 	shim_set_phase(th, SHIM_PHASE_DONE);
-	shim_unlock(fd);
+	if (!th->unlocked)
+		shim_unlock(fd);
 	shim_pop_held(th);
 	shim_defer_each(th, -1, SHIM_TAG_LINE, shim_defer_line, NULL, 1);
 	shim_defer_each(th, -1, SHIM_TAG_UNLOCKED, shim_defer_other, NULL, 1);
@@ -1222,13 +1224,21 @@ void shim_stream_fork_marks(void)
 
 /* --- the fd locks, for ringw.c ---------------------------------------------- */
 
+/*
+ * While the process has one thread (glibc's __libc_single_threaded, which
+ * only ever goes from 1 to 0, and not while that thread is in here) no
+ * other thread can write, and the lock itself is left alone: its phase,
+ * which is what a signal handler looks at, is kept all the same.
+ */
 int shim_fd_lock(struct shim_thread *th, int fd)
 {
-	int stolen;
+	int stolen = 0;
 
 	shim_depth++;
 	shim_push_held(th, fd);
-	stolen = shim_lock(fd, (uint32_t)th->tid);
+	th->unlocked = __libc_single_threaded;
+	if (!th->unlocked)
+		stolen = shim_lock(fd, (uint32_t)th->tid);
 	shim_set_phase(th, SHIM_PHASE_PLAN);
 	return stolen;
 }
@@ -1236,7 +1246,8 @@ int shim_fd_lock(struct shim_thread *th, int fd)
 void shim_fd_unlock(struct shim_thread *th, int fd)
 {
 	shim_set_phase(th, SHIM_PHASE_DONE);
-	shim_unlock(fd);
+	if (!th->unlocked)
+		shim_unlock(fd);
 	shim_pop_held(th);
 	shim_depth--;
 }
