@@ -84,6 +84,7 @@ struct cring {
 	size_t n_risk, cap_risk;
 	uint64_t lines;
 	int out_fd;
+	int borrowed;           /* consume_attach: the memory is the caller's, no file, no pidfd */
 };
 
 struct creaped {
@@ -399,10 +400,12 @@ static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, con
 /*
  * Bytes whose place among the fd's others is not known: written as
  * uncertain lines of their own, never joined to the fd's partial line
- * (which would invent a line), and the fd's next line uncertain too. Whole
- * lines onto a line boundary are the same lines in any order: fed.
+ * (which would invent a line), and the fd's next line uncertain too.
+ * Unless `strict`, whole lines onto a line boundary, being the same lines
+ * in any order, are fed.
  */
-static void consume_loose(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n)
+static void consume_loose(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n,
+			  int strict)
 {
 	struct cfd tmp;
 	struct consume_linectx x = { c, cr, &tmp, consume_why_order, 1 };
@@ -410,7 +413,7 @@ static void consume_loose(struct consume *c, struct cring *cr, struct cfd *f, co
 
 	if (!n)
 		return;
-	if (!linebuf_pending(&f->lb) && p[n - 1] == '\n') {
+	if (!strict && !linebuf_pending(&f->lb) && p[n - 1] == '\n') {
 		consume_feed(c, cr, f, p, n, NULL);
 		return;
 	}
@@ -464,7 +467,7 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 			f->mono = w->mono;
 			f->tid = w->tid;
 			if (w->flags & RING_W_UNLOCKED) {
-				consume_loose(c, cr, f, w->bytes, w->took);
+				consume_loose(c, cr, f, w->bytes, w->took, 0);
 			} else {
 				/*
 				 * Handlers' writes that ran while this one was in flight
@@ -484,7 +487,7 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 					}
 				} else {
 					for (i = 0; i < k; i++)
-						consume_loose(c, cr, f, f->q[i].bytes, f->q[i].took);
+						consume_loose(c, cr, f, f->q[i].bytes, f->q[i].took, 1);
 				}
 				used = k;
 			}
@@ -868,13 +871,14 @@ static void consume_close(struct cring *cr)
 {
 	size_t i, k;
 
-	if (cr->r)
+	if (cr->r && !cr->borrowed)
 		munmap(cr->r, cr->size);
 	cr->r = NULL;
 	if (cr->pidfd >= 0)
 		close(cr->pidfd);
 	cr->pidfd = -1;
-	unlink(cr->path);
+	if (!cr->borrowed)
+		unlink(cr->path);
 	for (i = 0; i < cr->n_fds; i++) {
 		for (k = 0; k < cr->fds[i].n_q; k++)
 			free(cr->fds[i].q[k].bytes);
@@ -1004,7 +1008,7 @@ size_t consume_round(struct consume *c)
 	for (i = 0; i < c->n_rings; i++) {
 		struct cring *cr = &c->rings[i];
 
-		if (cr->done)
+		if (cr->done || cr->borrowed)
 			continue;
 		if (!cr->r && !consume_map(c, cr)) {
 			/* a ring file without its header: being made, or its maker died making it */
@@ -1022,7 +1026,7 @@ size_t consume_round(struct consume *c)
 		struct cring *cr = &c->rings[i];
 		struct pollfd pf;
 
-		if (cr->done || !cr->r)
+		if (cr->done || !cr->r || cr->borrowed)
 			continue;
 		if (!cr->dead && cr->pidfd >= 0) {
 			pf.fd = cr->pidfd;
@@ -1066,6 +1070,59 @@ size_t consume_round(struct consume *c)
 		open++;
 	consume_flush(c);
 	return open;
+}
+
+int consume_attach(struct consume *c, struct ring_hdr *r, pid_t pid)
+{
+	struct cring *cr;
+
+	if (c->n_rings == c->cap_rings) {
+		size_t nc = c->cap_rings ? 2 * c->cap_rings : 16;
+		struct cring *nr = realloc(c->rings, nc * sizeof(*nr));
+		if (!nr)
+			return -1;
+		c->rings = nr;
+		c->cap_rings = nc;
+	}
+	cr = &c->rings[c->n_rings++];
+	memset(cr, 0, sizeof(*cr));
+	cr->pid = pid;
+	cr->seq = ~0ull;
+	cr->r = r;
+	cr->size = (size_t)r->size;
+	cr->pidfd = -1;
+	cr->zombie_status = -1;
+	cr->borrowed = 1;
+	cr->pos = atomic_load(&r->tail);
+	cr->out_fd = consume_fd_for(c, pid);
+	c->st.processes++;
+	return 0;
+}
+
+void consume_drain_attached(struct consume *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_rings; i++)
+		if (c->rings[i].borrowed && !c->rings[i].done)
+			consume_drain(c, &c->rings[i]);
+	consume_flush(c);
+}
+
+void consume_detach(struct consume *c, pid_t pid, int status)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		if (!cr->borrowed || cr->done || cr->pid != pid)
+			continue;
+		cr->dead = 1;
+		cr->zombie_status = status;
+		consume_settle(c, cr);
+		consume_close(cr);
+	}
+	consume_flush(c);
 }
 
 size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap)

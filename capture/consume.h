@@ -51,6 +51,16 @@ size_t consume_round(struct consume *c);
 void consume_reaped(struct consume *c, pid_t pid, int status);
 /* The pidfds of live processes, for the caller's poll (readable when one ends). */
 size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap);
+/*
+ * A ring in memory that is not a file of the directory (unit tests, the
+ * fuzzer): read as the records of process `pid`. consume_drain_attached
+ * reads what is in it; consume_detach reads the rest and settles it as
+ * ended, `status` being its wait status (-1: not known).
+ */
+struct ring_hdr;
+int consume_attach(struct consume *c, struct ring_hdr *r, pid_t pid);
+void consume_drain_attached(struct consume *c);
+void consume_detach(struct consume *c, pid_t pid, int status);
 /* Counts, for the caller's summary. */
 struct consume_stats {
 	unsigned long long processes, records, uncertain, lost_records, write_errors;

@@ -41,6 +41,9 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
 	r->data_off = ring_file_size(0);
 	r->data_size = data_size;
 	r->clock = clock;
+	/* positions start a lap in: a zeroed header (pos 0) is never taken for a published one */
+	atomic_store_explicit(&r->head, data_size, memory_order_relaxed);
+	atomic_store_explicit(&r->tail, data_size, memory_order_relaxed);
 	for (i = 0; i < RING_STREAMS; i++)
 		atomic_store_explicit(&ring_stream(r, i)->fd, -1, memory_order_relaxed);
 	for (i = 0; i < RING_STDIO; i++)

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "envlist.h"
 #include "launch.h"
@@ -80,6 +82,7 @@ static void test_setup(void **state)
 	assert_string_equal(getenv("TTAUDIT_WATCH"), "/tmp/*.jsonl");
 	assert_null(getenv("TTAUDIT_ALL_LINES"));
 	assert_null(getenv("TTAUDIT_PER_PID"));
+	assert_null(getenv("TTAUDIT_RINGS"));       /* no reader: the shim writes the file */
 	assert_string_equal(getenv("LD_PRELOAD"), "/lib/shim.so:/other.so");
 	assert_int_equal(stat(out, &st), 0);
 	assert_int_equal(st.st_size, 0);            /* emptied */
@@ -91,6 +94,10 @@ static void test_setup(void **state)
 	assert_int_equal(stat(out, &st), 0);
 	assert_int_equal(st.st_size, 8);
 	assert_string_equal(getenv("LD_PRELOAD"), "/lib/shim.so");
+	o.rings = "/dev/shm/ttaudit-cap.test";
+	assert_int_equal(launch_setup(&o, "/lib/shim.so", NULL), STATUS_OK);
+	assert_string_equal(getenv("TTAUDIT_RINGS"), "/dev/shm/ttaudit-cap.test");
+	o.rings = NULL;
 	/* bad rules and bad env patterns are refused before anything is set */
 	touch(rules, "bad (\n");
 	status_info_clear(&si);
@@ -101,6 +108,59 @@ static void test_setup(void **state)
 	assert_int_equal(launch_setup(&o, "/lib/shim.so", NULL), STATUS_PARSE);
 	unlink(out);
 	unlink(rules);
+}
+
+/* The capture file: refused (with the path and why) unless it is a regular file of ours; 0600 always. */
+static void test_capture_file(void **state)
+{
+	char out[256], link[256], sub[256], msg[600];
+	struct status_info si;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	path(out, sizeof(out), "reused.cap");
+	touch(out, "old\n");
+	chmod(out, 0644);
+	assert_int_equal(launch_capture_file(out, 0, 0, &fd, NULL), STATUS_OK);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_size, 0);
+	assert_true(fcntl(fd, F_GETFL) & O_APPEND);
+	close(fd);
+	touch(out, "kept\n");
+	chmod(out, 0666);
+	assert_int_equal(launch_capture_file(out, 1, 0, &fd, NULL), STATUS_OK);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_size, 5);
+	close(fd);
+	path(link, sizeof(link), "link.cap");
+	assert_int_equal(symlink(out, link), 0);
+	status_info_clear(&si);
+	assert_int_equal(launch_capture_file(link, 0, 0, &fd, &si), STATUS_IO);
+	assert_int_equal(fd, -1);
+	snprintf(msg, sizeof(msg), "%s: is a symbolic link", link);
+	assert_non_null(strstr(si.msg, msg));
+	status_info_clear(&si);
+	assert_int_equal(launch_capture_file(dir, 0, 0, &fd, &si), STATUS_IO);
+	assert_non_null(strstr(si.msg, "is a directory"));
+	status_info_clear(&si);
+	assert_int_equal(launch_capture_file("/dev/null", 0, 0, &fd, &si), STATUS_IO);
+	assert_non_null(strstr(si.msg, "/dev/null: is not a regular file"));
+	path(sub, sizeof(sub), "missing/x.cap");
+	status_info_clear(&si);
+	assert_int_equal(launch_capture_file(sub, 0, 0, &fd, &si), STATUS_IO);
+	assert_non_null(strstr(si.msg, "cannot create the capture file: No such file or directory"));
+	status_info_clear(&si);
+	assert_int_equal(launch_capture_file(sub, 0, 1, &fd, &si), STATUS_IO);
+	assert_non_null(strstr(si.msg, "cannot create capture files in"));
+	/* per-pid in a directory that takes files: nothing opened */
+	assert_int_equal(launch_capture_file(out, 0, 1, &fd, NULL), STATUS_OK);
+	assert_int_equal(fd, -1);
+	unlink(link);
+	unlink(out);
 }
 
 static void test_relative(void **state)
@@ -127,6 +187,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_setup),
+		cmocka_unit_test(test_capture_file),
 		cmocka_unit_test(test_relative),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

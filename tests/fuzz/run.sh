@@ -9,7 +9,8 @@
 #   fuzz_replay   one whole audit file replayed through the scanner and through
 #                 the tree, every report compared byte for byte; 2*SECONDS/3,
 #                 seeded with every fixture audit (plain and capture)
-#   fuzz_capture  the shim's line path; SECONDS/3, seeded like fuzz_line
+#   fuzz_capture  the capture's line path: line reassembly (feed, peek/take),
+#                 classification, records, the ring reader; SECONDS/3, seeded like fuzz_line
 #   fuzz_prom     the Prometheus text parser; SECONDS/3
 #   fuzz_chunk    a stream chunk by jdoc's scanner and by its tree, differential; SECONDS/3
 # One summary line per target; exit 1 on a failure (the input is kept in
@@ -40,8 +41,8 @@ build fuzz_scan base/jdoc.c analyzer/event.c base/status.c
 build fuzz_replay base/jdoc.c base/status.c base/jsonw.c base/rate.c base/progress.c base/mono.c analyzer/event.c analyzer/evidence.c \
 	analyzer/reader.c analyzer/rule.c analyzer/tally.c replay/replay.c replay/replay_report.c replay/replay_combine.c replay/validate.c base/auditline.c -lz -lpthread
 [ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c base/auditline.c \
-	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c base/jdoc.c \
-	base/status.c -lpcre2-8
+	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c \
+	capture/ring.c capture/consume.c base/jdoc.c base/status.c -lpcre2-8
 [ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom probe/prom.c base/status.c
 build fuzz_chunk bench/chunk.c base/jdoc.c base/status.c
 
