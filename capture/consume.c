@@ -316,7 +316,7 @@ static uint64_t consume_ns(const struct consume *c, const struct cring *cr, uint
 	if (cr->r->clock != RING_CLOCK_TSC)
 		return t;
 	if (c->tsc1 <= c->tsc0)
-		return (uint64_t)c->mono1;
+		return (uint64_t)c->mono1 + (t > c->tsc1 ? (t - c->tsc1) / 3 : 0);   /* ~3 GHz until measured */
 	rate = (double)(c->mono1 - c->mono0) / (double)(c->tsc1 - c->tsc0);
 	return (uint64_t)(c->mono1 + (long long)(((double)(int64_t)(t - c->tsc1)) * rate));
 }
@@ -570,6 +570,36 @@ static void consume_drain(struct consume *c, struct cring *cr)
 			if (e->a >= RING_FD_MAX || sizeof(struct ring_wr) + e->b > room)
 				break;
 			f = consume_fd(cr, (int)e->a);
+			if (f && !f->n_q && !(e->flags & RING_W_RACE)) {
+				/*
+				 * The usual case: nothing of this fd waits, and the write is
+				 * settled (written already, or its commit is the next entry):
+				 * cut it into lines straight from the ring, no copy.
+				 */
+				uint64_t look = cr->pos;
+				const struct ring_ent *nx = e->ref ? ring_next(cr->r, &look) : NULL;
+				uint32_t took = e->b;
+
+				if (e->ref && (!nx || nx->kind != RING_COMMIT || nx->ref != e->ref))
+					goto queue;
+				if (nx) {
+					took = nx->a < e->b ? nx->a : e->b;
+					cr->pos = look;
+				}
+				{
+					struct ring_wr wr;
+					memcpy(&wr, p, sizeof(wr));
+					f->mono = consume_ns(c, cr, wr.mono_ns);
+					f->tid = wr.tid;
+				}
+				if (e->flags & RING_W_UNLOCKED)
+					consume_loose(c, cr, f, p + sizeof(struct ring_wr), took, 0);
+				else
+					consume_feed(c, cr, f, p + sizeof(struct ring_wr), took,
+						     (e->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
+				break;
+			}
+		queue:
 			w = f ? consume_enqueue(f) : NULL;
 			if (!w)
 				break;
@@ -1227,11 +1257,10 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	c->ctl->consumer_pid = getpid();
 	c->ctl->clock = consume_clock_tsc() ? RING_CLOCK_TSC : RING_CLOCK_MONO;
 	if (c->ctl->clock == RING_CLOCK_TSC) {
-		/* a first rate from a short wait: later rounds refine it */
-		struct timespec ms = { 0, 2000000 };
+		/* the rate comes from this pair and the newest, taken every round */
 		consume_calibrate(&c->tsc0, &c->mono0);
-		nanosleep(&ms, NULL);
-		consume_calibrate(&c->tsc1, &c->mono1);
+		c->tsc1 = c->tsc0;
+		c->mono1 = c->mono0;
 	}
 	{
 		struct timespec rt, mt;

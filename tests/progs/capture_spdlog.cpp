@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 					log->info("MERGE_AUDIT {{\"ev\":\"merge\",\"step\":{},\"host_pos\":[22,25,27,25,22,25,27,27],"
 						  "\"dev_pos\":[23,26,28,26,23,26,28,28]}}", i);
 				else if (fragments)
-					log->info("decode step {} version engaged Opening user mode mesh device shape firmware "
+					log->info("decode step {} version engaged Opening user mode mesh shape device firmware "
 						  "KMD GPU KV cache size LLM engine non-default args Uvicorn running "
 						  "QWEN36_MERGE_BATCH_GUARD async merge: unguarded Detected", i);
 				else
