@@ -25,6 +25,7 @@
 #include "linebuf.h"
 #include "ring.h"
 
+#define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between frees of ring room */
 #define CONSUME_OUT_CAP (1024 * 1024)
 #define CONSUME_REC_CAP (256 * 1024)
 #define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
@@ -47,7 +48,7 @@ struct cfd {
 	struct linebuf lb;
 	char *buf;
 	int unknown_next;       /* the next line it completes is uncertain */
-	uint64_t mono;          /* time of the bytes that last fed it */
+	uint64_t mono;          /* time of the bytes that last fed it (the ring's clock) */
 	uint32_t tid;
 	struct cwrite *q;
 	size_t n_q, cap_q;
@@ -73,13 +74,15 @@ struct cring {
 	int32_t end_code;
 	uint64_t end_lost;      /* an exec's stdio loss, told only once the exec is known to have worked */
 	int done;
-	int reaped;             /* known to be reaped (by us or its parent) */
+	int reaped;             /* reaped by us (its status is known) */
+	int gone;               /* reaped by another (its parent, which may say how it ended) */
 	int zombie_status;      /* wait status read from /proc while a zombie, -1 */
 	long long dead_ms;
 	long long seen_ms;      /* when the file was first seen (unready rings) */
 	uint64_t pos;
 	struct cfd *fds;
 	size_t n_fds, cap_fds;
+	size_t last_fd;         /* the fd looked up last (most writes are to the same one) */
 	struct crisk *risk;
 	size_t n_risk, cap_risk;
 	uint64_t lines;
@@ -255,9 +258,13 @@ static struct cfd *consume_fd(struct cring *cr, int fd)
 	struct cfd *f;
 	size_t i;
 
+	if (cr->last_fd < cr->n_fds && cr->fds[cr->last_fd].fd == fd)
+		return &cr->fds[cr->last_fd];
 	for (i = 0; i < cr->n_fds; i++)
-		if (cr->fds[i].fd == fd)
+		if (cr->fds[i].fd == fd) {
+			cr->last_fd = i;
 			return &cr->fds[i];
+		}
 	if (cr->n_fds == cr->cap_fds) {
 		size_t nc = cr->cap_fds ? 2 * cr->cap_fds : 4;
 		struct cfd *nf = realloc(cr->fds, nc * sizeof(*nf));
@@ -327,11 +334,13 @@ static size_t consume_format(struct consume *c, struct cring *cr, struct cfd *f,
 {
 	struct classify_result res;
 	struct caprec_head h;
-	uint64_t ns = f->mono;
+	uint64_t ns;
 
 	classify_line(line, n, c->o.rules, c->sc, &res);
 	if (res.kind == CLASSIFY_OTHER && !c->o.all_lines)
 		return 0;
+	/* f->mono is in the ring's clock: converted only for the lines that get a record */
+	ns = consume_ns(c, cr, f->mono);
 	/* the time of the bytes that ended the line; wall time from the offset now */
 	h.mono.tv_sec = (time_t)(ns / 1000000000u);
 	h.mono.tv_nsec = (long)(ns % 1000000000u);
@@ -527,6 +536,7 @@ static void consume_commit(struct consume *c, struct cring *cr, const struct rin
 		for (k = 0; k < f->n_q; k++)
 			if (f->q[k].id == e->ref && !f->q[k].committed) {
 				f->q[k].committed = 1;
+				f->q[k].flags |= e->flags & RING_W_DOUBT;
 				f->q[k].took = e->a < f->q[k].len ? e->a : f->q[k].len;
 				consume_apply(c, cr, f);
 				return;
@@ -547,12 +557,25 @@ static void consume_parent_ended(struct consume *c, pid_t pid)
 	c->parent_ended[c->n_parent_ended++] = pid;
 }
 
+static int consume_parent_told(const struct consume *c, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_parent_ended; i++)
+		if (c->parent_ended[i] == pid)
+			return 1;
+	return 0;
+}
+
 /* Everything published in the ring, in order. */
 static void consume_drain(struct consume *c, struct cring *cr)
 {
 	const struct ring_ent *e;
+	uint64_t freed = cr->pos, pass;
 	size_t i;
 
+again:
+	pass = cr->pos;
 	while ((e = ring_next(cr->r, &cr->pos))) {
 		const char *p = ring_payload(e);
 		size_t room = ring_payload_len(e);
@@ -589,14 +612,14 @@ static void consume_drain(struct consume *c, struct cring *cr)
 				{
 					struct ring_wr wr;
 					memcpy(&wr, p, sizeof(wr));
-					f->mono = consume_ns(c, cr, wr.mono_ns);
+					f->mono = wr.mono_ns;
 					f->tid = wr.tid;
 				}
 				if (e->flags & RING_W_UNLOCKED)
 					consume_loose(c, cr, f, p + sizeof(struct ring_wr), took, 0);
 				else
 					consume_feed(c, cr, f, p + sizeof(struct ring_wr), took,
-						     (e->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
+						     ((e->flags | (nx ? nx->flags : 0)) & RING_W_DOUBT) ? consume_why_doubt : NULL);
 				break;
 			}
 		queue:
@@ -611,7 +634,7 @@ static void consume_drain(struct consume *c, struct cring *cr)
 			{
 				struct ring_wr wr;
 				memcpy(&wr, p, sizeof(wr));
-				w->mono = consume_ns(c, cr, wr.mono_ns);
+				w->mono = wr.mono_ns;
 				w->tid = wr.tid;
 			}
 			memcpy(w->bytes, p + sizeof(struct ring_wr), e->b);
@@ -663,8 +686,18 @@ static void consume_drain(struct consume *c, struct cring *cr)
 		default:
 			break;
 		}
+		/* free room as the reading goes, not only at its end: writers may be waiting */
+		if (cr->pos - freed >= CONSUME_FREE_EVERY) {
+			ring_consumed(cr->r, cr->pos);
+			freed = cr->pos;
+		}
 	}
 	ring_consumed(cr->r, cr->pos);
+	/* rung again while this pass read: read on, as long as there is something to read */
+	if (ring_quiet(cr->r) && cr->pos != pass) {
+		freed = cr->pos;
+		goto again;
+	}
 }
 
 /* --- processes ----------------------------------------------------------------- */
@@ -765,7 +798,7 @@ static void consume_died(struct cring *cr)
 		if (state == 'Z' && code >= 0)
 			cr->zombie_status = (int)code;
 	} else {
-		cr->reaped = 1;
+		cr->gone = 1;
 	}
 }
 
@@ -1085,10 +1118,14 @@ size_t consume_round(struct consume *c)
 			}
 		}
 		if (cr->dead) {
-			if (!cr->reaped && !consume_same(cr))
-				cr->reaped = 1;
-			/* a parent that reaps it says how it ended: give it time to */
-			if (cr->reaped || now - cr->dead_ms >= c->o.settle_ms) {
+			if (!cr->reaped && !cr->gone && !consume_same(cr))
+				cr->gone = 1;
+			/*
+			 * A parent that reaps it says how it ended (its record may come
+			 * a little after the death is seen): give it time to.
+			 */
+			if (cr->reaped || (cr->gone && (cr->ended || consume_parent_told(c, cr->pid))) ||
+			    now - cr->dead_ms >= c->o.settle_ms) {
 				consume_settle(c, cr);
 				consume_close(cr);
 				continue;

@@ -7,7 +7,13 @@
  */
 #include "ring.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 const char *const ring_lost_reason[RING_LOST__COUNT] = {
 	"capture file cannot be opened",
@@ -62,9 +68,11 @@ uint64_t ring_used(struct ring_hdr *r)
 	       atomic_load_explicit(&r->tail, memory_order_relaxed);
 }
 
+void (*ring_bell_hook)(struct ring_hdr *r);
+
 struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 {
-	uint64_t d = r->data_size, need, h, total, at, pad;
+	uint64_t d = r->data_size, need, h, total, at, pad, t;
 	struct ring_ent *e;
 
 	if (!d || payload > d / 4)
@@ -76,7 +84,8 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 
 		pad = d - off < need ? d - off : 0;
 		total = pad + need;
-		if (h + total - atomic_load_explicit(&r->tail, memory_order_acquire) > d)
+		t = atomic_load_explicit(&r->tail, memory_order_acquire);
+		if (h + total - t > d)
 			return NULL;
 	} while (!atomic_compare_exchange_weak_explicit(&r->head, &h, h + total, memory_order_acq_rel,
 							memory_order_relaxed));
@@ -87,6 +96,9 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 		p->kind = RING_PAD;
 		atomic_store_explicit(&p->pos, h, memory_order_release);
 	}
+	if (h + total - t > d / 2 && !atomic_load_explicit(&r->bell, memory_order_relaxed) &&
+	    !atomic_exchange_explicit(&r->bell, 1, memory_order_relaxed) && ring_bell_hook)
+		ring_bell_hook(r);
 	at = h + pad;
 	e = (struct ring_ent *)(ring_data(r) + (at & (d - 1)));
 	e->size = (uint32_t)need;
@@ -142,7 +154,43 @@ size_t ring_payload_len(const struct ring_ent *e)
 	return e->size - sizeof(*e);
 }
 
+/* The futex word: tail's low 32 bits (a shared futex: writer and reader are two processes). */
+static uint32_t *ring_tail_word(struct ring_hdr *r)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (uint32_t *)&r->tail + 1;
+#else
+	return (uint32_t *)&r->tail;
+#endif
+}
+
 void ring_consumed(struct ring_hdr *r, uint64_t pos)
 {
-	atomic_store_explicit(&r->tail, pos, memory_order_release);
+	if (atomic_load_explicit(&r->tail, memory_order_relaxed) == pos)
+		return;
+	atomic_store_explicit(&r->tail, pos, memory_order_seq_cst);
+	/* seq_cst on both sides: a writer that saw the old tail is counted in waiting */
+	if (atomic_load_explicit(&r->waiting, memory_order_seq_cst))
+		syscall(SYS_futex, ring_tail_word(r), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+int ring_quiet(struct ring_hdr *r)
+{
+	atomic_store_explicit(&r->bell, 0, memory_order_seq_cst);
+	return ring_used(r) > r->data_size / 2;
+}
+
+int ring_wait_room(struct ring_hdr *r, uint64_t tail, int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	int moved, e = errno;
+
+	atomic_fetch_add_explicit(&r->waiting, 1, memory_order_seq_cst);
+	moved = atomic_load_explicit(&r->tail, memory_order_seq_cst) != tail;
+	if (!moved)
+		syscall(SYS_futex, ring_tail_word(r), FUTEX_WAIT, (uint32_t)tail, &ts, NULL, 0);
+	atomic_fetch_sub_explicit(&r->waiting, 1, memory_order_relaxed);
+	moved = atomic_load_explicit(&r->tail, memory_order_acquire) != tail;
+	errno = e;
+	return moved ? 0 : -1;
 }

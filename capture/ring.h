@@ -66,8 +66,8 @@ enum {
 	                           same fd was in flight: which reached the kernel first is not known */
 	RING_W_UNLOCKED = 8,    /* RING_WRITE: a signal handler's, while another thread held the fd:
 	                           its place among the fd's bytes is not known */
-	RING_W_DOUBT = 16,      /* RING_WRITE: a failed or unseen stdio flush: these bytes may not all
-	                           have reached the fd */
+	RING_W_DOUBT = 16,      /* RING_WRITE or its RING_COMMIT: a failed stdio flush: these bytes
+	                           may not all have reached the fd */
 	RING_M_CLOSE = 32,      /* RING_MARK: fd `a` is closed or replaced: its partial line ends */
 	RING_M_FORK = 64,       /* RING_MARK: a fork: a child shares the fds (the parent's mark) */
 	RING_M_UNKNOWN = 128,   /* RING_MARK: what came before the next line of fd `a` is not known */
@@ -143,7 +143,9 @@ struct ring_hdr {
 	 * (it finds published entries by their pos alone).
 	 */
 	_Alignas(64) _Atomic uint64_t head;   /* bytes reserved by writers (absolute) */
+	_Atomic uint32_t bell;         /* 1: a writer rang (the ring passed half full), reset by the reader */
 	_Alignas(64) _Atomic uint64_t tail;   /* bytes read by the consumer (absolute) */
+	_Atomic uint32_t waiting;      /* writers waiting for room (futex on tail's low word) */
 	_Alignas(64) _Atomic uint64_t next_id;   /* RISK ids */
 	_Atomic uint32_t state;        /* RING_S_* */
 	int32_t fork_parent;           /* the pid this image was forked from, or 0 */
@@ -240,6 +242,18 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
  * ring has no room (or none at all).
  */
 struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload);
+
+/*
+ * Called (when set) by the writer whose reservation took the ring past
+ * half full while the bell was quiet: the writer's way to wake the reader
+ * (the shim sends it SIGURG). The reader quiets the bell after reading.
+ */
+extern void (*ring_bell_hook)(struct ring_hdr *r);
+/*
+ * Waits up to `ms` milliseconds for the reader to free room (tail moving
+ * on from `tail`); 0 when it moved, -1 when it did not.
+ */
+int ring_wait_room(struct ring_hdr *r, uint64_t tail, int ms);
 void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, uint32_t a,
 		  uint32_t b);
 /* Bytes in use (written, not yet read). */
@@ -259,7 +273,9 @@ static inline const char *ring_payload(const struct ring_ent *e)
 	return (const char *)(e + 1);
 }
 size_t ring_payload_len(const struct ring_ent *e);
-/* Frees the space up to pos for writers. */
+/* Frees the space up to pos for writers, and wakes those waiting for it. */
 void ring_consumed(struct ring_hdr *r, uint64_t pos);
+/* After reading: the bell may ring again. 1 when the ring is past half full already. */
+int ring_quiet(struct ring_hdr *r);
 
 #endif

@@ -408,7 +408,7 @@ struct ring_ent *shim_ring_reserve(size_t len)
 		return e;
 	e0 = errno;
 	while (!e && waited < SHIM_FULL_WAIT_MS) {
-		struct timespec ms = { 0, 1000000 };
+		uint64_t tail = atomic_load(&shim_area->tail);
 
 		if (!(atomic_fetch_or(&shim_area->state, RING_S_KNOCKED) & RING_S_KNOCKED) && cfg.ctl)
 			kill((pid_t)cfg.ctl->consumer_pid, SIGURG);
@@ -416,8 +416,9 @@ struct ring_ent *shim_ring_reserve(size_t len)
 			shim_give_up_ring();
 			break;
 		}
-		nanosleep(&ms, NULL);
-		waited++;
+		/* the reader wakes waiting writers as it frees room */
+		if (ring_wait_room(shim_area, tail, 1) < 0)
+			waited++;
 		e = ring_reserve(shim_area, len);
 	}
 	atomic_fetch_and(&shim_area->state, ~(uint32_t)RING_S_KNOCKED);
@@ -768,6 +769,16 @@ static struct ring_hdr *shim_make_private(void)
 	return r;
 }
 
+/* The ring passed half full: wake the reader (once, until it has read). */
+static void shim_bell(struct ring_hdr *r)
+{
+	int e = errno;
+
+	if (cfg.ctl && r == shim_area)
+		kill((pid_t)cfg.ctl->consumer_pid, SIGURG);
+	errno = e;
+}
+
 /* The area for this process: its ring when there is a reader, else private memory. */
 static struct ring_hdr *shim_make_area(void)
 {
@@ -780,6 +791,7 @@ static struct ring_hdr *shim_make_area(void)
 		if (r) {
 			cfg.ringed = 1;
 			shim_ring_on = 1;
+			ring_bell_hook = shim_bell;
 			return r;
 		}
 		shim_warn(cfg.rings, ": cannot make the capture ring: ", shim_errstr(errno));
