@@ -137,19 +137,30 @@ static uint64_t shim_iov_lines(const struct iovec *iov, int cnt, size_t from, si
 
 /*
  * Cleanup if the thread is cancelled inside the real call (a cancellation
- * point, -fexceptions unwinds through here): the lock is released; the
- * write stays pending, so the reader reports it uncertain.
+ * point, -fexceptions unwinds through here): the pending bytes are
+ * committed as doubtful (whether the kernel took them is not known: the
+ * reader writes them as uncertain) and the lock is released.
  */
 struct shim_rframe {
 	struct shim_thread *th;
 	int fd;
 	int armed;
+	struct shim_pend *pd;
 };
 
 static void shim_ring_cancelled(struct shim_rframe *fr)
 {
+	uint32_t c;
+
 	if (!fr->armed)
 		return;
+	for (c = 0; c < fr->pd->chunks; c++) {
+		size_t from = (size_t)c * RING_WRITE_MAX, k = fr->pd->pended - from;
+		struct ring_ent *e = ring_reserve(shim_area, 0);
+		if (e)
+			ring_publish(e, RING_COMMIT, RING_W_DOUBT, fr->pd->first + c,
+				     (uint32_t)(k < RING_WRITE_MAX ? k : RING_WRITE_MAX), 0);
+	}
 	shim_ring_mark(RING_M_UNKNOWN, fr->fd);
 	shim_fd_unlock(fr->th, fr->fd);
 }
@@ -200,6 +211,7 @@ static ssize_t shim_ring_write1(struct shim_thread *th, int fd, const char *p, s
 				void *ctx)
 {
 	struct ring_ent *e, *c;
+	struct shim_pend pd;
 	struct ring_wr w;
 	uint64_t id;
 	ssize_t r;
@@ -221,8 +233,11 @@ static ssize_t shim_ring_write1(struct shim_thread *th, int fd, const char *p, s
 	memcpy((char *)(e + 1), &w, sizeof(w));
 	memcpy((char *)(e + 1) + sizeof(w), p, n);
 	ring_publish(e, RING_WRITE, 0, id, (uint32_t)fd, (uint32_t)n);
+	pd.first = id;
+	pd.chunks = 1;
+	pd.pended = n;
 	{
-		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1 };
+		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1, &pd };
 		r = sys(ctx);
 		err = errno;
 		fr.armed = 0;
@@ -240,12 +255,80 @@ static ssize_t shim_ring_write1(struct shim_thread *th, int fd, const char *p, s
 	return r;
 }
 
+/*
+ * The bytes of a call that may write, pending in the ring before it: in
+ * entries of at most RING_WRITE_MAX bytes, up to SHIM_PEND_BYTES (beyond
+ * that, and when the ring has no room, the bytes go in after the call,
+ * as written). The fd's lock is held.
+ */
+void shim_ring_pend(struct shim_thread *th, int fd, const struct iovec *iov, int cnt, size_t n,
+		    struct shim_pend *pd)
+{
+	size_t at;
+
+	shim_fd_phase(th, SHIM_PH_SYSCALL);
+	pd->mono = shim_mono_ns();
+	pd->first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq & 0x7fffffffu);
+	pd->chunks = 0;
+	pd->pended = 0;
+	if (n <= SHIM_PEND_BYTES)
+		for (at = 0; at < n; at += RING_WRITE_MAX) {
+			size_t k = n - at < RING_WRITE_MAX ? n - at : RING_WRITE_MAX;
+			if (!shim_put(fd, pd->first + pd->chunks, 0, iov, cnt, at, k, pd->mono))
+				break;
+			pd->chunks++;
+			pd->pended = at + k;
+		}
+	th->seq += pd->chunks;
+}
+
+/*
+ * After the call: `took` of the pended bytes reached the fd (the first
+ * ones, in order); `doubt`: the call failed after writing an unknown part.
+ */
+void shim_ring_cancel_pend(struct shim_thread *th, int fd, struct shim_pend *pd)
+{
+	struct shim_rframe fr = { th, fd, 1, pd };
+
+	shim_ring_cancelled(&fr);
+}
+
+void shim_ring_settle(struct shim_thread *th, int fd, const struct iovec *iov, int cnt, struct shim_pend *pd,
+		      size_t took, int doubt)
+{
+	uint32_t c;
+
+	shim_fd_phase(th, SHIM_PH_FEED);
+	for (c = 0; c < pd->chunks; c++) {
+		size_t from = (size_t)c * RING_WRITE_MAX,
+		       k = pd->pended - from < RING_WRITE_MAX ? pd->pended - from : RING_WRITE_MAX;
+		struct ring_ent *e = shim_ring_reserve(0);
+		/* no room even for that: the write stays pending, and the reader calls it uncertain */
+		if (e)
+			ring_publish(e, RING_COMMIT, doubt ? RING_W_DOUBT : 0, pd->first + c,
+				     took > from ? (uint32_t)(took - from < k ? took - from : k) : 0, 0);
+	}
+	if (took > pd->pended) {
+		/* bytes that were not held pending (a huge write, or no room): recorded now */
+		size_t from;
+		for (from = pd->pended; from < took; from += RING_WRITE_MAX) {
+			size_t k = took - from < RING_WRITE_MAX ? took - from : RING_WRITE_MAX;
+			if (!shim_put(fd, 0, doubt ? RING_W_DOUBT : 0, iov, cnt, from, k, pd->mono)) {
+				shim_lost(RING_LOST_FULL, shim_iov_lines(iov, cnt, from, took - from));
+				shim_ring_mark(RING_M_UNKNOWN, fd);
+				break;
+			}
+		}
+	}
+	if (took)
+		shim_fd_open_bit(fd, shim_iov_byte(iov, cnt, took - 1) != '\n');
+}
+
 ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx)
 {
 	struct shim_thread *th;
-	size_t n = shim_iov_len(iov, cnt), at, pended = 0;
-	uint64_t mono, first;
-	uint32_t chunks = 0, c;
+	struct shim_pend pd;
+	size_t n = shim_iov_len(iov, cnt);
 	ssize_t r;
 	int e;
 
@@ -284,45 +367,14 @@ ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sy
 	 * From the first byte in the ring on, a handler's write cannot be
 	 * placed before or after this one for sure.
 	 */
-	shim_fd_phase(th, SHIM_PH_SYSCALL);
-	mono = shim_mono_ns();
-	first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq & 0x7fffffffu);
-	/* the bytes, pending, before they reach the kernel */
-	if (n <= SHIM_PEND_BYTES)
-		for (at = 0; at < n; at += RING_WRITE_MAX) {
-			size_t k = n - at < RING_WRITE_MAX ? n - at : RING_WRITE_MAX;
-			if (!shim_put(fd, first + chunks, 0, iov, cnt, at, k, mono))
-				break;
-			chunks++;
-			pended = at + k;
-		}
-	th->seq += chunks;
+	shim_ring_pend(th, fd, iov, cnt, n, &pd);
 	{
-		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1 };
+		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1, &pd };
 		r = sys(ctx);
 		e = errno;
 		fr.armed = 0;
 	}
-	shim_fd_phase(th, SHIM_PH_FEED);
-	at = r > 0 ? (size_t)r : 0;
-	for (c = 0; c < chunks; c++) {
-		size_t from = (size_t)c * RING_WRITE_MAX, k = pended - from < RING_WRITE_MAX ? pended - from : RING_WRITE_MAX;
-		shim_commit_bytes(first + c, at > from ? (uint32_t)(at - from < k ? at - from : k) : 0);
-	}
-	if (at > pended) {
-		/* bytes that were not held pending (a huge write, or no room): recorded now */
-		size_t from;
-		for (from = pended; from < at; from += RING_WRITE_MAX) {
-			size_t k = at - from < RING_WRITE_MAX ? at - from : RING_WRITE_MAX;
-			if (!shim_put(fd, 0, 0, iov, cnt, from, k, mono)) {
-				shim_lost(RING_LOST_FULL, shim_iov_lines(iov, cnt, from, at - from));
-				shim_ring_mark(RING_M_UNKNOWN, fd);
-				break;
-			}
-		}
-	}
-	if (at)
-		shim_fd_open_bit(fd, shim_iov_byte(iov, cnt, at - 1) != '\n');
+	shim_ring_settle(th, fd, iov, cnt, &pd, r > 0 ? (size_t)r : 0, 0);
 	shim_fd_unlock(th, fd);
 	errno = e;
 	return r;

@@ -298,6 +298,23 @@ void shim_fd_open_bit(int fd, int open);
 ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
 /* Bytes that reached fd (a stdio flush), with its lock held; doubt: maybe not all did. */
 void shim_ring_bytes(int fd, const char *p, size_t n, int doubt);
+/*
+ * The two halves of shim_ring_write, for stdio (fd's lock held by the
+ * caller): the bytes a call may write go in pending, and after the call
+ * the first `took` of them are committed (doubt: it failed after writing
+ * an unknown part), the rest aborted.
+ */
+struct shim_pend {
+	uint64_t first, mono;
+	size_t pended;
+	uint32_t chunks;
+};
+void shim_ring_pend(struct shim_thread *th, int fd, const struct iovec *iov, int cnt, size_t n,
+		    struct shim_pend *pd);
+void shim_ring_settle(struct shim_thread *th, int fd, const struct iovec *iov, int cnt, struct shim_pend *pd,
+		      size_t took, int doubt);
+/* The thread is cancelled inside the call: pending bytes doubtful, the next line unknown, lock released. */
+void shim_ring_cancel_pend(struct shim_thread *th, int fd, struct shim_pend *pd);
 
 /* --- stdio.c --------------------------------------------------------------- */
 

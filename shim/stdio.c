@@ -61,17 +61,20 @@
 #define SHIM_IO_CURRENTLY_PUTTING 0x0800
 
 #define SHIM_FILES 16
-#define SHIM_SHADOW_MAX (1u << 20)
+#define SHIM_STAGE_MAX (1u << 20)
 
 struct shim_file {
 	_Atomic(FILE *) fp;     /* NULL: free */
 	int fd;
 	int slot;               /* in shim_area->stdio[], -1 none */
-	char *mem;              /* the shadow (mmap'd) */
+	size_t known;           /* bytes pending at the last wrapped call */
+	const char *base;       /* _IO_write_base then */
+	int64_t offset;         /* _offset then (a file's: moves when a flush wrote) */
+	char head[8], last[8];  /* the first and the last (up to 8) of them */
+	uint32_t lines;         /* complete lines among them */
+	uint32_t tail;          /* bytes after their last '\n' */
+	char *mem;              /* without a reader: the pending bytes, staged before a call that may write */
 	size_t cap;
-	size_t known;           /* pending bytes copied into mem */
-	const char *base;       /* _IO_write_base when last seen */
-	int64_t offset;         /* _offset when last seen */
 };
 
 static struct shim_file shim_files[SHIM_FILES];
@@ -104,19 +107,44 @@ static uint32_t shim_nl(const char *p, size_t n)
 	return c;
 }
 
-/* The shared counters `ttaudit capture` reads if the process dies now. */
-static void shim_file_publish(struct shim_file *f)
+/* Bytes p[0..n) were added to the pending ones: the line counts follow. */
+static void shim_file_add(struct shim_file *f, const char *p, size_t n)
 {
-	const char *last;
-	uint32_t lines, tail;
+	const char *nl;
 
-	if (f->slot < 0 || !shim_area)
+	if (!n)
 		return;
-	lines = shim_nl(f->mem, f->known);
-	last = f->known ? memrchr(f->mem, '\n', f->known) : NULL;
-	tail = (uint32_t)(last ? f->known - (size_t)(last + 1 - f->mem) : f->known);
-	atomic_store_explicit(&shim_area->stdio[f->slot].lines, lines, memory_order_relaxed);
-	atomic_store_explicit(&shim_area->stdio[f->slot].bytes, tail, memory_order_relaxed);
+	nl = memrchr(p, '\n', n);
+	if (!nl) {
+		f->tail += (uint32_t)n;
+		return;
+	}
+	f->lines += 1 + shim_nl(p, (size_t)(nl - p));
+	f->tail = (uint32_t)(n - (size_t)(nl + 1 - p));
+}
+
+/*
+ * fp's pending bytes as they are now, remembered (with a sample of their
+ * first and last bytes, to tell a buffer emptied and filled again behind
+ * the shim's back), and published: the shared counters `ttaudit capture`
+ * reads if the process dies now.
+ */
+static void shim_file_note(struct shim_file *f, FILE *fp, size_t cur)
+{
+	const char *base = fp->_IO_write_base;
+	size_t k = cur < 8 ? cur : 8;
+
+	f->known = cur;
+	f->base = base;
+	f->offset = fp->_offset;
+	if (k) {
+		memcpy(f->head, base, k);
+		memcpy(f->last, base + cur - k, k);
+	}
+	if (f->slot >= 0 && shim_area) {
+		atomic_store_explicit(&shim_area->stdio[f->slot].lines, f->lines, memory_order_relaxed);
+		atomic_store_explicit(&shim_area->stdio[f->slot].bytes, f->tail, memory_order_relaxed);
+	}
 }
 
 static int shim_slot_take(int fd)
@@ -131,7 +159,7 @@ static int shim_slot_take(int fd)
 	return -1;
 }
 
-/* fp's shadow, made on first sight; NULL when none can be had. */
+/* fp's record, made on first sight; NULL when none can be had. */
 static struct shim_file *shim_file_of(FILE *fp, int fd)
 {
 	struct shim_file *f;
@@ -147,7 +175,8 @@ static struct shim_file *shim_file_of(FILE *fp, int fd)
 			f->fd = fd;
 			f->known = 0;
 			f->base = NULL;
-			f->offset = -2;
+			f->lines = 0;
+			f->tail = 0;
 			f->slot = shim_area ? shim_slot_take(fd) : -1;
 			return f;
 		}
@@ -164,18 +193,20 @@ static void shim_file_drop(struct shim_file *f)
 	}
 	f->slot = -1;
 	f->known = 0;
+	f->lines = 0;
+	f->tail = 0;
 	atomic_store(&f->fp, NULL);
 }
 
-/* Room for n bytes of shadow. 0 when the buffer is larger than the shim follows. */
-static int shim_shadow_room(struct shim_file *f, size_t n)
+/* Room for n staged bytes (no reader). 0 when the buffer is larger than the shim stages. */
+static int shim_stage_room(struct shim_file *f, size_t n)
 {
 	size_t cap;
 	char *m;
 
 	if (n <= f->cap)
 		return 1;
-	if (n > SHIM_SHADOW_MAX)
+	if (n > SHIM_STAGE_MAX)
 		return 0;
 	cap = f->cap ? f->cap : 4096;
 	while (cap < n)
@@ -183,8 +214,6 @@ static int shim_shadow_room(struct shim_file *f, size_t n)
 	m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return 0;
-	if (f->known)
-		memcpy(m, f->mem, f->known);
 	if (f->mem)
 		munmap(f->mem, f->cap);
 	f->mem = m;
@@ -193,45 +222,35 @@ static int shim_shadow_room(struct shim_file *f, size_t n)
 }
 
 /*
- * Brings the shadow up to date with fp's buffer before a call. Pending
- * bytes that went away without a wrapped call (an internal flush: reading
- * stdin flushes a line-buffered stdout, or a stream function the shim does
- * not wrap) did so unseen: whether they reached the fd is not known, so
- * their lines are written as uncertain.
+ * Brings the record up to date with fp's buffer before a call. Bytes added
+ * without a wrapped call (the putc_unlocked, fputc_unlocked,
+ * putchar_unlocked and small fwrite_unlocked that <stdio.h> inlines at -O2)
+ * are counted. Pending bytes that went away without a wrapped call (glibc
+ * flushed them inside a call the shim does not see: reading stdin flushes
+ * a line-buffered stdout) left unseen: their lines are counted lost, and
+ * the fd's next line is not known to be whole.
  */
 static void shim_sync(FILE *fp, struct shim_file *f)
 {
 	size_t cur = shim_pending(fp);
 	const char *base = fp->_IO_write_base;
-	int changed = 0;
 
 	if (f->known) {
-		if (base != f->base || cur < f->known || (f->offset >= 0 && fp->_offset != f->offset))
-			changed = 1;
-		else {
-			/* same place, at least as many bytes: the old ones must still be there */
-			size_t k = f->known < 32 ? f->known : 32;
-			if (memcmp(base, f->mem, k) || memcmp(base + f->known - k, f->mem + f->known - k, k))
-				changed = 1;
-		}
-	}
-	if (changed) {
-		shim_stream_feed(f->fd, f->mem, f->known, 1);
-		f->known = 0;
-	}
-	if (cur > f->known) {
-		if (shim_shadow_room(f, cur)) {
-			memcpy(f->mem + f->known, base + f->known, cur - f->known);
-			f->known = cur;
-		} else {
-			/* a buffer larger than the shadow: what it writes is not followed */
-			shim_lost(RING_LOST_STDIO_WIDE, shim_count_lines(base + f->known, cur - f->known));
+		size_t k = f->known < 8 ? f->known : 8;
+		if (base != f->base || cur < f->known || (f->offset >= 0 && fp->_offset != f->offset) ||
+		    memcmp(base, f->head, k) ||
+		    memcmp(base + f->known - k, f->last, k)) {
+			shim_lost(RING_LOST_STDIO_WIDE, f->lines + (f->tail > 0));
 			shim_stream_mark_uncertain(f->fd);
 			f->known = 0;
+			f->lines = 0;
+			f->tail = 0;
 		}
 	}
-	f->base = base;
-	f->offset = fp->_offset;
+	if (cur > f->known) {
+		shim_file_add(f, base + f->known, cur - f->known);
+		shim_file_note(f, fp, cur);
+	}
 }
 
 /* What a wrapped call handed to the stream: up to two pieces, or to be formatted again. */
@@ -246,7 +265,21 @@ struct shim_handed {
 	int err0;               /* errno at the call, for %m */
 };
 
-/* Bytes [from, from+len) of the handed bytes, fed to the fd. */
+/* The printf output of h again, in th->fmt; its length, or -1 when it is not the same. */
+static long shim_reformat(struct shim_thread *th, struct shim_handed *h, size_t total)
+{
+	va_list again;
+	int e = errno, n;
+
+	va_copy(again, *h->ap);
+	errno = h->err0;
+	n = vsnprintf(th->fmt, sizeof(th->fmt), h->fmt, again);
+	errno = e;
+	va_end(again);
+	return n < 0 || (size_t)n != total ? -1 : n;
+}
+
+/* Without a reader: bytes [0, len) of the handed bytes, fed to the fd's stream. */
 static void shim_feed_handed(struct shim_file *f, struct shim_handed *h, size_t total, size_t len,
 			     int uncertain)
 {
@@ -255,22 +288,15 @@ static void shim_feed_handed(struct shim_file *f, struct shim_handed *h, size_t 
 
 	if (h->fmt) {
 		struct shim_thread *th = shim_thread_get();
-		va_list again;
-		int e = errno, n;
 
 		if (!th) {
 			shim_lost(RING_LOST_NOMEM, 1);
 			shim_stream_mark_uncertain(f->fd);
 			return;
 		}
-		va_copy(again, *h->ap);
-		errno = h->err0;
-		n = vsnprintf(th->fmt, sizeof(th->fmt), h->fmt, again);
-		errno = e;
-		va_end(again);
-		if (n < 0 || (size_t)n != total) {
+		if (shim_reformat(th, h, total) < 0) {
 			/* formatting twice did not give the same bytes: nothing to trust */
-			shim_uncertain(f->fd, shim_count_lines(th->fmt, 0), "printf output could not be seen again", NULL, 0);
+			shim_uncertain(f->fd, 1, "printf output could not be seen again", NULL, 0);
 			shim_stream_mark_uncertain(f->fd);
 			return;
 		}
@@ -290,75 +316,18 @@ static void shim_feed_handed(struct shim_file *f, struct shim_handed *h, size_t 
 	}
 }
 
-/*
- * After the real call: what left the buffer goes to the fd's stream, and
- * the shadow becomes what is pending now. `total` is the number of bytes
- * the call added to the stream (H).
- */
-static void shim_account(FILE *fp, struct shim_file *f, struct shim_handed *h, size_t total, int err_before)
+/* Lines a printf may complete, before its output is known: its newlines, or one for a %s that may hold one. */
+static uint32_t shim_fmt_risk(const struct shim_handed *h)
 {
-	size_t before = f->known, after = shim_pending(fp), left;
-	int uncertain = !err_before && (fp->_flags & SHIM_IO_ERR_SEEN);
-
-	if (before + total < after) {
-		/* more pending than we can explain: bytes we did not see */
-		shim_stream_mark_uncertain(f->fd);
-		f->known = 0;
-		shim_sync(fp, f);
-		return;
-	}
-	left = before + total - after;
-	if (left) {
-		size_t old = left < before ? left : before;
-
-		if (old)
-			shim_stream_feed(f->fd, f->mem, old, uncertain);
-		if (left > before)
-			shim_feed_handed(f, h, total, left - before, uncertain);
-		/* what stays pending is what the buffer holds now */
-		f->known = 0;
-		if (after && shim_shadow_room(f, after)) {
-			memcpy(f->mem, fp->_IO_write_base, after);
-			f->known = after;
-		} else if (after) {
-			shim_lost(RING_LOST_STDIO_WIDE, shim_count_lines(fp->_IO_write_base, after));
-			shim_stream_mark_uncertain(f->fd);
-		}
-	} else if (after > before) {
-		if (shim_shadow_room(f, after)) {
-			memcpy(f->mem + before, fp->_IO_write_base + before, after - before);
-			f->known = after;
-		} else {
-			shim_lost(RING_LOST_STDIO_WIDE, shim_count_lines(fp->_IO_write_base + before, after - before));
-			shim_stream_mark_uncertain(f->fd);
-			f->known = 0;
-		}
-	}
-	f->base = fp->_IO_write_base;
-	f->offset = fp->_offset;
-	shim_file_publish(f);
-}
-
-/* Complete lines a call may write: those pending and those it hands over. */
-static uint32_t shim_at_risk(FILE *fp, struct shim_file *f, const struct shim_handed *h)
-{
-	uint32_t lines = shim_nl(f->mem, f->known);
-	int i;
-
-	for (i = 0; i < h->pieces; i++)
-		lines += shim_nl(h->p[i], h->n[i]);
-	/* a format's output is not known yet: its newlines, or one for a %s that may hold one */
-	if (h->fmt)
-		lines += shim_nl(h->fmt, strlen(h->fmt)) + (strchr(h->fmt, '%') != NULL);
-	(void)fp;
-	return lines;
+	return shim_nl(h->fmt, strlen(h->fmt)) + (strchr(h->fmt, '%') != NULL);
 }
 
 /*
  * 1 when the call may write to the fd. Only then is the fd's lock taken
- * (and waited for): a call that only adds to the buffer must not wait for
- * another thread's write, which may be blocked for as long as the fd's
- * reader sleeps (a process exiting with an empty stdout buffer must exit).
+ * (and waited for), and the pending bytes staged: a call that only adds to
+ * the buffer must not wait for another thread's write, which may be
+ * blocked for as long as the fd's reader sleeps (a process exiting with an
+ * empty stdout buffer must exit).
  */
 static int shim_may_write(FILE *fp, const struct shim_file *f, const struct shim_handed *h)
 {
@@ -368,7 +337,7 @@ static int shim_may_write(FILE *fp, const struct shim_file *f, const struct shim
 	if (h->fmt)
 		return 1;               /* a format's length is not known before it is formatted */
 	if (!h->pieces)
-		return f->known > 0 || shim_pending(fp) > 0;   /* a flush, a seek, a close */
+		return f->known > 0;    /* a flush, a seek, a close */
 	if ((fp->_flags & SHIM_IO_UNBUFFERED) || !(fp->_flags & SHIM_IO_CURRENTLY_PUTTING) ||
 	    !fp->_IO_write_ptr || !fp->_IO_buf_end)
 		return 1;
@@ -389,8 +358,10 @@ static int shim_may_write(FILE *fp, const struct shim_file *f, const struct shim
 struct shim_frame {
 	FILE *fp;
 	int fd;
-	int token;
+	int token;              /* 1: the fd's lock (no reader), 2: (reader) */
 	int armed;
+	struct shim_thread *th;
+	struct shim_pend *pd;
 };
 
 static void shim_frame_cancelled(struct shim_frame *fr)
@@ -398,31 +369,41 @@ static void shim_frame_cancelled(struct shim_frame *fr)
 	if (!fr->armed)
 		return;
 	/* the stream's bytes are not known after a cancelled flush */
-	shim_stream_mark_uncertain(fr->fd);
-	shim_stream_unlock(fr->fd, fr->token);
+	if (fr->token == 2) {
+		shim_ring_cancel_pend(fr->th, fr->fd, fr->pd);
+	} else {
+		shim_stream_mark_uncertain(fr->fd);
+		shim_stream_unlock(fr->fd, fr->token);
+	}
 	funlockfile(fr->fp);
 }
 
 /*
- * The frame around every call on a watched FILE: FILE lock, shadow, fd
- * lock (when the call may write), the call (`run`, which sets *total),
- * account. Returns run's result.
+ * The frame around every call on a watched FILE: FILE lock, sync, and
+ * when the call may write, the fd's lock and the pending bytes staged
+ * (with a reader: in the ring, pending), the call (`run`, which sets
+ * *total), and the account: with P bytes pending before, H handed over
+ * and A pending after, the first P + H - A bytes of pending ++ handed
+ * reached the fd. Returns run's result.
  */
 typedef long (*shim_run_fn)(FILE *fp, void *ctx, size_t *total);
 
 static long shim_around(FILE *fp, struct shim_handed *h, shim_run_fn run, void *ctx)
 {
-	int fd = shim_file_fd(fp), token = 0, err_before, may;
+	int fd = shim_file_fd(fp), token = 0, err_before, may, doubt, i, cnt = 0, e;
+	struct shim_thread *th = NULL;
 	struct shim_file *f;
-	size_t total = 0;
+	struct shim_pend pd;
+	struct iovec iov[3];
+	size_t total = 0, before, after, took, staged = 0, handed = 0;
 	uint64_t risk = 0;
+	uint32_t lines0;
 	long r;
 
 	if (!shim_watching(fd) || fp->_mode > 0)
 		return run(fp, ctx, &total);
 	if (shim_depth > 0) {
 		/* stdio from a signal handler inside the shim */
-		int e;
 		r = run(fp, ctx, &total);
 		e = errno;
 		if (fp->_flags & (SHIM_IO_UNBUFFERED | SHIM_IO_LINE_BUF))
@@ -438,35 +419,98 @@ static long shim_around(FILE *fp, struct shim_handed *h, shim_run_fn run, void *
 		shim_lost(RING_LOST_STDIO_WIDE, 1);
 		return r;
 	}
-	{
-		int e = errno;
-		may = shim_may_write(fp, f, h);
-		if (may)
+	e = errno;
+	shim_sync(fp, f);
+	before = f->known;
+	lines0 = f->lines + (f->tail > 0);
+	may = shim_may_write(fp, f, h);
+	if (may && !(th = shim_thread_get()))
+		may = 0;   /* no thread block: what it writes is counted lost below */
+	if (may) {
+		if (before) {
+			iov[cnt].iov_base = (void *)fp->_IO_write_base;
+			iov[cnt++].iov_len = before;
+		}
+		if (!h->fmt)
+			for (i = 0; i < h->pieces; i++)
+				if (h->n[i]) {
+					iov[cnt].iov_base = (void *)h->p[i];
+					iov[cnt++].iov_len = h->n[i];
+					handed += h->n[i];
+				}
+		if (shim_ringed()) {
+			token = 2;
+			if (shim_fd_lock(th, fd))
+				shim_ring_mark(RING_M_UNKNOWN, fd);
+			shim_ring_pend(th, fd, iov, cnt, before + handed, &pd);
+			if (h->fmt)
+				risk = shim_risk(fd, shim_fmt_risk(h));
+		} else {
 			token = shim_stream_lock(fd);
-		shim_sync(fp, f);
-		if (may)
-			risk = shim_risk(fd, shim_at_risk(fp, f, h));
-		errno = e;
+			if (before && shim_stage_room(f, before)) {
+				memcpy(f->mem, fp->_IO_write_base, before);
+				staged = before;
+			}
+		}
 	}
+	errno = e;
 	err_before = fp->_flags & SHIM_IO_ERR_SEEN;
 	{
-		struct shim_frame fr __attribute__((cleanup(shim_frame_cancelled))) = { fp, fd, token, 1 };
+		struct shim_frame fr __attribute__((cleanup(shim_frame_cancelled))) = { fp, fd, token, 1, th, &pd };
 		r = run(fp, ctx, &total);
 		fr.armed = 0;
 	}
-	{
-		int e = errno;
-		if (!may && shim_pending(fp) < f->known + total) {
-			/* it wrote after all, without the fd's lock: its place among other writes is not known */
-			token = shim_stream_lock(fd);
-			shim_stream_mark_uncertain(fd);
-		}
-		shim_account(fp, f, h, total, err_before);
-		shim_risk_done(risk, fd);
-		shim_stream_unlock(fd, token);
-		errno = e;
+	e = errno;
+	after = shim_pending(fp);
+	doubt = !err_before && (fp->_flags & SHIM_IO_ERR_SEEN);
+	if (before + total < after) {
+		/* more pending than it was given: bytes the shim did not see */
+		took = 0;
+		shim_stream_mark_uncertain(fd);
+	} else {
+		took = before + total - after;
 	}
+	if (token == 2) {
+		if (h->fmt && took > before) {
+			/* the bytes of the format that were written: formatted again, committed as written */
+			shim_ring_settle(th, fd, iov, cnt, &pd, before, doubt);
+			if (shim_reformat(th, h, total) >= 0 && took - before < sizeof(th->fmt)) {
+				shim_ring_bytes(fd, th->fmt, took - before, doubt);
+			} else {
+				shim_lost(RING_LOST_LONG, 1);
+				shim_ring_mark(RING_M_UNKNOWN, fd);
+			}
+		} else {
+			shim_ring_settle(th, fd, iov, cnt, &pd, took, doubt);
+		}
+		shim_risk_done(risk, fd);
+		shim_fd_unlock(th, fd);
+	} else if (may) {
+		size_t old = took < before ? took : before;
+
+		if (old && old <= staged)
+			shim_stream_feed(fd, f->mem, old, doubt);
+		else if (old)
+			shim_lost(RING_LOST_STDIO_WIDE, lines0);   /* a buffer larger than the shim stages */
+		if (took > before)
+			shim_feed_handed(f, h, total, took - before, doubt);
+		shim_stream_unlock(fd, token);
+	} else if (took) {
+		/* it wrote after all, unforeseen: its bytes were not staged */
+		shim_lost(RING_LOST_STDIO_WIDE, lines0 + 1);
+		shim_stream_mark_uncertain(fd);
+	}
+	if (took) {
+		/* what stays pending is what the buffer holds now */
+		f->lines = 0;
+		f->tail = 0;
+		shim_file_add(f, fp->_IO_write_base, after);
+	} else if (after > before) {
+		shim_file_add(f, fp->_IO_write_base + before, after - before);
+	}
+	shim_file_note(f, fp, after);
 	funlockfile(fp);
+	errno = e;
 	return r;
 }
 
@@ -1153,7 +1197,7 @@ void shim_stdio_after_fork(int new_area)
 			continue;
 		if (new_area)
 			f->slot = shim_area ? shim_slot_take(f->fd) : -1;
-		shim_file_publish(f);
+		shim_file_note(f, fp, f->known);
 	}
 }
 
