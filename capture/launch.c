@@ -146,24 +146,31 @@ static enum status launch_setenv(const char *name, const char *value, struct sta
 	return r ? status_set(si, STATUS_NOMEM, "cannot set %s: %s", name, strerror(errno)) : STATUS_OK;
 }
 
-enum status launch_setup(const struct launch_opts *o, const char *shim, struct status_info *si)
+enum status launch_check(const struct launch_opts *o, struct status_info *si)
 {
 	struct banner_set *rules = NULL;
 	struct envlist el;
+	enum status st = STATUS_OK;
+
+	if (o->rules)
+		st = banner_set_load(o->rules, &rules, si);
+	banner_set_free(rules);
+	envlist_init(&el);
+	if (st == STATUS_OK)
+		st = envlist_add(&el, ENVLIST_DEFAULT, si);
+	if (st == STATUS_OK && o->env)
+		st = envlist_add(&el, o->env, si);
+	return st;
+}
+
+enum status launch_setup(const struct launch_opts *o, const char *shim, struct status_info *si)
+{
 	char *out = NULL, *rules_abs = NULL, *env = NULL, *preload = NULL;
 	const char *old;
 	enum status st;
 	int fd;
 
-	if (o->rules) {
-		st = banner_set_load(o->rules, &rules, si);
-		if (st != STATUS_OK)
-			goto out;
-	}
-	envlist_init(&el);
-	st = envlist_add(&el, ENVLIST_DEFAULT, si);
-	if (st == STATUS_OK && o->env)
-		st = envlist_add(&el, o->env, si);
+	st = launch_check(o, si);
 	if (st != STATUS_OK)
 		goto out;
 	st = STATUS_NOMEM;
@@ -191,8 +198,13 @@ enum status launch_setup(const struct launch_opts *o, const char *shim, struct s
 		sprintf(preload, "%s:%s", shim, old);
 	else
 		strcpy(preload, shim);
-	/* With per_pid each process writes CAPTURE.<pid>; the base name stays unused. */
-	if (!o->opened) {
+	/*
+	 * With per_pid each process writes CAPTURE.<pid>; the base name stays
+	 * unused. With append and not opened (ttaudit passthrough: the file is
+	 * the launch's), the file is left alone: the shim opens it itself
+	 * (never through a symlink) and says so in its stderr when it cannot.
+	 */
+	if (!o->opened && !o->append) {
 		st = launch_capture_file(out, o->append, o->per_pid, &fd, si);
 		if (st != STATUS_OK)
 			goto out;
@@ -210,7 +222,6 @@ enum status launch_setup(const struct launch_opts *o, const char *shim, struct s
 		goto out;
 	st = STATUS_OK;
 out:
-	banner_set_free(rules);
 	free(out);
 	free(rules_abs);
 	free(env);

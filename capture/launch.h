@@ -47,12 +47,15 @@ enum status launch_capture_file(const char *path, int append, int per_pid, int *
 				struct status_info *si);
 /*
  * Validates the options (rules compile, env patterns parse), opens and
- * checks the capture file (launch_capture_file, unless o->opened), and sets
+ * checks the capture file (launch_capture_file, unless o->opened or
+ * o->append: then the file is not touched), and sets
  * the environment of this process for the command it will exec: the
  * TTAUDIT_* variables (unset ones that were inherited but not asked for)
  * and LD_PRELOAD with the shim first. A capture file that cannot be used
  * is an error: the command must not run believing it is captured.
  */
 enum status launch_setup(const struct launch_opts *o, const char *shim, struct status_info *si);
+/* The validation of launch_setup alone (rules, env patterns), nothing set or touched. */
+enum status launch_check(const struct launch_opts *o, struct status_info *si);
 
 #endif

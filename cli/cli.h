@@ -53,6 +53,8 @@ extern const struct cmd_doc cmd_watch_doc;
 extern const struct cmd_doc cmd_combine_doc;
 extern const struct cmd_doc cmd_bench_doc;
 extern const struct cmd_doc cmd_ab_doc;
+extern const struct cmd_doc cmd_capture_doc;
+extern const struct cmd_doc cmd_follow_doc;
 int cmd_lock(int argc, char **argv);
 int cmd_ready(int argc, char **argv);
 int cmd_arm(int argc, char **argv);

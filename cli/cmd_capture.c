@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,63 +17,84 @@
 #include "envlist.h"
 #include "follow.h"
 #include "launch.h"
+#include "opt.h"
 #include "supervise.h"
 
-static const char capture_usage[] =
-	"usage: ttaudit capture [-o FILE] [--rules FILE] [--env PATTERNS] [--all-lines]\n"
-	"                       [--watch GLOB] [--per-pid] [--append] -- CMD [ARGS...]\n"
-	"\n"
-	"Runs CMD with libttaudit-shim.so preloaded. Every process of CMD that keeps\n"
-	"LD_PRELOAD writes to FILE: a start record (argv, exe, host, allow-listed\n"
-	"environment; secrets redacted), each merge-audit line and banner that reached\n"
-	"fds 1 and 2, lost and uncertain counts, and an end record. ttaudit stays CMD's\n"
-	"parent, reads the records from shared memory while CMD runs, passes on signals\n"
-	"sent to it, waits for every process of the capture, and exits as CMD did.\n"
-	"FILE must be creatable, or a regular file you own (it is made 0600).\n"
-	"\n"
-	"  -o, --output FILE  capture file (default ttaudit.cap.jsonl), emptied first\n"
-	"  --append           keep what FILE holds and append\n"
-	"  --rules FILE       banner rules, one 'NAME PCRE2-PATTERN' per line\n"
-	"                     (default: the built-in vLLM / tt-metal / guard-arm set)\n"
-	"  --env PATTERNS     more environment names to record, comma-separated globs\n"
-	"                     (always: " ENVLIST_DEFAULT ";\n"
-	"                     values of secret-looking names are never recorded)\n"
-	"  --all-lines        also record every other line (\"line\" records)\n"
-	"  --watch GLOB       also watch files whose path matches GLOB when opened for writing\n"
-	"  --per-pid          one file per process: FILE.<pid>\n";
+static const char *cap_out = "ttaudit.cap.jsonl", *cap_rules, *cap_env, *cap_watch;
+static bool cap_all_lines, cap_per_pid, cap_append;
 
-static const char follow_usage[] =
-	"usage: ttaudit follow [-o FILE] [--rules FILE] [--all-lines] [--once] [--append]\n"
-	"                      [--poll MS] [--json] PATH|-\n"
-	"\n"
-	"Reads a server log from outside the process and writes the capture format:\n"
-	"follows PATH by name like tail -F (from its start; waits for it to appear;\n"
-	"survives rotation and truncation), or reads '-' (stdin) to its end. Records\n"
-	"carry read times and no pid/tid/fd. SIGINT or SIGTERM end it cleanly with an\n"
-	"end record. A summary goes to stderr (--json: as one JSON object).\n"
-	"\n"
-	"  -o, --output FILE  capture file (default: stdout), emptied first unless --append\n"
-	"  --rules FILE       banner rules (as for capture)\n"
-	"  --all-lines        also record every other line\n"
-	"  --once             stop at the end of PATH instead of waiting for more\n"
-	"  --poll MS          how often a quiet file is looked at (default 200)\n";
+static const char *const capture_usage[] = {
+	"capture [-o FILE] [--rules FILE] [--env PATTERNS] [--all-lines] [--watch GLOB] [--per-pid] "
+	"[--append] -- CMD [ARGS...]",
+	NULL,
+};
 
-enum { OPT_RULES = 256, OPT_ENV, OPT_ALL_LINES, OPT_WATCH, OPT_PER_PID, OPT_APPEND, OPT_ONCE,
-       OPT_POLL, OPT_JSON, OPT_HELP };
+static const struct opt capture_opts[] = {
+	OPT_STRING('o', "output", &cap_out, "FILE", "capture file (default ttaudit.cap.jsonl), emptied first"),
+	OPT_BOOL(0, "append", &cap_append, "keep what FILE holds and append"),
+	OPT_STRING(0, "rules", &cap_rules, "FILE",
+		   "banner rules, one 'NAME PCRE2-PATTERN' per line (default: the built-in vLLM, tt-metal "
+		   "and guard-arm set)"),
+	OPT_STRING(0, "env", &cap_env, "PATTERNS",
+		   "more environment names to record, comma-separated globs (always: " ENVLIST_DEFAULT
+		   "; values of secret-looking names are never recorded)"),
+	OPT_BOOL(0, "all-lines", &cap_all_lines, "also record every other line (\"line\" records)"),
+	OPT_STRING(0, "watch", &cap_watch, "GLOB", "also watch files whose path matches GLOB when opened for writing"),
+	OPT_BOOL(0, "per-pid", &cap_per_pid, "one file per process: FILE.<pid>"),
+	OPT_END(),
+};
 
-static const struct option capture_options[] = {
-	{ "output", required_argument, NULL, 'o' },
-	{ "rules", required_argument, NULL, OPT_RULES },
-	{ "env", required_argument, NULL, OPT_ENV },
-	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
-	{ "watch", required_argument, NULL, OPT_WATCH },
-	{ "per-pid", no_argument, NULL, OPT_PER_PID },
-	{ "append", no_argument, NULL, OPT_APPEND },
-	{ "once", no_argument, NULL, OPT_ONCE },
-	{ "poll", required_argument, NULL, OPT_POLL },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+const struct cmd_doc cmd_capture_doc = {
+	.name = "capture",
+	.summary = "run a command with the capture shim preloaded (audit lines, banners)",
+	.usage = capture_usage,
+	.description =
+		"Runs CMD with libttaudit-shim.so preloaded. Every process of CMD that keeps "
+		"LD_PRELOAD is captured into FILE: a start record (argv, exe, host, allow-listed "
+		"environment, the banner rules in force; secrets redacted), each merge-audit line and "
+		"banner that reached fds 1 and 2 (and the watched files), lost and uncertain counts, "
+		"and an end record that says how the process ended. The record of a line is written "
+		"once its bytes reached the kernel, never before (docs/capture.md).\n"
+		"\n"
+		"ttaudit stays CMD's parent: it reads the records from shared memory while CMD runs, "
+		"passes on the signals sent to it, waits for every process of the capture, and exits "
+		"as CMD did (128+N for a signal N). FILE must be creatable, or a regular file you own "
+		"(it is made 0600); otherwise CMD is not started.",
+	.opts = capture_opts,
+	.flags = CMD_OPTS_FIRST,
+};
+
+static const char *fol_out, *fol_rules;
+static bool fol_all_lines, fol_once, fol_append, fol_json;
+static long long fol_poll = 200;
+
+static const char *const follow_usage[] = {
+	"follow [-o FILE] [--rules FILE] [--all-lines] [--once] [--append] [--poll MS] [--json] PATH|-",
+	NULL,
+};
+
+static const struct opt follow_opts[] = {
+	OPT_STRING('o', "output", &fol_out, "FILE", "capture file (default: stdout), emptied first unless --append"),
+	OPT_BOOL(0, "append", &fol_append, "keep what FILE holds and append"),
+	OPT_STRING(0, "rules", &fol_rules, "FILE", "banner rules (as for capture)"),
+	OPT_BOOL(0, "all-lines", &fol_all_lines, "also record every other line"),
+	OPT_BOOL(0, "once", &fol_once, "stop at the end of PATH instead of waiting for more"),
+	OPT_INT(0, "poll", &fol_poll, "MS", 1, 60000, "how often a quiet file is looked at (default 200)"),
+	OPT_BOOL(0, "json", &fol_json, "the summary on stderr as one JSON object"),
+	OPT_END(),
+};
+
+const struct cmd_doc cmd_follow_doc = {
+	.name = "follow",
+	.summary = "turn a server log file or stream into a capture file, like tail -F",
+	.usage = follow_usage,
+	.description =
+		"Reads a server log from outside the process and writes the capture format: follows "
+		"PATH by name like tail -F (from its start; waits for it to appear; survives rotation "
+		"and truncation), or reads '-' (stdin) to its end. Records carry read times and no "
+		"pid, tid or fd: what reached the file, without the process's side of it. SIGINT or "
+		"SIGTERM end it cleanly with an end record. A summary goes to stderr.",
+	.opts = follow_opts,
 };
 
 /* FILE made absolute: the command may change directory. */
@@ -94,7 +114,7 @@ static char *capture_absolute(const char *p)
 
 int cmd_capture(int argc, char **argv)
 {
-	struct launch_opts lo = { .out = "ttaudit.cap.jsonl" };
+	struct launch_opts lo = { 0 };
 	struct consume_opts co = { .out_fd = -1 };
 	struct supervise_opts so;
 	struct banner_set *rules = NULL;
@@ -102,33 +122,27 @@ int cmd_capture(int argc, char **argv)
 	struct status_info si;
 	char shim[4096], *out = NULL;
 	enum status st;
-	int o, fd = -1, wstatus = 0, rc = CLI_USAGE;
+	int n, fd = -1, wstatus = 0, rc = CLI_USAGE;
 
-	optind = 1;
-	opterr = 0;
-	/* '+': stop at CMD, whose own options are not ours. */
-	while ((o = getopt_long(argc, argv, "+o:", capture_options, NULL)) != -1) {
-		switch (o) {
-		case 'o': lo.out = optarg; break;
-		case OPT_RULES: lo.rules = optarg; break;
-		case OPT_ENV: lo.env = optarg; break;
-		case OPT_ALL_LINES: lo.all_lines = 1; break;
-		case OPT_WATCH: lo.watch = optarg; break;
-		case OPT_PER_PID: lo.per_pid = 1; break;
-		case OPT_APPEND: lo.append = 1; break;
-		case OPT_HELP: fputs(capture_usage, stdout); return CLI_OK;
-		default:
-			if (optopt == 'o' || (optopt >= OPT_RULES && optopt <= OPT_POLL))
-				return cli_usage_error("capture", "option '%s' needs a value", argv[optind - 1]);
-			return cli_usage_error("capture", "unknown option '%s' (see --help)", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc)
+	n = opt_parse(&cmd_capture_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n == 0)
 		return cli_usage_error("capture", "no command to run (ttaudit capture [options] -- CMD ...)");
-	if (!*lo.out)
+	if (!*cap_out)
 		return cli_usage_error("capture", "-o needs a file name");
+	lo.out = cap_out;
+	lo.rules = cap_rules;
+	lo.env = cap_env;
+	lo.watch = cap_watch;
+	lo.all_lines = cap_all_lines;
+	lo.per_pid = cap_per_pid;
+	lo.append = cap_append;
 	status_info_clear(&si);
 	st = launch_find_shim(shim, sizeof(shim), &si);
+	/* everything checked before the capture file is made: a refusal leaves no file behind */
+	if (st == STATUS_OK)
+		st = launch_check(&lo, &si);
 	if (st == STATUS_OK && lo.rules)
 		st = banner_set_load(lo.rules, &rules, &si);
 	if (st == STATUS_OK && !rules && !(rules = banner_set_default()))
@@ -156,7 +170,8 @@ int cmd_capture(int argc, char **argv)
 		cli_report_status("capture", st, &si);
 		goto out;
 	}
-	so.argv = argv + optind;
+	argv[n] = NULL;   /* the operands were moved down: CMD's argv ends here */
+	so.argv = argv;
 	so.consume = c;
 	st = supervise_run(&so, &wstatus, &si);
 	consume_free(c);
@@ -191,37 +206,23 @@ int cmd_follow(int argc, char **argv)
 	struct status_info si;
 	struct sigaction sa;
 	const char *out = NULL, *rules_path = NULL;
-	int o, append = 0, json = 0, rc = CLI_USAGE, fd;
-	long long v;
+	int n, append, json, rc = CLI_USAGE, fd;
 	FILE *f = NULL;
 	enum status st;
 
-	optind = 1;
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "o:", capture_options, NULL)) != -1) {
-		switch (o) {
-		case 'o': out = optarg; break;
-		case OPT_RULES: rules_path = optarg; break;
-		case OPT_ALL_LINES: fo.all_lines = 1; break;
-		case OPT_ONCE: fo.once = 1; break;
-		case OPT_APPEND: append = 1; break;
-		case OPT_JSON: json = 1; break;
-		case OPT_POLL:
-			v = cli_parse_count(optarg);
-			if (v < 1 || v > 60000)
-				return cli_usage_error("follow", "--poll '%s' is not a number of milliseconds in 1..60000", optarg);
-			fo.poll_ms = (int)v;
-			break;
-		case OPT_HELP: fputs(follow_usage, stdout); return CLI_OK;
-		case OPT_ENV: case OPT_WATCH: case OPT_PER_PID:
-			return cli_usage_error("follow", "'%s' is a capture option", argv[optind - 1]);
-		default:
-			return cli_usage_error("follow", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
+	n = opt_parse(&cmd_follow_doc, argc, argv);
+	if (n < 0)
+		return opt_exit(n);
+	if (n != 1)
 		return cli_usage_error("follow", "give exactly one PATH, or '-' for stdin");
-	fo.path = argv[optind];
+	out = fol_out;
+	rules_path = fol_rules;
+	append = fol_append;
+	json = fol_json;
+	fo.all_lines = fol_all_lines;
+	fo.once = fol_once;
+	fo.poll_ms = (int)fol_poll;
+	fo.path = argv[0];
 	status_info_clear(&si);
 	st = rules_path ? banner_set_load(rules_path, &rules, &si) : STATUS_OK;
 	if (st == STATUS_OK && !rules) {

@@ -23,8 +23,8 @@ struct cli_cmd {
 static const struct cli_cmd cli_commands[] = {
 	{ "replay", cmd_replay, NULL, &cmd_replay_doc },
 	{ "validate", cmd_validate, NULL, &cmd_validate_doc },
-	{ "capture", cmd_capture, "run a command with the capture shim preloaded (audit lines, banners)", NULL },
-	{ "follow", cmd_follow, "turn a server log file or stream into a capture file, like tail -F", NULL },
+	{ "capture", cmd_capture, NULL, &cmd_capture_doc },
+	{ "follow", cmd_follow, NULL, &cmd_follow_doc },
 	{ "pair", cmd_pair, NULL, &cmd_pair_doc },
 	{ "ab", cmd_ab, NULL, &cmd_ab_doc },
 	{ "report", cmd_report, NULL, &cmd_report_doc },

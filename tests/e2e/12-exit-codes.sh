@@ -36,6 +36,8 @@ usage_contract arm --spec
 usage_contract passthrough --guard
 usage_contract ab --baseline
 usage_contract bench --baseline
+usage_contract capture --output
+usage_contract follow --poll
 
 # typos get the nearest name
 expect_rc 2 "$TTAUDIT" preflight --mem-flor 3

@@ -120,14 +120,23 @@ expect_rc 2 "$TTAUDIT" capture -o "$T/x.cap" --rules "$T/bad.rules" -- true
 contains "$T/err" "bad.rules:2: pattern error at offset"
 expect_rc 2 "$TTAUDIT" capture -o "$T/x.cap" --rules "$T/missing.rules" -- true
 contains "$T/err" "missing.rules: cannot open rules file"
-expect_rc 2 "$TTAUDIT" capture --env 'BAD-NAME' -- true
+# a refused start leaves no capture file behind (this one ran without -o in
+# the tree's top directory once, and left ttaudit.cap.jsonl there)
+mkdir "$T/cwd"
+(cd "$T/cwd" && expect_rc 2 "$TTAUDIT" capture --env 'BAD-NAME' -- true)
 contains "$T/err" "environment pattern 'BAD-' has character '-'"
+(cd "$T/cwd" && expect_rc 2 "$TTAUDIT" capture --rules "$T/bad.rules" -- true)
+[ -z "$(ls -A "$T/cwd")" ] || fail "a refused capture left $(ls -A "$T/cwd")"
 expect_rc 2 "$TTAUDIT" capture -o "$T/x.cap"
 contains "$T/err" "no command to run"
 expect_rc 2 "$TTAUDIT" capture -o "$T/x.cap" -- "$T/no-such-program"
 contains "$T/err" "no-such-program' cannot be run: No such file or directory"
-expect_rc 2 env TTAUDIT_SHIM="$T/nowhere.so" "$TTAUDIT" capture -- true
+(cd "$T/cwd" && expect_rc 2 env TTAUDIT_SHIM="$T/nowhere.so" "$TTAUDIT" capture -- true)
 contains "$T/err" "TTAUDIT_SHIM '$T/nowhere.so' is not a file"
+[ -z "$(ls -A "$T/cwd")" ] || fail "a refused capture left $(ls -A "$T/cwd")"
+# CMD's own options are its own (options end at CMD), and its argv is whole
+expect_rc 0 "$TTAUDIT" capture -o "$T/argv.cap" sh -c 'echo "$#:$1"' sh -o x
+eq "$(cat "$T/out")" "2:-o" "CMD's argv"
 expect_rc 0 "$TTAUDIT" capture --help
 contains "$T/out" "usage: ttaudit capture"
 echo ok
