@@ -37,6 +37,15 @@ chmod 0555 "$T/ro"
 if [ "$(id -u)" != 0 ]; then
 	refused "$T/ro/x.cap" "$T/ro/x.cap: cannot create the capture file: Permission denied"
 	refused "$T/ro/pp.cap" "$T/ro/pp.cap: cannot create the capture file: Permission denied"
+elif command -v setpriv >/dev/null; then
+	# root writes anywhere: the same as user nobody (who may pass through $T)
+	chmod 0711 "$T"
+	mkdir -m 0777 "$T/w"
+	expect_rc 2 setpriv --reuid=65534 --regid=65534 --clear-groups "$TTAUDIT" capture -o "$T/ro/x.cap" -- \
+		touch "$T/w/ran"
+	contains "$T/err" "ttaudit capture: $T/ro/x.cap: cannot create the capture file: Permission denied"
+	[ ! -e "$T/w/ran" ] || fail "unwritable directory: the command ran"
+	chmod 0700 "$T"
 fi
 expect_rc 2 "$TTAUDIT" capture --per-pid -o "$T/no-such-dir/pp" -- touch "$T/ran"
 contains "$T/err" "cannot create capture files in '$T/no-such-dir'"
