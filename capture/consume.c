@@ -1216,6 +1216,35 @@ const char *consume_dir(const struct consume *c)
 	return c->dir;
 }
 
+void consume_set_reader(struct consume *c, pid_t pid)
+{
+	c->ctl->consumer_pid = pid;
+}
+
+void consume_forget(struct consume *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		if (cr->done)
+			continue;
+		/* memory only: the files are the other reader's */
+		cr->borrowed = 1;
+		if (cr->r)
+			munmap(cr->r, cr->size);
+		cr->r = NULL;
+		consume_close(cr);
+	}
+	if (c->ctl)
+		munmap(c->ctl, 4096);
+	c->ctl = NULL;
+	c->n_pp = 0;   /* the per-pid files' fds are closed when this process exits */
+	consume_free(c);
+}
+
 /* 1 when the kernel keeps time with the TSC (so it is invariant and the same on every CPU). */
 static int consume_clock_tsc(void)
 {

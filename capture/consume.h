@@ -68,5 +68,13 @@ struct consume_stats {
 void consume_stats(const struct consume *c, struct consume_stats *st);
 /* Settles everything still open as ended, removes the directory, frees. */
 void consume_free(struct consume *c);
+/*
+ * A reader handing over to another process (a fork of it that goes on
+ * reading): the processes of the capture are told that `pid` reads their
+ * rings from now on (they check that it lives, and wake it).
+ */
+void consume_set_reader(struct consume *c, pid_t pid);
+/* Frees c's memory in a process that handed over: no record written, no file touched. */
+void consume_forget(struct consume *c);
 
 #endif

@@ -15,10 +15,18 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SUPERVISE_POLL_MS 10
 #define SUPERVISE_FDS 256
+/*
+ * How long the command's other processes have, once it ended, before the
+ * reading goes on in the background: a command that leaves a process
+ * running returns as it would without the capture (its resource trackers
+ * and helpers that end with it are read to their end in the foreground).
+ */
+#define SUPERVISE_LINGER_MS 300
 
 static const int supervise_forward[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH };
 
@@ -33,6 +41,47 @@ static void supervise_child(char **argv, const sigset_t *mask, int errfd)
 	if (write(errfd, &e, sizeof(e)) != (ssize_t)sizeof(e))
 		_exit(127);
 	_exit(127);
+}
+
+static long long supervise_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The command ended and processes of the capture live on: a fork of this
+ * process reads their rings until the last one ends, and this one returns
+ * (1) to exit as the command did. The fork is not their parent: how one
+ * that dies by a signal ended is read from /proc while it is a zombie, or
+ * is "unknown". 0 in the fork, which goes on reading; -1 when none could be
+ * made (then this process goes on reading).
+ */
+static int supervise_background(struct consume *c)
+{
+	pid_t bg;
+	int null;
+
+	fflush(NULL);
+	bg = fork();
+	if (bg < 0)
+		return -1;
+	if (bg > 0) {
+		/* the processes wake and check the new reader from now on */
+		consume_set_reader(c, bg);
+		return 1;
+	}
+	/* hold none of the terminal's or a pipeline's ends: the command's own ended */
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		close(null);
+	}
+	return 0;
 }
 
 /* Reaps every child that ended; returns 1 when `cmd` was among them. */
@@ -55,7 +104,8 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 {
 	struct pollfd fds[SUPERVISE_FDS];
 	sigset_t set, old;
-	int sfd = -1, errp[2] = { -1, -1 }, e = 0, cmd_done = 0, stop = 0;
+	int sfd = -1, errp[2] = { -1, -1 }, e = 0, cmd_done = 0, stop = 0, bg = 0;
+	long long done_ms = 0;
 	size_t i, n;
 	ssize_t r;
 	pid_t pid;
@@ -116,11 +166,26 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 			if (ssi.ssi_code != SI_KERNEL)
 				kill(pid, sig);
 		}
-		if (supervise_reap(o->consume, pid, wstatus))
+		if (!cmd_done && supervise_reap(o->consume, pid, wstatus)) {
 			cmd_done = 1;
+			done_ms = supervise_now_ms();
+		} else if (cmd_done) {
+			int other;
+			supervise_reap(o->consume, pid, &other);
+		}
 		open = consume_round(o->consume);
 		if (cmd_done && (open == 0 || stop))
 			break;
+		if (cmd_done && !bg && o->background && supervise_now_ms() - done_ms >= SUPERVISE_LINGER_MS) {
+			int r = supervise_background(o->consume);
+			if (r == 1) {
+				*o->background = 1;
+				break;
+			}
+			if (r == 0)
+				*o->background = -1;
+			bg = 1;
+		}
 	}
 out:
 	if (sfd >= 0)

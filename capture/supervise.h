@@ -10,7 +10,10 @@
  * SIGUSR2, SIGWINCH) are passed on to the command; signals the terminal sends
  * to the foreground process group (Ctrl-C, ...) reach the command directly,
  * as it is in the same group, and are not passed on twice. It returns when
- * the command has ended and every process writing to the capture has.
+ * the command has ended and every process writing to the capture has, or,
+ * when processes outlive the command by more than a moment and the caller
+ * asked for it (`background`), hands the reading over to a fork of itself
+ * that reads on until they end: the command returns as it would uncaptured.
  */
 #ifndef TTAUDIT_SUPERVISE_H
 #define TTAUDIT_SUPERVISE_H
@@ -21,6 +24,14 @@
 struct supervise_opts {
 	char **argv;             /* the command (argv[0] is looked up in PATH) */
 	struct consume *consume; /* reads the rings (its directory is in the environment) */
+	/*
+	 * When set, processes still running a moment after the command ended
+	 * are read by a fork of this process: then *background is 1 in this
+	 * process (consume_forget the reader, and exit as the command did) and
+	 * -1 in the fork (consume_free the reader once supervise_run returned,
+	 * and _exit(0): it has nothing to say).
+	 */
+	int *background;
 };
 
 /*

@@ -122,7 +122,7 @@ int cmd_capture(int argc, char **argv)
 	struct status_info si;
 	char shim[4096], *out = NULL;
 	enum status st;
-	int n, fd = -1, wstatus = 0, rc = CLI_USAGE;
+	int n, fd = -1, wstatus = 0, bg = 0, rc = CLI_USAGE;
 
 	n = opt_parse(&cmd_capture_doc, argc, argv);
 	if (n < 0)
@@ -173,8 +173,17 @@ int cmd_capture(int argc, char **argv)
 	argv[n] = NULL;   /* the operands were moved down: CMD's argv ends here */
 	so.argv = argv;
 	so.consume = c;
+	so.background = &bg;
 	st = supervise_run(&so, &wstatus, &si);
-	consume_free(c);
+	if (bg < 0) {
+		/* the reader in the background, done: the processes it read have all ended */
+		consume_free(c);
+		_exit(0);
+	}
+	if (bg > 0)
+		consume_forget(c);
+	else
+		consume_free(c);
 	c = NULL;
 	if (st != STATUS_OK) {
 		fprintf(stderr, "ttaudit capture: %s\n", si.msg);

@@ -366,10 +366,44 @@ static void shim_direct(const char *rec, size_t len, uint64_t count)
 
 /* --- the ring ------------------------------------------------------------ */
 
-/* 1 while the reader that made the ring directory is there. */
+/*
+ * 1 while the reader that made the ring directory is there: a process
+ * that is not a zombie (a killed reader stays one until its parent
+ * reaps it, and kill(pid, 0) still succeeds then). errno kept.
+ */
 static int shim_reader_alive(void)
 {
-	return cfg.ctl && (kill((pid_t)cfg.ctl->consumer_pid, 0) == 0 || errno == EPERM);
+	char path[40], buf[512], *p = path + sizeof(path);
+	const char *close_paren = NULL;
+	long pid, n, i;
+	int fd, e = errno, alive;
+
+	if (!cfg.ctl)
+		return 0;
+	pid = (long)cfg.ctl->consumer_pid;
+	alive = kill((pid_t)pid, 0) == 0 || errno == EPERM;
+	if (alive && pid > 0) {
+		/* "/proc/<pid>/stat", built without stdio */
+		*--p = 0;
+		memcpy(p -= 5, "/stat", 5);
+		do
+			*--p = (char)('0' + pid % 10);
+		while ((pid /= 10) && p > path + 6);
+		memcpy(p -= 6, "/proc/", 6);
+		fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = (long)syscall(SYS_read, fd, buf, sizeof(buf));
+			syscall(SYS_close, fd);
+			for (i = 0; i < n; i++)
+				if (buf[i] == ')')
+					close_paren = buf + i;
+			if (close_paren && close_paren + 2 < buf + n &&
+			    (close_paren[2] == 'Z' || close_paren[2] == 'X'))
+				alive = 0;
+		}
+	}
+	errno = e;
+	return alive;
 }
 
 /*
@@ -387,9 +421,18 @@ static void shim_give_up_ring(void)
 	cfg.ringed = 0;
 	shim_ring_on = 0;
 	/* (the banner rules were left to the reader: from here banners are not told apart) */
+	/* the lines it held: the writes' newlines (its own records, a start or a child's end, are not lines) */
 	pos = atomic_load(&shim_area->tail);
-	while (ring_next(shim_area, &pos))
-		n++;
+	for (;;) {
+		const struct ring_ent *e = ring_next(shim_area, &pos);
+		if (!e)
+			break;
+		if (e->kind == RING_WRITE && ring_payload_len(e) >= sizeof(struct ring_wr))
+			n += shim_count_lines(ring_payload(e) + sizeof(struct ring_wr),
+					      ring_payload_len(e) - sizeof(struct ring_wr));
+	}
+	if (pos != atomic_load(&shim_area->head))
+		n++;   /* an entry not published (a writer that died inside it): its lines are not known */
 	shim_lost(RING_LOST_CONSUMER, n);
 	shim_warn("the capture reader ended; writing to ", cfg.path, " directly");
 }
@@ -1062,6 +1105,9 @@ void shim_write_end(const struct shim_ending *e)
 	if (!shim_area || cfg.ended)
 		return;
 	cfg.ended = 1;
+	/* a reader that went away would never read what the ring holds: say it here */
+	if (cfg.ringed && !shim_reader_alive())
+		shim_give_up_ring();
 	if (cfg.ringed) {
 		/* the reader writes the end record: it counted the lines */
 		struct ring_ent *re;

@@ -83,6 +83,33 @@ for i in 1 2 3; do
 	ceq "$(jq -r 'select(.src=="end") | "\(.how) \(.signal) \(.by)"' "$T/k$i.cap")" "signal 9 capture" "burst $i: end"
 done
 
+# ttaudit capture itself killed while its command runs on: what the command
+# writes after that is in the unread ring when it ends, and its shim says
+# so itself (a lost record and its end, written to the capture file).
+rm -f "$T/go"
+(exec "$TTAUDIT" capture -o "$T/rk.cap" -- sh -c "
+	echo 'MERGE_AUDIT {\"ev\":\"merge\",\"step\":1}'
+	while [ ! -e '$T/go' ]; do sleep 0.05; done
+	echo 'MERGE_AUDIT {\"ev\":\"merge\",\"step\":2}'" >"$T/rk.out" 2>"$T/rk.err") &
+rk=$!
+n=0
+until grep -q '"step":1' "$T/rk.cap" 2>/dev/null; do
+	n=$((n + 1)); [ $n -lt 400 ] || fail "reader killed: the first line never arrived"; sleep 0.025
+done
+kill -KILL $rk
+wait $rk || true
+: >"$T/go"
+# (the shell's pid from its start record: a line it wrote to a file would be one more lost)
+sh_pid=$(jq -r 'select(.src=="start" and .argv[0]=="sh") | .pid' "$T/rk.cap")
+n=0
+until [ -n "$(jq -r --argjson p "$sh_pid" 'select(.src=="end" and .pid==$p) | .pid' "$T/rk.cap")" ]; do
+	n=$((n + 1)); [ $n -lt 400 ] || fail "reader killed: no end record: $(cat "$T/rk.cap")"; sleep 0.025
+done
+check reader-killed "$T/rk.out" "$T/rk.cap" --fd 1 --pid "$sh_pid" --expect captured=1 --expect lost=1 --expect invented=0
+ceq "$(jq -r --argjson p "$sh_pid" 'select(.src=="lost" and .pid==$p) | .reason' "$T/rk.cap")" \
+	"in the capture ring when ttaudit capture went away" "reader killed: lost"
+ceq "$(jq -r --argjson p "$sh_pid" 'select(.src=="end" and .pid==$p) | "\(.how) \(.by)"' "$T/rk.cap")" "_exit shim" "reader killed: end"
+
 # A signal death of the command, and of a child its (captured) parent reaps.
 expect_rc 143 "$TTAUDIT" capture -o "$T/term.cap" -- sh -c 'kill -TERM $$'
 ceq "$(jq -r 'select(.src=="end") | "\(.how) \(.signal) \(.by)"' "$T/term.cap")" "signal 15 capture" "SIGTERM: end"

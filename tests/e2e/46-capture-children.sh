@@ -23,5 +23,25 @@ ceq "$(jq -r 'select(.src=="start") | .pid' "$C" | sort -u | wc -l)" \
 ceq "$(jq -r 'select(.src=="end") | "\(.how) \(.code)"' "$C" | sort -u | tr '\n' ' ')" "exit 0 " "ends"
 clacks "$C" '"src":"lost"'
 clacks "$C" '"src":"uncertain"'
+
+# A process that outlives the command: ttaudit capture returns as the
+# command did (the shell's own status, at once, not when the background
+# process ends), and what that process writes later is still captured, by
+# a reader that goes on in the background until the last process ended.
+L="$T/late.cap"
+expect_rc 7 "$TTAUDIT" capture -o "$L" -- sh -c "
+	(while [ ! -e '$T/go' ]; do sleep 0.05; done
+	 echo 'MERGE_AUDIT {\"ev\":\"merge\",\"step\":9}') &
+	echo \$! >'$T/late.pid'; exit 7"
+late=$(cat "$T/late.pid")
+kill -0 "$late" 2>/dev/null || fail "the background process ended before ttaudit capture returned"
+: >"$T/go"
+n=0
+until [ "$(jq -r --argjson p "$late" 'select(.src=="end" and .pid==$p and .how!="exec") | .pid' "$L")" = "$late" ]; do
+	n=$((n + 1))
+	[ $n -lt 200 ] || fail "the late process's end never reached the capture: $(cat "$L")"
+	sleep 0.05
+done
+ceq "$(jq -c --argjson p "$late" 'select(.src=="audit" and .pid==$p) | .event' "$L")" '{"ev":"merge","step":9}' "late line"
 check_done
 echo ok
