@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "banner.h"
 #include "jbuf.h"
 
 void caprec_head_now(struct caprec_head *h)
@@ -350,6 +351,50 @@ size_t caprec_start_tail(char *buf, size_t cap, char *const *argv, int argc, con
 		jbuf_raw(&w, ",\"env_cut\":true", 15);
 	jbuf_raw(&w, "}", 1);
 	return jbuf_ok(&w) ? w.len : 0;
+}
+
+size_t caprec_mode(char *buf, size_t cap, int all_lines, const struct banner_set *rules,
+		   const char *rules_from)
+{
+	struct jbuf w;
+	size_t i, n;
+
+	jbuf_init(&w, buf, cap);
+	jbuf_rawz(&w, all_lines ? "\"capture\":{\"all_lines\":true" : "\"capture\":{\"all_lines\":false");
+	if (rules) {
+		jbuf_rawz(&w, ",\"rules_from\":");
+		jbuf_strz(&w, rules_from && *rules_from ? rules_from : "built-in");
+		jbuf_rawz(&w, ",\"rules\":[");
+		n = banner_set_count(rules);
+		for (i = 0; i < n; i++) {
+			size_t mark = w.len;
+			if (i)
+				jbuf_raw(&w, ",", 1);
+			jbuf_strz(&w, banner_set_name(rules, i));
+			/* room kept for the closing part and "rules_cut" */
+			if (w.overflow || w.len + 24 > cap) {
+				w.overflow = 0;
+				w.len = mark;
+				jbuf_rawz(&w, "],\"rules_cut\":true");
+				break;
+			}
+		}
+		if (i == n)
+			jbuf_raw(&w, "]", 1);
+	}
+	jbuf_raw(&w, "}", 1);
+	return jbuf_ok(&w) ? w.len : 0;
+}
+
+size_t caprec_tail_add(char *tail, size_t tail_len, size_t cap, const char *member, size_t n)
+{
+	/* the tail ends with the object's '}': the member goes before it */
+	if (!tail_len || tail_len > cap || tail[tail_len - 1] != '}' || !n || n + 2 > cap - tail_len)
+		return tail_len;
+	tail[tail_len - 1] = ',';
+	memcpy(tail + tail_len, member, n);
+	tail[tail_len + n] = '}';
+	return tail_len + n + 1;
 }
 
 size_t caprec_start(char *buf, size_t cap, const struct caprec_head *h, long ppid,

@@ -84,6 +84,24 @@ size_t caprec_end(char *buf, size_t cap, const struct caprec_head *h, const stru
  */
 size_t caprec_start_tail(char *buf, size_t cap, char *const *argv, int argc, const char *exe,
 			 const char *host, char *const *envp, const struct envlist *allow);
+struct banner_set;
+/*
+ * How the capture was made, a member for the start record's tail:
+ * `"capture":{"all_lines":B,"rules_from":"built-in"|FILE,"rules":[names]}`.
+ * Without --all-lines only lines the rules match are recorded (banners), so
+ * a reader that looks for a line (ttaudit arm) knows whether the capture
+ * could hold it. rules NULL: "rules" is absent (not known). Names that do
+ * not fit are left out and "rules_cut":true added. Returns the length, 0
+ * when it does not fit at all.
+ */
+size_t caprec_mode(char *buf, size_t cap, int all_lines, const struct banner_set *rules,
+		   const char *rules_from);
+/*
+ * Adds a member (as caprec_mode renders it) to a tail of tail_len bytes
+ * in a buffer of cap: returns the new length, or tail_len unchanged when
+ * it does not fit.
+ */
+size_t caprec_tail_add(char *tail, size_t tail_len, size_t cap, const char *member, size_t n);
 /* ppid < 0: absent. `tail` as above, or any text that closes the object. */
 size_t caprec_start(char *buf, size_t cap, const struct caprec_head *h, long ppid,
 		    const char *tail, size_t tail_len);

@@ -1321,6 +1321,9 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 		goto fail;
 	}
 	c->ctl->consumer_pid = getpid();
+	/* each process puts it in its start record (it may not load the rules itself) */
+	c->ctl->mode_len = (uint32_t)caprec_mode(c->ctl->mode, sizeof(c->ctl->mode), o->all_lines, o->rules,
+						 o->rules_from);
 	c->ctl->clock = consume_clock_tsc() ? RING_CLOCK_TSC : RING_CLOCK_MONO;
 	if (c->ctl->clock == RING_CLOCK_TSC) {
 		/* the rate comes from this pair and the newest, taken every round */

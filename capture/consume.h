@@ -30,6 +30,7 @@ struct consume_opts {
 	int append;                   /* per-pid files are kept, not emptied */
 	const struct banner_set *rules;   /* how the shim classifies (for partial lines at death) */
 	int all_lines;
+	const char *rules_from;       /* the rules file (NULL: the built-in rules), for the start records */
 	int settle_ms;                /* how long an ended process's parent has to reap it and say so
 	                                 (default 200) */
 };

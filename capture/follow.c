@@ -236,6 +236,10 @@ static size_t follow_start(struct follow *f)
 	jbuf_strz(&w, f->o->path);
 	jbuf_rawz(&w, ",\"host\":");
 	jbuf_strz(&w, host);
+	jbuf_rawz(&w, ",");
+	if (w.len < FOLLOW_READ)
+		w.len += caprec_mode(tail + w.len, FOLLOW_READ - w.len, f->o->all_lines, f->o->rules,
+				     f->o->rules_from);
 	jbuf_rawz(&w, "}");
 	if (!jbuf_ok(&w))
 		return 0;

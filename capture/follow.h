@@ -27,6 +27,7 @@ struct follow_opts {
 	FILE *out;                        /* capture records go here, flushed per read */
 	const struct banner_set *rules;   /* NULL: no banners */
 	int all_lines;                    /* also record other lines ("line") */
+	const char *rules_from;           /* the rules file (NULL: built-in), for the start record */
 	int once;                         /* stop at end of file instead of waiting */
 	int poll_ms;                      /* how often to look at a quiet file */
 	volatile sig_atomic_t *stop;      /* set by the caller's signal handler */

@@ -218,6 +218,8 @@ extern const char *const ring_lost_reason[RING_LOST__COUNT];
 /* Bytes of one RING_WRITE entry at most: a longer write takes several. */
 #define RING_WRITE_MAX (256u * 1024)
 
+#define RING_CTL_MODE_CAP 3584
+
 /*
  * The directory's control page ("ctl"): who reads the rings, and a counter
  * of rings made, so the reader looks for new ones only when it moved.
@@ -227,7 +229,11 @@ struct ring_ctl {
 	int64_t consumer_pid;
 	_Atomic uint64_t created;
 	uint32_t clock;          /* RING_CLOCK_*: what the processes stamp their writes with */
+	uint32_t mode_len;       /* bytes of mode (0: none) */
+	char mode[RING_CTL_MODE_CAP];   /* how the capture is made: the start record's "capture"
+	                                   member (caprec_mode), written before magic */
 };
+_Static_assert(sizeof(struct ring_ctl) <= 4096, "the control page is one page");
 
 /* Writer side. */
 

@@ -157,6 +157,7 @@ int cmd_capture(int argc, char **argv)
 		co.per_pid_base = lo.per_pid ? out : NULL;
 		co.append = lo.append;
 		co.rules = rules;
+		co.rules_from = lo.rules;
 		co.all_lines = lo.all_lines;
 		st = consume_new(&co, &c, &si);
 	}
@@ -257,6 +258,7 @@ int cmd_follow(int argc, char **argv)
 		fo.out = stdout;
 	}
 	fo.rules = rules;
+	fo.rules_from = rules_path;
 	fo.notes = stderr;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = follow_on_signal;

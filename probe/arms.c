@@ -126,12 +126,39 @@ static bool arm_rule_is(const char *want, const char *name)
 }
 
 /*
+ * What a start record says of how its capture was made ("capture":
+ * caprec_mode): whether it kept every line, and whether its rules hold
+ * `want` (a rule name, or a prefix ending in '*'). 0 when it does not say.
+ */
+static int arm_capture_mode(const struct jdoc *d, const struct jval *start, const char *want,
+			    bool *all_lines, bool *has_rule)
+{
+	const struct jval *m = jdoc_get(d, start, "capture"), *v, *k;
+
+	if (!m || m->type != JT_OBJ)
+		return 0;
+	v = jdoc_get(d, m, "all_lines");
+	*all_lines = v && v->type == JT_TRUE;
+	*has_rule = false;
+	v = jdoc_get(d, m, "rules");
+	if (want && v && v->type == JT_ARR)
+		for (k = jdoc_kid(d, v); k; k = jdoc_next(d, k))
+			if (k->type == JT_STR && strlen(k->u.s) == k->n && arm_rule_is(want, k->u.s))
+				*has_rule = true;
+	return 1;
+}
+
+/*
  * Scans a capture's banner and line records for re; -1 when unreadable or
- * empty. *blind is set when the capture could not have recorded the line:
- * it was taken without --all-lines (no `line` record, and its processes
- * saw more lines than it recorded), and the item names no banner rule
- * whose lines it records. With a rule, only that rule's banner records are
- * looked at: the capture recorded every line the rule matched.
+ * empty. *blind is set when the capture could not have recorded the line.
+ * Its start records say how it was made: with --all-lines every line is
+ * there; without, only the lines its banner rules matched, so an item that
+ * names no rule, or a rule the capture did not have, is blind. With a rule
+ * the capture had, only that rule's banner records are looked at. A capture
+ * whose start records do not say (made before they did) is judged by its
+ * records: taken without --all-lines when it has no `line` record and its
+ * processes saw more lines than it recorded, and a named rule is taken as
+ * one it had.
  */
 static int arm_scan_capture(const char *path, const struct arm_item *ai, struct arm_item_result *res,
 			    bool *found, bool *blind, char *reason, size_t n_reason)
@@ -141,6 +168,9 @@ static int arm_scan_capture(const char *path, const struct arm_item *ai, struct 
 	struct status_info si = { 0 };
 	struct audit_item it;
 	unsigned long texts = 0, n_line = 0, recorded = 0, seen = 0, ends = 0;
+	unsigned long modes = 0, all_modes = 0, rule_modes = 0;
+	char any_where[sizeof(res->where)] = "", any_quote[sizeof(res->quote)] = "";
+	bool found_any = false, in_rule = false;
 	enum status st;
 	int rc = -1;
 
@@ -164,6 +194,15 @@ static int arm_scan_capture(const char *path, const struct arm_item *ai, struct 
 		}
 		if (!it.src)
 			continue;
+		if (!strcmp(it.src, "start")) {
+			bool all = false, has = false;
+			if (arm_capture_mode(it.doc, it.record, ai->banner_rule, &all, &has)) {
+				modes++;
+				all_modes += all;
+				rule_modes += has;
+			}
+			continue;
+		}
 		if (!strcmp(it.src, "end")) {
 			v = jdoc_get(it.doc, it.record, "lines");
 			ends++;
@@ -183,6 +222,12 @@ static int arm_scan_capture(const char *path, const struct arm_item *ai, struct 
 		text = jdoc_get(it.doc, it.record, "text");
 		if (!text || text->type != JT_STR)
 			continue;
+		/* any banner or line, for a rule the capture did not have (in its `line` records then) */
+		if (ai->banner_rule && !found_any && pcre2_match(ai->re, (PCRE2_SPTR)text->u.s, text->n, 0, 0, md, NULL) >= 0) {
+			found_any = true;
+			snprintf(any_where, sizeof(any_where), "%s:%ld", path, it.line);
+			arm_excerpt(text->u.s, text->n, any_quote, sizeof(any_quote));
+		}
 		if (ai->banner_rule) {
 			v = jdoc_get(it.doc, it.record, "rule");
 			if (strcmp(it.src, "banner") || !v || v->type != JT_STR || !arm_rule_is(ai->banner_rule, v->u.s))
@@ -195,17 +240,41 @@ static int arm_scan_capture(const char *path, const struct arm_item *ai, struct 
 			arm_excerpt(text->u.s, text->n, res->quote, sizeof(res->quote));
 		}
 	}
+	/* a rule's banners are all its lines only where every process had the rule */
+	in_rule = ai->banner_rule && (!modes || rule_modes == modes);
+	if (!*found && found_any && !in_rule) {
+		*found = true;
+		memcpy(res->where, any_where, sizeof(any_where));
+		memcpy(res->quote, any_quote, sizeof(any_quote));
+	}
 	if (!*found && audit_reader_stats(r)->lines - audit_reader_stats(r)->blank == 0) {
 		snprintf(reason, n_reason, "%s is empty", path);
 		goto out;
 	}
-	if (!*found && !ai->banner_rule && !n_line && (!ends || seen > recorded)) {
+	if (*found) {
+		/* nothing to say */
+	} else if (modes && all_modes == modes) {
+		snprintf(reason, n_reason, "not in %s (%lu banner/line records; captured with --all-lines)", path,
+			 texts);
+	} else if (modes && ai->banner_rule && !in_rule) {
+		*blind = true;
+		snprintf(reason, n_reason, "%s was captured without --all-lines and with banner rules that do "
+			 "not include '%s' (%lu of %lu processes had it): a line matching this pattern could "
+			 "not have been recorded; capture with --all-lines or with rules that name it, or give --log",
+			 path, ai->banner_rule, rule_modes, modes);
+	} else if (modes && !ai->banner_rule) {
+		*blind = true;
+		snprintf(reason, n_reason, "%s recorded only the lines its banner rules matched (captured "
+			 "without --all-lines, as its start records say): a line matching this pattern could "
+			 "not have been recorded; capture with --all-lines, give --log, or name the banner rule "
+			 "that records it (\"rule\")", path);
+	} else if (!modes && !ai->banner_rule && !n_line && (!ends || seen > recorded)) {
 		*blind = true;
 		snprintf(reason, n_reason, "%s recorded only the lines its banner rules matched (taken "
 			 "without --all-lines; %lu lines seen, %lu recorded): a line matching this pattern "
 			 "could not have been recorded; capture with --all-lines, give --log, or name the "
 			 "banner rule that records it (\"rule\")", path, seen, recorded);
-	} else if (!*found) {
+	} else {
 		snprintf(reason, n_reason, "not in %s (%lu %s records)", path, texts,
 			 ai->banner_rule ? ai->banner_rule : "banner/line");
 	}

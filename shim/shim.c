@@ -962,6 +962,8 @@ static void shim_atfork_child(void)
 	shim_depth--;
 }
 
+static const char *shim_rules_from;   /* the file the rules came from (NULL: built-in) */
+
 static void shim_load_rules(const char *path)
 {
 	struct status_info si;
@@ -969,8 +971,10 @@ static void shim_load_rules(const char *path)
 
 	status_info_clear(&si);
 	if (path && *path) {
-		if (banner_set_load(path, &cfg.rules, &si) == STATUS_OK)
+		if (banner_set_load(path, &cfg.rules, &si) == STATUS_OK) {
+			shim_rules_from = path;
 			return;
+		}
 		shim_warn(status_info_format(&si, msg, sizeof(msg)), "; using the built-in banner rules",
 			  NULL);
 	}
@@ -1005,6 +1009,16 @@ static void shim_render_tail(int argc, char **argv, char **envp)
 	if (!cfg.tail_len) {
 		free(cfg.tail);
 		cfg.tail = NULL;
+		return;
+	}
+	/* how the capture is made: the reader said it; without one, from the rules loaded here */
+	if (cfg.ctl && cfg.ctl->mode_len && cfg.ctl->mode_len < sizeof(cfg.ctl->mode)) {
+		cfg.tail_len = caprec_tail_add(cfg.tail, cfg.tail_len, SHIM_TAIL_CAP, cfg.ctl->mode,
+					       cfg.ctl->mode_len);
+	} else {
+		char mode[RING_CTL_MODE_CAP];
+		size_t n = caprec_mode(mode, sizeof(mode), cfg.all_lines, cfg.rules, shim_rules_from);
+		cfg.tail_len = caprec_tail_add(cfg.tail, cfg.tail_len, SHIM_TAIL_CAP, mode, n);
 	}
 }
 

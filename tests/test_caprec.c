@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "banner.h"
 #include "caprec.h"
 
 static struct caprec_head head(long pid, long tid, int fd)
@@ -189,6 +190,40 @@ static void test_redact(void **state)
 				      "\"--sentry\",\"argv[11]\"]"));
 }
 
+/* How the capture was made, in the start record: the rules by name, cut whole when they do not fit. */
+/* A member, not a record: no newline at its end. */
+static const char *zm(char *buf, size_t len)
+{
+	buf[len] = '\0';
+	return buf;
+}
+
+static void test_mode(void **state)
+{
+	struct banner_set *set = NULL;
+	char buf[256], tail[64] = "\"argv\":[],\"host\":\"h\"}";
+	size_t n, tn = strlen(tail);
+
+	(void)state;
+	assert_int_equal(banner_set_parse("a:one x\nb:two y\n", 16, "t", &set, NULL), 0);
+	n = caprec_mode(buf, sizeof(buf), 0, set, NULL);
+	assert_string_equal(zm(buf, n),
+		"\"capture\":{\"all_lines\":false,\"rules_from\":\"built-in\",\"rules\":[\"a:one\",\"b:two\"]}");
+	n = caprec_mode(buf, sizeof(buf), 1, NULL, NULL);
+	assert_string_equal(zm(buf, n), "\"capture\":{\"all_lines\":true}");
+	/* room for the first name only */
+	n = caprec_mode(buf, 90, 0, set, "/r");
+	assert_true(n > 0 && n <= 90);
+	assert_string_equal(zm(buf, n),
+		"\"capture\":{\"all_lines\":false,\"rules_from\":\"/r\",\"rules\":[\"a:one\"],\"rules_cut\":true}");
+	n = caprec_mode(buf, sizeof(buf), 1, NULL, NULL);
+	tn = caprec_tail_add(tail, tn, sizeof(tail), buf, n);
+	assert_string_equal(zm(tail, tn), "\"argv\":[],\"host\":\"h\",\"capture\":{\"all_lines\":true}}");
+	/* no room: the tail stays as it was */
+	assert_int_equal(caprec_tail_add(tail, tn, tn + 4, buf, n), tn);
+	banner_set_free(set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_redact),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_start),
+		cmocka_unit_test(test_mode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
