@@ -5,20 +5,24 @@
  * so the shim follows the buffer instead. glibc's public struct _IO_FILE
  * shows the put area: the bytes still to be written are
  * [_IO_write_base, _IO_write_ptr), and any flush leaves them reset to the
- * buffer's start (libio/fileops.c, new_do_write). Per FILE whose fd is
- * watched the shim keeps a shadow: a copy of the pending bytes it has seen.
+ * buffer's start (libio/fileops.c, new_do_write). No copy is kept: per FILE
+ * whose fd is watched the shim counts the pending bytes at each wrapped call
+ * (their complete lines, the tail after the last '\n', a sample of the
+ * first and last bytes and the file offset, so that a buffer emptied and
+ * refilled behind its back is noticed), and publishes the counts, which
+ * `ttaudit capture` reads if the process dies.
  *
- * At every wrapped entry the shadow is brought up to date (bytes that
- * appeared without a wrapped call came from the putc_unlocked,
+ * Bytes that appeared without a wrapped call came from the putc_unlocked,
  * fputc_unlocked, putchar_unlocked and small fwrite_unlocked that
- * <stdio.h> inlines at -O2). After the real call, with P bytes pending
- * before, H bytes handed over and A pending after, P + H - A bytes left the
- * buffer: the first ones of shadow ++ handed, in order, which go to the
- * fd's stream exactly like a raw write's bytes. The FILE's lock is taken
- * around sync, call and account (lock order: FILE, then the fd's), and the
- * fd's lock is held through the call, so a flush lands in the fd's stream
- * in kernel order. A flush that fails (the error flag newly set) does not
- * say how much of it reached the fd: those lines are written as uncertain.
+ * <stdio.h> inlines at -O2: they are pending bytes like any other. When a
+ * call may write, the pending bytes (and those it is handed) go to the
+ * ring pending, straight from the FILE's buffer; after the call, what left
+ * the buffer is committed, exactly like a raw write's bytes. The FILE's
+ * lock is taken around count, call and commit (lock order: FILE, then the
+ * fd's), and the fd's lock is held through the call, so a flush lands in
+ * the fd's stream in kernel order. A flush the shim did not see is counted
+ * lost, never recorded as lines; one that fails (the error flag newly set)
+ * does not say how much of it reached the fd: those lines are uncertain.
  * Bytes still in a buffer at _exit, exec or death never reached the fd:
  * counted in `lost`, never recorded as lines.
  */
