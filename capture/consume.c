@@ -131,12 +131,13 @@ static long long consume_now_ms(void)
 
 /* --- output -------------------------------------------------------------------- */
 
-static void consume_flush(struct consume *c)
+/* All of buf to fd; a write that fails is counted. */
+static void consume_write_all(struct consume *c, int fd, const char *buf, size_t len)
 {
 	size_t at = 0;
 
-	while (at < c->out_len) {
-		ssize_t w = write(c->out_to, c->out + at, c->out_len - at);
+	while (at < len) {
+		ssize_t w = write(fd, buf + at, len - at);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -145,6 +146,11 @@ static void consume_flush(struct consume *c)
 		}
 		at += (size_t)w;
 	}
+}
+
+static void consume_flush(struct consume *c)
+{
+	consume_write_all(c, c->out_to, c->out, c->out_len);
 	c->out_len = 0;
 }
 
@@ -158,17 +164,7 @@ static void consume_put(struct consume *c, int fd, const char *rec, size_t len)
 	c->out_to = fd;
 	c->st.records++;
 	if (len > CONSUME_OUT_CAP) {
-		size_t at = 0;
-		while (at < len) {
-			ssize_t w = write(fd, rec + at, len - at);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				c->st.write_errors++;
-				break;
-			}
-			at += (size_t)w;
-		}
+		consume_write_all(c, fd, rec, len);
 		return;
 	}
 	memcpy(c->out + c->out_len, rec, len);

@@ -332,18 +332,8 @@ ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sy
 	ssize_t r;
 	int e;
 
-	if (shim_vfork_mark) {
-		if ((pid_t)syscall(SYS_getpid) == shim_vfork_mark) {
-			/* a vfork child that moved its fds: its bytes are not the parent's */
-			r = sys(ctx);
-			e = errno;
-			if (r > 0)
-				shim_lost(RING_LOST_VFORK, 1);
-			errno = e;
-			return r;
-		}
-		shim_vfork_mark = 0;
-	}
+	if (shim_vfork_mark && shim_vfork_write(sys, ctx, &r))
+		return r;
 	th = shim_thread_get();
 	if (!th) {
 		r = sys(ctx);

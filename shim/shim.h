@@ -246,6 +246,13 @@ void shim_fd_touched(int lo, int hi);
  * iovec for write()).
  */
 typedef ssize_t (*shim_sys_fn)(void *ctx);
+/*
+ * Called while shim_vfork_mark is set: in the vfork child that moved its
+ * fds, does the write (its bytes are not the parent's: counted lost) and
+ * returns 1 with its result in *r, errno kept; elsewhere (the parent, the
+ * child gone) clears the mark and returns 0.
+ */
+int shim_vfork_write(shim_sys_fn sys, void *ctx, ssize_t *r);
 ssize_t shim_stream_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
 /*
  * For stdio: holds fd's lock around a stdio call whose flushes reach fd

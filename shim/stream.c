@@ -798,6 +798,23 @@ static void shim_write_done(struct shim_thread *th, int fd, int unknown, int amb
 	shim_depth--;
 }
 
+int shim_vfork_write(shim_sys_fn sys, void *ctx, ssize_t *r)
+{
+	int e;
+
+	if ((pid_t)syscall(SYS_getpid) != shim_vfork_mark) {
+		shim_vfork_mark = 0;   /* that child is gone: this is its parent */
+		return 0;
+	}
+	/* a vfork child that moved its fds: its bytes are not the parent's */
+	*r = sys(ctx);
+	e = errno;
+	if (*r > 0)
+		shim_lost(RING_LOST_VFORK, 1);
+	errno = e;
+	return 1;
+}
+
 /*
  * The usual write: one buffer holding one whole line, onto an fd with no
  * partial line. Returns -2 (before anything was written, the lock held and
@@ -873,18 +890,8 @@ static ssize_t shim_direct_write(int fd, const struct iovec *iov, int cnt, shim_
 	ssize_t r;
 	int e, stolen, unknown, whole = 1, ambiguous, before_empty;
 
-	if (shim_vfork_mark) {
-		if ((pid_t)syscall(SYS_getpid) == shim_vfork_mark) {
-			/* a vfork child that moved its fds: its bytes are not the parent's */
-			r = sys(ctx);
-			e = errno;
-			if (r > 0)
-				shim_lost(RING_LOST_VFORK, 1);
-			errno = e;
-			return r;
-		}
-		shim_vfork_mark = 0;
-	}
+	if (shim_vfork_mark && shim_vfork_write(sys, ctx, &r))
+		return r;
 	th = shim_thread_get();
 	if (!th || !shim_area) {
 		r = sys(ctx);
