@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "caprec.h"
+#include "mono.h"
 #include "classify.h"
 #include "linebuf.h"
 #include "ring.h"
@@ -123,10 +124,7 @@ struct consume {
 
 static long long consume_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)(mono_ns() / 1000000);
 }
 
 /* --- output -------------------------------------------------------------------- */

@@ -15,8 +15,9 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "mono.h"
 
 #define SUPERVISE_POLL_MS 10
 #define SUPERVISE_FDS 256
@@ -41,14 +42,6 @@ static void supervise_child(char **argv, const sigset_t *mask, int errfd)
 	if (write(errfd, &e, sizeof(e)) != (ssize_t)sizeof(e))
 		_exit(127);
 	_exit(127);
-}
-
-static long long supervise_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -105,7 +98,7 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 	struct pollfd fds[SUPERVISE_FDS];
 	sigset_t set, old;
 	int sfd = -1, errp[2] = { -1, -1 }, e = 0, cmd_done = 0, stop = 0, bg = 0;
-	long long done_ms = 0;
+	int64_t done_ms = 0;
 	size_t i, n;
 	ssize_t r;
 	pid_t pid;
@@ -168,7 +161,7 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 		}
 		if (!cmd_done && supervise_reap(o->consume, pid, wstatus)) {
 			cmd_done = 1;
-			done_ms = supervise_now_ms();
+			done_ms = mono_ns() / 1000000;
 		} else if (cmd_done) {
 			int other;
 			supervise_reap(o->consume, pid, &other);
@@ -176,7 +169,7 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 		open = consume_round(o->consume);
 		if (cmd_done && (open == 0 || stop))
 			break;
-		if (cmd_done && !bg && o->background && supervise_now_ms() - done_ms >= SUPERVISE_LINGER_MS) {
+		if (cmd_done && !bg && o->background && mono_ns() / 1000000 - done_ms >= SUPERVISE_LINGER_MS) {
 			int r = supervise_background(o->consume);
 			if (r == 1) {
 				*o->background = 1;
