@@ -172,7 +172,6 @@ void replay_free(struct replay *r)
 	if (!r)
 		return;
 	for (i = 0; i < r->n_files; i++) {
-		free((void *)r->files[i].counts);
 		free(r->files[i].sites);
 		free((char *)r->files[i].path);
 	}
@@ -185,6 +184,11 @@ void replay_free(struct replay *r)
 	free(r->seen_content);
 	audit_reader_free(r->reader);
 	tally_free(r->total);
+	while (r->slab) {
+		struct replay_slab *next = r->slab->next;
+		free(r->slab);
+		r->slab = next;
+	}
 	free(r->prog);
 	free(r);
 }
@@ -822,6 +826,23 @@ static void replay_keep_row(struct replay *r, const struct replay_job *j, size_t
 	(void)j;
 }
 
+/* n_rules zeroed counts for one file, from r's current block (a new one when it is full). */
+static struct tally_counts *replay_slab_counts(struct replay *r)
+{
+	size_t n = r->opts.n_rules, per = REPLAY_SLAB_FILES * n;
+	struct replay_slab *b = r->slab;
+
+	if (!b || b->used + n > per) {
+		b = calloc(1, sizeof(*b) + per * sizeof(b->c[0]));
+		if (!b)
+			return NULL;
+		b->next = r->slab;
+		r->slab = b;
+	}
+	b->used += n;
+	return &b->c[b->used - n];
+}
+
 /* Merges job j (the file of row index `file`) into r. */
 static void replay_merge(struct replay *r, struct replay_job *j, struct replay_file *f)
 {
@@ -863,7 +884,7 @@ static void replay_merge(struct replay *r, struct replay_job *j, struct replay_f
 	r->procs_dropped += j->procs_dropped;
 	replay_stats_add(&r->stats, &j->stats);
 	if (r->opts.keep_sites)
-		counts = calloc(r->opts.n_rules, sizeof(*counts));
+		counts = replay_slab_counts(r);
 	for (i = 0; i < j->n_procs; i++) {
 		const struct replay_proc *p = &j->procs[i];
 		tally_absorb(r->total, p->tally);

@@ -85,6 +85,17 @@ struct replay_seen {
 	size_t file;
 };
 
+/*
+ * Blocks the per-file counts are carved from: one allocation for many files,
+ * so 10,000 files cost their counts and not 10,000 allocations' overhead.
+ */
+#define REPLAY_SLAB_FILES 256
+struct replay_slab {
+	struct replay_slab *next;
+	size_t used;                       /* counts handed out, of REPLAY_SLAB_FILES * n_rules */
+	struct tally_counts c[];
+};
+
 /* What every job has read, for the progress line; drawn by one thread at a time. */
 struct replay_prog {
 	_Atomic uint64_t bytes, merges;
@@ -113,6 +124,7 @@ struct replay {
 	size_t n_ends;
 	uint64_t ends_dropped;
 	struct replay_prog *prog;          /* for opts.progress: counts every job adds to */
+	struct replay_slab *slab;          /* per-file counts (keep_sites), many files to a block */
 	struct replay_seen *seen_id, *seen_content;   /* open addressing, cap_seen slots each */
 	size_t n_seen_id, n_seen_content, cap_seen_id, cap_seen_content;
 	struct audit_reader *reader;       /* the serial path's reader, reused file to file */
