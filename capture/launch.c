@@ -63,7 +63,7 @@ enum status launch_find_shim(char *buf, size_t cap, struct status_info *si)
 }
 
 /* Absolute form of p (the command may change directory); NULL on failure. */
-static char *launch_absolute(const char *p)
+char *launch_absolute(const char *p)
 {
 	char cwd[PATH_MAX];
 	char *s;

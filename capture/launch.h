@@ -58,4 +58,8 @@ enum status launch_setup(const struct launch_opts *o, const char *shim, struct s
 /* The validation of launch_setup alone (rules, env patterns), nothing set or touched. */
 enum status launch_check(const struct launch_opts *o, struct status_info *si);
 
+/* p made absolute against the working directory (the command may change
+ * directory); malloc'd, the caller frees; NULL when getcwd or malloc fails. */
+char *launch_absolute(const char *p);
+
 #endif

@@ -97,21 +97,6 @@ const struct cmd_doc cmd_follow_doc = {
 	.opts = follow_opts,
 };
 
-/* FILE made absolute: the command may change directory. */
-static char *capture_absolute(const char *p)
-{
-	char cwd[4096], *s;
-
-	if (p[0] == '/')
-		return strdup(p);
-	if (!getcwd(cwd, sizeof(cwd)))
-		return NULL;
-	s = malloc(strlen(cwd) + strlen(p) + 2);
-	if (s)
-		sprintf(s, "%s/%s", cwd, p);
-	return s;
-}
-
 int cmd_capture(int argc, char **argv)
 {
 	struct launch_opts lo = { 0 };
@@ -147,7 +132,7 @@ int cmd_capture(int argc, char **argv)
 		st = banner_set_load(lo.rules, &rules, &si);
 	if (st == STATUS_OK && !rules && !(rules = banner_set_default()))
 		st = status_set(&si, STATUS_NOMEM, "out of memory");
-	if (st == STATUS_OK && !(out = capture_absolute(lo.out)))
+	if (st == STATUS_OK && !(out = launch_absolute(lo.out)))
 		st = status_set(&si, STATUS_NOMEM, "cannot make '%s' absolute (current directory unreadable?)", lo.out);
 	/* the capture file before anything runs: refused, the command never starts */
 	if (st == STATUS_OK)
