@@ -875,12 +875,17 @@ int jdoc_scan_object(struct jdoc_scan *sc)
 	return 1;
 }
 
-int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len)
+/*
+ * What comes before an object's member or an array's element: the closing
+ * byte (0: the container is done, left behind), or, after the first, a ','
+ * (1, *pp past it and its whitespace); -1 for anything else.
+ */
+static inline __attribute__((always_inline)) int js_next(struct jdoc_scan *sc, const char **pp, char close)
 {
-	const char *p = sc->p, *q;
+	const char *p = *pp;
 
 	JS_WS(p);
-	if (*p == '}') {
+	if (*p == close) {
 		sc->p = p + 1;
 		sc->depth--;
 		sc->first = 0;
@@ -892,6 +897,17 @@ int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len)
 		p++;
 		JS_WS(p);
 	}
+	*pp = p;
+	return 1;
+}
+
+int jdoc_scan_key(struct jdoc_scan *sc, const char **key, size_t *len)
+{
+	const char *p = sc->p, *q;
+	int rc = js_next(sc, &p, '}');
+
+	if (rc <= 0)
+		return rc;
 	if (*p != '"')
 		return -1;
 	q = js_str_stop(p + 1);
@@ -942,20 +958,10 @@ int jdoc_scan_array(struct jdoc_scan *sc)
 int jdoc_scan_elem(struct jdoc_scan *sc)
 {
 	const char *p = sc->p;
+	int rc = js_next(sc, &p, ']');
 
-	JS_WS(p);
-	if (*p == ']') {
-		sc->p = p + 1;
-		sc->depth--;
-		sc->first = 0;
-		return 0;
-	}
-	if (!sc->first) {
-		if (*p != ',')
-			return -1;
-		p++;
-		JS_WS(p);
-	}
+	if (rc <= 0)
+		return rc;
 	sc->first = 0;
 	sc->p = p;
 	return 1;

@@ -270,22 +270,19 @@ static void shim_emit_line(void *ctx_, const char *line, size_t n, int overlong)
 }
 
 /*
- * Feeds bytes that reached fd, in order, with fd's lock held: lines go to
- * records at once (no pending step: the bytes are already written).
+ * Cuts p[0, n), bytes that reached fd, into lines for fn with fd's lock
+ * held; a tail after the last '\n' waits in fd's stream (taken when it has
+ * none, released when nothing waits; with no stream free the tail is
+ * skipped and fd flagged). 1 when bytes wait in the stream afterwards.
  */
-static void shim_feed_locked(struct shim_thread *th, int fd, const char *p, size_t n, int uncertain,
-			     const char *why)
+static int shim_stream_cut(int fd, const char *p, size_t n, linebuf_fn fn, void *ctx)
 {
 	struct ring_stream *s = shim_stream_of(fd);
-	struct shim_emitctx c = { th, fd, uncertain, why };
 	struct linebuf lb;
-	const char *last;
+	const char *last = memrchr(p, '\n', n);
 	size_t head = n;
 
-	if (!n)
-		return;
-	last = memrchr(p, '\n', n);
-	if (last + 1 != p + n || !last) {
+	if (!last || last + 1 != p + n) {
 		/* bytes will wait after the last '\n': they need a stream */
 		if (!s)
 			s = shim_stream_take(fd);
@@ -295,15 +292,29 @@ static void shim_feed_locked(struct shim_thread *th, int fd, const char *p, size
 		}
 	}
 	shim_lb(&lb, s);
-	linebuf_take(&lb, p, head, 0, shim_emit_line, &c);
-	if (s) {
-		s->len = (uint32_t)lb.len;
-		s->over = (uint32_t)lb.over;
-		if (!lb.len && !lb.over)
-			shim_stream_release(fd, s);
-		if (uncertain && (lb.len || lb.over))
-			shim_flag_set(fd, RING_FDF_UNCERTAIN);
+	linebuf_take(&lb, p, head, 0, fn, ctx);
+	if (!s)
+		return 0;
+	s->len = (uint32_t)lb.len;
+	s->over = (uint32_t)lb.over;
+	if (!lb.len && !lb.over) {
+		shim_stream_release(fd, s);
+		return 0;
 	}
+	return 1;
+}
+
+/*
+ * Feeds bytes that reached fd, in order, with fd's lock held: lines go to
+ * records at once (no pending step: the bytes are already written).
+ */
+static void shim_feed_locked(struct shim_thread *th, int fd, const char *p, size_t n, int uncertain,
+			     const char *why)
+{
+	struct shim_emitctx c = { th, fd, uncertain, why };
+
+	if (n && shim_stream_cut(fd, p, n, shim_emit_line, &c) && uncertain)
+		shim_flag_set(fd, RING_FDF_UNCERTAIN);
 }
 
 /* --- signal handlers' bytes ---------------------------------------------- */
@@ -529,28 +540,10 @@ static ssize_t shim_handler_write(struct shim_thread *th, int fd, const struct i
 		const char *p = iov[i].iov_base;
 
 		if (locked) {
-			struct ring_stream *s = shim_stream_of(fd);
 			struct shim_hctx c = { th, fd };
-			struct linebuf lb;
-			const char *last = memrchr(p, '\n', m);
-			size_t head = m;
 
-			if (!last || last + 1 != p + m) {
-				if (!s)
-					s = shim_stream_take(fd);
-				if (!s) {
-					head = last ? (size_t)(last + 1 - p) : 0;
-					shim_flag_set(fd, RING_FDF_SKIP);
-				}
-			}
-			shim_lb(&lb, s);
-			linebuf_take(&lb, p, head, 0, shim_handler_line, &c);
-			if (s) {
-				s->len = (uint32_t)lb.len;
-				s->over = (uint32_t)lb.over;
-				if (!lb.len && !lb.over)
-					shim_stream_release(fd, s);
-			}
+			if (m)
+				(void)shim_stream_cut(fd, p, m, shim_handler_line, &c);
 		} else if (!shim_defer(th, fd, tag, p, m)) {
 			shim_lost(RING_LOST_BUSY, shim_count_lines(p, m));
 		}
