@@ -116,9 +116,31 @@ bench() {
 	}'
 }
 
+# How independent the machine's CPUs are: the plain C workload alone, and
+# beside a busy loop (which takes another CPU when there is one). The
+# reader works beside the host; where a busy CPU slows the host's, the
+# reader's CPU time shows in the capture's wall time too, and the CPU
+# ratio is the figure to read.
+: >"$T/ind.alone"; : >"$T/ind.busy"
+i=0
+while [ $i -lt 5 ]; do
+	ms "'$CPROG' $WRITES_C >/dev/null" >>"$T/ind.alone"
+	sh -c 'while :; do :; done' &
+	busy=$!
+	ms "'$CPROG' $WRITES_C >/dev/null" >>"$T/ind.busy"
+	kill "$busy"
+	wait "$busy" 2>/dev/null || true
+	i=$((i + 1))
+done
+set -- $(med "$T/ind.alone"); ia=$1
+set -- $(med "$T/ind.busy"); ib=$1
+
 C="'$TTAUDIT' capture -o '$T/cap.jsonl' --"
 echo "capture overhead: median of $RUNS paired, interleaved runs (ratio = capture / plain); strace: fastest of 2"
 echo "ttaudit capture start-up (once per command, on /bin/true): $startup ms"
+awk -v a="$ia" -v b="$ib" -v n="$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')" 'BEGIN {
+	printf "CPUs: %s online; (c) plain %.1f ms alone, %.1f ms beside a busy loop (%.2fx)%s\n", n, a, b, b / a,
+		(b / a > 1.15) ? ": the CPUs are not independent here, the reader'"'"'s CPU time counts in wall time" : "" }'
 bench "(a) python logging, $LINES_PY lines, stderr /dev/null" \
 	"'$PYTHON' '$T/log.py' 2>/dev/null" "$C '$PYTHON' '$T/log.py' 2>/dev/null" \
 	"strace -f -e trace=write -o '$T/st.out' '$PYTHON' '$T/log.py' 2>/dev/null" \
