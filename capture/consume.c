@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "banner.h"
 #include "caprec.h"
 #include "mono.h"
 #include "classify.h"
@@ -389,12 +390,38 @@ static void consume_line(void *ctx, const char *line, size_t n, int overlong)
 		consume_put(x->c, x->cr->out_fd, x->c->rec, len);
 }
 
+/*
+ * 1 when no line of p[0..n) can get a record: the capture keeps only audit
+ * and banner lines, and the bytes hold no '{' (an audit object starts with
+ * one), no ESC (colour codes, which are stripped before rules are matched,
+ * could hide a rule's text) and no rule's literal text anywhere (a line
+ * that matches a rule holds it: banner.c's prefilter, run once over all
+ * the lines). Most of a server's lines are settled so.
+ */
+static int consume_quiet(const struct consume *c, const char *p, size_t n)
+{
+	return !c->o.all_lines && n <= RING_LINE_CAP && !memchr(p, '{', n) && !memchr(p, 0x1b, n) &&
+	       !banner_set_candidates(c->o.rules, p, n);
+}
+
 /* Bytes that reached the fd, in order, into its stream. */
 static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n,
 			 const char *why)
 {
 	struct consume_linectx x = { c, cr, f, why, 1 };
 
+	if (!why && !f->unknown_next && !linebuf_pending(&f->lb) && consume_quiet(c, p, n)) {
+		/* its lines are counted, and a last one left open is kept for the bytes that end it */
+		const char *end = p + n, *q = p, *nl;
+
+		while ((nl = memchr(q, '\n', (size_t)(end - q)))) {
+			cr->lines++;
+			q = nl + 1;
+		}
+		if (q < end)
+			linebuf_feed(&f->lb, q, (size_t)(end - q), consume_line, &x);
+		return;
+	}
 	linebuf_feed(&f->lb, p, n, consume_line, &x);
 	if (why && linebuf_pending(&f->lb))
 		f->unknown_next = 1;

@@ -52,6 +52,26 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The default: only audit and banner lines are kept. */
+static int setup_rules(void **state)
+{
+	struct fx *f;
+
+	setup(state);
+	f = *state;
+	consume_free(f->c);
+	{
+		struct consume_opts o;
+
+		memset(&o, 0, sizeof(o));
+		o.out_fd = f->fd;
+		o.rules = f->rules;
+		assert_int_equal(consume_new(&o, &f->c, NULL), STATUS_OK);
+		assert_int_equal(consume_attach(f->c, f->r, PID), 0);
+	}
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	struct fx *f = *state;
@@ -254,6 +274,34 @@ static void test_marks(void **state)
 	assert_null(strstr(f->out, "in a stdio buffer at exec"));
 }
 
+/*
+ * Writes none of whose lines can be kept are only counted: the lines they
+ * leave open, and those whose rule text is hidden by colour codes or
+ * falls in one of several lines, still get their records.
+ */
+static void test_quiet_lines(void **state)
+{
+	struct fx *f = *state;
+
+	wr(f, 0, 1, 0, "INFO decode step 1\nINFO decode step 2\nINFO Uvicorn runn");
+	wr(f, 0, 1, 0, "ing on http://127.0.0.1:8000\n");
+	wr(f, 0, 1, 0, "INFO \x1b[1mKMD\x1b[0m version 1.2\nplain\n");
+	wr(f, 0, 1, 0, "a\nb Detected chips 2\nc\n");
+	wr(f, 0, 1, 0, "x MERGE_AUDIT {\"ev\":\"merge\",\"step\":3}\ny\n");
+	wr(f, 0, 1, 0, "decode step 9 version engaged KMD GPU\n");
+	ent(f, RING_END, 0, 0, RING_HOW_EXIT, 0);
+	consume_detach(f->c, PID, 0);
+	out(f);
+	assert_int_equal(records(f->out, "banner"), 3);
+	assert_non_null(strstr(f->out, "\"rule\":\"vllm:ready\""));
+	assert_non_null(strstr(f->out, "\"text\":\"INFO Uvicorn running on http://127.0.0.1:8000\""));
+	assert_non_null(strstr(f->out, "\"rule\":\"tt:kmd\""));
+	assert_non_null(strstr(f->out, "\"rule\":\"tt:device\""));
+	assert_int_equal(records(f->out, "audit"), 1);
+	assert_int_equal(records(f->out, "line"), 0);
+	assert_non_null(strstr(f->out, "\"lines\":11"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +311,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlocked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quiet_lines, setup_rules, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
