@@ -38,11 +38,20 @@ ifneq ($(SANITIZE),)
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 
-# Everything but the shim links these. The shim links only what its write path
-# needs (see shim/module.mk).
+# Everything but the shim compiles with these headers and links LINK_PKGS.
+# libcurl, hwloc and libmicrohttpd are not linked: the commands that need
+# them load them with dlopen (base/dynlib.h), so that no other command pays
+# their start-up. The shim links only what its write path needs (see
+# shim/module.mk).
 PKGS      := libcjson libcurl libpcre2-8 hwloc zlib
+LINK_PKGS := libcjson libpcre2-8 zlib
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm -lpthread
+DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(LINK_PKGS) 2>/dev/null) -lm -lpthread
+# The executable's recv() (cli/recv.c) is the one a dlopened libcurl's calls
+# must bind to, so it must be in the dynamic symbol table. GNU ld puts it
+# there because libc defines recv too; it is exported by name so that the
+# receive stamps do not hang on that.
+RECV_EXPORT := -Wl,--export-dynamic-symbol=recv
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 
 INCLUDES  := -I$(BUILD)/gen -Iinclude -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Iwatch -Icli
@@ -109,7 +118,7 @@ $(LIBTTAUDIT): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(TTAUDIT): $(CLI_OBJ) $(LINK_LIBS)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LINK_LIBS) $(DEP_LIBS)
+	$(CC) $(ALL_LDFLAGS) $(RECV_EXPORT) -o $@ $(CLI_OBJ) $(LINK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/tests/%: $(OBJ)/tests/%.o $(LINK_LIBS) $(TEST_EXTRA)
 	@mkdir -p $(dir $@)

@@ -571,6 +571,11 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	st = driver_check_opts(o, si);
 	if (st)
 		return st;
+	/* the ready gate takes a failed exchange for a server not ready: a
+	 * missing libcurl is said as what it is first */
+	st = http_init(si);
+	if (st)
+		return st;
 	c.o = o;
 	c.rep = rep;
 	rep->n_arms = o->n_arms;

@@ -150,7 +150,8 @@ struct driver_report {
  * Runs everything. STATUS_OK when the run took place (failures, divergence
  * and instability are in the report, not errors); when a gate fails the
  * return is STATUS_OK with report->gate_failed. Other statuses: bad
- * options, unreadable suite, unwritable records. Release with
+ * options, unreadable suite, unwritable records, http_init's when libcurl
+ * cannot be loaded. Release with
  * driver_report_release().
  */
 enum status driver_run(const struct driver_opts *o, struct driver_report *rep, struct status_info *si);

@@ -7,8 +7,8 @@
 #include "load.h"
 #include "../base/mono.h"
 #include "../base/rng.h"
+#include "../probe/curlfn.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -106,6 +106,7 @@ struct load_xfer {
 
 struct load_loop {
 	const struct load_opts *o;
+	const struct curlfn *cf;      /* libcurl's functions */
 	uint32_t *busy;               /* LOAD_BUSY_BUCKETS counts, wall time */
 	uint32_t *busy_cpu;           /* the same, thread CPU time */
 	uint64_t n_wakes;
@@ -175,7 +176,7 @@ static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	}
 	x->last_byte = x->now;
 	if (!x->status)
-		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+		x->lp->cf->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->status != 200) {
 		k = LOAD_MAX_ERROR_BODY - x->n_errbody;
 		if (k > n)
@@ -277,7 +278,7 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 	struct load_result *r = x->r;
 	long status = 0;
 
-	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	x->lp->cf->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	r->http_status = status;
 	/* a complete stream ends when its last byte came; any other when it was given up */
 	r->t_end = rc == CURLE_OK && !r->fail && x->last_byte > 0 ? x->last_byte : load_now();
@@ -298,12 +299,12 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 		/* the connection went away inside the HTTP body: a transport break,
 		 * not a stream the server chose to end early */
 		result_fail(r, LOAD_FAIL_RESET, "connection closed inside the response (%s) after %zu content chunks",
-			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), r->n_chunks);
+			      x->errbuf[0] ? x->errbuf : x->lp->cf->easy_strerror(rc), r->n_chunks);
 		return;
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 		result_fail(r, LOAD_FAIL_CONNECT, "could not connect: %s",
-			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
+			      x->errbuf[0] ? x->errbuf : x->lp->cf->easy_strerror(rc));
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
 		result_fail(r, LOAD_FAIL_TIMEOUT, "request took longer than %.1f s after %zu content chunks",
@@ -314,7 +315,7 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 	case CURLE_GOT_NOTHING:
 	default:
 		result_fail(r, LOAD_FAIL_RESET, "%s after %zu content chunks",
-			      x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), r->n_chunks);
+			      x->errbuf[0] ? x->errbuf : x->lp->cf->easy_strerror(rc), r->n_chunks);
 		return;
 	}
 }
@@ -338,16 +339,16 @@ static bool load_retry(struct load_loop *lp, struct load_xfer *x, CURLcode rc)
 	if (r->fail || x->status || x->last_byte > 0 || r->retries >= LOAD_MAX_RETRIES)
 		return false;
 	/* only a reused connection: a new one that dies is the server's */
-	if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &n_connects) != CURLE_OK || n_connects != 0)
+	if (lp->cf->easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &n_connects) != CURLE_OK || n_connects != 0)
 		return false;
-	curl_multi_remove_handle(lp->multi, x->easy);
+	lp->cf->multi_remove_handle(lp->multi, x->easy);
 	r->retries++;
 	lp->n_retried++;
 	r->t_sent = 0;
 	x->errbuf[0] = '\0';
 	sse_reset(x->sse);
-	curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
-	if (curl_multi_add_handle(lp->multi, x->easy) != CURLM_OK)
+	lp->cf->easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
+	if (lp->cf->multi_add_handle(lp->multi, x->easy) != CURLM_OK)
 		return false;
 	return true;
 }
@@ -357,7 +358,7 @@ static void load_retire(struct load_loop *lp, struct load_xfer *x, CURLcode rc)
 	if (load_retry(lp, x, rc))
 		return;
 	load_conclude(x, rc);
-	curl_multi_remove_handle(lp->multi, x->easy);
+	lp->cf->multi_remove_handle(lp->multi, x->easy);
 	if (x->r->fail)
 		lp->n_failed++;
 	lp->n_done++;
@@ -396,13 +397,13 @@ static enum status load_launch(struct load_loop *lp, const struct load_request *
 		else
 			x->hdr[2].next = &x->hdr[3];
 	}
-	curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 0L);
-	curl_easy_setopt(x->easy, CURLOPT_URL, rq->url);
-	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, rq->body);
-	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS,
+	lp->cf->easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 0L);
+	lp->cf->easy_setopt(x->easy, CURLOPT_URL, rq->url);
+	lp->cf->easy_setopt(x->easy, CURLOPT_POSTFIELDS, rq->body);
+	lp->cf->easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+	lp->cf->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS,
 			 o->timeout_s > 0 ? (long)(o->timeout_s * 1e3) : 0L);
-	if (curl_multi_add_handle(lp->multi, x->easy) != CURLM_OK) {
+	if (lp->cf->multi_add_handle(lp->multi, x->easy) != CURLM_OK) {
 		x->r = NULL;
 		lp->n_free++;
 		return status_set(si, STATUS_NOMEM, "load: cannot add a transfer");
@@ -419,11 +420,11 @@ static void load_reap(struct load_loop *lp)
 	int left;
 	struct load_xfer *x;
 
-	while ((m = curl_multi_info_read(lp->multi, &left))) {
+	while ((m = lp->cf->multi_info_read(lp->multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		x = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		lp->cf->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		if (x && x->r)
 			load_retire(lp, x, m->data.result);
 		/* a decode step can end hundreds of streams at once */
@@ -530,9 +531,9 @@ static void load_loop_release(struct load_loop *lp)
 
 	for (i = 0; lp->xf && i < lp->n_xf; i++) {
 		if (lp->xf[i].r && lp->multi)
-			curl_multi_remove_handle(lp->multi, lp->xf[i].easy);
+			lp->cf->multi_remove_handle(lp->multi, lp->xf[i].easy);
 		if (lp->xf[i].easy)
-			curl_easy_cleanup(lp->xf[i].easy);
+			lp->cf->easy_cleanup(lp->xf[i].easy);
 		sse_free(lp->xf[i].sse);
 	}
 	free(lp->xf);
@@ -540,7 +541,7 @@ static void load_loop_release(struct load_loop *lp)
 	free(lp->busy);
 	free(lp->busy_cpu);
 	if (lp->multi)
-		curl_multi_cleanup(lp->multi);
+		lp->cf->multi_cleanup(lp->multi);
 	if (lp->ep >= 0)
 		close(lp->ep);
 	rxstamp_drop(lp->stamp_hold);
@@ -550,15 +551,15 @@ static void load_loop_release(struct load_loop *lp)
 	result_parser_free(lp->cp);
 }
 
-static enum status load_loop_init(struct load_loop *lp, const struct load_opts *o, size_t n_xf,
-				  struct status_info *si)
+static enum status load_loop_init(struct load_loop *lp, const struct load_opts *o,
+				  const struct curlfn *cf, size_t n_xf, struct status_info *si)
 {
 	size_t i;
 	struct load_xfer *x;
 
-
 	memset(lp, 0, sizeof(*lp));
 	lp->o = o;
+	lp->cf = cf;
 	lp->ep = -1;
 	lp->stamp_hold = -1;
 	lp->mark_ep = -1;
@@ -576,7 +577,7 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	lp->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (lp->ep < 0)
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
-	lp->multi = curl_multi_init();
+	lp->multi = lp->cf->multi_init();
 	lp->cp = result_parser_new();
 	lp->busy = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy));
 	lp->busy_cpu = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy_cpu));
@@ -585,23 +586,23 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 	if (!lp->multi || !lp->cp || !lp->xf || !lp->free_xf || !lp->busy || !lp->busy_cpu)
 		return status_set(si, STATUS_NOMEM, "load: out of memory");
 	lp->n_xf = n_xf;
-	curl_multi_setopt(lp->multi, CURLMOPT_SOCKETFUNCTION, load_sock_cb);
-	curl_multi_setopt(lp->multi, CURLMOPT_SOCKETDATA, lp);
-	curl_multi_setopt(lp->multi, CURLMOPT_TIMERFUNCTION, load_timer_cb);
-	curl_multi_setopt(lp->multi, CURLMOPT_TIMERDATA, lp);
-	curl_multi_setopt(lp->multi, CURLMOPT_MAXCONNECTS, (long)n_xf);
-	curl_multi_setopt(lp->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+	lp->cf->multi_setopt(lp->multi, CURLMOPT_SOCKETFUNCTION, load_sock_cb);
+	lp->cf->multi_setopt(lp->multi, CURLMOPT_SOCKETDATA, lp);
+	lp->cf->multi_setopt(lp->multi, CURLMOPT_TIMERFUNCTION, load_timer_cb);
+	lp->cf->multi_setopt(lp->multi, CURLMOPT_TIMERDATA, lp);
+	lp->cf->multi_setopt(lp->multi, CURLMOPT_MAXCONNECTS, (long)n_xf);
+	lp->cf->multi_setopt(lp->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
 	for (i = 0; i < n_xf; i++) {
 		x = &lp->xf[i];
 		x->lp = lp;
-		x->easy = curl_easy_init();
+		x->easy = lp->cf->easy_init();
 		x->sse = sse_new(0, load_on_event, x);
 		if (!x->easy || !x->sse)
 			return status_set(si, STATUS_NOMEM, "load: out of memory");
-		curl_easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
-		curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, load_write_cb);
-		curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-		curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
+		lp->cf->easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
+		lp->cf->easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, load_write_cb);
+		lp->cf->easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+		lp->cf->easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
 		/* Expect: empty stops a 100-continue round trip on bodies over 1 KiB */
 		x->hdr[0].data = load_hdr_ctype;
 		x->hdr[0].next = &x->hdr[1];
@@ -611,19 +612,19 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		x->hdr[3].data = x->xrid;
 		/* the API key from the environment (http.h), never recorded */
 		x->hdr[4].data = (char *)http_auth_header();
-		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdr);
-		curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
-		curl_easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-		curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+		lp->cf->easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdr);
+		lp->cf->easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+		lp->cf->easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
+		lp->cf->easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+		lp->cf->easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 		/* a stream chunk is a few hundred bytes: 4 KiB per stream instead of
 		 * libcurl's 16 keeps a thousand streams' buffers in cache */
-		curl_easy_setopt(x->easy, CURLOPT_BUFFERSIZE, LOAD_CURL_BUFFER);
-		curl_easy_setopt(x->easy, CURLOPT_SOCKOPTFUNCTION, load_sockopt_cb);
-		curl_easy_setopt(x->easy, CURLOPT_SOCKOPTDATA, lp);
-		curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, load_closesocket_cb);
-		curl_easy_setopt(x->easy, CURLOPT_PREREQFUNCTION, load_prereq_cb);
-		curl_easy_setopt(x->easy, CURLOPT_PREREQDATA, x);
+		lp->cf->easy_setopt(x->easy, CURLOPT_BUFFERSIZE, LOAD_CURL_BUFFER);
+		lp->cf->easy_setopt(x->easy, CURLOPT_SOCKOPTFUNCTION, load_sockopt_cb);
+		lp->cf->easy_setopt(x->easy, CURLOPT_SOCKOPTDATA, lp);
+		lp->cf->easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, load_closesocket_cb);
+		lp->cf->easy_setopt(x->easy, CURLOPT_PREREQFUNCTION, load_prereq_cb);
+		lp->cf->easy_setopt(x->easy, CURLOPT_PREREQDATA, x);
 		lp->free_xf[lp->n_free++] = n_xf - 1 - i;
 	}
 	return STATUS_OK;
@@ -658,6 +659,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 {
 	struct load_loop lp;
 	struct load_run *run = NULL;
+	const struct curlfn *cf;
 	struct epoll_event evs[LOAD_MAX_EVENTS];
 	enum status st = STATUS_OK;
 	size_t n_xf, next = 0, i;
@@ -685,7 +687,10 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 					  n_xf, LOAD_MAX_INFLIGHT);
 		n_xf = LOAD_MAX_INFLIGHT;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+	st = curlfn_load(&cf, si);
+	if (st)
+		return st;
+	if (cf->global_init(CURL_GLOBAL_DEFAULT))
 		return status_set(si, STATUS_NOMEM, "load: libcurl init failed");
 	run = calloc(1, sizeof(*run));
 	if (run)
@@ -703,7 +708,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 		run->res[i].usage_completion = -1;
 		run->res[i].usage_seen = -1;
 	}
-	st = load_loop_init(&lp, o, n_xf, si);
+	st = load_loop_init(&lp, o, cf, n_xf, si);
 	if (st)
 		goto out;
 	prog_s = o->progress_s > 0 ? o->progress_s : 0.1;
@@ -745,7 +750,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 			st = load_launch(&lp, &reqs[next], &run->res[next], next, si);
 			if (st)
 				goto out;
-			curl_multi_socket_action(lp.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+			lp.cf->multi_socket_action(lp.multi, CURL_SOCKET_TIMEOUT, 0, &running);
 			load_mark(&lp, false);
 		}
 		if (lp.n_inflight > run->max_inflight)
@@ -790,12 +795,12 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 				flags |= CURL_CSELECT_OUT;
 			if (evs[k].events & (EPOLLERR | EPOLLHUP))
 				flags |= CURL_CSELECT_ERR;
-			curl_multi_socket_action(lp.multi, evs[k].data.fd, flags, &running);
+			lp.cf->multi_socket_action(lp.multi, evs[k].data.fd, flags, &running);
 		}
 		now = load_now();
 		if (lp.timer_at >= 0 && now >= lp.timer_at) {
 			lp.timer_at = -1.0;
-			curl_multi_socket_action(lp.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+			lp.cf->multi_socket_action(lp.multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		}
 		load_reap(&lp);
 		if (o->stall_s > 0 && now >= next_stall) {
@@ -821,7 +826,7 @@ enum status load_run_exec(const struct load_opts *o, const struct load_request *
 out:
 	free(sched);
 	load_loop_release(&lp);
-	curl_global_cleanup();
+	cf->global_cleanup();
 	if (st) {
 		load_run_free(run);
 		return st;

@@ -183,7 +183,8 @@ double load_result_origin(const struct load_result *r);
 /*
  * Sends reqs[0..n) under the arrival model and waits for every one. Per
  * request failures are results, not errors: the return is STATUS_OK when the
- * run took place. STATUS_USAGE for bad options, STATUS_NOMEM, STATUS_LIMIT.
+ * run took place. STATUS_USAGE for bad options, STATUS_NOMEM, STATUS_LIMIT,
+ * STATUS_NOTFOUND when libcurl cannot be loaded (probe/curlfn.h).
  * *out is owned by the caller: load_run_free().
  */
 enum status load_run_exec(const struct load_opts *o, const struct load_request *reqs,

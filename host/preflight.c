@@ -1,4 +1,5 @@
 #include "preflight.h"
+#include "hwlocfn.h"
 #include "../base/mono.h"
 
 #include <cjson/cJSON.h>
@@ -7,7 +8,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <glob.h>
-#include <hwloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -396,24 +396,30 @@ out:
 static enum status preflight_pci(const struct preflight_opts *o, struct preflight_report *r,
 				 struct status_info *si)
 {
+	const struct hwlocfn *hf;
 	hwloc_topology_t topo = NULL;
 	hwloc_obj_t obj = NULL;
 	struct preflight_check *c;
 	char list[900];
 	size_t off = 0, i;
+	enum status st;
+	int depth;
 
 	if (o->topology_xml && access(o->topology_xml, R_OK) != 0)
 		return status_set(si, STATUS_USAGE, "%s: %s", o->topology_xml, strerror(errno));
-	if (hwloc_topology_init(&topo) != 0) {
+	st = hwlocfn_load(&hf, si);
+	if (st)
+		return st;
+	if (hf->topology_init(&topo) != 0) {
 		preflight_add(r, "pci", PREFLIGHT_FAIL, "hwloc: topology init failed");
 		return STATUS_OK;
 	}
-	if ((o->topology_xml && hwloc_topology_set_xml(topo, o->topology_xml) != 0) ||
-	    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL) != 0 ||
-	    hwloc_topology_load(topo) != 0) {
+	if ((o->topology_xml && hf->topology_set_xml(topo, o->topology_xml) != 0) ||
+	    hf->topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL) != 0 ||
+	    hf->topology_load(topo) != 0) {
 		int e = errno;
 
-		hwloc_topology_destroy(topo);
+		hf->topology_destroy(topo);
 		if (o->topology_xml)
 			return status_set(si, STATUS_PARSE, "%s: not a loadable hwloc topology (%s)",
 					  o->topology_xml, strerror(e));
@@ -421,10 +427,14 @@ static enum status preflight_pci(const struct preflight_opts *o, struct prefligh
 			      strerror(e));
 		return STATUS_OK;
 	}
-	while ((obj = hwloc_get_next_pcidev(topo, obj))) {
+	/* hwloc_get_next_pcidev and hwloc_bitmap_foreach_begin are inline in
+	 * hwloc.h and call hwloc by name: their walks, through the table */
+	depth = hf->get_type_depth(topo, HWLOC_OBJ_PCI_DEVICE);
+	while (depth != HWLOC_TYPE_DEPTH_UNKNOWN && depth != HWLOC_TYPE_DEPTH_MULTIPLE &&
+	       (obj = obj ? obj->next_cousin : hf->get_obj_by_depth(topo, depth, 0))) {
 		struct preflight_device *d;
 		hwloc_obj_t anc;
-		unsigned node;
+		int node;
 
 		if (obj->attr->pcidev.vendor_id != PREFLIGHT_VENDOR_TENSTORRENT)
 			continue;
@@ -436,14 +446,11 @@ static enum status preflight_pci(const struct preflight_opts *o, struct prefligh
 		d->vendor = obj->attr->pcidev.vendor_id;
 		d->device = obj->attr->pcidev.device_id;
 		anc = hwloc_get_non_io_ancestor_obj(topo, obj);
-		if (anc && anc->nodeset) {
-			hwloc_bitmap_foreach_begin(node, anc->nodeset)
-				if (d->n_numa < 8)
-					d->numa[d->n_numa++] = (int)node;
-			hwloc_bitmap_foreach_end();
-		}
+		for (node = anc && anc->nodeset ? hf->bitmap_first(anc->nodeset) : -1;
+		     node >= 0 && d->n_numa < 8; node = hf->bitmap_next(anc->nodeset, node))
+			d->numa[d->n_numa++] = node;
 	}
-	hwloc_topology_destroy(topo);
+	hf->topology_destroy(topo);
 	if (!r->n_devices) {
 		c = preflight_add(r, "pci", PREFLIGHT_FAIL, "no PCI device of vendor 0x1e52 (Tenstorrent)%s%s",
 				  o->topology_xml ? " in " : "", o->topology_xml ? o->topology_xml : "");

@@ -90,7 +90,9 @@ struct preflight_report {
 /*
  * Runs every check into *r (heap-allocate it: it is large). Returns
  * STATUS_OK when the checks ran, whatever they found (r->ok); STATUS_USAGE
- * for bad options, STATUS_IO when the --record file cannot be written.
+ * for bad options, STATUS_IO when the --record file cannot be written,
+ * STATUS_NOTFOUND when the device checks need hwloc and it cannot be
+ * loaded (host/hwlocfn.h).
  */
 enum status preflight_run(const struct preflight_opts *o, struct preflight_report *r,
 			  struct status_info *si);

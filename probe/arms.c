@@ -838,11 +838,19 @@ enum status arm_check(const struct arm_spec *s, const char *arm, const struct ar
 {
 	const struct arm_def *a = arm_spec_find(s, arm);
 	struct arm_ctx c;
+	enum status st;
 	size_t i;
 
 	memset(r, 0, sizeof(*r));
 	if (!a)
 		return status_set(si, STATUS_NOTFOUND, "%s: no arm '%s'", s->path, arm);
+	/* an item whose server cannot be read fails as unreachable: a missing
+	 * libcurl is said as what it is, before any item is judged */
+	for (i = 0; i < a->n_items; i++)
+		if (a->items[i].kind == ARM_METRICS || a->items[i].kind == ARM_MODELS)
+			break;
+	if (src->url && i < a->n_items && (st = http_init(si)))
+		return st;
 	memset(&c, 0, sizeof(c));
 	c.src = src;
 	c.timeout = src->timeout > 0 ? src->timeout : 10;

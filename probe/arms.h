@@ -70,7 +70,9 @@ struct arm_result {
 /*
  * Evaluates arm `arm` of s against src into *r (heap-allocate it: it is
  * large). Returns STATUS_OK whatever the verdict (r->confirmed);
- * STATUS_NOTFOUND for an arm the spec does not declare.
+ * STATUS_NOTFOUND for an arm the spec does not declare, and http_init's
+ * status when the arm has a metrics or models item, a url is given and
+ * libcurl cannot be loaded.
  */
 enum status arm_check(const struct arm_spec *s, const char *arm, const struct arm_sources *src,
 		      struct arm_result *r, struct status_info *si);

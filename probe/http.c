@@ -1,17 +1,35 @@
 #include "http.h"
+#include "curlfn.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
-static CURLcode http_init_rc;
+static const struct curlfn *http_curl;
+static enum status http_init_st;
+static struct status_info http_init_si;
 
 /* curl_global_init is not thread-safe on every libcurl build: once only. */
 static void http_global_init(void)
 {
-	http_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	CURLcode rc;
+
+	http_init_st = curlfn_load(&http_curl, &http_init_si);
+	if (http_init_st)
+		return;
+	rc = http_curl->global_init(CURL_GLOBAL_DEFAULT);
+	if (rc != CURLE_OK)
+		http_init_st = status_set(&http_init_si, STATUS_HTTP, "libcurl: %s",
+					  http_curl->easy_strerror(rc));
+}
+
+enum status http_init(struct status_info *si)
+{
+	pthread_once(&http_once, http_global_init);
+	if (http_init_st && si)
+		*si = http_init_si;
+	return http_init_st;
 }
 
 struct http_sink {
@@ -73,6 +91,7 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 {
 	struct curl_slist *hdr = NULL;
 	struct http_sink sink = { res, max_body ? max_body : HTTP_MAX_BODY, 0 };
+	const struct curlfn *cf;
 	enum status st = STATUS_OK;
 	CURL *h = NULL;
 	CURLcode rc;
@@ -80,37 +99,38 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 	long ms;
 
 	memset(res, 0, sizeof(*res));
-	pthread_once(&http_once, http_global_init);
-	if (http_init_rc != CURLE_OK) {
-		snprintf(res->error, sizeof(res->error), "libcurl: %s", curl_easy_strerror(http_init_rc));
-		return status_set(si, STATUS_HTTP, "%s", res->error);
+	st = http_init(si);
+	if (st) {
+		snprintf(res->error, sizeof(res->error), "%.250s", http_init_si.msg);
+		return st;
 	}
-	h = curl_easy_init();
+	cf = http_curl;
+	h = cf->easy_init();
 	if (!h) {
 		snprintf(res->error, sizeof(res->error), "libcurl handle allocation failed");
 		return status_set(si, STATUS_NOMEM, "%s", res->error);
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cf->easy_setopt(h, CURLOPT_URL, url);
+	cf->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	cf->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	cf->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	/* 0 ms means "no timeout" to libcurl: a tiny budget must stay a budget. */
 	ms = timeout_s > 0 ? (long)(timeout_s * 1000) : 30000;
 	if (ms < 1)
 		ms = 1;
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+	cf->easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+	cf->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
+	cf->easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write);
+	cf->easy_setopt(h, CURLOPT_WRITEDATA, &sink);
 	if (json) {
-		hdr = curl_slist_append(NULL, "Content-Type: application/json");
+		hdr = cf->slist_append(NULL, "Content-Type: application/json");
 		if (!hdr) {
 			st = status_set(si, STATUS_NOMEM, "out of memory");
 			goto out;
 		}
 	}
 	if (http_auth_header()) {
-		struct curl_slist *h2 = curl_slist_append(hdr, http_auth_header());
+		struct curl_slist *h2 = cf->slist_append(hdr, http_auth_header());
 
 		if (!h2) {
 			st = status_set(si, STATUS_NOMEM, "out of memory");
@@ -119,23 +139,23 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 		hdr = h2;
 	}
 	if (hdr)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+		cf->easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	if (json) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
+		cf->easy_setopt(h, CURLOPT_POSTFIELDS, json);
+		cf->easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
 	}
-	rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
-	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &secs);
+	rc = cf->easy_perform(h);
+	cf->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
+	cf->easy_getinfo(h, CURLINFO_TOTAL_TIME, &secs);
 	res->seconds = secs;
 	if (rc == CURLE_WRITE_ERROR && res->truncated) {
 		st = status_set(si, STATUS_LIMIT, "%s: response body over %zu bytes", url, sink.max);
 		snprintf(res->error, sizeof(res->error), "response body over %zu bytes", sink.max);
 	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
-		snprintf(res->error, sizeof(res->error), "%s", curl_easy_strerror(rc));
+		snprintf(res->error, sizeof(res->error), "%s", cf->easy_strerror(rc));
 		st = status_set(si, STATUS_TIMEOUT, "%s: no complete answer within %.1f s", url, timeout_s);
 	} else if (rc != CURLE_OK) {
-		snprintf(res->error, sizeof(res->error), "%s", curl_easy_strerror(rc));
+		snprintf(res->error, sizeof(res->error), "%s", cf->easy_strerror(rc));
 		st = status_set(si, rc == CURLE_WRITE_ERROR ? STATUS_NOMEM : STATUS_HTTP, "%s: %s",
 				url, res->error);
 	}
@@ -145,8 +165,8 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 			st = status_set(si, STATUS_NOMEM, "out of memory");
 	}
 out:
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	cf->slist_free_all(hdr);
+	cf->easy_cleanup(h);
 	return st;
 }
 

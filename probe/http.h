@@ -28,11 +28,23 @@ struct http_response {
 };
 
 /*
+ * Loads libcurl (probe/curlfn.h) and runs curl_global_init, once per
+ * process; http_get and http_post_json call it first. STATUS_NOTFOUND when
+ * libcurl cannot be loaded (si: which package installs it), STATUS_HTTP
+ * when it does not initialise. A caller that reads a failed exchange as an
+ * answer of the server (a rung not passed, an unreachable source) calls it
+ * before its first exchange, so that a missing library is a usage error
+ * rather than a verdict on the server.
+ */
+enum status http_init(struct status_info *si);
+
+/*
  * GET url. Returns STATUS_OK when any HTTP response arrived (check
  * res->status), STATUS_HTTP when none did (res->error and si say why),
  * STATUS_TIMEOUT after timeout_s, STATUS_LIMIT when the body exceeded
- * max_body (0: HTTP_MAX_BODY; the first bytes are kept). `res` is always
- * initialised and must be released, whatever the result.
+ * max_body (0: HTTP_MAX_BODY; the first bytes are kept), http_init's
+ * status when libcurl is not there. `res` is always initialised and must
+ * be released, whatever the result.
  */
 enum status http_get(const char *url, double timeout_s, size_t max_body,
 		     struct http_response *res, struct status_info *si);

@@ -195,6 +195,7 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 {
 	double t0 = mono_now(), timeout, interval, now;
 	enum ready_rung rung = READY_HEALTH;
+	enum status st;
 
 	memset(r, 0, sizeof(*r));
 	if (!o->url || (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)))
@@ -202,6 +203,11 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 	if (strlen(o->url) + 32 > HTTP_MAX_URL)
 		return status_set(si, STATUS_USAGE, "url is too long");
 	snprintf(r->url, sizeof(r->url), "%s", o->url);
+	/* each attempt's failure is a rung not passed yet: a missing libcurl
+	 * must not wait out the timeout as one */
+	st = http_init(si);
+	if (st)
+		return st;
 	timeout = o->timeout > 0 ? o->timeout : READY_DEFAULT_TIMEOUT;
 	interval = o->interval > 0 ? o->interval : 1.0;
 	for (;;) {

@@ -60,7 +60,8 @@ struct ready_opts {
 /*
  * Climbs the ladder until every rung passed or the deadline. Returns
  * STATUS_OK when ready, STATUS_TIMEOUT when not (r->failed names the rung,
- * with its last status and body excerpt), STATUS_USAGE for a bad URL.
+ * with its last status and body excerpt), STATUS_USAGE for a bad URL,
+ * http_init's status (before any attempt) when libcurl cannot be loaded.
  */
 enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struct status_info *si);
 

@@ -15,3 +15,14 @@ $(BUILD)/tests/test_opt: private TEST_EXTRA += $(OBJ)/cli/opt.o
 # executable defines (cli/recv.c): they link it as the executable does.
 $(BUILD)/tests/test_rxstamp $(BUILD)/tests/test_load: $(OBJ)/cli/recv.o
 $(BUILD)/tests/test_rxstamp $(BUILD)/tests/test_load: private TEST_EXTRA += $(OBJ)/cli/recv.o
+$(BUILD)/tests/test_rxstamp $(BUILD)/tests/test_load: private ALL_LDFLAGS += $(RECV_EXPORT)
+
+# ttaudit loads libcurl and libmicrohttpd with dlopen (base/dynlib.h); tests
+# that call them by name, as a client of ttsim (test_ttsim_server) or as a
+# server for the readiness ladder (test_ready), link them themselves.
+$(BUILD)/tests/test_ttsim_server: private TEST_EXTRA_LIBS += $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
+$(BUILD)/tests/test_ready: private TEST_EXTRA_LIBS += $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
+
+# test_mhdfn proves that loading the table is what brings libmicrohttpd in:
+# it does not link what the other suites link for ttsim's server.
+$(BUILD)/tests/test_mhdfn: private TEST_EXTRA_LIBS :=

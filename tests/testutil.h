@@ -108,4 +108,19 @@ static inline size_t testutil_count(const char *s, const char *needle)
 	return n;
 }
 
+/* How many of the function pointers that fill table[0..size) (a table of
+ * base/dynlib.h) are NULL. */
+static inline size_t testutil_null_fns(const void *table, size_t size)
+{
+	const char *p = table;
+	size_t n = 0, i;
+	void (*fn)(void);
+
+	for (i = 0; i + sizeof(fn) <= size; i += sizeof(fn)) {
+		memcpy(&fn, p + i, sizeof(fn));
+		n += !fn;
+	}
+	return n;
+}
+
 #endif

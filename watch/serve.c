@@ -2,34 +2,35 @@
  * serve.c - /metrics and /health of `ttaudit watch` over libmicrohttpd (serve.h).
  */
 #include "serve.h"
+#include "mhdfn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct serve {
+	const struct mhdfn *mf;     /* libmicrohttpd's functions */
 	struct MHD_Daemon *d;
 	struct watch *w;
 	unsigned port;
 };
 
-static enum MHD_Result serve_reply(struct MHD_Connection *c, unsigned code, const char *type,
-				   char *body, size_t n)
+static enum MHD_Result serve_reply(const struct serve *s, struct MHD_Connection *c, unsigned code,
+				   const char *type, char *body, size_t n)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = s->mf->create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	if (!r) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", type);
-	ret = MHD_queue_response(c, code, r);
-	MHD_destroy_response(r);
+	s->mf->add_response_header(r, "Content-Type", type);
+	ret = s->mf->queue_response(c, code, r);
+	s->mf->destroy_response(r);
 	return ret;
 }
 
@@ -54,7 +55,7 @@ static enum MHD_Result serve_answer(void *cls, struct MHD_Connection *c, const c
 		return MHD_YES;
 	}
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return serve_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", strdup("GET only\n"), 9);
+		return serve_reply(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", strdup("GET only\n"), 9);
 	if (!strcmp(url, "/metrics")) {
 		f = open_memstream(&body, &n);
 		if (!f)
@@ -63,7 +64,7 @@ static enum MHD_Result serve_answer(void *cls, struct MHD_Connection *c, const c
 			free(body);
 			return MHD_NO;
 		}
-		return serve_reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, n);
+		return serve_reply(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, n);
 	}
 	if (!strcmp(url, "/health")) {
 		size_t up, total;
@@ -72,9 +73,9 @@ static enum MHD_Result serve_answer(void *cls, struct MHD_Connection *c, const c
 
 		watch_health(s->w, &up, &total);
 		k = snprintf(buf, sizeof(buf), "ok: %zu of %zu sources up\n", up, total);
-		return serve_reply(c, MHD_HTTP_OK, "text/plain", strdup(buf), (size_t)k);
+		return serve_reply(s, c, MHD_HTTP_OK, "text/plain", strdup(buf), (size_t)k);
 	}
-	return serve_reply(c, MHD_HTTP_NOT_FOUND, "text/plain", strdup("not found: /metrics or /health\n"),
+	return serve_reply(s, c, MHD_HTTP_NOT_FOUND, "text/plain", strdup("not found: /metrics or /health\n"),
 			   31);
 }
 
@@ -87,7 +88,9 @@ enum status serve_start(struct serve **out, struct watch *w, const char *listen,
 	char *end;
 	long port;
 	struct serve *s;
+	const struct mhdfn *mf;
 	const union MHD_DaemonInfo *info;
+	enum status st;
 
 	*out = NULL;
 	if (!colon || (size_t)(colon - listen) >= sizeof(host))
@@ -102,11 +105,15 @@ enum status serve_start(struct serve **out, struct watch *w, const char *listen,
 	    inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sin.sin_addr) != 1)
 		return status_set(si, STATUS_USAGE, "--listen wants an IPv4 HOST:PORT, not '%s'", listen);
 	sin.sin_port = htons((uint16_t)port);
+	st = mhdfn_load(&mf, si);
+	if (st)
+		return st;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return status_set(si, STATUS_NOMEM, "out of memory");
+	s->mf = mf;
 	s->w = w;
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
+	s->d = mf->start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
 				serve_answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
 	if (!s->d) {
@@ -114,7 +121,7 @@ enum status serve_start(struct serve **out, struct watch *w, const char *listen,
 		return status_set(si, STATUS_IO, "cannot listen on %s: %s", listen,
 				  errno ? strerror(errno) : "the address is taken or not ours");
 	}
-	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	info = mf->get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : (unsigned)port;
 	*out = s;
 	return STATUS_OK;
@@ -129,6 +136,6 @@ void serve_stop(struct serve *s)
 {
 	if (!s)
 		return;
-	MHD_stop_daemon(s->d);
+	s->mf->stop_daemon(s->d);
 	free(s);
 }

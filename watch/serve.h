@@ -15,7 +15,8 @@ struct serve;
 /*
  * Listens on `listen` ("HOST:PORT", an IPv4 address; port 0 picks a free
  * one). STATUS_USAGE for an address that does not parse, STATUS_IO when it
- * cannot be bound (si says why). w must outlive the server.
+ * cannot be bound (si says why), STATUS_NOTFOUND when libmicrohttpd cannot
+ * be loaded (watch/mhdfn.h). w must outlive the server.
  */
 enum status serve_start(struct serve **out, struct watch *w, const char *listen,
 			struct status_info *si);
