@@ -141,7 +141,11 @@ static void shim_file_note(struct shim_file *f, FILE *fp, size_t cur)
 	f->known = cur;
 	f->base = base;
 	f->offset = fp->_offset;
-	if (k) {
+	if (k == 8) {
+		/* the usual case, in constant sizes the compiler turns into single moves */
+		memcpy(f->head, base, 8);
+		memcpy(f->last, base + cur - 8, 8);
+	} else if (k) {
 		memcpy(f->head, base, k);
 		memcpy(f->last, base + cur - k, k);
 	}
@@ -242,8 +246,8 @@ static void shim_sync(FILE *fp, struct shim_file *f)
 	if (f->known) {
 		size_t k = f->known < 8 ? f->known : 8;
 		if (base != f->base || cur < f->known || (f->offset >= 0 && fp->_offset != f->offset) ||
-		    memcmp(base, f->head, k) ||
-		    memcmp(base + f->known - k, f->last, k)) {
+		    (k == 8 ? memcmp(base, f->head, 8) || memcmp(base + f->known - 8, f->last, 8)
+			    : memcmp(base, f->head, k) || memcmp(base + f->known - k, f->last, k))) {
 			shim_lost(RING_LOST_STDIO_WIDE, f->lines + (f->tail > 0));
 			shim_stream_mark_uncertain(f->fd);
 			f->known = 0;
