@@ -114,16 +114,6 @@ static void shim_commit_bytes(uint64_t id, uint32_t took)
 	/* no room even for that: the write stays pending, and the reader calls it uncertain */
 }
 
-static size_t shim_iov_len(const struct iovec *iov, int cnt)
-{
-	size_t n = 0;
-	int i;
-
-	for (i = 0; i < cnt; i++)
-		n += iov[i].iov_len;
-	return n;
-}
-
 /* Lines among iov bytes [from, from+n), for a loss count. */
 static uint64_t shim_iov_lines(const struct iovec *iov, int cnt, size_t from, size_t n)
 {

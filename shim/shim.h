@@ -138,6 +138,17 @@ static inline int shim_watching(int fd)
 	return shim_on && shim_bit(shim_watch_bits, fd);
 }
 
+/* Bytes in iov[0..cnt). */
+static inline size_t shim_iov_len(const struct iovec *iov, int cnt)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
 /* --- shim.c ---------------------------------------------------------------- */
 
 /* Per-thread memory (mmap'd on first use; never malloc). */

@@ -111,6 +111,24 @@ static uint32_t shim_nl(const char *p, size_t n)
 	return c;
 }
 
+/*
+ * The samples of the pending bytes (up to 8 of them), taken and compared
+ * in a constant size in the usual case of 8, which the compiler turns into
+ * single moves instead of calls to libc.
+ */
+static void shim_sample_take(char *dst, const char *src, size_t k)
+{
+	if (k == 8)
+		memcpy(dst, src, 8);
+	else
+		memcpy(dst, src, k);
+}
+
+static int shim_sample_differs(const char *a, const char *b, size_t k)
+{
+	return k == 8 ? memcmp(a, b, 8) != 0 : memcmp(a, b, k) != 0;
+}
+
 /* Bytes p[0..n) were added to the pending ones: the line counts follow. */
 static void shim_file_add(struct shim_file *f, const char *p, size_t n)
 {
@@ -141,13 +159,9 @@ static void shim_file_note(struct shim_file *f, FILE *fp, size_t cur)
 	f->known = cur;
 	f->base = base;
 	f->offset = fp->_offset;
-	if (k == 8) {
-		/* the usual case, in constant sizes the compiler turns into single moves */
-		memcpy(f->head, base, 8);
-		memcpy(f->last, base + cur - 8, 8);
-	} else if (k) {
-		memcpy(f->head, base, k);
-		memcpy(f->last, base + cur - k, k);
+	if (k) {
+		shim_sample_take(f->head, base, k);
+		shim_sample_take(f->last, base + cur - k, k);
 	}
 	if (f->slot >= 0 && shim_area) {
 		atomic_store_explicit(&shim_area->stdio[f->slot].lines, f->lines, memory_order_relaxed);
@@ -246,8 +260,7 @@ static void shim_sync(FILE *fp, struct shim_file *f)
 	if (f->known) {
 		size_t k = f->known < 8 ? f->known : 8;
 		if (base != f->base || cur < f->known || (f->offset >= 0 && fp->_offset != f->offset) ||
-		    (k == 8 ? memcmp(base, f->head, 8) || memcmp(base + f->known - 8, f->last, 8)
-			    : memcmp(base, f->head, k) || memcmp(base + f->known - k, f->last, k))) {
+		    shim_sample_differs(base, f->head, k) || shim_sample_differs(base + f->known - k, f->last, k)) {
 			shim_lost(RING_LOST_STDIO_WIDE, f->lines + (f->tail > 0));
 			shim_stream_mark_uncertain(f->fd);
 			f->known = 0;

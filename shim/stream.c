@@ -737,16 +737,6 @@ static size_t shim_gather(char *dst, size_t cap, const struct iovec *iov, int cn
 	return at;
 }
 
-static size_t shim_iov_len(const struct iovec *iov, int cnt)
-{
-	size_t n = 0;
-	int i;
-
-	for (i = 0; i < cnt; i++)
-		n += iov[i].iov_len;
-	return n;
-}
-
 /*
  * What a write holds when its thread is cancelled inside the real call (a
  * cancellation point): unwinding runs this (-fexceptions). Its pending

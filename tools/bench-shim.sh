@@ -38,7 +38,9 @@ for f in "$TTAUDIT" "$CPROG" "$PWD/$BUILD/libttaudit-shim.so"; do
 	[ -x "$f" ] || [ -f "$f" ] || { echo "bench-shim: $f missing (run make)" >&2; exit 2; }
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/ttaudit-bench.XXXXXX")
-trap 'rm -rf "$T"' EXIT INT TERM
+busy=""
+# the busy loop of the CPU probe below never outlives the script
+trap 'if [ -n "$busy" ]; then kill "$busy" 2>/dev/null; fi; rm -rf "$T"' EXIT INT TERM
 
 cat >"$T/log.py" <<PY
 import logging, sys
@@ -130,6 +132,7 @@ while [ $i -lt 5 ]; do
 	ms "'$CPROG' $WRITES_C >/dev/null" >>"$T/ind.busy"
 	kill "$busy"
 	wait "$busy" 2>/dev/null || true
+	busy=""
 	i=$((i + 1))
 done
 set -- $(med "$T/ind.alone"); ia=$1

@@ -20,6 +20,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "put.h"
+
 static const char epipe_line[] =
 	"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[2],\"seq\":1}\n";
 
@@ -30,20 +32,6 @@ static int audit_line(char *buf, size_t cap, const char *via, int seq)
 			via, seq, seq);
 }
 
-static void put(int fd, const char *s)
-{
-	size_t n = strlen(s);
-
-	while (n) {
-		ssize_t r = write(fd, s, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			exit(9);
-		s += r;
-		n -= (size_t)r;
-	}
-}
 
 static int mode_basic(void)
 {

@@ -37,20 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void put(int fd, const char *s)
-{
-	size_t n = strlen(s);
-
-	while (n) {
-		ssize_t r = write(fd, s, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			exit(9);
-		s += r;
-		n -= (size_t)r;
-	}
-}
+#include "put.h"
 
 /* --- split: one line finished by another thread --------------------------- */
 
