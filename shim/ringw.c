@@ -194,38 +194,62 @@ static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct io
 }
 
 /*
+ * The usual case of shim_ring_pend: one buffer that fits one entry, and
+ * room in the ring (no wait). 0 when there is none: nothing was put, the
+ * caller takes the general path.
+ */
+static inline int shim_pend1(struct shim_thread *th, int fd, const char *p, size_t n, struct shim_pend *pd)
+{
+	struct ring_ent *e = ring_reserve(shim_area, sizeof(struct ring_wr) + n);
+	struct ring_wr w;
+
+	if (!e)
+		return 0;
+	pd->first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq++ & 0x7fffffffu);
+	pd->mono = w.mono_ns = shim_mono_ns();
+	w.tid = (uint32_t)th->tid;
+	w.unused = 0;
+	memcpy((char *)(e + 1), &w, sizeof(w));
+	memcpy((char *)(e + 1) + sizeof(w), p, n);
+	ring_publish(e, RING_WRITE, 0, pd->first, (uint32_t)fd, (uint32_t)n);
+	pd->chunks = 1;
+	pd->pended = n;
+	return 1;
+}
+
+/* The usual case of shim_ring_settle: shim_pend1's entry, of whose bytes p[0..took) reached the fd. */
+static inline void shim_settle1(int fd, const char *p, const struct shim_pend *pd, size_t took, int doubt)
+{
+	struct ring_ent *c = ring_reserve(shim_area, 0);
+
+	if (!c)
+		c = shim_ring_reserve(0);
+	/* no room even for that: the write stays pending, and the reader calls it uncertain */
+	if (c)
+		ring_publish(c, RING_COMMIT, doubt ? RING_W_DOUBT : 0, pd->first, (uint32_t)took, 0);
+	if (took)
+		shim_fd_open_bit(fd, p[took - 1] != '\n');
+}
+
+/*
  * The usual write: one buffer that fits one entry, room in the ring. The
  * same steps as below, without their loops.
  */
 static ssize_t shim_ring_write1(struct shim_thread *th, int fd, const char *p, size_t n, shim_sys_fn sys,
 				void *ctx)
 {
-	struct ring_ent *e, *c;
 	struct shim_pend pd;
-	struct ring_wr w;
-	uint64_t id;
 	ssize_t r;
 	int err;
 
 	if (shim_fd_lock(th, fd))
 		shim_ring_mark(RING_M_UNKNOWN, fd);
 	shim_fd_phase(th, SHIM_PH_SYSCALL);
-	e = ring_reserve(shim_area, sizeof(w) + n);
-	if (!e) {
+	if (!shim_pend1(th, fd, p, n, &pd)) {
 		/* no room: the general path waits for some */
 		shim_fd_phase(th, SHIM_PH_PLAN);
 		return -2;
 	}
-	id = (uint64_t)(uint32_t)th->tid << 32 | (th->seq++ & 0x7fffffffu);
-	w.mono_ns = shim_mono_ns();
-	w.tid = (uint32_t)th->tid;
-	w.unused = 0;
-	memcpy((char *)(e + 1), &w, sizeof(w));
-	memcpy((char *)(e + 1) + sizeof(w), p, n);
-	ring_publish(e, RING_WRITE, 0, id, (uint32_t)fd, (uint32_t)n);
-	pd.first = id;
-	pd.chunks = 1;
-	pd.pended = n;
 	{
 		struct shim_rframe fr __attribute__((cleanup(shim_ring_cancelled))) = { th, fd, 1, &pd };
 		r = sys(ctx);
@@ -233,13 +257,7 @@ static ssize_t shim_ring_write1(struct shim_thread *th, int fd, const char *p, s
 		fr.armed = 0;
 	}
 	shim_fd_phase(th, SHIM_PH_FEED);
-	c = ring_reserve(shim_area, 0);
-	if (!c)
-		c = shim_ring_reserve(0);
-	if (c)
-		ring_publish(c, RING_COMMIT, 0, id, r > 0 ? (uint32_t)r : 0, 0);
-	if (r > 0)
-		shim_fd_open_bit(fd, p[r - 1] != '\n');
+	shim_settle1(fd, p, &pd, r > 0 ? (size_t)r : 0, 0);
 	shim_fd_unlock(th, fd);
 	errno = err;
 	return r;
@@ -257,6 +275,8 @@ void shim_ring_pend(struct shim_thread *th, int fd, const struct iovec *iov, int
 	size_t at;
 
 	shim_fd_phase(th, SHIM_PH_SYSCALL);
+	if (cnt == 1 && n && n <= RING_WRITE_MAX && shim_pend1(th, fd, iov[0].iov_base, n, pd))
+		return;
 	pd->mono = shim_mono_ns();
 	pd->first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq & 0x7fffffffu);
 	pd->chunks = 0;
@@ -289,6 +309,10 @@ void shim_ring_settle(struct shim_thread *th, int fd, const struct iovec *iov, i
 	uint32_t c;
 
 	shim_fd_phase(th, SHIM_PH_FEED);
+	if (cnt == 1 && pd->chunks == 1 && took <= pd->pended) {
+		shim_settle1(fd, iov[0].iov_base, pd, took, doubt);
+		return;
+	}
 	for (c = 0; c < pd->chunks; c++) {
 		size_t from = (size_t)c * RING_WRITE_MAX,
 		       k = pd->pended - from < RING_WRITE_MAX ? pd->pended - from : RING_WRITE_MAX;
