@@ -136,11 +136,18 @@ static void shim_file_add(struct shim_file *f, const char *p, size_t n)
 
 	if (!n)
 		return;
-	nl = memrchr(p, '\n', n);
+	nl = memchr(p, '\n', n);
 	if (!nl) {
 		f->tail += (uint32_t)n;
 		return;
 	}
+	if (nl == p + n - 1) {
+		/* the usual: one line, ended by the last byte */
+		f->lines++;
+		f->tail = 0;
+		return;
+	}
+	nl = memrchr(p, '\n', n);
 	f->lines += 1 + shim_nl(p, (size_t)(nl - p));
 	f->tail = (uint32_t)(n - (size_t)(nl + 1 - p));
 }
