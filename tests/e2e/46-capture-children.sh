@@ -18,11 +18,7 @@ for who in before after-subprocess spawn-child after-spawn; do
 done
 # the children: true (subprocess), the spawn child and its resource
 # tracker or semaphore helper, a grandchild; each started and ended
-ceq "$(jq -r 'select(.src=="start") | .pid' "$C" | sort -u | wc -l)" \
-	"$(jq -r 'select(.src=="end") | .pid' "$C" | sort -u | wc -l)" "every process started has an end"
-ceq "$(jq -r 'select(.src=="end") | "\(.how) \(.code)"' "$C" | sort -u | tr '\n' ' ')" "exit 0 " "ends"
-clacks "$C" '"src":"lost"'
-clacks "$C" '"src":"uncertain"'
+check_clean_ends "$C" children
 
 # A process that outlives the command: ttaudit capture returns as the
 # command did (the shell's own status, at once, not when the background

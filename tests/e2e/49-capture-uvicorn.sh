@@ -78,11 +78,7 @@ for p in $workers; do
 	ceq "$(jq -r --argjson p "$p" 'select(.src=="banner" and .pid==$p) | .rule + " " + .text' "$C")" \
 		"vllm:ready INFO:     Application startup complete." "workers: worker $p's banner"
 done
-ceq "$(jq -r 'select(.src=="start") | .pid' "$C" | sort -u | tr '\n' ' ')" \
-	"$(jq -r 'select(.src=="end") | .pid' "$C" | sort -u | tr '\n' ' ')" "workers: every process started has an end"
-ceq "$(jq -r 'select(.src=="end") | "\(.how) \(.code)"' "$C" | sort -u | tr '\n' ' ')" "exit 0 " "workers: ends"
-clacks "$C" '"src":"lost"'
-clacks "$C" '"src":"uncertain"'
+check_clean_ends "$C" workers
 
 # 2. one process with uvicorn's colour codes, stopped by SIGINT (CTRL+C)
 serve colours INT 5 --use-colors
