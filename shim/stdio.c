@@ -966,31 +966,29 @@ static void shim_flush_each(void)
 	shim_flush_call(stderr, &c);
 }
 
-SHIM_API int fflush(FILE *fp)
+/* fflush or fflush_unlocked (which), of fp or of every stream (NULL). */
+static int shim_fflush(FILE *fp, int which)
 {
-	struct shim_fctx c = { .which = SHIM_F_FFLUSH };
+	struct shim_fctx c = { .which = which };
+	size_t total;
 
-	SHIM_NEED(fflush);
 	if (!fp) {
 		/* every stream: the watched ones one by one, accounted, then the rest */
 		if (shim_on && shim_depth == 0)
 			shim_flush_each();
-		return shim_real.fflush(NULL);
+		return (int)shim_run_flush(NULL, &c, &total);
 	}
 	return (int)shim_flush_call(fp, &c);
 }
 
+SHIM_API int fflush(FILE *fp)
+{
+	return shim_fflush(fp, SHIM_F_FFLUSH);
+}
+
 SHIM_API int fflush_unlocked(FILE *fp)
 {
-	struct shim_fctx c = { .which = SHIM_F_FFLUSH_U };
-
-	SHIM_NEED(fflush_unlocked);
-	if (!fp) {
-		if (shim_on && shim_depth == 0)
-			shim_flush_each();
-		return shim_real.fflush_unlocked(NULL);
-	}
-	return (int)shim_flush_call(fp, &c);
+	return shim_fflush(fp, SHIM_F_FFLUSH_U);
 }
 
 SHIM_API int fseek(FILE *fp, long off, int whence)

@@ -17,7 +17,7 @@
  *   utf8           lines with bytes that are not UTF-8
  *   forkmt         fork while another thread is blocked in write(1) on a
  *                  full pipe; the child writes, exits; fd 1's content goes
- *                  to stderr
+ *                  to fd 3
  *   fflush         stdio flushed by fflush, fseek, fclose, setvbuf, freopen
  *   cancel         a thread cancelled while blocked in write(1) on a full pipe;
  *                  then the main thread writes to fd 1 (it must not hang);
@@ -243,14 +243,26 @@ static int in_write(_Atomic long *tidp)
 	return 0;
 }
 
-static int mode_forkmt(void)
+/* What the pipe on fd 1 holds so far, copied to fd 3 (the truth) without waiting. */
+static void drain_to_3(void)
+{
+	char buf[65536];
+	ssize_t r;
+
+	while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
+		if (write(3, buf, (size_t)r) != r)
+			exit(9);
+}
+
+/*
+ * fd 1 made a pipe that is full to a line boundary, and thread *t started
+ * and blocked inside its write(1), so holding fd 1's lock in the shim.
+ * Returns 0, or the exit status of the mode `name` when that fails.
+ */
+static int fd1_blocked(const char *name, pthread_t *t)
 {
 	static char junk[4096];
-	char buf[65536];
-	int p[2], st = 0, i;
-	pthread_t t;
-	pid_t pid;
-	ssize_t r;
+	int p[2], i;
 
 	memset(junk, '.', sizeof(junk) - 1);
 	junk[sizeof(junk) - 1] = '\n';
@@ -259,6 +271,7 @@ static int mode_forkmt(void)
 	pipe_rd = p[0];
 	dup2(p[1], 1);
 	close(p[1]);
+	fcntl(pipe_rd, F_SETFL, fcntl(pipe_rd, F_GETFL) | O_NONBLOCK);
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
 	while (write(1, junk, sizeof(junk)) > 0)
 		;
@@ -266,12 +279,25 @@ static int mode_forkmt(void)
 	for (i = 0; i < 4096 && write(1, "\n", 1) == 1; i++)
 		;
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
-	if (pthread_create(&t, NULL, blocked_writer, NULL))
+	if (pthread_create(t, NULL, blocked_writer, NULL))
 		return 9;
 	if (!in_write(&writer_tid)) {
-		put(2, "forkmt: the thread never blocked in write(1)\n");
+		char msg[128];
+		snprintf(msg, sizeof(msg), "%s: the thread never blocked in write(1)\n", name);
+		put(2, msg);
 		return 6;
 	}
+	return 0;
+}
+
+static int mode_forkmt(void)
+{
+	int st = 0, i, r;
+	pthread_t t;
+	pid_t pid;
+
+	if ((r = fd1_blocked("forkmt", &t)))
+		return r;
 	pid = fork();
 	if (pid == 0) {
 		alarm(10);
@@ -280,12 +306,9 @@ static int mode_forkmt(void)
 		put(1, "MERGE_AUDIT {\"ev\":\"merge\",\"step\":3,\"via\":\"child-fd1\"}\n");
 		exit(0);
 	}
-	/* drain the pipe to stderr until both writers are done */
-	fcntl(pipe_rd, F_SETFL, fcntl(pipe_rd, F_GETFL) | O_NONBLOCK);
+	/* drain the pipe to fd 3 until both writers are done */
 	for (i = 0; i < 400; i++) {
-		while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
-			if (write(3, buf, (size_t)r) != r)
-				return 9;
+		drain_to_3();
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			pid = -1;
 			break;
@@ -299,51 +322,20 @@ static int mode_forkmt(void)
 		return 8;
 	}
 	pthread_join(t, NULL);
-	while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
-		if (write(3, buf, (size_t)r) != r)
-			return 9;
+	drain_to_3();
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 7;
 }
 
 /* --- a thread cancelled inside a write --------------------------------------- */
 
-static void drain_to_3(void)
-{
-	char buf[65536];
-	ssize_t r;
-
-	while ((r = read(pipe_rd, buf, sizeof(buf))) > 0)
-		if (write(3, buf, (size_t)r) != r)
-			exit(9);
-}
-
 static int mode_cancel(void)
 {
-	static char junk[4096];
-	int p[2], i;
 	pthread_t t;
 	void *ret;
+	int r;
 
-	memset(junk, '.', sizeof(junk) - 1);
-	junk[sizeof(junk) - 1] = '\n';
-	if (pipe(p))
-		return 9;
-	pipe_rd = p[0];
-	dup2(p[1], 1);
-	close(p[1]);
-	fcntl(pipe_rd, F_SETFL, fcntl(pipe_rd, F_GETFL) | O_NONBLOCK);
-	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
-	while (write(1, junk, sizeof(junk)) > 0)
-		;
-	for (i = 0; i < 4096 && write(1, "\n", 1) == 1; i++)
-		;
-	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
-	if (pthread_create(&t, NULL, blocked_writer, NULL))
-		return 9;
-	if (!in_write(&writer_tid)) {
-		put(2, "cancel: the thread never blocked in write(1)\n");
-		return 6;
-	}
+	if ((r = fd1_blocked("cancel", &t)))
+		return r;
 	alarm(10);   /* a lock left held by the cancelled thread would hang what follows */
 	pthread_cancel(t);
 	pthread_join(t, &ret);
