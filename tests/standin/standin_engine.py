@@ -1,47 +1,51 @@
-"""The stand-in engine core run in this process, without the server (tests
+"""The stand-in engine core run in this process, without a server (tests
 only): runs SCENARIO, then one completion of PROMPT (max_tokens N) if given,
-and prints {"scenario": {request id: tokens}, "completion": tokens} as JSON.
+and prints {"scenario": {request id: tokens}, "completion": tokens} as JSON
+on its last line.
 
 usage: standin_engine.py SCENARIO [PROMPT N]
 
-Under MPI (tt-run) the data-parallel rank is the MPI rank, as the TT
-plugin's launcher makes it (one DP rank per MPI rank here)."""
+The data-parallel rank is the MPI rank when run under tt-run
+(OMPI_COMM_WORLD_RANK, PMI_RANK), as the TT plugin's launcher makes it."""
 
 import json
 import os
 import sys
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import paths  # noqa: E402  (beside this file: sys.path[0])
 
-from vllm.v1.engine.core import EngineCoreProc  # noqa: E402
-
-
-class _Conn:
-    def __init__(self, msgs):
-        self.msgs = list(msgs) + [("stop",)]
-        self.out = []
-
-    def send(self, m):
-        self.out.append(m)
-
-    def recv(self):
-        return self.msgs.pop(0)
-
-    def close(self):
-        pass
+for _root in reversed(paths.roots()):
+    if _root not in sys.path:
+        sys.path.insert(0, _root)
 
 
 def main(argv):
+    from vllm.v1.engine.core import EngineCoreProc
+
+    class Conn:
+        def __init__(self, msgs):
+            self.msgs = list(msgs) + [("stop",)]
+            self.out = []
+
+        def send(self, m):
+            self.out.append(m)
+
+        def recv(self):
+            return self.msgs.pop(0)
+
+        def close(self):
+            pass
+
     msgs = []
     if len(argv) > 3:
         prompt = [zlib.crc32(w.encode()) % 50021 for w in argv[2].split()] or [1]
         msgs.append(("complete", "kit-1", prompt, int(argv[3])))
-    c = _Conn(msgs)
+    c = Conn(msgs)
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
     EngineCoreProc.run_engine_core(vllm_config={"max_num_seqs": 4, "max_model_len": 4096,
                                                 "scenario": os.path.abspath(argv[1])},
-                                   conn=c, dp_rank=int(os.environ.get(
-                                       "OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))))
+                                   conn=c, dp_rank=rank)
     print(json.dumps({"scenario": c.out[0][1],
                       "completion": c.out[1][1] if len(c.out) > 1 else None}))
     return 0

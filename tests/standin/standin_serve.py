@@ -1,6 +1,7 @@
-"""The stand-in server (tests only): an API-server process on 127.0.0.1 that
-starts its engine core as a multiprocessing spawn child named
-EngineCore_DP0, as vLLM does, and serves
+"""The stand-in server (tests only): an API-server process on 127.0.0.1
+that starts its engine core as a multiprocessing spawn child, as vLLM does,
+named as vLLM names it (STANDIN_VLLM=main: "EngineCore" without data
+parallelism; dev, the default: "EngineCore_DP0"), and serves
 
   GET  /health            200 once the engine has run its scenario, else 503
   GET  /scenario          the scenario's outputs {request id: [token ids]}
@@ -9,8 +10,8 @@ EngineCore_DP0, as vLLM does, and serves
 
 usage: standin_serve.py --port-file FILE [--scenario FILE] [--max-model-len N]
 Stops on SIGTERM or SIGINT (the engine first), exit 0. Everything the kit
-sees comes from the modules beside this file; this file imports nothing of
-the kit."""
+sees comes from the stand-in's modules; this file imports nothing of the
+kit."""
 
 import argparse
 import http.server
@@ -21,6 +22,12 @@ import signal
 import sys
 import threading
 import zlib
+
+import paths  # noqa: E402  (beside this file: sys.path[0])
+
+for _root in reversed(paths.roots()):
+    if _root not in sys.path:
+        sys.path.insert(0, _root)
 
 
 def main():
@@ -35,7 +42,8 @@ def main():
     parent, child = ctx.Pipe()
     cfg = {"max_num_seqs": 4, "max_model_len": a.max_model_len,
            "scenario": os.path.abspath(a.scenario) if a.scenario else None}
-    proc = ctx.Process(target=EngineCoreProc.run_engine_core, name="EngineCore_DP0",
+    name = "EngineCore" if os.environ.get("STANDIN_VLLM") == "main" else "EngineCore_DP0"
+    proc = ctx.Process(target=EngineCoreProc.run_engine_core, name=name,
                        kwargs={"vllm_config": cfg, "conn": child, "dp_rank": 0,
                                "local_dp_rank": 0})
     proc.start()

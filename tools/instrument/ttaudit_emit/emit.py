@@ -391,7 +391,9 @@ class MergeAudit:
     def gate(self, *args, **kwargs):
         """gate(step, *, keep, supports_async_decode, force, reason, dp=None):
         the capability gate decided on a step where the keep would otherwise
-        have run (refused: keep False; or forced on by TT_FORCE_ASYNC_AHEAD_KEEP)."""
+        have run (refused: keep False). supports_async_decode None: the
+        model does not declare it. `force`: the code overrode the gate (no
+        upstream revision can; a patched one may say so)."""
         if not self._on:
             return
         self._call(_gate_event, args, kwargs)

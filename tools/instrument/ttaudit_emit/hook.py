@@ -148,26 +148,35 @@ def function_of(raw):
 
 class ArgGetter:
     """Reads one argument of a call by name: from its position when it was
-    passed positionally, else from the keywords, else the default."""
+    passed positionally, else from the keywords (the first of `names`
+    present), else the default."""
 
-    __slots__ = ("index", "name", "default")
+    __slots__ = ("index", "names", "default")
 
-    def __init__(self, index, name, default):
+    def __init__(self, index, names, default):
         self.index = index
-        self.name = name
+        self.names = tuple(names) if isinstance(names, (list, tuple)) else (names,)
         self.default = default
+
+    @property
+    def name(self):
+        return self.names[0] if self.names else ""
 
     def __call__(self, args, kwargs):
         i = self.index
         if i is not None and i < len(args):
             return args[i]
-        return kwargs.get(self.name, self.default)
+        for n in self.names:
+            if n in kwargs:
+                return kwargs[n]
+        return self.default
 
 
 def getters(func, mapping):
-    """{value: ArgGetter} for mapping {value: parameter name or None}, and the
-    list of values whose parameter `func`'s signature lacks. A None name maps
-    to a getter that always gives None."""
+    """{value: ArgGetter} for mapping {value: parameter name, list of names
+    tried in order, or None}, and the list of values whose parameter
+    `func`'s signature lacks. A None name maps to a getter that always gives
+    None."""
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
@@ -184,14 +193,16 @@ def getters(func, mapping):
         if name is None:
             out[v] = ArgGetter(None, "", None)
             continue
-        p = sig.parameters.get(name)
-        if p is None:
-            out[v] = ArgGetter(None, name, None)
+        names = list(name) if isinstance(name, (list, tuple)) else [name]
+        found = next((n for n in names if n in sig.parameters), None)
+        if found is None:
+            out[v] = ArgGetter(None, names, None)
             if not var_kw:
                 missing.append(v)
             continue
+        p = sig.parameters[found]
         default = None if p.default is p.empty else p.default
-        out[v] = ArgGetter(pos.index(name) if name in pos else None, name, default)
+        out[v] = ArgGetter(pos.index(found) if found in pos else None, [found], default)
     return out, missing
 
 

@@ -1,30 +1,38 @@
 """ttaudit_emit.kit - the auto-instrumentation: wrappers around the real
-generator's functions that write merge audits from their arguments and
-return values, and the guard banners.
+generator's functions, and an observer of its inline keep, that write merge
+audits from what the code did, and the guard banners.
 
 One Kit per process (install() makes it; ttaudit_emit.auto calls install()
 from the sitecustomize). It watches the modules of the name table
 (ttaudit_emit.names) and wraps each target when its module is imported:
 
-  decode   Generator.decode_forward: one step of the clock; reads why the
-           keep would run (on-device sampling, reset_batch or a mode switch,
-           trace on, trace inputs for the key) and the capability gate
-           (model_capabilities["supports_async_decode"],
-           TT_FORCE_ASYNC_AHEAD_KEEP=1); writes `gate` events
-  keep     the keep's helper, once per data-parallel chunk: host and device
-           positions (device after slot_remap), tokens, the prefilled mask it
-           applied, and `taken` from what it returned; writes `merge` events
+  decode   Generator.decode_forward (and Gemma4's mixin): one step of the
+           clock. Its keep is inline (tt-metal: no helper); the kit finds it
+           in the function's source by its statement (ttaudit_emit.inline)
+           and, on the steps its gate can open (reset_batch or a mode switch),
+           observes it in the running frame: per data-parallel chunk the host
+           and device inputs as compared, the decision after the prefilled
+           mask, and the values fed on to the trace; writes `merge` events,
+           and a `gate` event when the capability alone kept the keep off
   trace    Generator._decode_forward_trace_text: the buffer capture points,
-           per trace key and chunk; writes `trace` events, gives `buf_step`
-           and `buf_req` to later merges
-  prefill  Generator.prefill_forward_text: a step, and the prefill slot starts
+           per trace key and chunk, restage or replay as observed (below);
+           writes `trace` events, gives `buf_step` and `buf_req` to merges
+  restage  copy_host_to_device: a copy into a trace's inputs during a trace
+           call is a restage
+  keep     Gemma4's helper merge_async_ahead_decode_tokens, once per chunk:
+           `merge` events from its arguments and return value
+  prefill  Generator.prefill_forward_text (arguments bound through
+           _prefill_forward_text_impl's signature): a step, the slot starts
   batch, prefill_batch  the TT plugin's submissions: request ids of the rows
   engine   vLLM's engine-core entry: the data-parallel rank
 
-A wrapper never changes what the wrapped function receives, returns or
-raises. Anything that goes wrong inside the kit is counted and reported once
-(a line through the sink), never raised into the server. A name in the table
-that is not there is reported when its module is imported.
+The gate is upstream's: model_capabilities.get("supports_async_decode",
+False), an absent key meaning "not supported" (tt-metal PR #54565); the kit
+reads the code's own decision and never assumes one. A wrapper never changes
+what the wrapped function receives, returns or raises. Anything that goes
+wrong inside the kit is counted and reported once (a line through the sink),
+never raised into the server. A name in the table that is not there is
+reported when its module is imported.
 """
 
 import atexit
@@ -35,14 +43,15 @@ import re
 import sys
 import threading
 
-from . import hook, names
+from . import hook, inline, names
 from .emit import MergeAudit, sink_kind
 
 CONFIG_VAR = "TTAUDIT_EMIT_CONFIG"
 SINK_VAR = "TTAUDIT_EMIT_SINK"
 RANK_VAR = "TTAUDIT_RANK"
 
-# Guard flags and the arm each engages (docs/arms.md, interfaces B).
+# Guard flags of the seeds' patched generator and the arm each engages
+# (docs/arms.md, interfaces B). Upstream prints no banner for any of them.
 GUARD_FLAGS = (
     ("QWEN36_PREFILLED_SLOTS_FIX", "prefilled"),
     ("QWEN36_MERGE_BATCH_GUARD", "batch"),
@@ -58,7 +67,7 @@ _FAILED = object()
 
 
 def guard_banners(env):
-    """The banner lines for the guard flags and the keep override in `env`."""
+    """The banner lines for the guard flags in `env`."""
     out, engaged = [], 0
     for flag, _arm in GUARD_FLAGS:
         v = env.get(flag)
@@ -79,14 +88,19 @@ def guard_banners(env):
 
 def initial_rank(env, process_name=None):
     """The process's data-parallel rank as far as its environment and name
-    tell: TTAUDIT_RANK, vLLM's process name EngineCore_DP<n>, the MPI rank
-    tt-run gives; None when nothing says."""
+    tell: TTAUDIT_RANK; vLLM's process name, EngineCore_DP<n> (data parallel;
+    always so on the TT fork's dev branch) or EngineCore (vLLM main without
+    data parallelism: rank 0); the MPI rank tt-run gives; None when nothing
+    says."""
     v = env.get(RANK_VAR)
     if v is not None and v.isdigit():
         return int(v)
-    m = re.match(r"EngineCore_DP(\d+)$", process_name or "")
+    name = process_name or ""
+    m = re.match(r"EngineCore_DP(\d+)$", name)
     if m:
         return int(m.group(1))
+    if name == "EngineCore":
+        return 0
     for k in ("OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         v = env.get(k)
         if v is not None and v.isdigit():
@@ -171,10 +185,25 @@ def _key_text(key):
     return key if isinstance(key, str) else repr(key)
 
 
+def _lookup(table, key):
+    """table[key] without filling a defaultdict; None when absent."""
+    try:
+        if hasattr(table, "get"):
+            return table.get(key)
+        return table[key]
+    except Exception:
+        return None
+
+
 class _Decode:
-    """What one decode_forward call knows, for the keep and trace wrappers it calls."""
-    __slots__ = ("step", "reset", "mode_switched", "ods", "bs", "ndp", "key", "would",
-                 "allowed", "prefilled", "ids", "keep_calls")
+    """What one decode call knows, for the wrappers and observer inside it."""
+    __slots__ = ("step", "gen", "reset", "mode_switched", "ods", "bs", "ndp", "key", "ids",
+                 "slot_remap", "keep_calls", "observer", "observed")
+
+
+class _Trace:
+    __slots__ = ("gen", "step", "ods", "batch", "n", "restage_arg", "had_trace", "ids",
+                 "restaged")
 
 
 class Kit:
@@ -182,6 +211,7 @@ class Kit:
         self.env = os.environ if env is None else env
         self.table = table
         self.attrs = table["attrs"]
+        self.inline_names = table.get("inline", dict(inline.DEFAULT_NAMES))
         self._lock = threading.RLock()
         self._tls = threading.local()
         self.audit = None
@@ -191,14 +221,15 @@ class Kit:
         self._rank_known = False        # from the engine entry: better than any guess
         self._guess_rank()
         self.step = -1
-        self.trace_state = {}           # (key text, dp) -> (step, request ids or None)
-        self._prev_trace = {}           # id(generator) -> (on_device_sampling, batch)
+        self.trace_state = {}           # (key text, dp) -> (step, request ids or None, inputs id)
         self._req_gen = {}
         self.wrapped = []               # "role module:name" wrapped in this process
         self.missing = []               # reports of targets that are not there
         self.faults = 0
         self._fault_said = set()
-        self.keep_unobserved = 0
+        self.unobserved = 0             # decode steps whose keep could not be observed
+        self.inconsistent = 0           # slots whose decision and fed inputs disagreed
+        self.restage_seen = False       # the restage role is wrapped
         self._config_done = False
         self.counts = collections.Counter()
         self._triggered = False
@@ -208,6 +239,7 @@ class Kit:
         for t in table["targets"]:
             by_module.setdefault(t["module"], []).append(t)
         self._by_module = by_module
+        self._helpers = {t["name"].split(".")[-1] for t in table["targets"] if t["role"] == "keep"}
         self.watcher = hook.ImportWatcher(self._on_import, self._fault)
 
     # -- lifecycle --
@@ -264,9 +296,6 @@ class Kit:
                   % (who, self._audit().kind))
         for line in guard_banners(self.env):
             self.note(line)
-        force = self.attrs["force_env"]
-        if self.env.get(force) == "1":
-            self.note("ttaudit: keep forced on (%s=1)" % force)
 
     # -- the sink --
 
@@ -341,10 +370,11 @@ class Kit:
             a = self._audit()
             parts = ["%d %s" % (self.counts[k], k) for k in ("merge", "gate", "trace", "prefill")]
             text = ("ttaudit: instrumentation summary (pid %d): %s event(s); %d target(s) "
-                    "missing, %d kit error(s), %d keep step(s) unobserved, %d audit line(s) "
-                    "lost, %d call(s) rejected"
+                    "missing, %d kit error(s), %d keep step(s) unobserved, %d slot(s) whose "
+                    "decision and fed inputs disagreed, %d audit line(s) lost, %d call(s) "
+                    "rejected"
                     % (os.getpid(), ", ".join(parts), len(self.missing), self.faults,
-                       self.keep_unobserved, a.errors, a.rejected))
+                       self.unobserved, self.inconsistent, a.errors, a.rejected))
             if a.errors:        # the sink is failing: say it where it will be seen
                 sys.stderr.write(text + "\n")
                 sys.stderr.flush()
@@ -356,7 +386,8 @@ class Kit:
     def _never_imported(self):
         if not self._triggered:
             return []
-        return [t for m, ts in self._by_module.items() if m not in self._imported for t in ts]
+        return [t for m, ts in self._by_module.items() if m not in self._imported
+                for t in ts if not t.get("optional")]
 
     # -- wrapping --
 
@@ -371,7 +402,16 @@ class Kit:
         if func is None:
             self._report_missing(where, "it is a %s, not a function" % type(raw).__name__)
             return
-        get, lacking = hook.getters(func, t["args"])
+        sig_func = func
+        if t.get("signature"):
+            try:
+                _o, _a, sraw = hook.resolve(module, t["signature"])
+                sfunc, _k = hook.function_of(sraw)
+                if sfunc is not None and _only_varargs(func):
+                    sig_func = sfunc
+            except LookupError:
+                pass            # an older revision: the target has its own parameters
+        get, lacking = hook.getters(sig_func, t["args"])
         req = [v for v in lacking if v in names.REQUIRED[t["role"]]]
         if req:
             self._report_missing(where, "its signature has no parameter %s"
@@ -382,11 +422,15 @@ class Kit:
                       "left out" % (where, ", ".join(repr(t["args"][v]) for v in lacking)))
             for v in lacking:
                 get[v] = hook.ArgGetter(None, "", None)
+        extra = dict(t)
+        if t["role"] == "decode":
+            extra["_plan"] = self._plan(where, func, t)
+        if t["role"] == "restage":
+            self.restage_seen = True
         enter = getattr(self, "_%s_enter" % t["role"])
         leave = getattr(self, "_%s_leave" % t["role"], None)
         role = t["role"]
         kit = self
-        extra = t
 
         def make(orig):
             def wrapper(*args, **kwargs):
@@ -398,12 +442,27 @@ class Kit:
                 except Exception as e:
                     kit._fault(role, e)
                     ctx = None
+                obs = getattr(ctx, "observer", None)
+                if obs is not None:
+                    try:
+                        if not obs.start():
+                            kit._unobserved(ctx, "another trace function is set (a debugger "
+                                            "or coverage tool)")
+                            ctx.observer = obs = None
+                    except Exception as e:
+                        kit._fault("decode (observing the keep)", e)
+                        ctx.observer = obs = None
                 depth[role] = 1
                 result = _FAILED
                 try:
                     result = orig(*args, **kwargs)
                     return result
                 finally:
+                    if obs is not None:
+                        try:
+                            obs.stop()
+                        except Exception as e:
+                            kit._fault("decode (observing the keep)", e)
                     depth[role] = 0
                     if leave is not None and ctx is not None:
                         try:
@@ -418,15 +477,47 @@ class Kit:
             return
         if w is not None:
             self.wrapped.append(where)
-        note = names.NOTES.get((t["role"], t["module"], t["name"]))
-        if note:
-            self.note("ttaudit: %s: a name not checked against upstream source (%s)"
-                      % (where, note))
+
+    def _plan(self, where, func, t):
+        """The keep of a decode target, said once at start-up."""
+        what = "%s.%s" % (t["module"].rsplit(".", 1)[-1], t["name"]) \
+            if "." not in t["name"] else t["name"]
+        try:
+            p = inline.plan(func, self.inline_names, self._helpers, self.attrs["capability"])
+        except inline.PlanError as e:
+            self.note("ttaudit: keep: %s cannot be located (%s); its keep steps are counted "
+                      "as unobserved" % (what, e))
+            return False
+        if p is None:
+            code = getattr(func, "__code__", None)
+            at = "%s:%d" % (os.path.basename(code.co_filename), code.co_firstlineno) if code else "?"
+            self.note("ttaudit: keep: none in %s (%s): no statement compares %s with %s and no "
+                      "keep helper (%s) is called; this code writes no merge events"
+                      % (what, at, self.inline_names["dev_pos"], self.inline_names["host_pos"],
+                         ", ".join(sorted(self._helpers)) or "none named"))
+            return None
+        steps = "on reset and mode-switch steps" if p.arm_names else "on every step"
+        if p.kind == "inline":
+            self.note("ttaudit: keep: inline in %s at %s (%s = ... %s == %s ...), observed in "
+                      "its frame %s; gate at line %d"
+                      % (what, inline.where(p), self.inline_names["decision"],
+                         self.inline_names["dev_pos"], self.inline_names["host_pos"], steps,
+                         p.gate_line))
+        else:
+            self.note("ttaudit: keep: %s calls the helper %s at %s (Gemma4's); its gate is "
+                      "observed %s" % (what, p.helper, inline.where(p), steps))
+        return p
 
     def _report_missing(self, where, why):
         self.missing.append(where)
         self.note("ttaudit: not instrumented: %s: %s (renamed upstream? give its name in %s)"
                   % (where, why, CONFIG_VAR))
+
+    def _unobserved(self, d, why):
+        with self._lock:
+            self.unobserved += 1
+        self._say_once("unobserved:" + why, "ttaudit: the keep at step %d could not be observed: "
+                       "%s; such steps are counted, not written" % (d.step, why))
 
     def _depth(self):
         d = getattr(self._tls, "depth", None)
@@ -467,6 +558,15 @@ class Kit:
         ml = _attr_path(gen, self.attrs["max_model_len"])
         self._audit().config(slots=slots,
                              max_model_len=ml if type(ml) is int and ml > 0 else None)
+
+    def _capability(self, gen):
+        """(declared, value): whether the model's capabilities dict has the
+        key, and its value (False when absent: upstream's reading)."""
+        caps = getattr(gen, self.attrs["capabilities"], None)
+        key = self.attrs["capability"]
+        if isinstance(caps, collections.abc.Mapping) and key in caps:
+            return True, bool(caps[key])
+        return False, False
 
     # -- roles --
 
@@ -535,9 +635,9 @@ class Kit:
 
     def _find_key(self, tid, ods, bs):
         """The trace key the generator uses for (on_device_sampling, batch):
-        (ods, bs) when the trace inputs are keyed by batch too (PR #53947),
-        else ods. (key, inputs present) or (None, None) when there is no
-        trace-input table to look in."""
+        (ods, bs) when the trace inputs are keyed by batch too (Gemma4), else
+        ods (the shared Generator). (key, inputs present) or (None, None)
+        when there is no trace-input table to look in."""
         if tid is _MISSING or tid is None or not hasattr(tid, "__contains__"):
             return None, None
         for k in ((ods, bs), ods):
@@ -556,19 +656,21 @@ class Kit:
             return ods, False
         if others:
             self._say_once("trace-key", "ttaudit: %s is keyed by %s, neither %r nor %r: the "
-                           "gate and the keep's buffer steps cannot be judged"
+                           "keep's buffer steps cannot be judged"
                            % (self.attrs["trace_inputs"], ", ".join(map(repr, others[:4])),
                               (ods, bs), ods))
             return None, None
-        return (ods, bs), False
+        return ods, False
 
     def _decode_enter(self, args, kwargs, g, t):
         a = self.attrs
         gen = args[0] if args else None
-        step = self._next_step()
         d = _Decode()
-        d.step = step
+        d.step = self._next_step()
+        d.gen = gen
         d.keep_calls = 0
+        d.observer = None
+        d.observed = False
         sp = g["start_pos"](args, kwargs)
         n_rows = _rows(sp)
         ndp = getattr(gen, a["data_parallel"], 1)
@@ -578,20 +680,10 @@ class Kit:
         d.ods = g["sampling_params"](args, kwargs) is not None or \
             bool(g["defer_device_sampling"](args, kwargs))
         d.reset = bool(g["reset_batch"](args, kwargs))
-        et = g["enable_trace"](args, kwargs)
-        enable_trace = True if et is None else bool(et)
+        d.slot_remap = g["slot_remap"](args, kwargs)
         mode = getattr(gen, a["mode"], _MISSING)
-        if mode is _MISSING:
-            d.mode_switched = None
-        else:
-            d.mode_switched = str(getattr(mode, "name", mode)) != a["mode_decode"]
-        pre = getattr(gen, a["prefilled"], _MISSING)
-        if pre is _MISSING:
-            d.prefilled = None
-        else:
-            glob = set(int(s) for s in (pre or ()))
-            d.prefilled = [{s - i * bs for s in glob if i * bs <= s < (i + 1) * bs}
-                           for i in range(ndp)]
+        d.mode_switched = None if mode is _MISSING else \
+            str(getattr(mode, "name", mode)) != a["mode_decode"]
         ids = getattr(self._tls, "decode_ids", None)
         self._tls.decode_ids = None
         if ids is not None:
@@ -599,37 +691,17 @@ class Kit:
             d.ids = [ids[i * bs:(i + 1) * bs] for i in range(ndp)]
         else:
             d.ids = None
-        d.key, present = self._find_key(getattr(gen, a["trace_inputs"], _MISSING), d.ods, bs)
-        caps = getattr(gen, a["capabilities"], None)
-        supports = None
-        if isinstance(caps, collections.abc.Mapping) and a["capability"] in caps:
-            supports = bool(caps[a["capability"]])
-        force = self.env.get(a["force_env"]) == "1"
-        d.allowed = supports is not False or force
-        aud = self._audit()
+        d.key, _present = self._find_key(getattr(gen, a["trace_inputs"], _MISSING), d.ods, bs)
         self._config(gen, bs)
-        if supports is False and not force:
-            self._say_once("keep-off", "ttaudit: keep off (%s declares %s[%r] False)"
-                           % (type(gen).__name__, a["capabilities"], a["capability"]))
-        cond = d.ods and (d.reset or bool(d.mode_switched)) and enable_trace
-        if present is None:
-            d.would = False
-            if cond:
-                self._say_once("no-trace-inputs",
-                               "ttaudit: %s has no %s: the gate cannot be judged, no gate "
-                               "events are written" % (type(gen).__name__, a["trace_inputs"]))
-        else:
-            d.would = bool(cond and present)
-        if d.would:
-            if not d.allowed:
-                aud.gate(step, keep=False, supports_async_decode=supports, force=False,
-                         reason="model does not declare %s" % a["capability"])
-                self.counts["gate"] += 1
-            elif force and supports is False and not getattr(self, "_forced_done", False):
-                self._forced_done = True
-                aud.gate(step, keep=True, supports_async_decode=False, force=True,
-                         reason="%s=1 overrides %s False" % (a["force_env"], a["capability"]))
-                self.counts["gate"] += 1
+        p = t.get("_plan")
+        if p:
+            self._gate_note(gen, p)
+            if not p.arm_names or d.reset or d.mode_switched:
+                d.observer = inline.Observer(p, lambda o: self._observed(d, o),
+                                             lambda e: self._fault("decode (observing the keep)",
+                                                                   e))
+        elif p is False and (d.reset or d.mode_switched):
+            self._unobserved(d, "the keep could not be located in the source (said at start-up)")
         self._decode_stack().append(d)
         return d
 
@@ -637,53 +709,195 @@ class Kit:
         st = self._decode_stack()
         if st and st[-1] is d:
             st.pop()
-        if d.would and d.allowed and d.keep_calls == 0 and result is not _FAILED:
-            with self._lock:
-                self.keep_unobserved += 1
-            keeps = [t for t in self.table["targets"] if t["role"] == "keep"]
-            self._say_once("keep-unobserved",
-                           "ttaudit: the keep should have run at step %d (reset_batch or a mode "
-                           "switch, trace inputs present, gate open) but %s was not called: "
-                           "its name in the table may be wrong (%s), or a patch skips it; such "
-                           "steps are counted, not written"
-                           % (d.step, " or ".join("%s:%s" % (k["module"], k["name"])
-                                                  for k in keeps) or "no keep helper",
-                              CONFIG_VAR))
+        obs = d.observer
+        if obs is not None and not obs.done and result is not _FAILED:
+            self._unobserved(d, "the decode returned before the statement after the keep ran")
+
+    def _gate_note(self, gen, p):
+        if p.cap_name is None:
+            return
+        cls = type(gen).__name__
+        key = "gate:" + cls
+        if key in self._said:
+            return
+        declared, value = self._capability(gen)
+        cap = "%s[%r]" % (self.attrs["capabilities"], self.attrs["capability"])
+        if not declared:
+            text = ("ttaudit: gate: %s does not declare %s: the keep does not run (an absent "
+                    "key means not supported)" % (cls, cap))
+        elif not value:
+            text = "ttaudit: gate: %s declares %s False: the keep does not run" % (cls, cap)
+        else:
+            text = ("ttaudit: gate: %s declares %s True: the keep runs on reset and "
+                    "mode-switch steps" % (cls, cap))
+        self._say_once(key, text)
+
+    # -- the inline keep, as observed --
+
+    def _observed(self, d, obs):
+        """Called from inside the decode's frame at the statement after the keep."""
+        d.observed = True
+        if obs.plan.kind == "inline" and obs.chunks:
+            for c in obs.chunks:
+                self._merge_from_chunk(d, obs, c)
+        elif obs.gate is not None:
+            self._gate_from_frame(d, obs)
+
+    def _gate_from_frame(self, d, obs):
+        """The keep's body did not run: say so when the capability alone kept it off."""
+        v = inline.gate_values(obs.plan, obs.gate, self.attrs["trace_inputs"])
+        if not v["capability_known"] or v["capability"] or v["others"] is not True:
+            return
+        declared, value = self._capability(d.gen)
+        reason = ("model declares %s False" % self.attrs["capability"]) if declared else \
+            ("model does not declare %s (absent means not supported)" % self.attrs["capability"])
+        self._audit().gate(d.step, keep=False, supports_async_decode=value if declared else None,
+                           force=False, reason=reason)
+        self.counts["gate"] += 1
+
+    def _merge_from_chunk(self, d, obs, c):
+        i = c.index if type(c.index) is int else 0
+        hp, ht = c.host_pos, c.host_tok
+        if hp is None:
+            return
+        h = len(hp)
+        hp = [int(x) for x in hp]
+        ht = [int(x) for x in ht] if ht is not None and len(ht) == h else None
+        dpos = [int(x) for x in c.dev_pos] if c.dev_pos is not None else []
+        dtok = [int(x) for x in c.dev_tok] if c.dev_tok is not None else None
+        kw = {"reset_batch": d.reset, "mode_switched": d.mode_switched, "dp": i}
+        pre = c.prefilled if c.prefilled_known else _lookup_attr(d.gen, self.attrs["prefilled"])
+        if pre is None:
+            self._say_once("no-prefilled", "ttaudit: %s has no %s (no prefill went through the "
+                           "Generator's): the merge events leave `prefilled` out"
+                           % (type(d.gen).__name__, self.attrs["prefilled"]))
+        else:
+            kw["prefilled"] = sorted(s - i * h for s in pre if i * h <= s < (i + 1) * h)
+        fed_ok = c.fed_pos is not None and len(c.fed_pos) == h and \
+            c.fed_tok is not None and len(c.fed_tok) == h
+        if c.decided and c.decision is not None and len(c.decision) == h and len(dpos) == h:
+            taken = list(c.decision)
+            if fed_ok and ht is not None and dtok is not None and len(dtok) == h:
+                for s in range(h):
+                    if hp[s] == -1:
+                        continue
+                    fed = (int(c.fed_pos[s]), int(c.fed_tok[s]))
+                    host, dev = (hp[s], ht[s]), (dpos[s], dtok[s])
+                    if fed == host and fed == dev:
+                        continue            # either way the same: the decision stands
+                    got = fed != host
+                    if got != taken[s] or (got and fed != dev):
+                        with self._lock:
+                            self.inconsistent += 1
+                        self._say_once("inconsistent", "ttaudit: at step %d chunk %d slot %d "
+                                       "the inputs fed on to the trace are not the ones %s "
+                                       "chose: the audit records what was fed"
+                                       % (d.step, i, s, self.inline_names["decision"]))
+                        taken[s] = got
+            kw["taken"] = taken
+        else:
+            kw["taken"] = [False] * h
+            kw["fallback"] = "shape"
+        if ht is not None and dtok is not None and len(dtok) == len(dpos):
+            kw["host_tok"], kw["dev_tok"] = ht, dtok
+        self._buffer_fields(d, i, h, c.trace_in, self._remap_rows(d, obs, i, h), kw)
+        self._audit().merge(d.step, hp, dpos, **kw)
+        self.counts["merge"] += 1
+
+    def _remap_rows(self, d, obs, i, h):
+        """The buffer rows slot s of chunk i was compared with: the code's own
+        remap index when it remapped, else s."""
+        if d.slot_remap is None:
+            return list(range(h))
+        r = _ints(d.slot_remap)
+        if r is None or len(r) < (i + 1) * h:
+            return None
+        return [x - i * h for x in r[i * h:(i + 1) * h]]
+
+    def _buffer_fields(self, d, i, h, trace_in, rows, kw):
+        """buf_step, and with request ids slot_req/buf_req and their
+        generations, from the last trace the kit saw write this chunk's
+        inputs; left out when those inputs are not the ones read now."""
+        if d.key is None:
+            return
+        buf = self.trace_state.get((_key_text(d.key), i))
+        if buf is None:
+            return
+        if trace_in is not None and buf[2] is not None and id(trace_in) != buf[2]:
+            self._say_once("inputs-replaced", "ttaudit: the trace inputs the keep read at step "
+                           "%d are not the ones the kit saw written (captured elsewhere): "
+                           "buf_step and buf_req are left out" % d.step)
+            return
+        kw["buf_step"] = buf[0]
+        breq = buf[1]
+        if d.ids is None or i >= len(d.ids) or breq is None or rows is None:
+            return
+        sreq = (list(d.ids[i][:h]) + [None] * h)[:h]
+        n = len(breq)
+        bq = [breq[j] if -n <= j < n else None for j in rows]
+        kw["slot_req"], kw["buf_req"] = sreq, bq
+        kw["slot_gen"] = [self._gen(r) for r in sreq]
+        kw["buf_slot_gen"] = [self._gen(r) for r in bq]
+
+    # -- the trace and its restages --
 
     def _trace_enter(self, args, kwargs, g, t):
-        gen = args[0] if args else None
+        c = _Trace()
+        c.gen = args[0] if args else None
         toks = _chunks(g["tokens"](args, kwargs))
-        batch = _rows(toks[0]) if toks else 0
-        ods = bool(g["on_device_sampling"](args, kwargs))
-        reset = bool(g["reset_batch"](args, kwargs))
+        c.batch = _rows(toks[0]) if toks else 0
+        c.n = len(toks)
+        c.ods = bool(g["on_device_sampling"](args, kwargs))
+        c.restage_arg = bool(g["restage"](args, kwargs))
         st = self._decode_stack()
         d = st[-1] if st else None
-        step = d.step if d is not None else self._next_step()
-        prev = self._prev_trace.get(id(gen))
-        self._prev_trace[id(gen)] = (ods, batch)
-        op = "restage" if (reset or not ods or prev != (ods, batch)) else "replay"
-        ids = d.ids if d is not None and d.bs == batch else None
-        return (gen, step, ods, batch, len(toks), op, ids)
+        c.step = d.step if d is not None else self._next_step()
+        c.ids = d.ids if d is not None and d.bs == c.batch else None
+        key, present = self._find_key(getattr(c.gen, self.attrs["trace_ids"], _MISSING),
+                                      c.ods, c.batch)
+        c.had_trace = bool(present)
+        c.restaged = set()
+        self._tls.restaged = c.restaged
+        return c
 
-    def _trace_leave(self, ctx, result):
+    def _trace_leave(self, c, result):
+        self._tls.restaged = None
         if result is _FAILED:
             return
-        gen, step, ods, batch, n, op, ids = ctx
-        key, _ = self._find_key(getattr(gen, self.attrs["trace_inputs"], _MISSING), ods, batch)
-        kt = _key_text(key if key is not None else (ods, batch))
+        table = getattr(c.gen, self.attrs["trace_inputs"], _MISSING)
+        key, _ = self._find_key(table, c.ods, c.batch)
+        inputs = _lookup(table, key) if key is not None else None
+        kt = _key_text(key if key is not None else (c.ods, c.batch))
         a = self._audit()
-        for i in range(n):
-            self.trace_state[(kt, i)] = (step, ids[i] if ids is not None and i < len(ids)
-                                         else None)
-            a.trace(step, op, kt, dp=i)
+        for i in range(c.n):
+            inp = inputs[i] if isinstance(inputs, (list, tuple)) and i < len(inputs) else None
+            if self.restage_seen:
+                op = "restage" if not c.had_trace or (inp is not None and id(inp) in c.restaged) \
+                    else "replay"
+            else:
+                op = "restage" if not c.had_trace or c.restage_arg else "replay"
+            self.trace_state[(kt, i)] = (c.step, c.ids[i] if c.ids is not None and
+                                         i < len(c.ids) else None,
+                                         id(inp) if inp is not None else None)
+            a.trace(c.step, op, kt, dp=i)
             self.counts["trace"] += 1
+
+    def _restage_enter(self, args, kwargs, g, t):
+        s = getattr(self._tls, "restaged", None)
+        if s is not None:
+            dt = g["device_tensors"](args, kwargs)
+            if dt is not None:
+                s.add(id(dt))
+        return None
+
+    # -- a keep helper (Gemma4's) --
 
     def _keep_enter(self, args, kwargs, g, t):
         st = self._decode_stack()
         d = st[-1] if st else None
         if d is None:
-            self._say_once("keep-outside", "ttaudit: %s:%s was called outside decode_forward: "
-                           "those calls are not written" % (t["module"], t["name"]))
+            self._say_once("keep-outside", "ttaudit: %s:%s was called outside a decode: those "
+                           "calls are not written" % (t["module"], t["name"]))
             return None
         dp = d.keep_calls
         d.keep_calls += 1
@@ -710,31 +924,29 @@ class Kit:
             ht = None
         if c["prefilled_arg"]:
             pf = c["prefilled"] or set()
-        elif d.prefilled is not None and dp < len(d.prefilled):
-            pf = d.prefilled[dp]
         else:
-            pf = None
+            pre = _lookup_attr(d.gen, self.attrs["prefilled"])
+            pf = None if pre is None else {s - dp * h for s in pre if dp * h <= s < (dp + 1) * h}
         if pf is not None:
             pf = sorted(s for s in pf if 0 <= s < h)
         ret = c["ret"]
 
         def part(name):
-            i = ret.get(name)
-            if i is None or not isinstance(result, (tuple, list)) or i >= len(result):
+            k = ret.get(name)
+            if k is None or not isinstance(result, (tuple, list)) or k >= len(result):
                 return None
-            return result[i]
+            return result[k]
 
         kw = {"reset_batch": d.reset, "mode_switched": d.mode_switched, "dp": dp,
               "prefilled": pf}
         remap = c["remap"]
-        kt = _key_text(d.key) if d.key is not None else None
-        buf = self.trace_state.get((kt, dp)) if kt is not None else None
         if len(dpos) < h or (dtok is not None and len(dtok) < h):
             n = min(len(dpos), len(dtok) if dtok is not None else len(dpos))
             dev, dt = dpos[:n], (dtok[:n] if dtok is not None else None)
             kw.update(taken=[False] * h, fallback="shape")
             idx = None
-        elif remap is not None and (len(remap) != h or any(r < 0 or r >= h for r in remap)):
+        elif remap is not None and (len(remap) != h or any(r < 0 or r >= len(dpos)
+                                                           for r in remap)):
             dev, dt = [], ([] if dtok is not None else None)
             kw.update(taken=[False] * h, fallback="slot_remap")
             idx = None
@@ -749,26 +961,35 @@ class Kit:
                 kw["taken_inferred"] = inferred
         if ht is not None and dt is not None:
             kw["host_tok"], kw["dev_tok"] = ht, dt
-        if buf is not None:
-            kw["buf_step"] = buf[0]
-            breq = buf[1]
-            if d.ids is not None and dp < len(d.ids) and breq is not None and idx is not None:
-                sreq = list(d.ids[dp][:h]) + [None] * max(0, h - len(d.ids[dp]))
-                bq = [breq[j] if j < len(breq) else None for j in idx]
-                kw["slot_req"], kw["buf_req"] = sreq, bq
-                kw["slot_gen"] = [self._gen(r) for r in sreq]
-                kw["buf_slot_gen"] = [self._gen(r) for r in bq]
+        self._buffer_fields(d, dp, h, None, idx, kw)
         self._audit().merge(d.step, hp, dev, **kw)
         self.counts["merge"] += 1
 
 
+def _only_varargs(func):
+    """func takes (self, *args, **kwargs) and nothing else by name."""
+    import inspect
+    try:
+        ps = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    named = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                         p.KEYWORD_ONLY)]
+    return len(named) <= 1 and any(p.kind is p.VAR_POSITIONAL for p in ps)
+
+
+def _lookup_attr(obj, name):
+    return getattr(obj, name, None) if obj is not None else None
+
+
 def _taken(src, mtok, mpos, ht, hp, dtok, dpos, prefilled):
-    """Per slot, did the keep take the device side? From the helper's
-    returned source when it is per slot; a source naming a fallback means
-    nothing taken; otherwise from the returned positions and tokens: equal to
-    the device's and not the host's is taken, the other way round is not.
-    Where both sides are equal the result cannot tell: the slot is decided by
-    the keep's own rule and listed as inferred (active slots only)."""
+    """Per slot, did a keep helper take the device side? From its returned
+    source when it is per slot; a source naming a fallback means nothing
+    taken; otherwise from the returned positions and tokens: equal to the
+    device's and not the host's is taken, the other way round is not. Where
+    both sides are equal the result cannot tell: the slot is decided by the
+    helper's comparison (dev_pos == host_pos or host_pos + 1, not prefilled)
+    and listed as inferred (active slots only)."""
     h = len(hp)
     if src is not None and not isinstance(src, (str, bytes)):
         lv = _flat(src)
@@ -797,7 +1018,8 @@ def _taken(src, mtok, mpos, ht, hp, dtok, dpos, prefilled):
         elif is_host and not is_dev:
             taken.append(False)
         else:
-            taken.append((dpos[s] == hp[s] or dpos[s] == hp[s] + 1) and s not in prefilled)
+            taken.append(hp[s] >= 0 and (dpos[s] == hp[s] or dpos[s] == hp[s] + 1)
+                         and s not in prefilled)
             if hp[s] != -1:
                 inferred.append(s)
     return taken, inferred or None
@@ -840,4 +1062,3 @@ def describe(table=None):
     """The name table as JSON text (for `python3 -m ttaudit_emit.run --names`)."""
     t = table if table is not None else names.build()
     return json.dumps(t, indent=2, sort_keys=True)
-

@@ -1,1 +1,0 @@
-"""Stand-in: tt-metal models/tt_transformers/tt (tests only)."""

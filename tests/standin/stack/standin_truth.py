@@ -1,0 +1,107 @@
+"""The stand-in's own account of what happened (tests only; nothing of
+upstream). The stand-in runner records, per decode, the request in each row
+and the host inputs it gave the generator; the stand-in model records, at
+every execution of its decode, the token and position each slot was decoded
+with. From those alone, never from the generator's code or the kit, the
+tests know for every reset step (reset_batch: the only steps a keep runs):
+
+  - taken: the slots decoded with values other than the host's, which can
+    only have come from the device buffer;
+  - source and writer: the buffer entry those values were in and the request
+    it was written for (the buffer after an execution is known: the stand-in
+    model is deterministic, next_token of what it decoded, the position one
+    on, -1 left alone), the slot remap's entry first;
+  - substituted: taken from an entry written for another request;
+  - ambiguous: not taken, but the compared entry held the host's own values,
+    so whether the code "took" it cannot be seen and does not matter.
+
+Written as JSON lines to $STANDIN_TRUTH when it is set, and kept in memory
+(TRUTH.records)."""
+
+import json
+import os
+
+VOCAB = 50021
+
+
+def next_token(tok, pos):
+    """The stand-in language model: the token after `tok` at position `pos`."""
+    return (int(tok) * 1103515245 + int(pos) * 12345 + 7) % VOCAB
+
+
+class _Truth:
+    def __init__(self):
+        self.records = []
+        self.step = -1
+        self._decode = None
+        self._last = {}         # dp -> (step, tok, pos, rows) of its last execution
+        path = os.environ.get("STANDIN_TRUTH")
+        self._f = open(path, "a", encoding="utf-8") if path else None
+
+    def _write(self, rec):
+        self.records.append(rec)
+        if self._f is not None:
+            self._f.write(json.dumps(rec, sort_keys=True) + "\n")
+            self._f.flush()
+
+    def prefill(self, step, rows):
+        self.step = step
+        self._decode = None
+        self._write({"kind": "prefill", "step": step, "rows": list(rows)})
+
+    def decode(self, step, rows, host_tok, host_pos, reset_batch, slot_remap):
+        self.step = step
+        self._decode = {"kind": "decode", "step": step, "rows": list(rows),
+                        "host_tok": [int(t) for t in host_tok],
+                        "host_pos": [int(p) for p in host_pos],
+                        "reset_batch": bool(reset_batch),
+                        "slot_remap": None if slot_remap is None else [int(r) for r in slot_remap]}
+        self._write(self._decode)
+
+    def executed(self, dp, tok, pos):
+        """The model ran chunk `dp` of the current decode with these inputs."""
+        tok = [int(t) for t in tok]
+        pos = [int(p) for p in pos]
+        w = len(pos)
+        base = dp * w
+        d = self._decode
+        rows = ((d["rows"] if d else []) + [None] * (base + w))[base:base + w]
+        rec = {"kind": "exec", "step": self.step, "dp": dp, "rows": rows, "tok": tok, "pos": pos}
+        prev = self._last.get(dp)
+        if d is not None and d["reset_batch"] and prev is not None and prev[0] != self.step:
+            rec.update(self._judge(d, base, w, tok, pos, prev))
+        self._last[dp] = (self.step, tok, pos, rows)
+        self._write(rec)
+
+    @staticmethod
+    def _judge(d, base, w, tok, pos, prev):
+        _, ptok, ppos, prows = prev
+        dev = [(next_token(t, p), p + 1 if p >= 0 else p) for t, p in zip(ptok, ppos)]
+        host = list(zip(d["host_tok"][base:base + w], d["host_pos"][base:base + w]))
+        remap = d["slot_remap"]
+        taken, source, writer, substituted, ambiguous = [], [], [], [], []
+        for s in range(w):
+            first = s
+            if remap is not None and base + s < len(remap):
+                first = remap[base + s] - base
+            got = (tok[s], pos[s])
+            if host[s][1] < 0 or got == host[s]:
+                taken.append(False)
+                source.append(None)
+                writer.append(None)
+                substituted.append(False)
+                ambiguous.append(host[s][1] >= 0 and 0 <= first < w and dev[first] == host[s])
+                continue
+            cands = ([first] if 0 <= first < w and dev[first] == got else []) + \
+                [j for j in range(w) if dev[j] == got and j != first]
+            j = cands[0] if cands else None
+            taken.append(True)
+            source.append(j)
+            writer.append(prows[j] if j is not None else None)
+            substituted.append(j is not None and prows[j] != d["rows"][base + s])
+            ambiguous.append(False)
+        return {"taken": taken, "source": source, "writer": writer, "substituted": substituted,
+                "ambiguous": ambiguous}
+
+
+TRUTH = _Truth()

@@ -1,0 +1,1 @@
+"""Stand-in for vLLM (tests only): the engine-core entry, nothing else."""

@@ -1,1 +1,0 @@
-"""Stand-in: vllm.v1.engine (tests only)."""
