@@ -1,13 +1,17 @@
 """Tests of the auto-instrumentation (tools/instrument/ttaudit_emit: names,
-hook, kit, run, the sitecustomize), run by tests/e2e/60-instrument.sh.
+hook, inline, kit, run, the sitecustomize), run by tests/e2e/60-instrument.sh.
 
 The pieces one by one (the name table and its config file, the post-import
-hook on real imports, argument getters, the `taken` reading of the keep's
-return, the banners), then the kit in fresh interpreters started the way a
-user starts one (`python3 ttaudit_emit/run.py -- ...`) over the stand-in of
-tests/standin: the audit must equal the stand-in's own account, with data-
-parallel chunks, multiprocessing spawn and fork children, a file sink, the
-kit off. The loguru sink is Debian's python3-loguru.
+hook on real imports, argument getters, the inline keep found in source,
+the `taken` reading of a helper's return, the banners), then the kit in
+fresh interpreters started the way a user starts one (`python3
+ttaudit_emit/run.py -- ...`): over tests/python/keep_probe.py, which drives
+the stand-in generator (tests/standin, tt-metal 50868c00's shapes) the way
+tt-metal's own keep tests drive the shared Generator, and over the stand-in
+engine, whose own account (standin_truth) the audit must equal, with
+data-parallel chunks, Gemma4's helper, the older e749a1e5 generator, spawn
+and fork children, a file sink, the kit off. Real torch tensors throughout
+(Debian's python3-torch); the loguru sink is Debian's python3-loguru.
 
 Run: python3 tests/python/test_kit.py [-v]
 """
@@ -32,6 +36,10 @@ from ttaudit_emit import MergeAudit, hook, kit, names  # noqa: E402
 
 PYTHON = os.environ.get("PYTHON", sys.executable)
 STANDIN = os.path.join(ROOT, "tests", "standin")
+sys.path.insert(0, STANDIN)
+import paths as standin_paths  # noqa: E402
+
+PROBE = os.path.join(HERE, "keep_probe.py")
 KIT_RUN = os.path.join(ROOT, "tools", "instrument", "ttaudit_emit", "run.py")
 SCENARIO = os.path.join(STANDIN, "scenario.json")
 
@@ -43,7 +51,7 @@ except ImportError:
 
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TTAUDIT_", "QWEN36_", "STANDIN_", "TT_FORCE_"))
+           if not k.startswith(("TTAUDIT_", "QWEN36_", "STANDIN_"))
            and k not in ("PYTHONPATH", "LD_PRELOAD")}
     env.update(extra or {})
     return env
@@ -60,10 +68,23 @@ class TestNames(unittest.TestCase):
         roles = {e["role"] for e in t["targets"]}
         self.assertEqual(roles, set(names.ROLES))
         keep = [e for e in t["targets"] if e["role"] == "keep"][0]
-        self.assertEqual(keep["module"], "models.tt_transformers.tt.generator")
+        # the only keep helper upstream has is Gemma4's (tt-metal 216c8690)
+        self.assertEqual(keep["module"], "models.demos.gemma4.tt.async_decode")
+        self.assertTrue(keep["optional"])
         self.assertEqual(keep["returns"], {"tok": 0, "pos": 1, "source": 2})
         self.assertEqual(keep["args"]["dev_pos"], "dev_pos_full")
-        self.assertEqual(t["attrs"]["force_env"], "TT_FORCE_ASYNC_AHEAD_KEEP")
+        # no override variable: tt-metal's generator reads none
+        self.assertNotIn("force_env", t["attrs"])
+        self.assertNotIn("TT_FORCE", json.dumps(t))
+        pre = [e for e in t["targets"] if e["role"] == "prefill"][0]
+        self.assertEqual(pre["signature"], "Generator._prefill_forward_text_impl")
+        dec = [e["name"] for e in t["targets"] if e["role"] == "decode"]
+        self.assertEqual(dec, ["Generator.decode_forward",
+                               "ChunkedPrefillPageTableGuardMixin.decode_forward"])
+        trace = [e for e in t["targets"] if e["role"] == "trace"][0]
+        self.assertEqual(trace["args"]["on_device_sampling"],
+                         ["on_device_sampling", "sampling_on_device"])
+        self.assertEqual(t["inline"]["decision"], "use_dev")
 
     def test_config_replaces_a_role_and_merges_args(self):
         t = names.build({"targets": {"keep": [
@@ -80,7 +101,9 @@ class TestNames(unittest.TestCase):
         self.assertIsNone(keeps[1]["args"]["prefilled"])
         self.assertEqual(keeps[1]["returns"], {"tok": 0, "pos": 1, "source": None})
         self.assertEqual(t["attrs"]["capability"], "supports_async")
-        self.assertEqual(len([e for e in t["targets"] if e["role"] == "decode"]), 1)
+        self.assertEqual(len([e for e in t["targets"] if e["role"] == "decode"]), 2)
+        t = names.build({"inline": {"decision": "keep_dev"}})
+        self.assertEqual((t["inline"]["decision"], t["inline"]["dev_pos"]), ("keep_dev", "dev_pos"))
         off = names.build({"targets": {"engine": []}})
         self.assertFalse(any(e["role"] == "engine" for e in off["targets"]))
 
@@ -93,6 +116,10 @@ class TestNames(unittest.TestCase):
                ({"targets": {"decode": {"module": "a", "name": "f", "returns": {}}}},
                 "only the keep"),
                ({"attrs": {"nope": "x"}}, "attrs"),
+               ({"inline": {"decision": 3}}, "inline"),
+               ({"targets": {"trace": {"module": "a", "name": "f",
+                                       "args": {"restage": ["ok", "no way"]}}}},
+                "args.restage must be"),
                ({"trigger": "a.b"}, "trigger")]
         for cfg, words in bad:
             with self.assertRaises(names.ConfigError) as cm:
@@ -210,6 +237,11 @@ class TestHook(unittest.TestCase):
         g, missing = hook.getters(lambda x, **kw: None, {"x": "x", "y": "y"})
         self.assertEqual(missing, [], "**kwargs may carry any name")
         self.assertEqual(g["y"]((), {"y": 4}), 4)
+        # a list: the first name the signature has (revisions differ)
+        g, missing = hook.getters(m.K.m, {"v": ["z", "y"], "w": ["q", "r"]})
+        self.assertEqual(missing, ["w"])
+        self.assertEqual(g["v"]((None, 1, 9), {}), 9)
+        self.assertEqual(g["v"]((None, 1), {"y": 8}), 8)
 
 
 class TestTaken(unittest.TestCase):
@@ -228,10 +260,11 @@ class TestTaken(unittest.TestCase):
         # slot 0: returned the device's (5, 9) -> taken; slot 1: the host's -> not;
         # slot 2: both sides equal, the keep's own rule decides and it is marked;
         # slot 3: equal but prefilled -> not taken, marked; slot 4: inactive
+        # (slot 4 inactive: Gemma4's helper keeps host_pos >= 0 only)
         t, inf = kit._taken("merged", [9, 2, 3, 4, 0], [5, 6, 7, 8, -1],
                             [1, 2, 3, 4, 0], [4, 6, 7, 8, -1],
                             [9, 8, 3, 4, 0], [5, 9, 7, 8, -1], {3})
-        self.assertEqual(t, [True, False, True, False, True])
+        self.assertEqual(t, [True, False, True, False, False])
         self.assertEqual(inf, [2, 3])
 
 
@@ -256,6 +289,11 @@ class TestBanners(unittest.TestCase):
         self.assertEqual(kit.initial_rank({"OMPI_COMM_WORLD_RANK": "1"}), 1)
         self.assertEqual(kit.initial_rank({"PMI_RANK": "2"}), 2)
         self.assertIsNone(kit.initial_rank({}))
+        # vLLM's process names: dev always EngineCore_DP<n>, main EngineCore
+        # without data parallelism (vllm/v1/engine/utils.py)
+        self.assertEqual(kit.initial_rank({}, "EngineCore_DP3"), 3)
+        self.assertEqual(kit.initial_rank({}, "EngineCore"), 0)
+        self.assertIsNone(kit.initial_rank({}, "APIServer"))
 
 
 class TestTraceKey(unittest.TestCase):
@@ -335,62 +373,324 @@ def run_kit(argv, extra=None, kit_on=True, cwd=None, timeout=60):
                           timeout=timeout)
 
 
-class TestKitOnStandin(unittest.TestCase):
-    """The kit over the stand-in engine, in the process that runs it."""
+def audit_of(path):
+    return [e for e in read_jsonl(path) if e.get("ev")] if os.path.exists(path) else []
 
-    def engine(self, extra, kit_on=True):
+
+class TestInlinePlan(unittest.TestCase):
+    """The keep found in source by its statement, in every revision the
+    stand-in follows, and refused where source and code disagree."""
+
+    def setUp(self):
+        self.saved = list(sys.path)
+
+    def tearDown(self):
+        sys.path[:] = self.saved
+
+    def plan_in(self, rev, module, qualname, helpers=()):
+        code = textwrap.dedent("""
+            import json, sys
+            sys.path[:0] = %r
+            sys.path.insert(0, %r)
+            import importlib
+            from ttaudit_emit import inline
+            obj = importlib.import_module(%r)
+            for part in %r.split("."):
+                obj = getattr(obj, part)
+            try:
+                p = inline.plan(obj, helpers=set(%r))
+            except inline.PlanError as e:
+                print(json.dumps({"error": str(e)}))
+                raise SystemExit(0)
+            print(json.dumps(None if p is None else {
+                "kind": p.kind, "file": p.file, "decision": p.decision_line,
+                "gate": p.gate_line, "loop": p.loop_line, "arm": p.arm_names, "cap": p.cap_name}))
+            """) % (standin_paths.roots({"STANDIN_GENERATOR": rev}),
+                    os.path.join(ROOT, "tools", "instrument"), module, qualname, list(helpers))
+        p = subprocess.run([PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, env=clean_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    @staticmethod
+    def line_of(path, text):
+        with open(path) as f:
+            hits = [n for n, ln in enumerate(f, 1) if ln.lstrip().startswith(text)]
+        return hits
+
+    def test_the_inline_keep_of_50868c00(self):
+        got = self.plan_in("50868c00", "models.tt_transformers.tt.generator",
+                           "Generator.decode_forward")
+        path = os.path.join(standin_paths.generator_root({"STANDIN_GENERATOR": "50868c00"}),
+                            "models", "tt_transformers", "tt", "generator.py")
+        self.assertEqual(got["kind"], "inline")
+        self.assertEqual(got["file"], path)
+        # found by the statement, at the line that holds it in the file
+        self.assertEqual([got["decision"]],
+                         self.line_of(path, "use_dev = (dev_pos == host_pos) | (dev_pos =="))
+        self.assertLess(got["gate"], got["loop"])
+        self.assertLess(got["loop"], got["decision"])
+        self.assertEqual(got["arm"], ["reset_batch", "mode_switched"])
+        self.assertEqual(got["cap"], "supports_async_decode")
+
+    def test_no_keep_in_e749a1e5(self):
+        self.assertIsNone(self.plan_in("e749a1e5", "models.tt_transformers.tt.generator",
+                                       "Generator.decode_forward",
+                                       ["merge_async_ahead_decode_tokens"]))
+
+    def test_gemma4_calls_its_helper(self):
+        got = self.plan_in("50868c00", "models.demos.gemma4.tt.generator",
+                           "ChunkedPrefillPageTableGuardMixin.decode_forward",
+                           ["merge_async_ahead_decode_tokens"])
+        self.assertEqual((got["kind"], got["cap"]), ("helper", "async_decode_enabled"))
+
+    def test_source_that_is_not_the_code_is_refused(self):
+        d = tempfile.mkdtemp()
+        mod = os.path.join(d, "edited_gen.py")
+        body = textwrap.dedent("""
+            def decode_forward(self, tokens, reset_batch=False):
+                mode_switched = False
+                ok = True
+                if ok and (reset_batch or mode_switched):
+                    for i, tok_chunk in enumerate(tokens):
+                        dev_pos = host_pos = tok_chunk
+                        use_dev = (dev_pos == host_pos) | (dev_pos == host_pos + 1)
+                return tokens
+            """)
+        with open(mod, "w") as f:
+            f.write(body)
+        code = textwrap.dedent("""
+            import json, linecache, sys
+            sys.path[:0] = [%r, %r]
+            import edited_gen
+            # the file changes after the import: the loaded code is the old one
+            from ttaudit_emit import inline
+            print("before: " + inline.plan(edited_gen.decode_forward).kind)
+            text = open(%r).read()
+            if sys.argv[1] == "shifted":      # lines moved before the def
+                text = chr(10) * 3 + text
+            else:                             # a line added inside the body
+                text = text.replace("ok = True", "ok = True" + chr(10) + "    pass")
+            open(%r, "w").write(text)
+            linecache.checkcache()
+            try:
+                inline.plan(edited_gen.decode_forward)
+                print("planned")
+            except inline.PlanError as e:
+                print("refused: " + str(e))
+            """) % (d, os.path.join(ROOT, "tools", "instrument"), mod, mod)
+        for how, why in (("shifted", "does not match"),
+                         ("inner", "are not in it")):
+            with open(mod, "w") as f:
+                f.write(body)
+            p = subprocess.run([PYTHON, "-c", code, how], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, env=clean_env())
+            self.assertIn("before: inline", p.stdout, p.stderr)
+            self.assertIn("does not match the loaded code", p.stdout, p.stderr)
+            self.assertIn(why, p.stdout)
+
+
+class TestKeepLikeUpstream(unittest.TestCase):
+    """The kit over the stand-in generator driven the way tt-metal's own keep
+    tests drive the shared Generator (tests/python/keep_probe.py, in a fresh
+    interpreter under `python3 ttaudit_emit/run.py --`): the merge must carry
+    the code's own per-slot decisions, the gate upstream's semantics."""
+
+    def probe(self, case, extra=None, config=None, kit_on=True):
+        d = tempfile.mkdtemp()
+        audit = os.path.join(d, "audit.jsonl")
+        env = dict(extra or {}, TTAUDIT_EMIT_SINK="file:" + audit)
+        argv = [PYTHON, PROBE, case]
+        if config is not None:
+            cfg = os.path.join(d, "names.json")
+            with open(cfg, "w") as f:
+                json.dump(config, f)
+            p = subprocess.run([PYTHON, KIT_RUN, "--config", cfg, "--"] + argv,
+                               env=clean_env(env), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        else:
+            p = run_kit(argv, env, kit_on=kit_on)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        return json.loads(p.stdout.splitlines()[-1])[case], audit_of(audit), p.stderr
+
+    def test_declared_async_keeps_the_ahead_token(self):
+        ran, ev, err = self.probe("unit/true")
+        # upstream's expectation for this case: [101, 102, 3, 4] at [10, 11, 12, 50]
+        self.assertEqual(ran, [[101, 102, 3, 4], [10, 11, 12, 50]])
+        m = [e for e in ev if e["ev"] == "merge"]
+        self.assertEqual(len(m), 1)
+        self.assertEqual((m[0]["host_pos"], m[0]["dev_pos"], m[0]["host_tok"], m[0]["dev_tok"]),
+                         ([10, 10, 12, 50], [10, 11, 12, 13], [1, 2, 3, 4], [101, 102, 103, 104]))
+        self.assertEqual((m[0]["taken"], m[0]["prefilled"]), ([True, True, False, False], [2]))
+        self.assertEqual((m[0]["reset_batch"], m[0]["mode_switched"], m[0]["dp"]), (True, True, 0))
+        self.assertNotIn("taken_inferred", m[0])
+        self.assertIn("ttaudit: keep: inline in Generator.decode_forward at generator.py:", err)
+        self.assertIn("0 kit error(s), 0 keep step(s) unobserved, 0 slot(s) whose decision", err)
+
+    def test_the_slot_remap_is_honoured(self):
+        ran, ev, _ = self.probe("unit/true+remap")
+        self.assertEqual(ran, [[102, 101, 3, 4], [11, 10, 12, 50]])
+        m = [e for e in ev if e["ev"] == "merge"][0]
+        self.assertEqual((m["dev_pos"], m["dev_tok"], m["taken"]),
+                         ([11, 10, 12, 13], [102, 101, 103, 104], [True, True, False, False]))
+
+    def test_declared_false_and_undeclared_do_not_keep_and_raise_no_alarm(self):
+        for caps, value, reason in (("false", False, "model declares supports_async_decode False"),
+                                    ("undeclared", None, "model does not declare supports_async_"
+                                     "decode (absent means not supported)")):
+            ran, ev, err = self.probe("unit/" + caps)
+            self.assertEqual(ran, [[1, 2, 3, 4], [10, 10, 12, 50]], caps)
+            self.assertEqual([e for e in ev if e["ev"] == "merge"], [], caps)
+            gates = [e for e in ev if e["ev"] == "gate"]
+            self.assertEqual(len(gates), 1, caps)
+            self.assertEqual((gates[0]["keep"], gates[0]["force"], gates[0]["reason"]),
+                             (False, False, reason))
+            self.assertEqual(gates[0].get("supports_async_decode"), value)
+            for alarm in ("should have run", "forced", "unobserved: ", "kit error in"):
+                self.assertNotIn(alarm, err, caps)
+            self.assertIn("0 keep step(s) unobserved", err)
+
+    def test_decode_through_the_trace(self):
+        # upstream's decode test: a priming decode leaves its buffers on the
+        # device, the next reuses the position; the stand-in model moves the
+        # position on and writes the sampled token back, so the keep takes the
+        # device's continuation when async is declared
+        ran, ev, _ = self.probe("decode/true")
+        m = [e for e in ev if e["ev"] == "merge"]
+        self.assertEqual(len(m), 1)
+        self.assertEqual((m[0]["step"], m[0]["host_pos"], m[0]["dev_pos"], m[0]["taken"]),
+                         (1, [10] * 4, [11] * 4, [True] * 4))
+        self.assertEqual(m[0]["buf_step"], 0)
+        self.assertEqual([t["op"] for t in ev if t["ev"] == "trace"], ["restage", "restage"])
+        ran_off, ev_off, _ = self.probe("decode/undeclared")
+        self.assertEqual([e for e in ev_off if e["ev"] == "merge"], [])
+        self.assertEqual(len([e for e in ev_off if e["ev"] == "gate"]), 1)
+        self.assertNotEqual(ran, ran_off, "the keep made no difference to what was decoded")
+
+    def test_positional_prefill_is_recorded(self):
+        ran, ev, err = self.probe("prefill")
+        self.assertEqual([(e["step"], e["slots"]) for e in ev if e["ev"] == "prefill"],
+                         [(0, [0, 1]), (1, [3])])
+        self.assertNotIn("ttaudit: kit error in", err)
+        base, _, _ = self.probe("prefill", kit_on=False)
+        self.assertEqual(ran, base)
+
+    def test_what_was_fed_wins_over_the_decision(self):
+        # a patch that computes use_dev and feeds the host tokens anyway: the
+        # audit says nothing was taken, and says the two disagreed
+        cfg = {"targets": {"decode": [
+            {"module": "models.tt_transformers.tt.generator", "name": "Generator.decode_forward"},
+            {"module": "probe_patched", "name": "PatchedGenerator.decode_forward"}]}}
+        ran, ev, err = self.probe("patched", config=cfg)
+        self.assertEqual(ran, [[1, 2, 3, 4], [10, 10, 12, 50]])
+        m = [e for e in ev if e["ev"] == "merge"]
+        self.assertEqual(len(m), 1)
+        self.assertEqual(m[0]["taken"], [False] * 4)
+        self.assertIn("2 slot(s) whose decision and fed inputs disagreed", err)
+        self.assertEqual(err.count("the inputs fed on to the trace are not the ones use_dev "
+                                   "chose"), 1)
+
+    def test_another_tracer_is_left_alone_and_counted(self):
+        ran, ev, err = self.probe("tracer")
+        self.assertEqual(ran, [[101, 102, 3, 4], [10, 11, 12, 50]])
+        self.assertEqual([e for e in ev if e["ev"] == "merge"], [])
+        self.assertIn("could not be observed: another trace function is set", err)
+        self.assertIn("1 keep step(s) unobserved", err)
+
+    def test_a_renamed_local_is_fixed_in_the_name_table(self):
+        ran, ev, err = self.probe("unit/true", config={"inline": {"decision": "use_device"}})
+        self.assertEqual([e for e in ev if e["ev"] == "merge"], [])
+        self.assertIn("ttaudit: keep: none in Generator.decode_forward", err)
+        self.assertIn("no statement compares dev_pos with host_pos", err)
+        self.assertEqual(ran, [[101, 102, 3, 4], [10, 11, 12, 50]])
+
+
+class TestKitOnStandin(unittest.TestCase):
+    """The kit over the stand-in engine (the TT plugin's batch, runner and
+    submissions around the generator), in the process that runs it; the audit
+    against the stand-in's own account (standin_truth)."""
+
+    SCENARIO_DP = os.path.join(STANDIN, "scenario-dp.json")
+
+    def engine(self, extra, kit_on=True, scenario=SCENARIO):
         d = tempfile.mkdtemp()
         audit, truth = os.path.join(d, "audit.jsonl"), os.path.join(d, "truth.jsonl")
         env = dict(extra, STANDIN_TRUTH=truth, TTAUDIT_EMIT_SINK="file:" + audit)
-        p = run_kit([PYTHON, os.path.join(STANDIN, "standin_engine.py"), SCENARIO], env,
+        p = run_kit([PYTHON, os.path.join(STANDIN, "standin_engine.py"), scenario], env,
                     kit_on=kit_on)
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
-        got = read_jsonl(audit) if os.path.exists(audit) else []
-        want = [r for r in read_jsonl(truth) if r["kind"] == "merge"]
-        return got, want, p
+        execs = {}
+        for r in read_jsonl(truth):
+            if r["kind"] == "exec":
+                execs[(r["step"], r["dp"])] = r
+        return audit_of(audit), execs, p
 
-    def assertSame(self, got, want):
+    def assertIsTruth(self, got, execs):
         merges = [e for e in got if e["ev"] == "merge"]
-        self.assertEqual(len(merges), len(want))
-        for g, w in zip(merges, want):
-            for k in ("step", "dp", "host_pos", "dev_pos", "taken", "prefilled", "buf_step",
-                      "fallback", "mode_switched", "reset_batch"):
-                if k in w:
-                    self.assertEqual(g.get(k), w[k], "step %d %s" % (w["step"], k))
-            if "buf_req" in w:
-                self.assertEqual((g["slot_req"], g["buf_req"]), (w["slot_req"], w["buf_req"]))
+        judged = {k: r for k, r in execs.items() if "taken" in r}
+        self.assertGreater(len(merges), 0)
+        self.assertEqual(sorted((m["step"], m.get("dp", 0)) for m in merges), sorted(judged))
+        subst = 0
+        for m in merges:
+            t = judged[(m["step"], m.get("dp", 0))]
+            self.assertEqual(m["host_pos"], t["host_pos"], m["step"])
+            self.assertEqual(m["host_tok"], t["host_tok"], m["step"])
+            self.assertEqual(m["dev_pos"], t["dev_pos"], m["step"])
+            self.assertEqual(m["dev_tok"], t["dev_tok"], m["step"])
+            self.assertEqual(m["buf_step"], t["buf_step"], m["step"])
+            self.assertEqual(m["slot_req"], t["rows"], m["step"])
+            self.assertEqual(m["buf_req"], t["buf_req"], m["step"])
+            for s, hp in enumerate(m["host_pos"]):
+                if hp != -1 and not t["ambiguous"][s]:
+                    self.assertEqual(m["taken"][s], t["taken"][s], "step %d slot %d"
+                                     % (m["step"], s))
+                if m["taken"][s] and hp != -1:
+                    subst += m["slot_req"][s] != m["buf_req"][s]
+        self.assertEqual(subst, sum(sum(r["substituted"]) for r in judged.values()))
+        return merges
 
     def test_file_sink_is_plain_jsonl_with_pid_and_rank(self):
-        got, want, p = self.engine({"STANDIN_CAPS": "true"})
-        self.assertSame(got, want)
+        got, execs, p = self.engine({"STANDIN_CAPS": "true"})
+        self.assertIsTruth(got, execs)
         self.assertEqual(got[0]["ev"], "config")
-        self.assertEqual(got[0]["max_model_len"], 4096)
+        self.assertEqual((got[0]["max_model_len"], got[0]["slots"]), (4096, 4))
         self.assertTrue(all(e["pid"] > 0 and e["rank"] == 0 for e in got))
         # a file audit holds JSON only: the banners went to stderr
         self.assertIn("ttaudit: guard none engaged (unguarded merge)", p.stderr)
 
     def test_data_parallel_chunks(self):
-        got, want, _ = self.engine({"STANDIN_CAPS": "true", "STANDIN_PREFILL": "own",
-                                    "STANDIN_DP": "2", "STANDIN_BUCKETS": "2,4"})
-        self.assertSame(got, want)
-        self.assertEqual({e["dp"] for e in got if e["ev"] == "merge"}, {0, 1})
-        self.assertTrue(any(e.get("fallback") == "slot_remap" for e in got))
-        traces = [e for e in got if e["ev"] == "trace"]
-        self.assertEqual({t["dp"] for t in traces}, {0, 1})
-        self.assertEqual({t["key"] for t in traces}, {"(True, 1)", "(True, 2)"})
+        got, execs, _ = self.engine({"STANDIN_CAPS": "true", "STANDIN_DP": "2"},
+                                    scenario=self.SCENARIO_DP)
+        merges = self.assertIsTruth(got, execs)
+        self.assertEqual({m["dp"] for m in merges}, {0, 1})
+        # chunk-local prefilled slots: rows 2 and 3 of the batch are chunk 1's 0 and 1
+        self.assertEqual({tuple(m["prefilled"]) for m in merges}, {(0, 1)})
+        self.assertEqual({t["dp"] for t in got if t["ev"] == "trace"}, {0, 1})
 
-    def test_traces_keyed_by_sampling_only_meet_other_widths(self):
-        # before PR #53947: one buffer for every width, so a narrower one meets a
-        # wider batch (the shape fallback) and the key is the sampling flag alone
-        got, want, _ = self.engine({"STANDIN_CAPS": "true", "STANDIN_TRACE_KEY": "sampling"})
-        self.assertSame(got, want)
-        self.assertTrue(any(e.get("fallback") == "shape" for e in got))
-        self.assertEqual({e["key"] for e in got if e["ev"] == "trace"}, {"True"})
+    def test_gemma4s_helper(self):
+        got, execs, p = self.engine({"STANDIN_CAPS": "true", "STANDIN_MODEL": "gemma4"})
+        self.assertIsTruth(got, execs)
+        self.assertIn("calls the helper merge_async_ahead_decode_tokens", p.stderr)
+        self.assertEqual({e["key"] for e in got if e["ev"] == "trace"}, {"(True, 4)"})
 
-    def test_undeclared_capability_keeps(self):
-        got, want, _ = self.engine({"STANDIN_CAPS": "undeclared"})
-        self.assertSame(got, want)
-        self.assertEqual([e for e in got if e["ev"] == "gate"], [])
+    def test_the_older_revision_has_no_keep(self):
+        got, execs, p = self.engine({"STANDIN_CAPS": "true", "STANDIN_GENERATOR": "e749a1e5"})
+        self.assertEqual([e for e in got if e["ev"] in ("merge", "gate")], [])
+        self.assertIn("ttaudit: keep: none in Generator.decode_forward", p.stderr)
+        ops = [e["op"] for e in got if e["ev"] == "trace"]
+        # e749a1e5 restages whenever the page table changed: both kinds occur
+        self.assertEqual(set(ops), {"restage", "replay"})
+        self.assertNotIn("ttaudit: kit error in", p.stderr)
+
+    def test_undeclared_capability_gates_without_alarm(self):
+        got, execs, p = self.engine({"STANDIN_CAPS": "undeclared"})
+        self.assertEqual([e for e in got if e["ev"] == "merge"], [])
+        gates = [e for e in got if e["ev"] == "gate"]
+        self.assertGreater(len(gates), 0)
+        self.assertTrue(all("supports_async_decode" not in g for g in gates))
+        self.assertIn("does not declare model_capabilities['supports_async_decode']: the keep "
+                      "does not run", p.stderr)
+        self.assertNotIn("should have run", p.stderr)
 
     def test_off_without_ttaudit_emit(self):
         got, _, p = self.engine({"STANDIN_CAPS": "true"}, kit_on=False)
@@ -402,8 +702,8 @@ class TestKitOnStandin(unittest.TestCase):
         cfg = os.path.join(d, "bad.json")
         with open(cfg, "w") as f:
             f.write('{"targets": {"kep": {}}}')
-        got, want, p = self.engine({"STANDIN_CAPS": "true", "TTAUDIT_EMIT_CONFIG": cfg})
-        self.assertSame(got, want)
+        got, execs, p = self.engine({"STANDIN_CAPS": "true", "TTAUDIT_EMIT_CONFIG": cfg})
+        self.assertIsTruth(got, execs)
         self.assertIn("TTAUDIT_EMIT_CONFIG ignored, using the built-in name table", p.stderr)
         self.assertIn("unknown role 'kep'", p.stderr)
 
@@ -413,7 +713,7 @@ class TestProcesses(unittest.TestCase):
 
     PROG = textwrap.dedent("""
         import json, multiprocessing, os, sys
-        sys.path.insert(0, %r)
+        sys.path[:0] = %r
 
         def child(q):
             import models.tt_transformers.tt.generator as g
@@ -431,7 +731,7 @@ class TestProcesses(unittest.TestCase):
             p.start()
             print(json.dumps(q.get(timeout=60)))
             p.join()
-        """) % STANDIN
+        """) % standin_paths.roots({})
 
     def run_children(self, method):
         d = tempfile.mkdtemp()

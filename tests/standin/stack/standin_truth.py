@@ -13,7 +13,11 @@ tests know for every reset step (reset_batch: the only steps a keep runs):
     on, -1 left alone), the slot remap's entry first;
   - substituted: taken from an entry written for another request;
   - ambiguous: not taken, but the compared entry held the host's own values,
-    so whether the code "took" it cannot be seen and does not matter.
+    so whether the code "took" it cannot be seen and does not matter;
+  - dev_tok, dev_pos: the entry each slot is compared with (the slot remap's
+    entry, else its own row), as the buffer held it; buf_step: the step of
+    the execution that wrote the buffer; buf_req: who each compared entry
+    was written for.
 
 Written as JSON lines to $STANDIN_TRUTH when it is set, and kept in memory
 (TRUTH.records)."""
@@ -80,10 +84,15 @@ class _Truth:
         host = list(zip(d["host_tok"][base:base + w], d["host_pos"][base:base + w]))
         remap = d["slot_remap"]
         taken, source, writer, substituted, ambiguous = [], [], [], [], []
+        cmp_tok, cmp_pos, buf_req = [], [], []
         for s in range(w):
             first = s
             if remap is not None and base + s < len(remap):
                 first = remap[base + s] - base
+            ok = 0 <= first < w
+            cmp_tok.append(dev[first][0] if ok else None)
+            cmp_pos.append(dev[first][1] if ok else None)
+            buf_req.append(prows[first] if ok else None)
             got = (tok[s], pos[s])
             if host[s][1] < 0 or got == host[s]:
                 taken.append(False)
@@ -101,7 +110,9 @@ class _Truth:
             substituted.append(j is not None and prows[j] != d["rows"][base + s])
             ambiguous.append(False)
         return {"taken": taken, "source": source, "writer": writer, "substituted": substituted,
-                "ambiguous": ambiguous}
+                "ambiguous": ambiguous, "dev_tok": cmp_tok, "dev_pos": cmp_pos,
+                "buf_step": prev[0], "buf_req": buf_req,
+                "host_tok": [t for t, _ in host], "host_pos": [p for _, p in host]}
 
 
 TRUTH = _Truth()

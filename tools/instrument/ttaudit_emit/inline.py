@@ -151,14 +151,15 @@ def plan(func, names=None, helpers=(), capability="supports_async_decode"):
     except (OSError, TypeError) as e:
         raise PlanError("its source cannot be read (%s)" % e) from None
     src = textwrap.dedent("".join(lines))
+    mismatch = "its source (%s) does not match the loaded code" % code.co_filename
     try:
         tree = ast.parse(src)
-    except SyntaxError as e:
-        raise PlanError("its source does not parse (%s)" % e) from None
+    except SyntaxError:
+        raise PlanError(mismatch + " (no function parses at line %d)" % first) from None
     fn = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef,
                                                                   ast.AsyncFunctionDef)) else None
-    if fn is None:
-        raise PlanError("its source is not one function")
+    if fn is None or fn.name != code.co_name:
+        raise PlanError(mismatch + " (no def %s at line %d)" % (code.co_name, first))
     off = first - 1          # ast line n is file line n + off
     parents = _parents(fn)
     kind, anchor = None, None
@@ -220,8 +221,8 @@ def plan(func, names=None, helpers=(), capability="supports_async_decode"):
     have = _code_lines(code)
     need = {p.gate_line, p.decision_line} | ({p.loop_line} if p.loop_line else set())
     if not need <= have:
-        raise PlanError("its source (%s) does not match the loaded code (lines %s not in it)"
-                        % (p.file, ", ".join(str(n) for n in sorted(need - have))))
+        raise PlanError(mismatch + " (lines %s are not in it)"
+                        % ", ".join(str(n) for n in sorted(need - have)))
     return p
 
 

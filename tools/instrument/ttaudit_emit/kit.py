@@ -556,6 +556,9 @@ class Kit:
             return
         self._config_done = True
         ml = _attr_path(gen, self.attrs["max_model_len"])
+        if slots is None:
+            slots = _attr_path(gen, self.attrs["batch_width"])
+            slots = slots if type(slots) is int and slots > 0 else None
         self._audit().config(slots=slots,
                              max_model_len=ml if type(ml) is int and ml > 0 else None)
 
@@ -796,8 +799,10 @@ class Kit:
                         taken[s] = got
             kw["taken"] = taken
         else:
+            # the pass kept the host chunk before deciding: a buffer narrower
+            # than the batch, or a patch's guard taking the same branch
             kw["taken"] = [False] * h
-            kw["fallback"] = "shape"
+            kw["fallback"] = "shape" if len(dpos) < h else "host"
         if ht is not None and dtok is not None and len(dtok) == len(dpos):
             kw["host_tok"], kw["dev_tok"] = ht, dtok
         self._buffer_fields(d, i, h, c.trace_in, self._remap_rows(d, obs, i, h), kw)

@@ -102,6 +102,7 @@ DEFAULT = {
         "mode_decode": "DECODE",
         "data_parallel": "data_parallel",
         "max_model_len": "model_args.0.max_seq_len",
+        "batch_width": "model_args.0.max_batch_size",
         "runner": "runner",
         "input_batch": "input_batch",
         "req_ids": "req_ids",
