@@ -480,7 +480,7 @@ class TestInlinePlan(unittest.TestCase):
                 print("refused: " + str(e))
             """) % (d, os.path.join(ROOT, "tools", "instrument"), mod, mod)
         for how, why in (("shifted", "does not match"),
-                         ("inner", "are not in it")):
+                         ("inner", "compiled again")):
             with open(mod, "w") as f:
                 f.write(body)
             p = subprocess.run([PYTHON, "-c", code, how], stdout=subprocess.PIPE,

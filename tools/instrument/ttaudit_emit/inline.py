@@ -219,11 +219,38 @@ def plan(func, names=None, helpers=(), capability="supports_async_decode"):
     p.after_if_line = nl + off if nl is not None else None
     p.gate_terms, p.arm_names, p.cap_name = _gate(gate, fn, capability)
     have = _code_lines(code)
+    again = _compiled_lines(fn, off, code)
+    if again is not None and again != have:
+        raise PlanError(mismatch + " (compiled again, its lines are %d..%d, the loaded code's "
+                        "%d..%d)" % (min(again), max(again), min(have), max(have)))
     need = {p.gate_line, p.decision_line} | ({p.loop_line} if p.loop_line else set())
     if not need <= have:
         raise PlanError(mismatch + " (lines %s are not in it)"
                         % ", ".join(str(n) for n in sorted(need - have)))
     return p
+
+
+def _compiled_lines(fn, off, code):
+    """The line numbers of `fn`'s source compiled again at its place (inside
+    a class, so that super() compiles as in a method), or None when it does
+    not compile on its own; equal to the loaded code's when the source on
+    disk is the one that was loaded."""
+    import copy
+    node = copy.deepcopy(fn)
+    ast.increment_lineno(node, off)
+    cls = ast.ClassDef(name="_C", bases=[], keywords=[], body=[node], decorator_list=[])
+    ast.copy_location(cls, node)
+    tree = ast.fix_missing_locations(ast.Module(body=[cls], type_ignores=[]))
+    try:
+        mod = compile(tree, code.co_filename, "exec")
+    except (SyntaxError, ValueError, TypeError):
+        return None
+    for c in mod.co_consts:
+        if hasattr(c, "co_consts"):
+            for f in c.co_consts:
+                if hasattr(f, "co_name") and f.co_name == code.co_name:
+                    return _code_lines(f)
+    return None
 
 
 def where(p):
