@@ -5,8 +5,8 @@
  * The TT plugin's launcher copies into the ranks' environment only the
  * variables matching its `env_passthrough` patterns, by default VLLM_* and
  * MESH_DEVICE (vllm_tt_plugin/launcher.py), so LD_PRELOAD, the capture's
- * TTAUDIT_* variables, PYTHONPATH with the kit's sitecustomize, the guard
- * flags and TT_FORCE_ASYNC_AHEAD_KEEP never reach the ranks unless added.
+ * TTAUDIT_* variables, PYTHONPATH with the kit's sitecustomize and the guard
+ * flags never reach the ranks unless added.
  * This command takes the options `ttaudit capture` would take, works out the
  * environment that capture gives the server (capture/launch.c, without
  * touching the capture file), and prints the patterns and the values.
@@ -27,7 +27,7 @@ extern char **environ;
 /* The plugin's default, kept first: env_passthrough replaces it. */
 static const char *const pt_default[] = { "VLLM_*", "MESH_DEVICE" };
 static const char *const pt_ours[] = {
-	"LD_PRELOAD", "PYTHONPATH", "TTAUDIT_*", "QWEN36_*", "TT_FORCE_ASYNC_AHEAD_KEEP",
+	"LD_PRELOAD", "PYTHONPATH", "TTAUDIT_*", "QWEN36_*",
 };
 
 static const struct { const char *arm, *flag; } pt_guards[] = {
@@ -39,11 +39,11 @@ static const struct { const char *arm, *flag; } pt_guards[] = {
 };
 
 static const char *pt_out = "ttaudit.cap.jsonl", *pt_rules, *pt_env, *pt_watch, *pt_kit;
-static bool pt_all_lines, pt_per_pid, pt_force_keep, pt_json;
+static bool pt_all_lines, pt_per_pid, pt_json;
 static struct opt_list pt_guard;
 
 static const char *const pt_usage[] = {
-	"passthrough [CAPTURE-OPTIONS] [--guard ARM]... [--force-keep] [--kit DIR] [--json]",
+	"passthrough [CAPTURE-OPTIONS] [--guard ARM]... [--kit DIR] [--json]",
 	NULL,
 };
 
@@ -58,7 +58,6 @@ static const struct opt pt_opts[] = {
 	OPT_GROUP("the engine"),
 	OPT_LIST(0, "guard", &pt_guard, "ARM",
 		 "engage a guard: prefilled, batch, lifetime, stamp or bound (sets its QWEN36_* flag to 1)"),
-	OPT_BOOL(0, "force-keep", &pt_force_keep, "set TT_FORCE_ASYNC_AHEAD_KEEP=1 (keep despite the capability)"),
 	OPT_STRING(0, "kit", &pt_kit, "DIR",
 		   "the ttaudit_emit package directory: put its sitecustomize on PYTHONPATH and set TTAUDIT_EMIT=1"),
 	OPT_BOOL(0, "json", &pt_json, "patterns, values and the --additional-config object as JSON"),
@@ -72,8 +71,8 @@ const struct cmd_doc cmd_passthrough_doc = {
 	.description =
 		"A tt-run launch forwards to its ranks only the variables that match the TT "
 		"plugin's env_passthrough patterns (default VLLM_* and MESH_DEVICE). This prints "
-		"the patterns to give instead (the default plus LD_PRELOAD, PYTHONPATH, TTAUDIT_*, "
-		"QWEN36_* and TT_FORCE_ASYNC_AHEAD_KEEP), ready for --additional-config, and the "
+		"the patterns to give instead (the default plus LD_PRELOAD, PYTHONPATH, TTAUDIT_* "
+		"and QWEN36_*), ready for --additional-config, and the "
 		"values they forward: the environment `ttaudit capture` with the same options "
 		"gives the server, the guard flags and the kit. The values also serve as the "
 		"rank binding's global_env.\n"
@@ -158,8 +157,6 @@ static int pt_apply_guards(void)
 		if (pt_setenv(pt_guards[j].flag, "1"))
 			return -1;
 	}
-	if (pt_force_keep && pt_setenv("TT_FORCE_ASYNC_AHEAD_KEEP", "1"))
-		return -1;
 	return 0;
 }
 

@@ -11,14 +11,15 @@
 #          the watch tests: tests/e2e/17, 18; g++, libspdlog-dev, libfmt-dev for the C++
 #          capture hosts: tests/progs/*.cpp; python3-uvicorn and python3-fastapi for the
 #          real ASGI server under the capture: tests/e2e/49; python3-loguru for the
-#          emitter's loguru sink: tests/python/test_emit.py)
+#          emitter's loguru sink: tests/python/test_emit.py; python3-torch for the
+#          kit over the stand-in generator, which passes torch tensors as tt-metal does)
 set -eu
 
 want="pkg-config make gcc libc6-dev zlib1g-dev libcurl4-openssl-dev libcjson-dev \
 libpcre2-dev libhwloc-dev libmicrohttpd-dev"
 if [ "${1:-build}" = check ]; then
 	want="$want libcmocka-dev clang libclang-rt-dev python3 python3-scipy strace jq curl chromium prometheus \
-g++ libspdlog-dev libfmt-dev python3-uvicorn python3-fastapi python3-loguru"
+g++ libspdlog-dev libfmt-dev python3-uvicorn python3-fastapi python3-loguru python3-torch"
 fi
 
 missing=""

@@ -5,8 +5,10 @@
 # must equal what `ttaudit replay --json` counts, the same run through
 # `logging` under `ttaudit capture` (tests/python/test_emit.py); and the
 # auto-instrumentation's pieces: name table and config, post-import hook,
-# loguru sink, `taken` from the keep's return, banners, the kit over the
-# stand-in in spawn and fork children (tests/python/test_kit.py).
+# the inline keep found in source, loguru sink, banners, the kit over the
+# stand-in generator driven as tt-metal's own keep tests drive it, the
+# stand-in engine against its own account, spawn and fork children
+# (tests/python/test_kit.py).
 # test_emit.py exits 77, naming the command, when a ttaudit command it needs
 # is not built.
 . tests/e2e/lib.sh

@@ -1,13 +1,15 @@
 #!/bin/sh
 # The instrumentation kit on a stand-in of the real stack (tests/standin/:
-# tt-metal's generator, the TT plugin and vLLM's engine-core entry at their
-# real module paths): the stand-in server runs under `ttaudit capture` and
-# `python3 -m ttaudit_emit.run`, its engine core a multiprocessing spawn child;
-# the audit must equal the stand-in's own account of its keep decisions and
-# replay to the counts worked out by hand (unguarded keep, slot-reuse mask,
-# capability gate off, TT_FORCE_ASYNC_AHEAD_KEEP=1, the batch guard with
-# `ttaudit arm`), and the server must serve unchanged with a broken sink, an
-# unconfigured stdlib logger or a renamed function (tests/python/test_standin.py).
+# tt-metal's generator at 50868c00, its keep inline in decode_forward; the TT
+# plugin's persistent batch, runner and decode submission; vLLM's engine-core
+# entry, each at its real module path and in upstream's shapes): the stand-in
+# server runs under `ttaudit capture` and `python3 -m ttaudit_emit.run`, its
+# engine core a multiprocessing spawn child, over torch tensors; the audit must
+# equal the stand-in's own account of the keep, merge by merge, and replay to
+# the counts worked out for the scenario (the code's keep, an undeclared
+# capability, the seeds' batch guard applied as a patch and confirmed by
+# `ttaudit arm`), and the server must serve unchanged with an unwritable sink,
+# a renamed target or the kit off (tests/python/test_standin.py).
 . tests/e2e/lib.sh
 
 case "$BUILD" in

@@ -28,18 +28,20 @@ printf 'arm:x (\n' >"$T/bad.rules"
 expect_rc 2 "$TTAUDIT" passthrough --rules "$T/bad.rules"
 contains "$T/err" "bad.rules"
 
-expect_rc 0 "$TTAUDIT" passthrough --json --guard batch --force-keep --kit "$KIT" --per-pid \
+expect_rc 0 "$TTAUDIT" passthrough --json --guard batch --kit "$KIT" --per-pid \
 	--all-lines -o "$T/rank.cap.jsonl"
 cp "$T/out" "$T/pt.json"
 [ ! -e "$T/rank.cap.jsonl" ] || fail "passthrough created the capture file"
 eq "$(jget "$T/pt.json" '.env_passthrough | join(",")')" \
-	"VLLM_*,MESH_DEVICE,LD_PRELOAD,PYTHONPATH,TTAUDIT_*,QWEN36_*,TT_FORCE_ASYNC_AHEAD_KEEP" patterns
+	"VLLM_*,MESH_DEVICE,LD_PRELOAD,PYTHONPATH,TTAUDIT_*,QWEN36_*" patterns
 eq "$(jget "$T/pt.json" '.additional_config.tt.env_passthrough == .env_passthrough')" true config
 eq "$(jget "$T/pt.json" '.env.TTAUDIT_CAPTURE')" "$T/rank.cap.jsonl" capture
 eq "$(jget "$T/pt.json" '.env.TTAUDIT_PER_PID')" 1 per-pid
 eq "$(jget "$T/pt.json" '.env.TTAUDIT_ALL_LINES')" 1 all-lines
 eq "$(jget "$T/pt.json" '.env.QWEN36_MERGE_BATCH_GUARD')" 1 guard
-eq "$(jget "$T/pt.json" '.env.TT_FORCE_ASYNC_AHEAD_KEEP')" 1 force
+# no override variable: tt-metal's generator reads none
+expect_rc 2 "$TTAUDIT" passthrough --force-keep
+contains "$T/err" "unknown option '--force-keep'"
 eq "$(jget "$T/pt.json" '.env.TTAUDIT_EMIT')" 1 kit
 eq "$(jget "$T/pt.json" '.env.PYTHONPATH')" "$KIT/boot:$PWD/tools/instrument" pythonpath
 case "$(jget "$T/pt.json" '.env.LD_PRELOAD')" in
@@ -70,7 +72,7 @@ launcher_env = dict(os.environ, **pt["env"])      # what capture and the kit gav
 rank_env = {k: v for k, v in launcher_env.items()
             if any(fnmatch.fnmatch(k, p) for p in patterns)}
 rank_env.update(PATH=os.environ["PATH"], OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="2",
-                STANDIN_CAPS="true", STANDIN_PREFILL="own")
+                STANDIN_CAPS="true")
 sys.exit(subprocess.call([sys.executable] + sys.argv[3:], env=rank_env))
 PY
 expect_rc 0 "$PYTHON" "$T/rank.py" "$T/pt.json" default tests/standin/standin_engine.py \
@@ -88,7 +90,7 @@ merges=$(jq -c 'select(.src == "audit" and .event.ev == "merge")' "$T/rank.all.j
 eq "$(jq -r 'select(.src == "audit" and .event.ev == "merge") | .event.rank' "$T/rank.all.jsonl" | sort -u)" 1 rank
 jq -r 'select(.src == "banner" or .src == "line") | .text' "$T/rank.all.jsonl" >"$T/rank.lines"
 contains "$T/rank.lines" "ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)"
-contains "$T/rank.lines" "ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)"
+contains "$T/rank.lines" "ttaudit: keep: inline in Generator.decode_forward at generator.py:"
 contains "$T/rank.lines" "ttaudit: instrumentation on (pid "
 eq "$(jq -r 'select(.src == "start") | .env.QWEN36_MERGE_BATCH_GUARD' "$T/rank.all.jsonl" | sort -u)" 1 \
 	"the rank's recorded environment"

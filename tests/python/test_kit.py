@@ -640,6 +640,8 @@ class TestKitOnStandin(unittest.TestCase):
             self.assertEqual(m["buf_step"], t["buf_step"], m["step"])
             self.assertEqual(m["slot_req"], t["rows"], m["step"])
             self.assertEqual(m["buf_req"], t["buf_req"], m["step"])
+            self.assertEqual(m["prefilled"], t["prefilled"], m["step"])
+            self.assertEqual(m["mode_switched"], t["mode_switched"], m["step"])
             for s, hp in enumerate(m["host_pos"]):
                 if hp != -1 and not t["ambiguous"][s]:
                     self.assertEqual(m["taken"][s], t["taken"][s], "step %d slot %d"

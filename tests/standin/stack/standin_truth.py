@@ -17,7 +17,10 @@ tests know for every reset step (reset_batch: the only steps a keep runs):
   - dev_tok, dev_pos: the entry each slot is compared with (the slot remap's
     entry, else its own row), as the buffer held it; buf_step: the step of
     the execution that wrote the buffer; buf_req: who each compared entry
-    was written for.
+    was written for;
+  - prefilled and mode_switched, on the decode record: the rows the runner
+    prefilled since the last decode (a prefill without empty_slots fills
+    rows 0..n-1) and whether a prefill came between.
 
 Written as JSON lines to $STANDIN_TRUTH when it is set, and kept in memory
 (TRUTH.records)."""
@@ -39,6 +42,8 @@ class _Truth:
         self.step = -1
         self._decode = None
         self._last = {}         # dp -> (step, tok, pos, rows) of its last execution
+        self._prefilled = set()
+        self._after_prefill = True
         path = os.environ.get("STANDIN_TRUTH")
         self._f = open(path, "a", encoding="utf-8") if path else None
 
@@ -51,6 +56,8 @@ class _Truth:
     def prefill(self, step, rows):
         self.step = step
         self._decode = None
+        self._prefilled.update(range(len(rows)))
+        self._after_prefill = True
         self._write({"kind": "prefill", "step": step, "rows": list(rows)})
 
     def decode(self, step, rows, host_tok, host_pos, reset_batch, slot_remap):
@@ -59,7 +66,11 @@ class _Truth:
                         "host_tok": [int(t) for t in host_tok],
                         "host_pos": [int(p) for p in host_pos],
                         "reset_batch": bool(reset_batch),
-                        "slot_remap": None if slot_remap is None else [int(r) for r in slot_remap]}
+                        "slot_remap": None if slot_remap is None else [int(r) for r in slot_remap],
+                        "prefilled": sorted(self._prefilled),
+                        "mode_switched": self._after_prefill}
+        self._prefilled = set()
+        self._after_prefill = False
         self._write(self._decode)
 
     def executed(self, dp, tok, pos):
@@ -111,7 +122,8 @@ class _Truth:
             ambiguous.append(False)
         return {"taken": taken, "source": source, "writer": writer, "substituted": substituted,
                 "ambiguous": ambiguous, "dev_tok": cmp_tok, "dev_pos": cmp_pos,
-                "buf_step": prev[0], "buf_req": buf_req,
+                "buf_step": prev[0], "buf_req": buf_req, "mode_switched": d["mode_switched"],
+                "prefilled": sorted(r - base for r in d["prefilled"] if base <= r < base + w),
                 "host_tok": [t for t, _ in host], "host_pos": [p for _, p in host]}
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+import ttnn
 from standin_truth import TRUTH
 from vllm_tt_plugin.async_decode import TTAsyncDecodeController
 from vllm_tt_plugin.input_batch import InputBatch
@@ -95,7 +96,13 @@ class TTModelRunner:
         self.max_blocks = (max_model_len + BLOCK_SIZE - 1) // BLOCK_SIZE
         self.input_batch = InputBatch(max_num_seqs)
         self.requests = {}
-        self.kv_caches = None
+        # paged KV caches in the shape the generator reads them (per model
+        # instance, per layer [K, V], K [blocks, heads, block_size, head_dim]:
+        # get_block_size reads dim 2); the stand-in model stores nothing in them
+        blocks = max_num_seqs * self.max_blocks
+        self.kv_caches = [[[ttnn.Tensor(torch.zeros(blocks, 1, BLOCK_SIZE, 1)),
+                            ttnn.Tensor(torch.zeros(blocks, 1, BLOCK_SIZE, 1))]]
+                          for _ in range(getattr(model, "data_parallel", 1))]
         self.trace_mode = "decode_only"
         self.async_decode = TTAsyncDecodeController(self)
         self._decode_layout_changed_since_last_decode = False
