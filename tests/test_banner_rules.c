@@ -1,7 +1,9 @@
 /* test_banner_rules.c - the built-in banner rules against the lines real
  * servers print: vLLM (with its process prefixes, colour on a terminal,
- * thousands separators, the new version forms), the TT plugin, tt-metal
- * (spdlog and loguru), and the instrumentation kit's guard banners. */
+ * thousands separators, the new version forms), the TT plugin, tt-metal and
+ * tt-umd (spdlog and loguru), and the instrumentation kit's lines. Each case
+ * names where its text comes from upstream (repository, file, commit or PR);
+ * "vllm main" and "vllm dev" are tenstorrent/vllm f4b02938 and b4dd0fa6. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,21 +41,39 @@ static void test_real_lines(void **state)
 		/* colour on a terminal */
 		{ "\033[36m(EngineCore_DP0 pid=1290)\033[0m \033[32mINFO\033[0m \033[90m09-08 20:39:30\033[0m \033[90m[kv_cache_utils.py:1319]\033[0m GPU KV cache size: 1,048,576 tokens", "vllm:kv_cache" },
 		{ "(APIServer pid=1187) INFO:     Application startup complete.", "vllm:ready" },
-		/* the TT plugin */
+		/* the server listening: vllm main entrypoints/openai/api_server.py
+		 * "Starting vLLM server on %s", vllm dev "Starting vLLM API server %d on %s" */
+		{ "(APIServer pid=1187) INFO 09-08 20:31:40 [api_server.py:602] Starting vLLM server on http://0.0.0.0:8000", "vllm:serve" },
+		{ "(APIServer pid=1187) INFO 09-08 20:31:40 [api_server.py:501] Starting vLLM API server 0 on http://0.0.0.0:8000", "vllm:serve" },
+		/* uvicorn's lifespan line (vLLM runs uvicorn on the socket it bound:
+		 * "Uvicorn running on" never prints under vllm serve) */
+		{ "(APIServer pid=1187) INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)", "-" },
+		/* the TT plugin (vllm dev plugins/vllm-tt-plugin/src/vllm_tt_plugin):
+		 * model_runner.py, platform.py */
 		{ "(EngineCore_DP0 pid=1290) INFO 09-08 20:31:20 [model_runner.py:271] TTModelRunner: trace_mode=all, sample_on_device_mode=decode_only, enable_model_warmup=True", "tt:runner" },
 		{ "(APIServer pid=1187) WARNING 09-08 20:31:03 [platform.py:460] Async scheduling was requested, but TT model Qwen3_6ForCausalLM (qwen3_6) does not declare support (`model_capabilities['supports_async_decode']`). Disabling async scheduling.", "tt:platform" },
 		{ "(APIServer pid=1187) INFO 09-08 20:31:03 [platform.py:500] Automatic prefix caching is disabled", "tt:platform" },
-		/* tt-metal: C++ through spdlog on stdout, Python through loguru on stderr */
+		/* the mesh: worker.py:695 and :709 through vLLM's logger, not ttnn's loguru */
+		{ "(EngineCore_DP0 pid=1290) INFO 09-08 20:35:14 [worker.py:695] Attempting to open mesh device with grid shape (1, 4)", "tt:mesh" },
+		{ "(EngineCore_DP0 pid=1290) INFO 09-08 20:35:15 [worker.py:709] multidevice with 4 devices and grid (1, 4) is created", "tt:mesh" },
+		/* tt-metal C++ through spdlog on stdout (tt_cluster.cpp) */
 		{ "(EngineCore_DP0 pid=1290)                  Device | INFO     | Opening user mode device driver (tt_cluster.cpp:211)", "tt:device" },
+		/* tt-umd topology_discovery*.cpp: the bundle line; the ETH line as
+		 * before PR #1597 ("cluster"), after it, and at debug since PR #1655 */
+		{ "2025-12-07 21:18:52.044 | info     |             UMD | Established firmware bundle version: 18.12.0 (topology_discovery.cpp:369)", "tt:firmware" },
 		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:31:12.114 | info     |   Device | Established cluster ETH FW version: 6.14.0 (tt_cluster.cpp:1145)", "tt:firmware" },
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttnn.distributed:120 - Attempting to open mesh device with grid shape (1, 4)", "tt:mesh" },
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:15.001 | INFO | ttnn.distributed:131 - multidevice with 4 devices and grid (1, 4) is created", "tt:mesh" },
-		/* the instrumentation kit's guard banners, through loguru on stderr */
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit:88 - ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)", "arm:batch" },
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit:88 - ttaudit: guard QWEN36_MERGE_STAMP_GUARD engaged (env QWEN36_MERGE_STAMP_GUARD=1)", "arm:stamp" },
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit:88 - ttaudit: guard none engaged (unguarded merge)", "arm:bare" },
-		{ "2026-09-08 20:35:14.930 | INFO | ttaudit_emit:91 - ttaudit: keep off (model does not declare supports_async_decode)", "kit:keep" },
-		{ "2026-09-08 20:35:14.930 | INFO | ttaudit_emit:91 - ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)", "kit:keep" },
+		{ "2025-12-07 21:18:52.044 | info     |             UMD | Established ETH FW version: 1.7.0 (topology_discovery_blackhole.cpp:305)", "tt:firmware" },
+		{ "2026-03-02 10:00:00.000 | debug    |             UMD | Established ETH FW version from first discovered ETH core: 7.0.0 (topology_discovery.cpp:112)", "tt:firmware" },
+		/* no upstream info line says these: they are not rules */
+		{ "Detected chips: 4", "-" },
+		{ "Mesh device shape: (1, 4)", "-" },
+		/* the instrumentation kit (tools/instrument/ttaudit_emit/kit.py),
+		 * through loguru on stderr */
+		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)", "arm:batch" },
+		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: guard QWEN36_MERGE_STAMP_GUARD engaged (env QWEN36_MERGE_STAMP_GUARD=1)", "arm:stamp" },
+		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: guard none engaged (unguarded merge)", "arm:bare" },
+		{ "2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: gate: Qwen36ForCausalLM declares model_capabilities['supports_async_decode'] False: the keep does not run", "kit:keep" },
+		{ "2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: keep: inline in Generator.decode_forward at generator.py:1918 (use_dev = ... dev_pos == host_pos ...), observed in its frame on reset and mode-switch steps; gate at line 1858", "kit:keep" },
 		/* the seeds' print-only patch line */
 		{ "INFO 11-29 20:41:02 [generator.py:1930] QWEN36_MERGE_LIFETIME_GUARD engaged: merge requires a buffer written by the immediately preceding decode", "arm:lifetime" },
 		/* what must not match */

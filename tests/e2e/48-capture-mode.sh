@@ -12,14 +12,14 @@ cat >"$T/spec.json" <<'JSON'
 {"arms": {"batch": {
   "requires": [{"log": "QWEN36_MERGE_BATCH_GUARD engaged", "rule": "arm:batch"}],
   "forbids": [{"log": "guard none engaged", "rule": "arm:bare"},
-              {"log": "Starting vLLM API server"}]}}}
+              {"log": "Shutting down FastAPI HTTP server"}]}}}
 JSON
 printf 'arm:batch QWEN36_MERGE_BATCH_GUARD engaged\n' >"$T/rules"
 host() {
 	"$TTAUDIT" capture "$@" -- sh -c '
 		echo "ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)" >&2
 		echo "ttaudit: guard none engaged (unguarded merge)" >&2
-		echo "INFO Starting vLLM API server on http://127.0.0.1:8000" >&2' 2>/dev/null
+		echo "INFO Shutting down FastAPI HTTP server." >&2' 2>/dev/null
 }
 item() { jget "$T/out" ".items[$1].$2"; }
 

@@ -149,7 +149,7 @@ cat >"$T/env.json" <<'JSON'
                {"log": "QWEN36_MERGE_BATCH_GUARD engaged"}, {"audit": "batch"}],
   "forbids": [{"env": "QWEN36_MERGE_STAMP_GUARD"}, {"log": "guard none engaged", "rule": "arm:bare"}]},
  "printed": {"requires": [{"log": "QWEN36_MERGE_BATCH_GUARD engaged"}],
-  "forbids": [{"log": "Starting vLLM API server"}]}}}
+  "forbids": [{"log": "Shutting down FastAPI HTTP server"}]}}}
 JSON
 start_captured() {
 	rm -f "$T/cap.port"
@@ -168,7 +168,7 @@ eq "$(item 0 quote)" "QWEN36_MERGE_BATCH_GUARD=1 (the process that wrote the aud
 # the server printed the forbidden line, but a capture without --all-lines
 # records only what its banner rules match: not evaluable, FAIL (it read
 # "clear", CONFIRMED, before)
-contains "$T/cap.err" "Starting vLLM API server"
+contains "$T/cap.err" "Shutting down FastAPI HTTP server"
 expect_rc 1 "$TTAUDIT" arm --json --spec "$T/env.json" --arm printed --capture "$T/cap.jsonl"
 eq "$(item 1 verdict)" not-evaluable "forbidden line a rules-only capture cannot hold"
 eq "$(jget "$T/out" .verdict)" FAIL "not evaluable fails the arm"
