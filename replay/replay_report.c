@@ -201,8 +201,8 @@ void replay_print_text(const struct replay *r, FILE *f)
 		fprintf(f, "the keep never ran (the capability gate refused it on %" PRIu64 " step%s)\n",
 			r->gate.refused, r->gate.refused == 1 ? "" : "s");
 	if (r->gate.forced)
-		fprintf(f, "the keep was forced on (TT_FORCE_ASYNC_AHEAD_KEEP) against the capability "
-			"gate on %" PRIu64 " step%s\n", r->gate.forced, r->gate.forced == 1 ? "" : "s");
+		fprintf(f, "the keep ran against the capability gate (force:true in the audit) "
+			"on %" PRIu64 " step%s\n", r->gate.forced, r->gate.forced == 1 ? "" : "s");
 	if (r->procs_dropped)
 		fprintf(f, "%" PRIu64 " events of processes beyond the first %d of a file were not "
 			"replayed\n", r->procs_dropped, REPLAY_MAX_PROCS);

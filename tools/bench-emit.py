@@ -7,16 +7,18 @@ microsecond, and this exits 1 when the best of several timings is not. On:
 validating and writing one 8-slot merge event with stamp fields to a file.
 
 The kit (ttaudit_emit.kit): with TTAUDIT_EMIT unset nothing is wrapped, so
-the generator runs its own functions (0 by construction). With it on, the
-wrappers' cost on a generator of the real shape (decode_forward calling
-_decode_forward_trace_text and, on reset steps, the keep's helper, 8 slots,
-lists for tensors), against the same module unwrapped, in one run:
-a steady decode step (a trace event) and a reset step (a merge and a trace
-event), written to a file.
+the generator runs its own functions (0 by construction). With it on, over
+the stand-in of tt-metal's generator (tests/standin, 8 slots, real torch
+tensors on the stand-in device), against the same code unwrapped, in one
+run: a steady decode step (the wrappers, one trace event) and a reset step
+(the inline keep observed in its frame, a merge and a trace event),
+written to a file.
 
 usage: tools/bench-emit.py [--calls N]
 """
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -27,45 +29,47 @@ from ttaudit_emit import MergeAudit, Stamp, kit, names  # noqa: E402
 
 LIMIT_US = 1.0
 
-GENERATOR = textwrap.dedent('''
-    def merge_async_ahead_decode_tokens(host_toks, host_pos, dev_toks_full, dev_pos_full,
-                                        slot_remap_local=None, prefilled_local=None):
-        h = len(host_pos)
-        dt, dp = dev_toks_full[:h], dev_pos_full[:h]
-        use = [dp[s] == host_pos[s] or dp[s] == host_pos[s] + 1 for s in range(h)]
-        for s in prefilled_local or ():
-            use[s] = False
-        return ([dt[s] if use[s] else host_toks[s] for s in range(h)],
-                [dp[s] if use[s] else host_pos[s] for s in range(h)], "merged")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KIT_RUN = os.path.join(ROOT, "tools", "instrument", "ttaudit_emit", "run.py")
 
-
-    class Generator:
-        def __init__(self):
-            self.mode = "DECODE"
-            self.data_parallel = 1
-            self.model_capabilities = {"supports_async_decode": True}
-            self._slots_prefilled_since_decode = set()
-            self.dev_tok = [5] * 8
-            self.dev_pos = [29, -1, -1, -1, -1, -1, -1, 28]
-            self.trace_inputs_decode = {(True, 8): [[self.dev_tok, self.dev_pos]]}
-
-        def decode_forward(self, tokens, start_pos, page_table=None, kv_cache=None,
-                           enable_trace=True, read_from_device=True, sampling_params=None,
-                           reset_batch=False, slot_remap=None, defer_device_sampling=False):
-            if reset_batch:
-                tokens, start_pos, _ = merge_async_ahead_decode_tokens(
-                    tokens, start_pos, self.dev_tok, self.dev_pos,
-                    prefilled_local=self._slots_prefilled_since_decode or None)
-            self._slots_prefilled_since_decode = set()
-            return self._decode_forward_trace_text([tokens], [start_pos],
-                                                   on_device_sampling=sampling_params is not None,
-                                                   reset_batch=reset_batch)
-
-        def _decode_forward_trace_text(self, tokens, current_pos, page_table=None,
-                                       kv_cache=None, on_device_sampling=False,
-                                       reset_batch=False):
-            return tokens[0]
-''')
+# One process per mode: the stand-in of tt-metal's generator at 50868c00
+# (tests/standin), 8 slots, real torch tensors through the stand-in device;
+# a priming decode captures the trace, then steady decode steps (no keep)
+# and reset steps (the keep runs and, with the kit, is observed) are timed.
+STEPS = textwrap.dedent('''
+    import json, os, sys, time
+    sys.path.insert(0, os.path.join(%r, "tests", "standin"))
+    import paths
+    sys.path[:0] = paths.roots({})
+    from loguru import logger
+    logger.remove()
+    import torch, ttnn
+    from models.tt_transformers.tt.generator import Generator
+    from models.tt_transformers.tt.model import ModelArgs, Transformer
+    from models.common.sampling import SamplingParams
+    mesh = ttnn.MeshDevice()
+    args = ModelArgs(mesh, 8, 4096)
+    gen = Generator([Transformer(args, mesh)], [args], mesh)
+    gen.model_capabilities = {"supports_async_decode": True}
+    sp = SamplingParams(temperature=[0.0] * 8, top_k=[1] * 8, top_p=[1.0] * 8)
+    tok = torch.tensor([7] * 8, dtype=torch.int32).reshape(8, 1)
+    pos = torch.tensor([22, 25, 27, 25, 22, 25, 27, 27], dtype=torch.int32)
+    def step(reset):
+        gen.decode_forward(tok, pos, sampling_params=sp, reset_batch=reset)
+    step(True)
+    n = int(sys.argv[1])
+    out = {}
+    for name, reset in (("steady", False), ("reset", True)):
+        best = None
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                step(reset)
+            dt = (time.perf_counter() - t0) / n * 1e6
+            best = dt if best is None or dt < best else best
+        out[name] = best
+    print(json.dumps(out))
+''') % ROOT
 
 
 def per_call_us(fn, calls):
@@ -114,50 +118,30 @@ def emitter(calls):
 
 
 def wrappers(calls):
+    """The kit over the stand-in generator, on and off, in one run."""
+    n = max(50, calls // 1000)
+    res = {}
     with tempfile.TemporaryDirectory() as d:
-        for pkg in ("benchgen", "benchplain"):
-            os.makedirs(os.path.join(d, pkg))
-            for f, text in (("__init__.py", ""), ("generator.py", GENERATOR)):
-                with open(os.path.join(d, pkg, f), "w") as fh:
-                    fh.write(text)
-        sys.path.insert(0, d)
-        mod = "benchgen.generator"
-        table = names.build({
-            "targets": {"decode": {"module": mod, "name": "Generator.decode_forward"},
-                        "trace": {"module": mod, "name": "Generator._decode_forward_trace_text"},
-                        "keep": {"module": mod, "name": "merge_async_ahead_decode_tokens"},
-                        "prefill": [], "batch": [], "prefill_batch": [], "engine": []},
-            "trigger": [mod]})
-        audit = os.path.join(d, "kit.jsonl")
-        k = kit.Kit(table, {"TTAUDIT_EMIT_SINK": "file:" + audit})
-        import io
-        saved, sys.stderr = sys.stderr, io.StringIO()     # the banners of a file sink
-        try:
-            k.start()
-            import benchgen.generator as wrapped
-        finally:
-            sys.stderr = saved
-        import benchplain.generator as plain
-        assert hasattr(wrapped.Generator.decode_forward, "__ttaudit_wrapped__")
-        tok = [7] * 8
-        pos = [22, 25, 27, 25, 22, 25, 27, 27]
-        sp = object()
-        gp, gw = plain.Generator(), wrapped.Generator()
-        res = {}
-        for name, reset in (("steady", False), ("reset", True)):
-            res[name] = (
-                per_call_us(lambda: gp.decode_forward(tok, pos, sampling_params=sp,
-                                                      reset_batch=reset), calls // 10),
-                per_call_us(lambda: gw.decode_forward(tok, pos, sampling_params=sp,
-                                                      reset_batch=reset), calls // 100))
-        sys.meta_path.remove(k.watcher)
-        sys.path.remove(d)
-        merges = k.counts["merge"]
-    for name, what in (("steady", "a decode step, one trace event"),
-                       ("reset", "a reset step, one merge and one trace event")):
-        p, w = res[name]
-        print("kit, TTAUDIT_EMIT=1 to a file, %-43s %6.2f us/call vs %.2f unwrapped "
-              "(+%.2f us)" % (what + ":", w, p, w - p))
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("TTAUDIT_", "STANDIN_")) and k != "PYTHONPATH"}
+        for mode in ("off", "on"):
+            cmd = [sys.executable, "-c", STEPS, str(n)]
+            e = dict(env)
+            if mode == "on":
+                cmd = [sys.executable, KIT_RUN, "--"] + cmd
+                e["TTAUDIT_EMIT_SINK"] = "file:" + os.path.join(d, "kit.jsonl")
+            p = subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+            if p.returncode != 0:
+                print("kit bench (%s) failed: %s" % (mode, p.stderr[-500:]))
+                return
+            res[mode] = json.loads(p.stdout.splitlines()[-1])
+        merges = sum(1 for ln in open(os.path.join(d, "kit.jsonl")) if '"merge"' in ln)
+    for name, what in (("steady", "a steady decode step (a trace event)"),
+                       ("reset", "a reset step (the keep observed, a merge)")):
+        off, on = res["off"][name], res["on"][name]
+        print("kit over the stand-in generator (8 slots, torch), %-43s %7.1f us vs %.1f "
+              "unwrapped (+%.1f us, %.2fx)" % (what + ":", on, off, on - off, on / off))
     print("kit, TTAUDIT_EMIT unset: nothing is wrapped, the generator's own calls: +0 us "
           "(%d merges written above)" % merges)
 
