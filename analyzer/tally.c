@@ -339,10 +339,17 @@ const struct tally_garbage *tally_garbage(const struct tally *t)
 	return &t->garbage;
 }
 
+uint64_t tally_n_evaluated(const struct tally_counts *c)
+{
+	/* counts read back from a report (ttaudit combine) may not add up */
+	if (c->skipped > c->merges || c->shape_fallback > c->merges - c->skipped)
+		return 0;
+	return c->merges - c->skipped - c->shape_fallback;
+}
+
 int tally_not_evaluable(const struct tally *t, size_t i)
 {
-	const struct tally_counts *c = &t->counts[i];
-	return c->skipped + c->shape_fallback == c->merges;
+	return tally_n_evaluated(&t->counts[i]) == 0;
 }
 
 void tally_fingerprint_of(const struct tally_counts *counts, size_t n, uint64_t events_with_taken,

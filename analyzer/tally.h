@@ -113,8 +113,15 @@ uint64_t tally_events_with_taken(const struct tally *t);
 const char *tally_verdict_name(enum tally_verdict v);
 
 /*
- * 1 when rule i never decided anything itself: every merge event was skipped
- * for it or was a shape fallback, or there were none.
+ * The merges counts c's rule evaluated itself: neither skipped for it nor a
+ * shape fallback. The trials of the rule's rates (substitution_rate,
+ * fired_rate): a fallback took nothing under any rule, so it is no trial.
+ */
+uint64_t tally_n_evaluated(const struct tally_counts *c);
+/*
+ * 1 when rule i never decided anything itself (tally_n_evaluated is 0):
+ * every merge event was skipped for it or was a shape fallback, or there
+ * were none.
  */
 int tally_not_evaluable(const struct tally *t, size_t i);
 

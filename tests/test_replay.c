@@ -685,6 +685,103 @@ static void test_scan_equals_tree(void **state)
 	}
 }
 
+/* --- counting exactly what docs/audit-format.md says ------------------------ */
+
+/* r's JSON report, parsed: the root of *d (the caller frees *d and *json). */
+static const struct jval *json_report(const struct replay *r, struct jdoc **d, char **json)
+{
+	struct status_info si;
+
+	*json = capture_output(replay_print_json, r);
+	*d = jdoc_new(strlen(*json));
+	assert_non_null(*d);
+	status_info_clear(&si);
+	if (jdoc_parse(*d, *json, strlen(*json), &si))
+		fail_msg("the JSON report does not parse: %s", si.msg);
+	return jdoc_root(*d);
+}
+
+/* The value at a dotted path under v ("rules.bare.substitution_rate.n"; a number indexes an array). */
+static const struct jval *jat(const struct jdoc *d, const struct jval *v, const char *path)
+{
+	char key[128];
+	const char *p = path;
+
+	while (*p) {
+		size_t n = strcspn(p, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		if (v->type == JT_ARR) {
+			long i = strtol(key, NULL, 10);
+			for (v = jdoc_kid(d, v); v && i > 0; i--)
+				v = jdoc_next(d, v);
+		} else {
+			v = jdoc_get(d, v, key);
+		}
+		if (!v)
+			fail_msg("no '%s' in the report (at '%s')", path, key);
+		p += n + (p[n] == '.');
+	}
+	return v;
+}
+
+static int64_t jint(const struct jdoc *d, const struct jval *v, const char *path)
+{
+	const struct jval *x = jat(d, v, path);
+
+	if (x->type != JT_INT)
+		fail_msg("'%s' is not an integer (%s)", path, jdoc_typename(x));
+	return x->u.i;
+}
+
+/*
+ * A shape fallback counts in merges and shape_fallback and nothing else: a
+ * rule's rates are of the merges it evaluated, so the fallback is no trial.
+ */
+static void test_rate_of_evaluated_merges(void **state)
+{
+	const char *one = tmpfile_with("fallback.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5]}\n");
+	const char *mixed = tmpfile_with("mixed.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5]}\n"
+		"{\"ev\":\"merge\",\"step\":2,\"host_pos\":[5],\"dev_pos\":[5],\"slot_req\":[\"a\"],\"buf_req\":[\"b\"]}\n"
+		"{\"ev\":\"merge\",\"step\":3,\"host_pos\":[5],\"dev_pos\":[6]}\n");
+	struct replay *r;
+	struct jdoc *d;
+	char *json, *text;
+	const struct jval *root;
+
+	(void)state;
+	r = replay_with("bare", 0, false, 0, NULL);
+	add(r, one);
+	root = json_report(r, &d, &json);
+	assert_int_equal(jat(d, root, "rules.bare.evaluable")->type, JT_FALSE);
+	assert_string_equal(jat(d, root, "not_evaluable.0")->u.s, "bare");
+	assert_int_equal(jint(d, root, "rules.bare.merges"), 1);
+	assert_int_equal(jint(d, root, "rules.bare.shape_fallback"), 1);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.k"), 0);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.n"), 0);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+
+	/* bound has no max_pos: skipped twice, and the fallback: no trial either */
+	r = replay_with("bare,bound", 0, false, 0, NULL);
+	add(r, mixed);
+	root = json_report(r, &d, &json);
+	assert_int_equal(jint(d, root, "rules.bare.merges"), 3);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.k"), 1);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.n"), 2);
+	assert_int_equal(jint(d, root, "rules.bound.skipped"), 2);
+	assert_int_equal(jint(d, root, "rules.bound.substitution_rate.n"), 0);
+	assert_int_equal(jat(d, root, "rules.bound.evaluable")->type, JT_FALSE);
+	jdoc_free(d);
+	free(json);
+	text = capture_output(replay_print_text, r);
+	assert_non_null(strstr(text, "  bare                 1 of 2: "));
+	free(text);
+	replay_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -701,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_jobs_equal_serial),
 		cmocka_unit_test(test_scan_equals_tree),
+		cmocka_unit_test(test_rate_of_evaluated_merges),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
