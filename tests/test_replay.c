@@ -782,6 +782,106 @@ static void test_rate_of_evaluated_merges(void **state)
 	replay_free(r);
 }
 
+/* The total's first contradiction is the file's first (line order), whichever process holds it. */
+static void test_first_mismatch_in_file_order(void **state)
+{
+	const char *a = tmpfile_with("fp-procs.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[true]}\n"
+		"{\"src\":\"audit\",\"pid\":77,\"event\":{\"ev\":\"merge\",\"step\":8,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[false]}}\n"
+		"{\"ev\":\"merge\",\"step\":14,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[false]}\n");
+	/* a later file's contradiction at a smaller step is still later */
+	const char *b = tmpfile_with("fp-later.jsonl",
+		"{\"ev\":\"merge\",\"step\":3,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[false]}\n");
+	struct replay *r;
+	struct jdoc *d;
+	char *json, *text;
+	const struct jval *root;
+	int jobs;
+
+	(void)state;
+	for (jobs = 1; jobs <= 2; jobs++) {
+		const char *paths[2] = { a, b };
+		r = replay_with("bare", 0, false, 0, NULL);
+		assert_int_equal(replay_add_files(r, paths, (size_t)jobs, (unsigned)jobs * 2, NULL, NULL),
+				 STATUS_OK);
+		root = json_report(r, &d, &json);
+		assert_int_equal(jint(d, root, "rules.bare.fingerprint.mismatched"), jobs == 1 ? 2 : 3);
+		assert_int_equal(jint(d, root, "rules.bare.fingerprint.first_mismatch_step"), 8);
+		/* each process keeps its own */
+		assert_int_equal(jint(d, root, "processes.0.rules.bare.fingerprint.first_mismatch_step"), 14);
+		assert_int_equal(jint(d, root, "processes.1.rules.bare.fingerprint.first_mismatch_step"), 8);
+		jdoc_free(d);
+		free(json);
+		text = capture_output(replay_print_text, r);
+		assert_non_null(strstr(text, "(first at step 8)"));
+		free(text);
+		replay_free(r);
+	}
+}
+
+/*
+ * Garbage values kept per process are merged: a value is shown with its
+ * whole count or not at all (its count then in values_dropped).
+ */
+static void test_garbage_values_whole(void **state)
+{
+	char text[64 * 160];
+	size_t n = 0, i;
+	struct replay *r;
+	struct jdoc *d;
+	char *json;
+	const struct jval *root, *v;
+	uint64_t shown = 0;
+
+	(void)state;
+	n += (size_t)snprintf(text + n, sizeof(text) - n,
+		"{\"src\":\"audit\",\"pid\":1,\"event\":{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[-7]}}\n");
+	/* pid 2's table overflows with 64 other values before its three -7 */
+	for (i = 0; i < TALLY_GARBAGE_VALUES; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+			"{\"src\":\"audit\",\"pid\":2,\"event\":{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[5],\"dev_pos\":[%ld]}}\n",
+			i + 2, -100L - (long)i);
+	for (i = 0; i < 3; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+			"{\"src\":\"audit\",\"pid\":2,\"event\":{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[5],\"dev_pos\":[-7]}}\n",
+			i + 100);
+	r = replay_with("bare", 0, false, 0, NULL);
+	add(r, tmpfile_with("garbage-procs.jsonl", text));
+	root = json_report(r, &d, &json);
+	assert_int_equal(jint(d, root, "garbage.count"), TALLY_GARBAGE_VALUES + 4);
+	for (v = jdoc_kid(d, jat(d, root, "garbage.values")); v; v = jdoc_next(d, v)) {
+		int64_t value = jint(d, v, "value"), count = jint(d, v, "count");
+		/* every value but -7 was seen once, -7 four times */
+		assert_int_equal(count, value == -7 ? 4 : 1);
+		shown += (uint64_t)count;
+	}
+	assert_int_equal(shown + (uint64_t)jint(d, root, "garbage.values_dropped"),
+			 TALLY_GARBAGE_VALUES + 4);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+}
+
+/* A shape fallback carrying `taken` is no evidence for the fingerprint (it counts nothing else). */
+static void test_fallback_taken_not_fingerprinted(void **state)
+{
+	struct replay *r = replay_with("bare,batch", 0, false, 0, NULL);
+	struct jdoc *d;
+	char *json;
+	const struct jval *root;
+
+	(void)state;
+	add(r, tmpfile_with("fallback-taken.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5],\"taken\":[true,false]}\n"));
+	root = json_report(r, &d, &json);
+	assert_string_equal(jat(d, root, "fingerprint.verdict")->u.s, "NO_TAKEN");
+	assert_int_equal(jint(d, root, "fingerprint.events_with_taken"), 0);
+	assert_int_equal(jint(d, root, "rules.bare.fingerprint.evaluated"), 0);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -799,6 +899,9 @@ int main(void)
 		cmocka_unit_test(test_jobs_equal_serial),
 		cmocka_unit_test(test_scan_equals_tree),
 		cmocka_unit_test(test_rate_of_evaluated_merges),
+		cmocka_unit_test(test_first_mismatch_in_file_order),
+		cmocka_unit_test(test_garbage_values_whole),
+		cmocka_unit_test(test_fallback_taken_not_fingerprinted),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
