@@ -55,7 +55,7 @@ void tally_begin_file(struct tally *t)
 
 void tally_config(struct tally *t, const struct config_event *c)
 {
-	if (c->max_model_len > 0)
+	if (c->has_max_model_len)
 		t->config_max_pos = c->max_model_len;
 }
 

@@ -93,6 +93,12 @@ void tally_free(struct tally *t);
 
 /* A new file starts: a config event applies only to events after it in its file. */
 void tally_begin_file(struct tally *t);
+/*
+ * A config event: its max_model_len is the bound from here on (unless
+ * --max-pos overrides it). 0 says the length is not known: no bound, whatever
+ * an earlier config said. A config without max_model_len (absent or null)
+ * says nothing about it: the bound in force stays.
+ */
 void tally_config(struct tally *t, const struct config_event *c);
 void tally_merge(struct tally *t, const struct merge_event *m, const char *file, long line);
 /* Called for every substitution of every rule; fn may be NULL. */

@@ -292,9 +292,10 @@ static struct replay_proc *job_proc(struct replay_job *j, const struct audit_ite
 	if (!p->tally)
 		return NULL;
 	tally_set_observer(p->tally, job_observe, j);
-	/* the config in force for it: the last one of its process so far */
+	/* the config in force for it: the last one of its process so far (0: none) */
 	for (i = j->n_cfgs; i-- > 0;)
 		if (cfg_applies(&j->cfgs[i], p)) {
+			cfg.has_max_model_len = true;
 			cfg.max_model_len = j->cfgs[i].max_model_len;
 			tally_config(p->tally, &cfg);
 			break;
@@ -311,8 +312,8 @@ static void job_config(struct replay_job *j, const struct audit_item *it,
 	void *grown;
 	size_t i;
 
-	if (c->max_model_len <= 0)
-		return;   /* names no bound: nothing changes */
+	if (!c->has_max_model_len)
+		return;   /* says nothing about the bound: the one in force stays */
 	for (i = 0; i < j->n_procs; i++)
 		if (cfg_applies(&cfg, &j->procs[i]))
 			tally_config(j->procs[i].tally, c);

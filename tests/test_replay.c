@@ -862,6 +862,93 @@ static void test_garbage_values_whole(void **state)
 	replay_free(r);
 }
 
+/*
+ * The bound is the max_model_len of the process's last config that names
+ * one. 0 names none (the length is not known: bound skipped, garbage at
+ * 2^24), after a config of 100 too; a config without max_model_len, or with
+ * null, says nothing and the bound in force stays. A config of another pid
+ * does not apply, and gives that pid no row.
+ */
+static void test_config_bound(void **state)
+{
+	static const struct {
+		const char *cfg;
+		int keeps;      /* after a config of 100, the bound stays 100 */
+	} cases[] = {
+		{ "{\"ev\":\"config\",\"max_model_len\":0}\n", 0 },
+		{ "{\"ev\":\"config\",\"max_model_len\":null}\n", 1 },
+		{ "{\"ev\":\"config\",\"slots\":8}\n", 1 },
+	};
+	const char *merge = "{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[200]}\n";
+	char text[512];
+	struct replay *r;
+	struct jdoc *d;
+	char *json;
+	const struct jval *root;
+	size_t i;
+	int tree;
+
+	(void)state;
+	for (tree = 0; tree < 2; tree++)
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			static struct rule rs[RULE_MAX_LIST];
+			struct replay_opts o = { .rules = rs, .tree = tree };
+			int64_t skipped, garbage;
+			assert_int_equal(rule_list_parse("bare,bound", rs, RULE_MAX_LIST, &o.n_rules, NULL),
+					 STATUS_OK);
+			/* alone: no bound */
+			snprintf(text, sizeof(text), "%s%s", cases[i].cfg, merge);
+			r = replay_new(&o);
+			add(r, tmpfile_with("cfg-none.jsonl", text));
+			root = json_report(r, &d, &json);
+			assert_int_equal(jint(d, root, "rules.bound.skipped"), 1);
+			assert_int_equal(jint(d, root, "garbage.count"), 0);
+			jdoc_free(d);
+			free(json);
+			replay_free(r);
+			/* after a config of 100, in the same process and in one that appears later */
+			snprintf(text, sizeof(text), "{\"ev\":\"config\",\"max_model_len\":100}\n%s%s"
+				 "{\"ev\":\"merge\",\"step\":2,\"rank\":1,\"host_pos\":[5],\"dev_pos\":[200]}\n",
+				 cases[i].cfg, merge);
+			r = replay_new(&o);
+			add(r, tmpfile_with("cfg-after.jsonl", text));
+			root = json_report(r, &d, &json);
+			skipped = jint(d, root, "rules.bound.skipped");
+			garbage = jint(d, root, "garbage.count");
+			if (skipped != (cases[i].keeps ? 0 : 2) || garbage != (cases[i].keeps ? 2 : 0))
+				fail_msg("%s after a config of 100 (%s): bound skipped %lld, garbage %lld",
+					 cases[i].cfg, tree ? "tree" : "scanner", (long long)skipped,
+					 (long long)garbage);
+			jdoc_free(d);
+			free(json);
+			replay_free(r);
+			/* and a later config that names a bound sets it */
+			snprintf(text, sizeof(text), "%s{\"ev\":\"config\",\"max_model_len\":100}\n%s",
+				 cases[i].cfg, merge);
+			r = replay_new(&o);
+			add(r, tmpfile_with("cfg-set.jsonl", text));
+			root = json_report(r, &d, &json);
+			assert_int_equal(jint(d, root, "rules.bound.skipped"), 0);
+			assert_int_equal(jint(d, root, "garbage.count"), 1);
+			jdoc_free(d);
+			free(json);
+			replay_free(r);
+		}
+
+	/* a config of pid 77 neither bounds the pid-less merges nor makes pid 77 a process */
+	r = replay_with("bare,bound", 0, false, 0, NULL);
+	add(r, tmpfile_with("cfg-other.jsonl",
+		"{\"src\":\"audit\",\"pid\":77,\"event\":{\"ev\":\"config\",\"max_model_len\":100}}\n"
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[200]}\n"));
+	root = json_report(r, &d, &json);
+	assert_int_equal(jint(d, root, "rules.bound.skipped"), 1);
+	assert_int_equal(jat(d, root, "processes")->n, 0);
+	assert_int_equal(replay_file_at(r, 0)->n_procs, 1);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+}
+
 /* A shape fallback carrying `taken` is no evidence for the fingerprint (it counts nothing else). */
 static void test_fallback_taken_not_fingerprinted(void **state)
 {
@@ -901,6 +988,7 @@ int main(void)
 		cmocka_unit_test(test_rate_of_evaluated_merges),
 		cmocka_unit_test(test_first_mismatch_in_file_order),
 		cmocka_unit_test(test_garbage_values_whole),
+		cmocka_unit_test(test_config_bound),
 		cmocka_unit_test(test_fallback_taken_not_fingerprinted),
 	};
 

@@ -421,8 +421,8 @@ static void test_max_pos_scoping(void **state)
 {
 	static const int64_t host[] = { 999, 4095, 131071 };
 	static const int64_t dev[] = { 1000, 4096, 131072 };
-	struct config_event cfg = { .slots = 3, .max_model_len = 4096 };
-	struct config_event none = { 0 };
+	struct config_event cfg = { .slots = 3, .has_max_model_len = true, .max_model_len = 4096 };
+	struct config_event none = { 0 }, zero = { .has_max_model_len = true };
 	struct tally *t;
 	struct fx f;
 
@@ -443,6 +443,10 @@ static void test_max_pos_scoping(void **state)
 	/* a config without max_model_len keeps the bound in force */
 	tally_config(t, &none);
 	assert_int_equal(tally_max_pos(t), 4096);
+	/* one of 0 says the length is not known: no bound from here on */
+	tally_config(t, &zero);
+	assert_int_equal(tally_max_pos(t), 0);
+	tally_config(t, &cfg);
 	/* the next file starts without it */
 	tally_begin_file(t);
 	assert_int_equal(tally_max_pos(t), 0);

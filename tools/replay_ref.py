@@ -150,7 +150,8 @@ def decode_event(ev):
         mml = opt_int(ev, "max_model_len")
         need(mml is None or mml >= 0)
         opt_str(ev, "arm")
-        return "config", {"max_model_len": mml or 0, "rank": opt_int(ev, "rank", 0)}
+        # None (absent or null): says nothing about the bound; 0: the length is not known
+        return "config", {"max_model_len": mml, "rank": opt_int(ev, "rank", 0)}
     if kind in CONTEXT:
         opt_int(ev, "step")
         opt_int(ev, "slot")
@@ -413,7 +414,7 @@ class Replay:
             counts[0] += 1
             return
         if kind == "config":
-            if f["max_model_len"] > 0:
+            if f["max_model_len"] is not None:
                 cfgs.append((pid, f["rank"], f["max_model_len"]))
                 for (ppid, prank, _), p in procs.items():
                     if ppid == pid and (f["rank"] is None or f["rank"] == prank):
