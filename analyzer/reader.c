@@ -41,11 +41,18 @@
 #define READER_MAP_WIN (4 * 1024 * 1024)  /* the mapped window (at least a line more) */
 
 static size_t reader_map_min = READER_MAP_MIN, reader_map_win = READER_MAP_WIN;
+static size_t reader_chunk = READER_CHUNK, reader_zchunk = READER_ZCHUNK;
 
 void audit_reader_map_sizes(size_t min, size_t window)
 {
 	reader_map_min = min;
 	reader_map_win = window ? window : READER_MAP_WIN;
+}
+
+void audit_reader_buffer_sizes(size_t chunk, size_t zchunk)
+{
+	reader_chunk = chunk ? chunk : READER_CHUNK;
+	reader_zchunk = zchunk ? zchunk : READER_ZCHUNK;
 }
 
 /* A streaming 64-bit hash over 32-byte blocks (the shape of XXH64). */
@@ -156,7 +163,16 @@ struct audit_reader {
 	bool in_member;             /* inside a gzip member */
 	bool raw_eof;               /* read(2) returned 0 */
 	z_stream zs;
-	unsigned char *zin;         /* compressed input, READER_ZCHUNK bytes */
+	unsigned char *zin;         /* compressed input, zcap bytes */
+	size_t zcap;
+	size_t chunk;               /* bytes read or inflated at a time (reader_chunk at the open) */
+	/*
+	 * zlib failed on a member after giving bytes in the same call: those
+	 * bytes are lines like any other, and the failure is said once they
+	 * have been read, so the count does not depend on where a buffer ended
+	 */
+	bool z_failed;
+	char z_why[96];
 	size_t max_line;
 	unsigned max_depth;
 	bool scan;
@@ -353,6 +369,7 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	r->gz = false;
 	r->in_member = false;
 	r->raw_eof = false;
+	r->z_failed = false;
 	r->base = r->buf;
 	r->mapped = false;
 	if (r->fd < 0 || fstat(r->fd, &r->st))
@@ -388,7 +405,8 @@ static enum status reader_new(struct audit_reader **out, const char *path, bool 
 	r->no_hash = opts && opts->no_hash;
 	r->no_map = opts && opts->no_map;
 	eo.max_slots = opts ? opts->max_slots : 0;
-	r->cap = r->max_line + READER_CHUNK + 1;
+	r->chunk = reader_chunk;
+	r->cap = r->max_line + r->chunk + 1;
 	r->buf = calloc(1, r->cap + JDOC_SCAN_PAD);
 	r->base = r->buf;
 	r->doc = jdoc_new(r->max_line);
@@ -504,7 +522,7 @@ static int reader_zfill(struct audit_reader *r, struct status_info *si)
 
 	if (r->raw_eof || r->zs.avail_in)
 		return 0;
-	k = reader_read(r->fd, r->zin, READER_ZCHUNK);
+	k = reader_read(r->fd, r->zin, r->zcap);
 	if (k < 0)
 		return reader_read_error(r, si, errno);
 	if (k == 0)
@@ -517,6 +535,8 @@ static int reader_zfill(struct audit_reader *r, struct status_info *si)
 /* Inflates into buf[end, end + room): bytes produced, 0 at the end of the stream, -1 error. */
 static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status_info *si)
 {
+	if (r->z_failed)
+		return reader_truncated(r, si, r->z_why);
 	for (;;) {
 		size_t made;
 		int zr;
@@ -543,7 +563,14 @@ static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status
 			if (!r->zs.avail_in && r->raw_eof)
 				return reader_truncated(r, si, "unexpected end of file");
 		} else if (zr != Z_OK) {
-			return reader_truncated(r, si, r->zs.msg ? r->zs.msg : zError(zr));
+			/*
+			 * A bad check value is read after the member's bytes, which zlib
+			 * has given by then: they are read first, the failure said after
+			 */
+			snprintf(r->z_why, sizeof(r->z_why), "%s", r->zs.msg ? r->zs.msg : zError(zr));
+			if (!made)
+				return reader_truncated(r, si, r->z_why);
+			r->z_failed = true;
 		}
 		if (made)
 			return (ssize_t)made;
@@ -553,10 +580,12 @@ static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status
 /* The first bytes of the file: gzip's magic turns on decompression. */
 static int reader_first(struct audit_reader *r, struct status_info *si)
 {
+	/* as much as zlib's first input holds, within the buffer */
+	size_t first = reader_zchunk < r->cap - 1 ? reader_zchunk : r->cap - 1;
 	ssize_t k = 0, got = 0;
 
 	while (got < 2) {
-		k = reader_read(r->fd, r->buf + got, (size_t)(READER_ZCHUNK - got));
+		k = reader_read(r->fd, r->buf + got, first - (size_t)got);
 		if (k < 0)
 			return reader_read_error(r, si, errno);
 		if (k == 0)
@@ -564,7 +593,11 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 		got += k;
 	}
 	if (got >= 2 && (unsigned char)r->buf[0] == 0x1f && (unsigned char)r->buf[1] == 0x8b) {
-		if (!r->zin && !(r->zin = malloc(READER_ZCHUNK))) {
+		if (r->zin && r->zcap != reader_zchunk) {
+			free(r->zin);
+			r->zin = NULL;
+		}
+		if (!r->zin && !(r->zin = malloc(reader_zchunk))) {
 			r->failed = true;
 			status_set_at(si, STATUS_NOMEM, r->file, 0, 0, "out of memory");
 			return -2;
@@ -576,6 +609,7 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 			status_set_at(si, STATUS_NOMEM, r->file, 0, 0, "cannot start decompression");
 			return -2;
 		}
+		r->zcap = reader_zchunk;
 		r->z_ready = true;
 		r->gz = true;
 		r->stats.gzip = true;
@@ -617,8 +651,8 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 		r->start = 0;
 	}
 	room = r->cap - 1 - r->end;
-	if (room > READER_CHUNK)
-		room = READER_CHUNK;
+	if (room > r->chunk)
+		room = r->chunk;
 	if (room == 0)
 		return 0;
 	if (r->gz) {
