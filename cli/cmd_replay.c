@@ -4,6 +4,7 @@
  * print.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ static int rp_opt_explain(const struct opt *o, const char *arg, char *err, size_
 }
 
 #define RP_INPUT_OPTS \
-	OPT_INT(0, "max-pos", &rp_max_pos, "N", 1, 9.2e18, \
+	OPT_INT(0, "max-pos", &rp_max_pos, "N", 1, INT64_MAX, \
 		"positions >= N are garbage; wins over config.max_model_len"), \
 	OPT_BOOL(0, "json", &rp_json, "the same report as one JSON object"), \
 	OPT_BOOL(0, "strict", &rp_strict, "stop at the first malformed line (exit 2)"), \
