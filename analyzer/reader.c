@@ -51,8 +51,9 @@ void audit_reader_map_sizes(size_t min, size_t window)
 
 void audit_reader_buffer_sizes(size_t chunk, size_t zchunk)
 {
-	reader_chunk = chunk ? chunk : READER_CHUNK;
-	reader_zchunk = zchunk ? zchunk : READER_ZCHUNK;
+	/* gzip's magic (two bytes) must fit in the first read and in zlib's input */
+	reader_chunk = !chunk ? READER_CHUNK : chunk < 16 ? 16 : chunk;
+	reader_zchunk = !zchunk ? READER_ZCHUNK : zchunk < 16 ? 16 : zchunk;
 }
 
 /* A streaming 64-bit hash over 32-byte blocks (the shape of XXH64). */
@@ -162,6 +163,7 @@ struct audit_reader {
 	bool z_ready;               /* zs initialised (inflateInit2 done) */
 	bool in_member;             /* inside a gzip member */
 	bool raw_eof;               /* read(2) returned 0 */
+	bool first_done;            /* the first bytes were read (reader_first) */
 	z_stream zs;
 	unsigned char *zin;         /* compressed input, zcap bytes */
 	size_t zcap;
@@ -344,7 +346,6 @@ static int reader_map_fill(struct audit_reader *r, struct status_info *si)
 		size_t fresh = (size_t)(from + (off_t)len) - old_end;
 		if (!r->no_hash)
 			rh_add(&r->hash, r->win + (old_end - (size_t)from), fresh);
-		r->stats.bytes += fresh;
 	}
 	return 0;
 }
@@ -369,6 +370,7 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	r->gz = false;
 	r->in_member = false;
 	r->raw_eof = false;
+	r->first_done = false;
 	r->z_failed = false;
 	r->base = r->buf;
 	r->mapped = false;
@@ -623,7 +625,6 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 		r->raw_eof = true;
 	if (!r->no_hash)
 		rh_add(&r->hash, r->buf, (size_t)got);
-	r->stats.bytes += (uint64_t)got;
 	r->end = (size_t)got;
 	r->buf[r->end] = '\0';   /* the scan ahead stops here (reader_scan_ahead) */
 	return 0;
@@ -643,8 +644,10 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 	}
 	if (r->mapped)
 		return reader_map_fill(r, si);
-	if (r->stats.bytes == 0 && !r->gz && !r->raw_eof && r->end == 0)
+	if (!r->first_done) {
+		r->first_done = true;
 		return reader_first(r, si);
+	}
 	if (r->start > 0) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
 		r->end -= r->start;
@@ -672,10 +675,20 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 	}
 	if (!r->no_hash)
 		rh_add(&r->hash, r->buf + r->end, (size_t)n);
-	r->stats.bytes += (uint64_t)n;
 	r->end += (size_t)n;
 	r->buf[r->end] = '\0';
 	return 0;
+}
+
+/*
+ * Consumes k bytes of the buffer: stats.bytes counts the bytes of the lines
+ * read (newlines included), so that it says what was read whatever the
+ * buffers held beyond (a --strict stop, a cut gzip's partial last line).
+ */
+static inline void reader_take(struct audit_reader *r, size_t k)
+{
+	r->start += k;
+	r->stats.bytes += k;
 }
 
 /*
@@ -695,21 +708,21 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 			size_t len = (size_t)(nl - (r->base + r->start));
 			r->line++;
 			if (too_long || len > r->max_line) {
-				r->start += len + 1;
+				reader_take(r, len + 1);
 				return -3;
 			}
 			*s = r->base + r->start;
 			*n = len;
 			if (!r->mapped)
 				*nl = '\0';   /* a mapped line ends on its newline (jdoc.h) */
-			r->start += len + 1;
+			reader_take(r, len + 1);
 			return 1;
 		}
 		scanned = r->end - r->start;
 		if (scanned > r->max_line) {
 			/* over the cap: drop what we have, keep looking for the newline */
 			too_long = 1;
-			r->start = r->end;
+			reader_take(r, r->end - r->start);
 			scanned = 0;
 		}
 		if (r->eof) {
@@ -717,14 +730,14 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 				return 0;
 			r->line++;
 			if (too_long) {
-				r->start = r->end;
+				reader_take(r, r->end - r->start);
 				return -3;
 			}
 			*s = r->base + r->start;
 			*n = r->end - r->start;
 			if (!r->mapped)
 				r->buf[r->end] = '\0';   /* mapped: zeros follow the file */
-			r->start = r->end;
+			reader_take(r, r->end - r->start);
 			return 1;
 		}
 		if ((rc = reader_fill(r, si)))
@@ -1031,7 +1044,7 @@ static int reader_scan_ahead(struct audit_reader *r, struct audit_item *it)
 		return 0;
 	r->line++;
 	r->stats.lines++;
-	r->start += len + (len < room);
+	reader_take(r, len + (len < room));
 	reader_item_clear(r, it);
 	it->has_event = true;
 	r->stats.events++;
@@ -1098,7 +1111,10 @@ int audit_reader_describe(const struct audit_reader_stats *s, char *buf, size_t 
 
 	if (s->events || s->malformed)
 		return 0;
-	if (!s->bytes)
+	if (s->truncated && !content)
+		snprintf(buf, n, "a gzip stream cut short or damaged before its first complete line: "
+			 "nothing could be read");
+	else if (!s->bytes)
 		snprintf(buf, n, "the file is empty: give the server's log or capture, where the audit lines are");
 	else if (!content)
 		snprintf(buf, n, "%" PRIu64 " blank lines and nothing else: no audit line", s->lines);

@@ -60,7 +60,8 @@ struct audit_reader_stats {
 	uint64_t uncertain_events;   /* audit events inside uncertain records: never replayed */
 	uint64_t partial;            /* records of lines no newline ended ("partial":true) */
 	uint64_t invalid_utf8;       /* sum of "invalid_utf8" (bytes the capture escaped) */
-	uint64_t bytes;              /* bytes of input read (after decompression) */
+	uint64_t bytes;              /* bytes of the lines read, newlines included (after
+	                                decompression): the file's size once read to the end */
 	bool bom;                    /* the file began with a UTF-8 byte order mark (skipped) */
 	bool gzip;
 	bool truncated;              /* a gzip stream ended early or was corrupt */
@@ -117,7 +118,7 @@ struct audit_reader;
 void audit_reader_map_sizes(size_t min, size_t window);
 /*
  * The bytes read (or inflated) at a time, `chunk`, and the compressed bytes
- * read at a time, `zchunk` (0: the defaults, 256 KiB and 64 KiB). Nothing a
+ * read at a time, `zchunk` (0: the defaults, 256 KiB and 64 KiB; 16 at least). Nothing a
  * reader reports depends on them; tests change them to hold it to that. Call
  * before readers are opened, not while threads read.
  */

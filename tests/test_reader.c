@@ -655,6 +655,44 @@ static void test_gzip_members(void **state)
 	}
 }
 
+/* stats.bytes counts the lines read, whatever the buffers (or the window) held beyond them. */
+static void test_bytes_of_lines_read(void **state)
+{
+	static const size_t sizes[][3] = { { 0, 0, SIZE_MAX }, { 100, 7, SIZE_MAX }, { 0, 0, 0 } };
+	char text[8192];
+	size_t n = 0, want3 = 0, i;
+	const char *path;
+	int k;
+
+	(void)state;
+	for (k = 0; k < 100; k++) {
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+			"{\"ev\":\"merge\",\"step\":%d,\"host_pos\":[5],\"dev_pos\":[5]}\n", k);
+		if (k == 2)
+			want3 = n;
+	}
+	path = testutil_write("bytes.jsonl", text, n);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct audit_reader_opts o = { .scan = true };
+		struct audit_reader *r = NULL;
+		struct audit_item it;
+		struct status_info si;
+		audit_reader_buffer_sizes(sizes[i][0], sizes[i][1]);
+		audit_reader_map_sizes(sizes[i][2], 0);    /* the last one: read in place */
+		assert_int_equal(audit_reader_open(&r, path, &o, &si), STATUS_OK);
+		for (k = 0; k < 3; k++)
+			assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+		/* stopped after three lines (as --strict stops): their bytes, not the buffer's */
+		assert_int_equal(audit_reader_stats(r)->bytes, want3);
+		while (audit_reader_next(r, &it, &si) == STATUS_OK)
+			;
+		assert_int_equal(audit_reader_stats(r)->bytes, n);
+		audit_reader_free(r);
+	}
+	audit_reader_buffer_sizes(0, 0);
+	audit_reader_map_sizes(1024 * 1024, 0);
+}
+
 /*
  * A member whose check value is bad (or whose data is corrupt): every
  * complete line zlib decoded is read, then the failure is said, and the count
@@ -1195,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_gzip),
 		cmocka_unit_test(test_gzip_members),
 		cmocka_unit_test(test_gzip_bad_check),
+		cmocka_unit_test(test_bytes_of_lines_read),
 		cmocka_unit_test(test_bom),
 		cmocka_unit_test(test_capture_records),
 		cmocka_unit_test(test_scan_mode_and_reopen),
