@@ -264,7 +264,8 @@ void replay_print_text(const struct replay *r, FILE *f)
 		fprintf(f, "  ... and %zu more distinct values (--json lists up to %d)\n",
 			g->n_values - REPLAY_GARBAGE_SHOWN, TALLY_GARBAGE_VALUES);
 	if (g->values_dropped)
-		fprintf(f, "  ... and %" PRIu64 " positions of values beyond those %d\n",
+		fprintf(f, "  ... and %" PRIu64 " positions of values not listed (a list of %d was "
+			"full where they were seen; a value is listed only with its whole count)\n",
 			g->values_dropped, TALLY_GARBAGE_VALUES);
 
 	tally_fingerprint(t, &fp);

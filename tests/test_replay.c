@@ -859,6 +859,9 @@ static void test_garbage_values_whole(void **state)
 			 TALLY_GARBAGE_VALUES + 4);
 	jdoc_free(d);
 	free(json);
+	json = capture_output(replay_print_text, r);
+	assert_non_null(strstr(json, "... and 4 positions of values not listed"));
+	free(json);
 	replay_free(r);
 }
 
