@@ -507,7 +507,8 @@ static enum status decode_config(const struct jdoc *doc, const struct jval *obj,
 
 	memset(c, 0, sizeof(*c));
 	if ((st = get_int(doc, obj, "slots", false, &present, &c->slots, si)) ||
-	    (st = get_int(doc, obj, "max_model_len", false, &present, &c->max_model_len, si)) ||
+	    (st = get_int(doc, obj, "max_model_len", false, &c->has_max_model_len, &c->max_model_len,
+			  si)) ||
 	    (st = get_str(doc, obj, "arm", &c->arm, &c->arm_len, si)) ||
 	    (st = get_index(doc, obj, "rank", &c->has_rank, &c->rank, si)))
 		return st;
@@ -897,7 +898,7 @@ static int scan_other_member(struct jdoc_scan *sc, enum event_kind kind, enum sc
 		switch (f) {
 		case SF_SLOTS: return scan_opt_int(sc, &present, &c->slots);
 		case SF_MAX_MODEL_LEN:
-			rc = scan_opt_int(sc, &present, &c->max_model_len);
+			rc = scan_opt_int(sc, &c->has_max_model_len, &c->max_model_len);
 			return rc == 1 && c->max_model_len < 0 ? -1 : rc;
 		case SF_ARM: return scan_opt_str(sc, &c->arm, &c->arm_len);
 		case SF_RANK: return scan_opt_index(sc, &c->has_rank, &c->rank);

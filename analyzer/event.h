@@ -70,6 +70,7 @@ struct merge_event {
 
 struct config_event {
 	int64_t slots;          /* 0 when absent */
+	bool has_max_model_len; /* present and not null (0 included: "not known") */
 	int64_t max_model_len;  /* 0 when absent */
 	const char *arm;        /* NULL when absent */
 	uint32_t arm_len;

@@ -41,11 +41,19 @@
 #define READER_MAP_WIN (4 * 1024 * 1024)  /* the mapped window (at least a line more) */
 
 static size_t reader_map_min = READER_MAP_MIN, reader_map_win = READER_MAP_WIN;
+static size_t reader_chunk = READER_CHUNK, reader_zchunk = READER_ZCHUNK;
 
 void audit_reader_map_sizes(size_t min, size_t window)
 {
 	reader_map_min = min;
 	reader_map_win = window ? window : READER_MAP_WIN;
+}
+
+void audit_reader_buffer_sizes(size_t chunk, size_t zchunk)
+{
+	/* gzip's magic (two bytes) must fit in the first read and in zlib's input */
+	reader_chunk = !chunk ? READER_CHUNK : chunk < 16 ? 16 : chunk;
+	reader_zchunk = !zchunk ? READER_ZCHUNK : zchunk < 16 ? 16 : zchunk;
 }
 
 /* A streaming 64-bit hash over 32-byte blocks (the shape of XXH64). */
@@ -155,8 +163,18 @@ struct audit_reader {
 	bool z_ready;               /* zs initialised (inflateInit2 done) */
 	bool in_member;             /* inside a gzip member */
 	bool raw_eof;               /* read(2) returned 0 */
+	bool first_done;            /* the first bytes were read (reader_first) */
 	z_stream zs;
-	unsigned char *zin;         /* compressed input, READER_ZCHUNK bytes */
+	unsigned char *zin;         /* compressed input, zcap bytes */
+	size_t zcap;
+	size_t chunk;               /* bytes read or inflated at a time (reader_chunk at the open) */
+	/*
+	 * zlib failed on a member after giving bytes in the same call: those
+	 * bytes are lines like any other, and the failure is said once they
+	 * have been read, so the count does not depend on where a buffer ended
+	 */
+	bool z_failed;
+	char z_why[96];
 	size_t max_line;
 	unsigned max_depth;
 	bool scan;
@@ -328,7 +346,6 @@ static int reader_map_fill(struct audit_reader *r, struct status_info *si)
 		size_t fresh = (size_t)(from + (off_t)len) - old_end;
 		if (!r->no_hash)
 			rh_add(&r->hash, r->win + (old_end - (size_t)from), fresh);
-		r->stats.bytes += fresh;
 	}
 	return 0;
 }
@@ -353,6 +370,8 @@ static enum status reader_start(struct audit_reader *r, const char *path, struct
 	r->gz = false;
 	r->in_member = false;
 	r->raw_eof = false;
+	r->first_done = false;
+	r->z_failed = false;
 	r->base = r->buf;
 	r->mapped = false;
 	if (r->fd < 0 || fstat(r->fd, &r->st))
@@ -388,7 +407,8 @@ static enum status reader_new(struct audit_reader **out, const char *path, bool 
 	r->no_hash = opts && opts->no_hash;
 	r->no_map = opts && opts->no_map;
 	eo.max_slots = opts ? opts->max_slots : 0;
-	r->cap = r->max_line + READER_CHUNK + 1;
+	r->chunk = reader_chunk;
+	r->cap = r->max_line + r->chunk + 1;
 	r->buf = calloc(1, r->cap + JDOC_SCAN_PAD);
 	r->base = r->buf;
 	r->doc = jdoc_new(r->max_line);
@@ -504,7 +524,7 @@ static int reader_zfill(struct audit_reader *r, struct status_info *si)
 
 	if (r->raw_eof || r->zs.avail_in)
 		return 0;
-	k = reader_read(r->fd, r->zin, READER_ZCHUNK);
+	k = reader_read(r->fd, r->zin, r->zcap);
 	if (k < 0)
 		return reader_read_error(r, si, errno);
 	if (k == 0)
@@ -517,6 +537,8 @@ static int reader_zfill(struct audit_reader *r, struct status_info *si)
 /* Inflates into buf[end, end + room): bytes produced, 0 at the end of the stream, -1 error. */
 static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status_info *si)
 {
+	if (r->z_failed)
+		return reader_truncated(r, si, r->z_why);
 	for (;;) {
 		size_t made;
 		int zr;
@@ -543,7 +565,14 @@ static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status
 			if (!r->zs.avail_in && r->raw_eof)
 				return reader_truncated(r, si, "unexpected end of file");
 		} else if (zr != Z_OK) {
-			return reader_truncated(r, si, r->zs.msg ? r->zs.msg : zError(zr));
+			/*
+			 * A bad check value is read after the member's bytes, which zlib
+			 * has given by then: they are read first, the failure said after
+			 */
+			snprintf(r->z_why, sizeof(r->z_why), "%s", r->zs.msg ? r->zs.msg : zError(zr));
+			if (!made)
+				return reader_truncated(r, si, r->z_why);
+			r->z_failed = true;
 		}
 		if (made)
 			return (ssize_t)made;
@@ -553,10 +582,12 @@ static ssize_t reader_inflate(struct audit_reader *r, size_t room, struct status
 /* The first bytes of the file: gzip's magic turns on decompression. */
 static int reader_first(struct audit_reader *r, struct status_info *si)
 {
+	/* as much as zlib's first input holds, within the buffer */
+	size_t first = reader_zchunk < r->cap - 1 ? reader_zchunk : r->cap - 1;
 	ssize_t k = 0, got = 0;
 
 	while (got < 2) {
-		k = reader_read(r->fd, r->buf + got, (size_t)(READER_ZCHUNK - got));
+		k = reader_read(r->fd, r->buf + got, first - (size_t)got);
 		if (k < 0)
 			return reader_read_error(r, si, errno);
 		if (k == 0)
@@ -564,7 +595,11 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 		got += k;
 	}
 	if (got >= 2 && (unsigned char)r->buf[0] == 0x1f && (unsigned char)r->buf[1] == 0x8b) {
-		if (!r->zin && !(r->zin = malloc(READER_ZCHUNK))) {
+		if (r->zin && r->zcap != reader_zchunk) {
+			free(r->zin);
+			r->zin = NULL;
+		}
+		if (!r->zin && !(r->zin = malloc(reader_zchunk))) {
 			r->failed = true;
 			status_set_at(si, STATUS_NOMEM, r->file, 0, 0, "out of memory");
 			return -2;
@@ -576,6 +611,7 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 			status_set_at(si, STATUS_NOMEM, r->file, 0, 0, "cannot start decompression");
 			return -2;
 		}
+		r->zcap = reader_zchunk;
 		r->z_ready = true;
 		r->gz = true;
 		r->stats.gzip = true;
@@ -589,7 +625,6 @@ static int reader_first(struct audit_reader *r, struct status_info *si)
 		r->raw_eof = true;
 	if (!r->no_hash)
 		rh_add(&r->hash, r->buf, (size_t)got);
-	r->stats.bytes += (uint64_t)got;
 	r->end = (size_t)got;
 	r->buf[r->end] = '\0';   /* the scan ahead stops here (reader_scan_ahead) */
 	return 0;
@@ -609,16 +644,18 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 	}
 	if (r->mapped)
 		return reader_map_fill(r, si);
-	if (r->stats.bytes == 0 && !r->gz && !r->raw_eof && r->end == 0)
+	if (!r->first_done) {
+		r->first_done = true;
 		return reader_first(r, si);
+	}
 	if (r->start > 0) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
 		r->end -= r->start;
 		r->start = 0;
 	}
 	room = r->cap - 1 - r->end;
-	if (room > READER_CHUNK)
-		room = READER_CHUNK;
+	if (room > r->chunk)
+		room = r->chunk;
 	if (room == 0)
 		return 0;
 	if (r->gz) {
@@ -638,10 +675,20 @@ static int reader_fill(struct audit_reader *r, struct status_info *si)
 	}
 	if (!r->no_hash)
 		rh_add(&r->hash, r->buf + r->end, (size_t)n);
-	r->stats.bytes += (uint64_t)n;
 	r->end += (size_t)n;
 	r->buf[r->end] = '\0';
 	return 0;
+}
+
+/*
+ * Consumes k bytes of the buffer: stats.bytes counts the bytes of the lines
+ * read (newlines included), so that it says what was read whatever the
+ * buffers held beyond (a --strict stop, a cut gzip's partial last line).
+ */
+static inline void reader_take(struct audit_reader *r, size_t k)
+{
+	r->start += k;
+	r->stats.bytes += k;
 }
 
 /*
@@ -661,21 +708,21 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 			size_t len = (size_t)(nl - (r->base + r->start));
 			r->line++;
 			if (too_long || len > r->max_line) {
-				r->start += len + 1;
+				reader_take(r, len + 1);
 				return -3;
 			}
 			*s = r->base + r->start;
 			*n = len;
 			if (!r->mapped)
 				*nl = '\0';   /* a mapped line ends on its newline (jdoc.h) */
-			r->start += len + 1;
+			reader_take(r, len + 1);
 			return 1;
 		}
 		scanned = r->end - r->start;
 		if (scanned > r->max_line) {
 			/* over the cap: drop what we have, keep looking for the newline */
 			too_long = 1;
-			r->start = r->end;
+			reader_take(r, r->end - r->start);
 			scanned = 0;
 		}
 		if (r->eof) {
@@ -683,14 +730,14 @@ static int reader_line(struct audit_reader *r, char **s, size_t *n, struct statu
 				return 0;
 			r->line++;
 			if (too_long) {
-				r->start = r->end;
+				reader_take(r, r->end - r->start);
 				return -3;
 			}
 			*s = r->base + r->start;
 			*n = r->end - r->start;
 			if (!r->mapped)
 				r->buf[r->end] = '\0';   /* mapped: zeros follow the file */
-			r->start = r->end;
+			reader_take(r, r->end - r->start);
 			return 1;
 		}
 		if ((rc = reader_fill(r, si)))
@@ -997,7 +1044,7 @@ static int reader_scan_ahead(struct audit_reader *r, struct audit_item *it)
 		return 0;
 	r->line++;
 	r->stats.lines++;
-	r->start += len + (len < room);
+	reader_take(r, len + (len < room));
 	reader_item_clear(r, it);
 	it->has_event = true;
 	r->stats.events++;
@@ -1064,7 +1111,10 @@ int audit_reader_describe(const struct audit_reader_stats *s, char *buf, size_t 
 
 	if (s->events || s->malformed)
 		return 0;
-	if (!s->bytes)
+	if (s->truncated && !content)
+		snprintf(buf, n, "a gzip stream cut short or damaged before its first complete line: "
+			 "nothing could be read");
+	else if (!s->bytes)
 		snprintf(buf, n, "the file is empty: give the server's log or capture, where the audit lines are");
 	else if (!content)
 		snprintf(buf, n, "%" PRIu64 " blank lines and nothing else: no audit line", s->lines);

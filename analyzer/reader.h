@@ -60,7 +60,8 @@ struct audit_reader_stats {
 	uint64_t uncertain_events;   /* audit events inside uncertain records: never replayed */
 	uint64_t partial;            /* records of lines no newline ended ("partial":true) */
 	uint64_t invalid_utf8;       /* sum of "invalid_utf8" (bytes the capture escaped) */
-	uint64_t bytes;              /* bytes of input read (after decompression) */
+	uint64_t bytes;              /* bytes of the lines read, newlines included (after
+	                                decompression): the file's size once read to the end */
 	bool bom;                    /* the file began with a UTF-8 byte order mark (skipped) */
 	bool gzip;
 	bool truncated;              /* a gzip stream ended early or was corrupt */
@@ -115,6 +116,13 @@ struct audit_reader;
  * while threads read.
  */
 void audit_reader_map_sizes(size_t min, size_t window);
+/*
+ * The bytes read (or inflated) at a time, `chunk`, and the compressed bytes
+ * read at a time, `zchunk` (0: the defaults, 256 KiB and 64 KiB; 16 at least). Nothing a
+ * reader reports depends on them; tests change them to hold it to that. Call
+ * before readers are opened, not while threads read.
+ */
+void audit_reader_buffer_sizes(size_t chunk, size_t zchunk);
 
 /*
  * Opens path ("-": stdin). On failure returns STATUS_IO (or NOMEM) with
@@ -134,8 +142,10 @@ enum status audit_reader_reopen(struct audit_reader *r, const char *path, struct
  * STATUS_LIMIT: a malformed line, already counted in stats.malformed, si has
  * file, line and reason; the caller may go on. STATUS_IO, STATUS_NOMEM: stop;
  * a gzip stream that ends early or is corrupt is STATUS_IO with
- * stats.truncated set and "truncated gzip after N lines" in si (the bytes
- * after the last complete line are not returned).
+ * stats.truncated set and "truncated gzip after N lines" in si: every
+ * complete line zlib decoded before it failed is returned first (for a bad
+ * check value, every line of that member), the bytes after the last complete
+ * line are not, so N is the file's, not the buffer's.
  */
 enum status audit_reader_next(struct audit_reader *r, struct audit_item *item,
 			      struct status_info *si);

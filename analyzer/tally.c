@@ -6,6 +6,8 @@
 #include "tally.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +55,7 @@ void tally_begin_file(struct tally *t)
 
 void tally_config(struct tally *t, const struct config_event *c)
 {
-	if (c->max_model_len > 0)
+	if (c->has_max_model_len)
 		t->config_max_pos = c->max_model_len;
 }
 
@@ -98,21 +100,25 @@ int tally_float32_like(int64_t v)
 	return d >= 1.0 && d <= 16777216.0;
 }
 
-static void garbage_note(struct tally_garbage *g, int64_t v, uint64_t n)
+/*
+ * One garbage position of value v: a value enters the table at its first
+ * position or never, so the count of every value in it is whole.
+ */
+static void garbage_note(struct tally_garbage *g, int64_t v)
 {
 	size_t i;
 
 	for (i = 0; i < g->n_values; i++)
 		if (g->values[i].value == v) {
-			g->values[i].n += n;
+			g->values[i].n++;
 			return;
 		}
 	if (g->n_values < TALLY_GARBAGE_VALUES) {
 		g->values[g->n_values].value = v;
-		g->values[g->n_values].n = n;
+		g->values[g->n_values].n = 1;
 		g->n_values++;
 	} else {
-		g->values_dropped += n;
+		g->values_dropped++;
 	}
 }
 
@@ -193,7 +199,7 @@ tally_merge_body(struct tally *t, const struct merge_event *m, const char *file,
 			int64_t d = m->dev_pos[w.base + (uint32_t)__builtin_ctzll(garbage)];
 			t->garbage.count++;
 			t->garbage.float32_like += (uint64_t)tally_float32_like(d);
-			garbage_note(&t->garbage, d, 1);
+			garbage_note(&t->garbage, d);
 		}
 		evidence_window_fill(m, w.base, w.n, w.active, w.prefilled, w.gen_eq, &ev);
 		unknown = ev.by[EVIDENCE_UNKNOWN];
@@ -238,8 +244,10 @@ tally_merge_body(struct tally *t, const struct merge_event *m, const char *file,
 		if (m->has_taken) {
 			c->fp_evaluated++;
 			if (mismatch[r]) {
-				if (!c->fp_mismatch)
+				if (!c->fp_mismatch) {
 					c->fp_first_mismatch_step = m->step;
+					c->fp_first_mismatch_line = line;
+				}
 				c->fp_mismatch++;
 			}
 		}
@@ -273,7 +281,7 @@ void tally_merge(struct tally *t, const struct merge_event *m, const char *file,
 	tally_merge_plain(t, m, file, line);
 }
 
-void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)
+static void add_counts(struct tally_counts *d, const struct tally_counts *s, bool interleaved)
 {
 	size_t e;
 
@@ -293,24 +301,87 @@ void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)
 		d->taken_by[e] += s->taken_by[e];
 		d->subst_by[e] += s->subst_by[e];
 	}
-	if (!d->fp_mismatch && s->fp_mismatch)
+	if (s->fp_mismatch &&
+	    (!d->fp_mismatch ||
+	     (interleaved && s->fp_first_mismatch_line < d->fp_first_mismatch_line))) {
 		d->fp_first_mismatch_step = s->fp_first_mismatch_step;
+		d->fp_first_mismatch_line = s->fp_first_mismatch_line;
+	}
 	d->fp_evaluated += s->fp_evaluated;
 	d->fp_mismatch += s->fp_mismatch;
+}
+
+void tally_add_counts(struct tally_counts *d, const struct tally_counts *s)
+{
+	add_counts(d, s, false);
+}
+
+void tally_add_counts_interleaved(struct tally_counts *d, const struct tally_counts *s)
+{
+	add_counts(d, s, true);
+}
+
+/* The index of v in g's table, or SIZE_MAX. */
+static size_t garbage_find(const struct tally_garbage *g, int64_t v)
+{
+	size_t i;
+
+	for (i = 0; i < g->n_values; i++)
+		if (g->values[i].value == v)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Appends a value known whole to g's table, or counts it dropped when the table is full. */
+static void garbage_keep(struct tally_garbage *g, int64_t v, uint64_t n)
+{
+	if (g->n_values < TALLY_GARBAGE_VALUES) {
+		g->values[g->n_values].value = v;
+		g->values[g->n_values++].n = n;
+	} else {
+		g->values_dropped += n;
+	}
+}
+
+void tally_add_garbage(struct tally_garbage *d, const struct tally_garbage *s)
+{
+	struct tally_garbage out;
+	size_t i, j;
+
+	memset(&out, 0, sizeof(out));
+	out.count = d->count + s->count;
+	out.float32_like = d->float32_like + s->float32_like;
+	out.values_dropped = d->values_dropped + s->values_dropped;
+	for (i = 0; i < d->n_values; i++) {
+		uint64_t n = d->values[i].n;
+		j = garbage_find(s, d->values[i].value);
+		if (j != SIZE_MAX)
+			n += s->values[j].n;
+		else if (s->values_dropped) {
+			out.values_dropped += n;   /* s may hold more of it among its dropped */
+			continue;
+		}
+		garbage_keep(&out, d->values[i].value, n);
+	}
+	for (j = 0; j < s->n_values; j++) {
+		if (garbage_find(d, s->values[j].value) != SIZE_MAX)
+			continue;   /* added above */
+		if (d->values_dropped)
+			out.values_dropped += s->values[j].n;   /* likewise, d */
+		else
+			garbage_keep(&out, s->values[j].value, s->values[j].n);
+	}
+	*d = out;
 }
 
 void tally_absorb_counts(struct tally *dst, const struct tally_counts *counts, size_t n,
 			 const struct tally_garbage *g, uint64_t events_with_taken)
 {
-	size_t r, i;
+	size_t r;
 
 	for (r = 0; r < dst->n_rules && r < n; r++)
 		tally_add_counts(&dst->counts[r], &counts[r]);
-	dst->garbage.count += g->count;
-	dst->garbage.float32_like += g->float32_like;
-	dst->garbage.values_dropped += g->values_dropped;
-	for (i = 0; i < g->n_values; i++)
-		garbage_note(&dst->garbage, g->values[i].value, g->values[i].n);
+	tally_add_garbage(&dst->garbage, g);
 	dst->events_with_taken += events_with_taken;
 }
 
@@ -339,10 +410,17 @@ const struct tally_garbage *tally_garbage(const struct tally *t)
 	return &t->garbage;
 }
 
+uint64_t tally_n_evaluated(const struct tally_counts *c)
+{
+	/* counts read back from a report (ttaudit combine) may not add up */
+	if (c->skipped > c->merges || c->shape_fallback > c->merges - c->skipped)
+		return 0;
+	return c->merges - c->skipped - c->shape_fallback;
+}
+
 int tally_not_evaluable(const struct tally *t, size_t i)
 {
-	const struct tally_counts *c = &t->counts[i];
-	return c->skipped + c->shape_fallback == c->merges;
+	return tally_n_evaluated(&t->counts[i]) == 0;
 }
 
 void tally_fingerprint_of(const struct tally_counts *counts, size_t n, uint64_t events_with_taken,

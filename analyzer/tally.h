@@ -37,13 +37,20 @@ struct tally_counts {
 	 * how many of those its take set contradicts */
 	uint64_t fp_evaluated, fp_mismatch;
 	int64_t fp_first_mismatch_step;
+	long fp_first_mismatch_line;   /* its line in its file (0: unknown, as in a report read back) */
 };
 
+/*
+ * Each value in values[] is kept with its whole count (every position of
+ * that value the table was told of); the positions of every other value are
+ * in values_dropped, so the counts of values[] and values_dropped add up to
+ * count.
+ */
 struct tally_garbage {
 	uint64_t count;          /* garbage dev_pos values seen, slot by slot */
 	uint64_t float32_like;
 	size_t n_values;         /* distinct values kept in values[] */
-	uint64_t values_dropped; /* garbage positions whose value found values[] full */
+	uint64_t values_dropped; /* garbage positions of values values[] does not hold */
 	struct { int64_t value; uint64_t n; } values[TALLY_GARBAGE_VALUES];
 };
 
@@ -86,18 +93,43 @@ void tally_free(struct tally *t);
 
 /* A new file starts: a config event applies only to events after it in its file. */
 void tally_begin_file(struct tally *t);
+/*
+ * A config event: its max_model_len is the bound from here on (unless
+ * --max-pos overrides it). 0 says the length is not known: no bound, whatever
+ * an earlier config said. A config without max_model_len (absent or null)
+ * says nothing about it: the bound in force stays.
+ */
 void tally_config(struct tally *t, const struct config_event *c);
 void tally_merge(struct tally *t, const struct merge_event *m, const char *file, long line);
 /* Called for every substitution of every rule; fn may be NULL. */
 void tally_set_observer(struct tally *t, tally_subst_fn fn, void *ctx);
 
-/* Adds src's counts, garbage and fingerprint into dst (same rule list). */
+/*
+ * Adds src's counts, garbage and fingerprint into dst (same rule list); src
+ * counts events that come after all of dst's (a later file), so dst's first
+ * contradiction stays the first.
+ */
 void tally_absorb(struct tally *dst, const struct tally *src);
-/* The same from parts kept apart (counts[0..n) per rule; ttaudit combine). */
+/* The same from parts kept apart (counts[0..n) per rule; a file's processes, ttaudit combine). */
 void tally_absorb_counts(struct tally *dst, const struct tally_counts *counts, size_t n,
 			 const struct tally_garbage *g, uint64_t events_with_taken);
-/* Adds counts c into rule i of t (a tally of per-file rows kept apart). */
+/*
+ * Adds the counts of one rule, src into dst. tally_add_counts: src counts
+ * events after all of dst's (a later file or report), so the first
+ * contradiction is dst's when it has one. tally_add_counts_interleaved: both
+ * count events of one file (two of its processes), so the first
+ * contradiction is the one on the earlier line.
+ */
 void tally_add_counts(struct tally_counts *dst, const struct tally_counts *src);
+void tally_add_counts_interleaved(struct tally_counts *dst, const struct tally_counts *src);
+/*
+ * Adds garbage src into dst, each value kept with its whole count or not at
+ * all: a table that dropped positions (values_dropped > 0) may hold some of
+ * any value it does not list, so a value one part lists and an overflowed
+ * part does not goes to values_dropped. Values keep their order (dst's, then
+ * src's new ones) up to TALLY_GARBAGE_VALUES.
+ */
+void tally_add_garbage(struct tally_garbage *dst, const struct tally_garbage *src);
 
 size_t tally_n_rules(const struct tally *t);
 const struct rule *tally_rule(const struct tally *t, size_t i);
@@ -113,8 +145,15 @@ uint64_t tally_events_with_taken(const struct tally *t);
 const char *tally_verdict_name(enum tally_verdict v);
 
 /*
- * 1 when rule i never decided anything itself: every merge event was skipped
- * for it or was a shape fallback, or there were none.
+ * The merges counts c's rule evaluated itself: neither skipped for it nor a
+ * shape fallback. The trials of the rule's rates (substitution_rate,
+ * fired_rate): a fallback took nothing under any rule, so it is no trial.
+ */
+uint64_t tally_n_evaluated(const struct tally_counts *c);
+/*
+ * 1 when rule i never decided anything itself (tally_n_evaluated is 0):
+ * every merge event was skipped for it or was a shape fallback, or there
+ * were none.
  */
 int tally_not_evaluable(const struct tally *t, size_t i);
 

@@ -2,6 +2,7 @@
  * cmd_ab.c - `ttaudit ab`: the A/B validation of a guard (ab/ab.h).
  */
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,12 +64,12 @@ static const struct opt ab_opts[] = {
 		"two-sided confidence of every interval and test (default 0.95)"),
 	OPT_GROUP("the bench of each boot"),
 	OPT_STRING(0, "suite", &ab_o.suite, "FILE", "the prompts (JSONL); default: generated"),
-	OPT_INT(0, "input-tokens", &ab_in, "N", 1, 1e8, "generated prompts of N tokens (default 64)"),
-	OPT_INT(0, "output-tokens", &ab_out_tokens, "N", 1, 1e8, "their max_tokens (default 32)"),
-	OPT_INT(0, "prompts", &ab_prompts, "N", 1, 1e8, "how many to generate (default 16)"),
-	OPT_INT(0, "concurrency", &ab_concurrency, "N", 1, 1e6, "of the run under load (default 8)"),
-	OPT_INT(0, "requests", &ab_requests, "N", 0, 1e8, "of the run under load (default: the suite)"),
-	OPT_INT(0, "seed", &ab_seed, "S", 0, 9.2e18, "corpus and prompt seed (default 1)"),
+	OPT_INT(0, "input-tokens", &ab_in, "N", 1, 100000000, "generated prompts of N tokens (default 64)"),
+	OPT_INT(0, "output-tokens", &ab_out_tokens, "N", 1, 100000000, "their max_tokens (default 32)"),
+	OPT_INT(0, "prompts", &ab_prompts, "N", 1, 100000000, "how many to generate (default 16)"),
+	OPT_INT(0, "concurrency", &ab_concurrency, "N", 1, 1000000, "of the run under load (default 8)"),
+	OPT_INT(0, "requests", &ab_requests, "N", 0, 100000000, "of the run under load (default: the suite)"),
+	OPT_INT(0, "seed", &ab_seed, "S", 0, INT64_MAX, "corpus and prompt seed (default 1)"),
 	OPT_STRING(0, "model", &ab_o.model, "NAME", "model id (default: the first /v1/models lists)"),
 	OPT_NUM(0, "timeout", &ab_o.timeout_s, "S", 1e-6, 1e9, "per request (default 600)"),
 	OPT_NUM(0, "ready-timeout", &ab_o.ready_timeout, "S", 1e-6, 1e9, "readiness deadline per boot (default 600)"),

@@ -2,6 +2,7 @@
  * cmd_pair.c - `ttaudit pair`: bench records joined with the audits of the
  * server that ran them (pair/pair.h).
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -63,7 +64,7 @@ static const struct opt pair_opts[] = {
 	OPT_CALL(0, "capture", "FILE...", pair_opt_capture,
 		 "capture files or audit JSONL; the files after it, up to the next option, too"),
 	OPT_CALL(0, "audit", "FILE...", pair_opt_capture, "the same as --capture"),
-	OPT_INT(0, "max-pos", &pair_max_pos, "N", 1, 9.2e18,
+	OPT_INT(0, "max-pos", &pair_max_pos, "N", 1, INT64_MAX,
 		"position bound for the bound rule (default config.max_model_len)"),
 	OPT_NUM(0, "slack", &pair_o.slack_s, "S", 0, 1e9, "seconds a merge may lie outside a run's window (default 2)"),
 	OPT_INT(0, "pid", &pair_pid, "PID", 1, 4194304, "only the capture records of this process (a capture of several)"),

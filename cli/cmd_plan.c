@@ -66,7 +66,7 @@ static const struct opt plan_opts[] = {
 	OPT_NUM(0, "confidence", &plan_conf, "C", 0.5, 0.999999, "confidence level (default 0.95)"),
 	OPT_NUM(0, "power", &plan_power, "W", 0.5, 0.999999,
 		"chance the run shows a change that is there (default 0.8)"),
-	OPT_INT(0, "runs", &plan_runs, "N", 1, 1e12, "also say what a run of N requests can show"),
+	OPT_INT(0, "runs", &plan_runs, "N", 1, 1000000000000, "also say what a run of N requests can show"),
 	OPT_STRING(0, "unit", &plan_unit, "NAME", "what is counted, for the text (default requests)"),
 	OPT_LIST(0, "observed", &plan_observed, "K/N",
 		 "K events seen in N: the rate with its Clopper-Pearson and Wilson intervals (repeatable)"),

@@ -4,6 +4,7 @@
  * print.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ static int rp_opt_explain(const struct opt *o, const char *arg, char *err, size_
 }
 
 #define RP_INPUT_OPTS \
-	OPT_INT(0, "max-pos", &rp_max_pos, "N", 1, 9.2e18, \
+	OPT_INT(0, "max-pos", &rp_max_pos, "N", 1, INT64_MAX, \
 		"positions >= N are garbage; wins over config.max_model_len"), \
 	OPT_BOOL(0, "json", &rp_json, "the same report as one JSON object"), \
 	OPT_BOOL(0, "strict", &rp_strict, "stop at the first malformed line (exit 2)"), \
@@ -151,20 +152,25 @@ static void replay_cli_status(void *ctx, const char *path, enum status st,
 
 /*
  * Feeds every file; returns -1 when all were read, CLI_USAGE when a file could
- * not be read (or, unless allowed, was cut short), or when --strict stopped.
+ * not be read (or, unless allowed, was cut short), held no audit event, or
+ * when --strict stopped at a malformed line (*stopped then set: no report).
  */
-static int replay_cli_run(const char *cmd, struct replay *r, int n, char **files)
+static int replay_cli_run(const char *cmd, struct replay *r, int n, char **files, bool *stopped)
 {
 	enum status st;
 
+	*stopped = false;
 	st = replay_add_files(r, (const char *const *)files, (size_t)n, (unsigned)rp_jobs,
 			      replay_cli_status, (void *)cmd);
 	if (st == STATUS_NOMEM) {
 		cli_usage_error(cmd, "out of memory");
+		*stopped = true;
 		return CLI_USAGE;
 	}
-	if (st)
-		return CLI_USAGE;   /* --strict */
+	if (st) {
+		*stopped = true;   /* --strict, at a malformed line */
+		return CLI_USAGE;
+	}
 	if (replay_n_unreadable(r) || (replay_n_truncated(r) && !rp_allow_truncated) ||
 	    replay_n_no_audit(r))
 		return CLI_USAGE;
@@ -177,6 +183,7 @@ int cmd_replay(int argc, char **argv)
 	struct replay_opts o;
 	struct progress prog;
 	struct replay *r = NULL;
+	bool stopped;
 	int n, rc;
 
 	n = opt_parse(&cmd_replay_doc, argc, argv);
@@ -192,11 +199,12 @@ int cmd_replay(int argc, char **argv)
 	if (!r)
 		return cli_usage_error("replay", "out of memory");
 	/* A file that could not be read at all gives no report (an empty one
-	 * would pass for the report of the input asked for); a cut gzip gives
-	 * the report of what was read, and still exit 2. */
-	rc = replay_cli_run("replay", r, n, argv);
+	 * would pass for the report of the input asked for), nor does a run
+	 * --strict stopped; a cut gzip or a file with no audit event gives the
+	 * report of what was read, and still exit 2. */
+	rc = replay_cli_run("replay", r, n, argv, &stopped);
 	progress_release(&prog);
-	if (rc == CLI_USAGE && (o.strict || replay_n_unreadable(r)))
+	if (rc == CLI_USAGE && (stopped || replay_n_unreadable(r)))
 		goto out;
 	if (o.explain && !replay_n_explained(r)) {
 		rc = cli_usage_error("replay", "no merge event at step %lld", (long long)o.explain_step);
@@ -222,6 +230,7 @@ int cmd_validate(int argc, char **argv)
 	struct validate_opts vo;
 	struct progress prog;
 	struct replay *r = NULL;
+	bool stopped;
 	int n, rc, ok;
 
 	n = opt_parse(&cmd_validate_doc, argc, argv);
@@ -243,9 +252,9 @@ int cmd_validate(int argc, char **argv)
 		return cli_usage_error("validate", "out of memory");
 	/* A file that cannot be read (or was cut short) is bad input, exit 2 and
 	 * no verdict: CI must be able to tell a typo from an unsafe guard. */
-	rc = replay_cli_run("validate", r, n, argv);
+	rc = replay_cli_run("validate", r, n, argv, &stopped);
 	progress_release(&prog);
-	if (rc == CLI_USAGE && (o.strict || replay_n_unreadable(r)))
+	if (rc == CLI_USAGE && (stopped || replay_n_unreadable(r)))
 		goto out;
 	vo.max_forgone_pct = rp_max_forgone;
 	/* A cut gzip fails the gate in the report, and is still exit 2. */

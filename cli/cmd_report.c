@@ -2,6 +2,7 @@
  * cmd_report.c - `ttaudit report`: SVG figures of an audit or of bench
  * records (report/svg.h), and the page of an A/B or an audit (report/html.h).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +31,8 @@ static const struct opt report_timeline_opts[] = {
 	OPT_STRING(0, "rule", &report_to.rule, "R",
 		   "the counterfactual: rule R's decisions on every merge, the recorded `taken` notwithstanding "
 		   "(default: the recorded decisions, bare where a merge records none)"),
-	OPT_INT(0, "from", &report_from, "STEP", 0, 9.2e18, "first step drawn"),
-	OPT_INT(0, "to", &report_to_step, "STEP", 0, 9.2e18, "last step drawn"),
+	OPT_INT(0, "from", &report_from, "STEP", 0, INT64_MAX, "first step drawn"),
+	OPT_INT(0, "to", &report_to_step, "STEP", 0, INT64_MAX, "last step drawn"),
 	REPORT_OUT_OPTS,
 	OPT_END(),
 };
@@ -77,8 +78,8 @@ static const struct opt report_html_opts[] = {
 	OPT_STRING(0, "rule", &report_ho.rule, "R",
 		   "the candidate guard replayed on the control's (or the audit's) merges (default: an A/B's "
 		   "treatment arm; an audit's recorded decisions)"),
-	OPT_INT(0, "from", &report_from, "STEP", 0, 9.2e18, "first step drawn"),
-	OPT_INT(0, "to", &report_to_step, "STEP", 0, 9.2e18, "last step drawn"),
+	OPT_INT(0, "from", &report_from, "STEP", 0, INT64_MAX, "first step drawn"),
+	OPT_INT(0, "to", &report_to_step, "STEP", 0, INT64_MAX, "last step drawn"),
 	OPT_NUM(0, "confidence", &report_ho.confidence, "C", 0.5, 0.999999,
 		"two-sided confidence of an audit's intervals (default 0.95; an A/B has its own)"),
 	OPT_STRING('o', "output", &report_out, "FILE", "the page, written atomically (default: stdout)"),

@@ -3,6 +3,7 @@
  * counts served as Prometheus metrics (watch/watch.h, watch/serve.h).
  */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@ static const struct opt watch_opts[] = {
 	OPT_STRING(0, "port-file", &wt_port_file, "FILE", "write the port listened on to FILE"),
 	OPT_STRING(0, "rules", &wt_rules, "LIST",
 		   "comma-separated rules, each a base rule or a+b (default the six base rules)"),
-	OPT_INT(0, "max-pos", &wt_max_pos, "N", 1, 9.2e18,
+	OPT_INT(0, "max-pos", &wt_max_pos, "N", 1, INT64_MAX,
 		"positions >= N are garbage; wins over config.max_model_len"),
 	OPT_BOOL(0, "from-start", &wt_from_start,
 		 "read files that exist already from their start (default: from their end, like tail -F)"),

@@ -71,9 +71,9 @@ static int opt_store(const struct cmd_doc *d, const struct opt *o, const char *a
 
 		errno = 0;
 		v = strtoll(arg, &end, 10);
-		if (!*arg || *end || errno || (double)v < o->min || (double)v > o->max) {
-			opt_error(d, "option '%s' wants an integer from %.0f to %.0f, not '%s'",
-				  label, o->min, o->max, arg);
+		if (!*arg || *end || errno || v < o->imin || v > o->imax) {
+			opt_error(d, "option '%s' wants an integer from %lld to %lld, not '%s'",
+				  label, o->imin, o->imax, arg);
 			return -1;
 		}
 		*(long long *)o->var = v;

@@ -32,7 +32,7 @@ enum opt_kind {
 	OPT_KIND_END = 0,
 	OPT_KIND_BOOL,     /* bool *: set true */
 	OPT_KIND_STRING,   /* const char **: the argument (not copied; it is argv's) */
-	OPT_KIND_INT,      /* long long *: decimal integer within [min, max] */
+	OPT_KIND_INT,      /* long long *: decimal integer within [imin, imax] */
 	OPT_KIND_NUM,      /* double *: finite number within [min, max] */
 	OPT_KIND_LIST,     /* struct opt_list *: each use appends its argument */
 	OPT_KIND_CALL,     /* calls fn(o, arg, err, n); arg NULL when the option takes none */
@@ -57,18 +57,22 @@ struct opt {
 	void *var;
 	const char *arg;        /* the value's name in help ("FILE"); NULL: takes none */
 	const char *help;       /* one sentence or two, lower case start, no full stop */
-	double min, max;        /* INT and NUM bounds, inclusive */
+	double min, max;        /* NUM bounds, inclusive */
 	opt_fn fn;
+	/* INT bounds, inclusive: integers, so that the whole int64 range can be taken
+	 * (a double cannot hold INT64_MAX) */
+	long long imin, imax;
 };
 
-#define OPT_END() { OPT_KIND_END, 0, NULL, NULL, NULL, NULL, 0, 0, NULL }
-#define OPT_GROUP(h) { OPT_KIND_GROUP, 0, (h), NULL, NULL, NULL, 0, 0, NULL }
-#define OPT_BOOL(s, l, v, h) { OPT_KIND_BOOL, (s), (l), (v), NULL, (h), 0, 0, NULL }
-#define OPT_STRING(s, l, v, a, h) { OPT_KIND_STRING, (s), (l), (v), (a), (h), 0, 0, NULL }
-#define OPT_INT(s, l, v, a, lo, hi, h) { OPT_KIND_INT, (s), (l), (v), (a), (h), (lo), (hi), NULL }
-#define OPT_NUM(s, l, v, a, lo, hi, h) { OPT_KIND_NUM, (s), (l), (v), (a), (h), (lo), (hi), NULL }
-#define OPT_LIST(s, l, v, a, h) { OPT_KIND_LIST, (s), (l), (v), (a), (h), 0, 0, NULL }
-#define OPT_CALL(s, l, a, fn, h) { OPT_KIND_CALL, (s), (l), NULL, (a), (h), 0, 0, (fn) }
+#define OPT_END() { OPT_KIND_END, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0 }
+#define OPT_GROUP(h) { OPT_KIND_GROUP, 0, (h), NULL, NULL, NULL, 0, 0, NULL, 0, 0 }
+#define OPT_BOOL(s, l, v, h) { OPT_KIND_BOOL, (s), (l), (v), NULL, (h), 0, 0, NULL, 0, 0 }
+#define OPT_STRING(s, l, v, a, h) { OPT_KIND_STRING, (s), (l), (v), (a), (h), 0, 0, NULL, 0, 0 }
+#define OPT_INT(s, l, v, a, lo, hi, h) \
+	{ OPT_KIND_INT, (s), (l), (v), (a), (h), 0, 0, NULL, (lo), (hi) }
+#define OPT_NUM(s, l, v, a, lo, hi, h) { OPT_KIND_NUM, (s), (l), (v), (a), (h), (lo), (hi), NULL, 0, 0 }
+#define OPT_LIST(s, l, v, a, h) { OPT_KIND_LIST, (s), (l), (v), (a), (h), 0, 0, NULL, 0, 0 }
+#define OPT_CALL(s, l, a, fn, h) { OPT_KIND_CALL, (s), (l), NULL, (a), (h), 0, 0, (fn), 0, 0 }
 
 /* Flags of a command. */
 enum {

@@ -292,9 +292,10 @@ static struct replay_proc *job_proc(struct replay_job *j, const struct audit_ite
 	if (!p->tally)
 		return NULL;
 	tally_set_observer(p->tally, job_observe, j);
-	/* the config in force for it: the last one of its process so far */
+	/* the config in force for it: the last one of its process so far (0: none) */
 	for (i = j->n_cfgs; i-- > 0;)
 		if (cfg_applies(&j->cfgs[i], p)) {
+			cfg.has_max_model_len = true;
 			cfg.max_model_len = j->cfgs[i].max_model_len;
 			tally_config(p->tally, &cfg);
 			break;
@@ -311,8 +312,8 @@ static void job_config(struct replay_job *j, const struct audit_item *it,
 	void *grown;
 	size_t i;
 
-	if (c->max_model_len <= 0)
-		return;   /* names no bound: nothing changes */
+	if (!c->has_max_model_len)
+		return;   /* says nothing about the bound: the one in force stays */
 	for (i = 0; i < j->n_procs; i++)
 		if (cfg_applies(&cfg, &j->procs[i]))
 			tally_config(j->procs[i].tally, c);
@@ -843,11 +844,18 @@ static struct tally_counts *replay_slab_counts(struct replay *r)
 	return &b->c[b->used - n];
 }
 
-/* Merges job j (the file of row index `file`) into r. */
+/*
+ * Merges job j (the file of row index `file`) into r. The processes of the
+ * file are added up first, as events of one file (the first contradiction is
+ * the one on the earliest line, whichever process holds it), then the file
+ * into the totals, after every earlier file.
+ */
 static void replay_merge(struct replay *r, struct replay_job *j, struct replay_file *f)
 {
 	size_t file = (size_t)(f - r->files), i, k;
-	struct tally_counts *counts = NULL;
+	struct tally_counts *counts = NULL, fc[RULE_MAX_LIST];
+	struct tally_garbage fg;
+	uint64_t events_with_taken = 0;
 	size_t earlier;
 
 	f->unreadable = j->unreadable;
@@ -883,24 +891,26 @@ static void replay_merge(struct replay *r, struct replay_job *j, struct replay_f
 	r->n_truncated += j->truncated;
 	r->procs_dropped += j->procs_dropped;
 	replay_stats_add(&r->stats, &j->stats);
-	if (r->opts.keep_sites)
-		counts = replay_slab_counts(r);
+	memset(fc, 0, sizeof(fc));
+	memset(&fg, 0, sizeof(fg));
+	for (k = 0; k < r->opts.n_rules; k++)
+		fc[k].fp_first_mismatch_step = -1;
 	for (i = 0; i < j->n_procs; i++) {
 		const struct replay_proc *p = &j->procs[i];
-		tally_absorb(r->total, p->tally);
+		for (k = 0; k < r->opts.n_rules; k++)
+			tally_add_counts_interleaved(&fc[k], tally_counts(p->tally, k));
+		tally_add_garbage(&fg, tally_garbage(p->tally));
+		events_with_taken += tally_events_with_taken(p->tally);
 		replay_gate_add(&f->gate, &p->gate);
-		if (counts)
-			for (k = 0; k < r->opts.n_rules; k++)
-				tally_add_counts(&counts[k], tally_counts(p->tally, k));
 		if (j->n_procs > 1)
 			replay_keep_row(r, j, file, p);
 	}
+	tally_absorb_counts(r->total, fc, r->opts.n_rules, &fg, events_with_taken);
+	if (r->opts.keep_sites && (counts = replay_slab_counts(r)))
+		memcpy(counts, fc, r->opts.n_rules * sizeof(*counts));
 	replay_gate_add(&r->gate, &f->gate);
 	f->n_procs = j->n_procs;
 	f->counts = counts;
-	if (counts && !j->n_procs)
-		for (k = 0; k < r->opts.n_rules; k++)
-			counts[k].fp_first_mismatch_step = -1;
 	/* sites: the job's own, within the cap over all files */
 	if (j->n_sites && r->n_sites_total < REPLAY_SITES_TOTAL) {
 		size_t take = j->n_sites;

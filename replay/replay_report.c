@@ -80,7 +80,7 @@ static const char *signal_name(int64_t sig)
 
 static int counts_not_evaluable(const struct tally_counts *c)
 {
-	return c->skipped + c->shape_fallback == c->merges;
+	return tally_n_evaluated(c) == 0;
 }
 
 static void print_fingerprint_text(const struct rule *rules, const struct tally_fingerprint *fp,
@@ -242,14 +242,13 @@ void replay_print_text(const struct replay *r, FILE *f)
 	for (i = 0; i < tally_n_rules(t); i++) {
 		const struct tally_counts *c = tally_counts(t, i);
 		char rt[128], pk[96];
+		uint64_t n = tally_n_evaluated(c);
 		if (tally_not_evaluable(t, i))
 			continue;
 		fprintf(f, "  %-20s %" PRIu64 " of %" PRIu64 ": %s; %s\n", tally_rule(t, i)->name,
-			c->merges_subst, c->merges - c->skipped,
-			rate_describe(rt, sizeof(rt), c->merges_subst, c->merges - c->skipped, REPLAY_CONFIDENCE,
-				      100, "%"),
-			rate_per_1000(pk, sizeof(pk), c->merges_subst, c->merges - c->skipped, REPLAY_CONFIDENCE,
-				      "merges"));
+			c->merges_subst, n,
+			rate_describe(rt, sizeof(rt), c->merges_subst, n, REPLAY_CONFIDENCE, 100, "%"),
+			rate_per_1000(pk, sizeof(pk), c->merges_subst, n, REPLAY_CONFIDENCE, "merges"));
 	}
 	fprintf(f, "\ngarbage positions: %" PRIu64 " (%" PRIu64 " float32-like)\n", g->count,
 		g->float32_like);
@@ -265,7 +264,8 @@ void replay_print_text(const struct replay *r, FILE *f)
 		fprintf(f, "  ... and %zu more distinct values (--json lists up to %d)\n",
 			g->n_values - REPLAY_GARBAGE_SHOWN, TALLY_GARBAGE_VALUES);
 	if (g->values_dropped)
-		fprintf(f, "  ... and %" PRIu64 " positions of values beyond those %d\n",
+		fprintf(f, "  ... and %" PRIu64 " positions of values not listed (a list of %d was "
+			"full where they were seen; a value is listed only with its whole count)\n",
 			g->values_dropped, TALLY_GARBAGE_VALUES);
 
 	tally_fingerprint(t, &fp);
@@ -300,7 +300,7 @@ static void print_counts_json(struct jsonw *w, const struct tally_counts *c, int
 	jsonw_kuint(w, "substitutions", c->substitutions);
 	jsonw_kuint(w, "merges_with_substitution", c->merges_subst);
 	jsonw_key(w, "substitution_rate");
-	rate_json(w, c->merges_subst, c->merges - c->skipped, REPLAY_CONFIDENCE);
+	rate_json(w, c->merges_subst, tally_n_evaluated(c), REPLAY_CONFIDENCE);
 	jsonw_kuint(w, "unverified", c->unverified);
 	jsonw_kuint(w, "prevented", c->prevented);
 	jsonw_kuint(w, "forgone", c->forgone);

@@ -45,7 +45,7 @@ enum validate_file_verdict validate_file(const struct replay_file *f, size_t rul
 		return VALIDATE_SUBSTITUTION;
 	if (f->truncated)
 		return VALIDATE_TRUNCATED;
-	if (c->skipped + c->shape_fallback == c->merges)
+	if (!tally_n_evaluated(c))
 		return f->malformed && !c->merges ? VALIDATE_MALFORMED : VALIDATE_NOT_EVALUABLE;
 	if (o->max_forgone_pct >= 0 && forgone_pct(c) > o->max_forgone_pct)
 		return VALIDATE_TOO_COSTLY;
@@ -84,10 +84,10 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 		rate_json(&w, tc->forgone, tc->bare_taken, VALIDATE_CONFIDENCE);
 		jsonw_kuint(&w, "fired", tc->fired);
 		jsonw_key(&w, "fired_rate");
-		rate_json(&w, tc->fired, tc->merges - tc->skipped, VALIDATE_CONFIDENCE);
+		rate_json(&w, tc->fired, tally_n_evaluated(tc), VALIDATE_CONFIDENCE);
 		jsonw_kuint(&w, "merges_with_substitution", tc->merges_subst);
 		jsonw_key(&w, "substitution_rate");
-		rate_json(&w, tc->merges_subst, tc->merges - tc->skipped, VALIDATE_CONFIDENCE);
+		rate_json(&w, tc->merges_subst, tally_n_evaluated(tc), VALIDATE_CONFIDENCE);
 		jsonw_kuint(&w, "unverified", tc->unverified);
 		jsonw_kuint(&w, "malformed", replay_malformed(r));
 		jsonw_key(&w, "per_file");
@@ -185,15 +185,15 @@ int validate_report(const struct replay *r, size_t rule, const struct validate_o
 	} else {
 		/* every share with its interval; 0 of n as what it rules out */
 		fprintf(out, "residual: substitutions in %" PRIu64 " of %" PRIu64 " merges (%s)\n",
-			tc->merges_subst, tc->merges - tc->skipped,
-			rate_describe(a, sizeof(a), tc->merges_subst, tc->merges - tc->skipped,
+			tc->merges_subst, tally_n_evaluated(tc),
+			rate_describe(a, sizeof(a), tc->merges_subst, tally_n_evaluated(tc),
 				      VALIDATE_CONFIDENCE, 100, "%"));
 		fprintf(out, "cost: forgone %" PRIu64 " of %" PRIu64 " bare takes (%s), fired on %" PRIu64
 			" of %" PRIu64 " merges (%s); prevented %" PRIu64 ", unverified takes %" PRIu64 "\n",
 			tc->forgone, tc->bare_taken,
 			rate_describe(a, sizeof(a), tc->forgone, tc->bare_taken, VALIDATE_CONFIDENCE, 100, "%"),
-			tc->fired, tc->merges - tc->skipped,
-			rate_describe(b, sizeof(b), tc->fired, tc->merges - tc->skipped, VALIDATE_CONFIDENCE,
+			tc->fired, tally_n_evaluated(tc),
+			rate_describe(b, sizeof(b), tc->fired, tally_n_evaluated(tc), VALIDATE_CONFIDENCE,
 				      100, "%"),
 			tc->prevented, tc->unverified);
 		if (replay_malformed(r))

@@ -401,8 +401,7 @@ enum status svg_tl_add(struct svg_tl *t, const char *path, const char *label,
 			continue;
 		if (it.event.kind == EVENT_CONFIG) {
 			tally_config(t->tally, &it.event.u.config);
-			if (it.event.u.config.max_model_len > 0)
-				ctx.max_pos = it.event.u.config.max_model_len;
+			ctx.max_pos = tally_max_pos(t->tally);
 		}
 		if (it.event.kind != EVENT_MERGE)
 			continue;

@@ -90,6 +90,7 @@ static inline int eventcmp_equal(const struct event *a, const struct event *b, u
 	case EVENT_CONFIG: {
 		const struct config_event *x = &a->u.config, *y = &b->u.config;
 		if (x->slots != y->slots || x->max_model_len != y->max_model_len ||
+		    x->has_max_model_len != y->has_max_model_len ||
 		    !eventcmp_str(x->arm, x->arm_len, y->arm, y->arm_len) ||
 		    x->has_rank != y->has_rank || x->rank != y->rank)
 			EC_FAIL("config differs");

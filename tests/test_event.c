@@ -371,17 +371,23 @@ static void test_config(void **state)
 	assert_string_equal(ev.ev, "config");
 	assert_int_equal(ev.u.config.slots, 8);
 	assert_int_equal(ev.u.config.max_model_len, 131072);
+	assert_true(ev.u.config.has_max_model_len);
 	assert_string_equal(ev.u.config.arm, "batch");
 	assert_int_equal(decode("{\"ev\":\"config\"}"), STATUS_OK);
 	assert_int_equal(ev.kind, EVENT_CONFIG);
 	assert_int_equal(ev.u.config.slots, 0);
 	assert_int_equal(ev.u.config.max_model_len, 0);
+	assert_false(ev.u.config.has_max_model_len);   /* says nothing about the bound */
 	assert_null(ev.u.config.arm);
+	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":null}"), STATUS_OK);
+	assert_false(ev.u.config.has_max_model_len);   /* null is absent */
 	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":-5}"), STATUS_PARSE);
 	assert_string_equal(si.msg, "max_model_len is negative (-5)");
 	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":-1}"), STATUS_PARSE);
 	assert_string_equal(si.msg, "max_model_len is negative (-1)");
 	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":0}"), STATUS_OK);
+	assert_true(ev.u.config.has_max_model_len);    /* 0: the length is not known */
+	assert_int_equal(ev.u.config.max_model_len, 0);
 	assert_int_equal(decode("{\"ev\":\"config\",\"max_model_len\":\"4096\"}"), STATUS_PARSE);
 	assert_string_equal(si.msg, "max_model_len is not an integer (string)");
 	assert_int_equal(decode("{\"ev\":\"config\",\"slots\":1.5}"), STATUS_PARSE);

@@ -146,6 +146,39 @@ static void test_errors(void **state)
 	assert_int_equal(opt_exit(OPT_HELP_SHOWN), 0);
 }
 
+/*
+ * Integer options take the whole range they document, to INT64_MIN and
+ * INT64_MAX themselves (a double as the limit stopped at 9.2e18).
+ */
+static void test_int64_range(void **state)
+{
+	static long long whole, pos, narrow;
+	static const struct opt opts[] = {
+		OPT_INT(0, "whole", &whole, "N", INT64_MIN, INT64_MAX, "any int64"),
+		OPT_INT(0, "max-pos", &pos, "N", 1, INT64_MAX, "a bound"),
+		OPT_INT(0, "narrow", &narrow, "N", 0, (INT64_C(1) << 53), "2^53 at most"),
+		OPT_END(),
+	};
+	static const struct cmd_doc d = { .name = "t", .usage = t_usage, .opts = opts };
+	char *av[16];
+
+	(void)state;
+	assert_int_equal(t_parse(&d, av, "t", "--max-pos", "9223372036854775807", NULL), 0);
+	assert_true(pos == INT64_MAX);
+	assert_int_equal(t_parse(&d, av, "t", "--max-pos", "9223372036854775806", NULL), 0);
+	assert_true(pos == INT64_MAX - 1);
+	assert_int_equal(t_parse(&d, av, "t", "--max-pos", "9223372036854775808", NULL), OPT_ERROR);
+	assert_int_equal(t_parse(&d, av, "t", "--max-pos", "0", NULL), OPT_ERROR);
+	assert_int_equal(t_parse(&d, av, "t", "--whole", "-9223372036854775808", NULL), 0);
+	assert_true(whole == INT64_MIN);
+	assert_int_equal(t_parse(&d, av, "t", "--whole", "9223372036854775807", NULL), 0);
+	assert_true(whole == INT64_MAX);
+	assert_int_equal(t_parse(&d, av, "t", "--whole", "-9223372036854775809", NULL), OPT_ERROR);
+	/* compared as integers: 2^53 + 1 is above 2^53, though not as a double */
+	assert_int_equal(t_parse(&d, av, "t", "--narrow", "9007199254740992", NULL), 0);
+	assert_int_equal(t_parse(&d, av, "t", "--narrow", "9007199254740993", NULL), OPT_ERROR);
+}
+
 static void test_order(void **state)
 {
 	char *av[16];
@@ -223,6 +256,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_values, t_reset),
 		cmocka_unit_test_setup(test_errors, t_reset),
+		cmocka_unit_test_setup(test_int64_range, t_reset),
 		cmocka_unit_test_setup(test_order, t_reset),
 		cmocka_unit_test_setup(test_nearest, t_reset),
 		cmocka_unit_test_setup(test_help, t_reset),

@@ -655,6 +655,102 @@ static void test_gzip_members(void **state)
 	}
 }
 
+/* stats.bytes counts the lines read, whatever the buffers (or the window) held beyond them. */
+static void test_bytes_of_lines_read(void **state)
+{
+	static const size_t sizes[][3] = { { 0, 0, SIZE_MAX }, { 100, 7, SIZE_MAX }, { 0, 0, 0 } };
+	char text[8192];
+	size_t n = 0, want3 = 0, i;
+	const char *path;
+	int k;
+
+	(void)state;
+	for (k = 0; k < 100; k++) {
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+			"{\"ev\":\"merge\",\"step\":%d,\"host_pos\":[5],\"dev_pos\":[5]}\n", k);
+		if (k == 2)
+			want3 = n;
+	}
+	path = testutil_write("bytes.jsonl", text, n);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct audit_reader_opts o = { .scan = true };
+		struct audit_reader *r = NULL;
+		struct audit_item it;
+		struct status_info si;
+		audit_reader_buffer_sizes(sizes[i][0], sizes[i][1]);
+		audit_reader_map_sizes(sizes[i][2], 0);    /* the last one: read in place */
+		assert_int_equal(audit_reader_open(&r, path, &o, &si), STATUS_OK);
+		for (k = 0; k < 3; k++)
+			assert_int_equal(audit_reader_next(r, &it, &si), STATUS_OK);
+		/* stopped after three lines (as --strict stops): their bytes, not the buffer's */
+		assert_int_equal(audit_reader_stats(r)->bytes, want3);
+		while (audit_reader_next(r, &it, &si) == STATUS_OK)
+			;
+		assert_int_equal(audit_reader_stats(r)->bytes, n);
+		audit_reader_free(r);
+	}
+	audit_reader_buffer_sizes(0, 0);
+	audit_reader_map_sizes(1024 * 1024, 0);
+}
+
+/*
+ * A member whose check value is bad (or whose data is corrupt): every
+ * complete line zlib decoded is read, then the failure is said, and the count
+ * is the file's whatever the buffers' sizes.
+ */
+static void test_gzip_bad_check(void **state)
+{
+	static const size_t sizes[][2] = { { 0, 0 }, { 4096, 512 }, { 100000, 7 } };
+	static const char one[] = "{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[5]}\n";
+	size_t cap = 20000 * 80, n_text = 0, n_gz, k;
+	char *text = malloc(cap), msg[600];
+	unsigned char *gz = malloc(cap), small[256];
+	long lines, first_corrupt = -1;
+	int i, scan;
+
+	(void)state;
+	assert_non_null(text);
+	assert_non_null(gz);
+	for (i = 0; i < 20000; i++)
+		n_text += (size_t)snprintf(text + n_text, cap - n_text,
+			"{\"ev\":\"merge\",\"step\":%d,\"host_pos\":[5,6,7],\"dev_pos\":[5,6,8]}\n", i);
+	n_gz = gz_of(text, gz, cap);
+	gz[n_gz - 8] ^= 1;                     /* the CRC-32, before ISIZE */
+	k = gz_of(one, small, sizeof(small));
+	small[k - 8] ^= 1;
+	for (i = 0; i < (int)(sizeof(sizes) / sizeof(sizes[0])); i++) {
+		audit_reader_buffer_sizes(sizes[i][0], sizes[i][1]);
+		for (scan = 0; scan < 2; scan++) {
+			assert_int_equal(drain(testutil_write("crc1.gz", (char *)small, k), scan, &lines, msg,
+					       sizeof(msg)), STATUS_IO);
+			assert_string_equal(msg, "truncated gzip after 1 lines (incorrect data check)");
+			assert_int_equal(drain(testutil_write("crc.gz", (char *)gz, n_gz), scan, &lines, msg,
+					       sizeof(msg)), STATUS_IO);
+			if (lines != 20000)
+				fail_msg("buffers %zu/%zu: %ld lines before the bad check value", sizes[i][0],
+					 sizes[i][1], lines);
+			assert_string_equal(msg, "truncated gzip after 20000 lines (incorrect data check)");
+			/* data damaged inside the member: the same count for every buffer size */
+			gz[n_gz - 8] ^= 1;
+			gz[n_gz / 2] ^= 0x5a;
+			assert_int_equal(drain(testutil_write("mid.gz", (char *)gz, n_gz), scan, &lines, msg,
+					       sizeof(msg)), STATUS_IO);
+			gz[n_gz / 2] ^= 0x5a;
+			gz[n_gz - 8] ^= 1;
+			if (first_corrupt < 0)
+				first_corrupt = lines;
+			if (lines != first_corrupt)
+				fail_msg("buffers %zu/%zu: %ld lines before the damage, %ld with the defaults",
+					 sizes[i][0], sizes[i][1], lines, first_corrupt);
+			assert_non_null(strstr(msg, "truncated gzip after"));
+		}
+	}
+	assert_true(first_corrupt > 0 && first_corrupt < 20000);
+	audit_reader_buffer_sizes(0, 0);
+	free(text);
+	free(gz);
+}
+
 /*
  * A byte order mark before the first line is skipped and noted; elsewhere it
  * is a log prefix like any other (the shim's classifier reads it so too).
@@ -1136,6 +1232,8 @@ int main(void)
 		cmocka_unit_test(test_empty_and_blank),
 		cmocka_unit_test(test_gzip),
 		cmocka_unit_test(test_gzip_members),
+		cmocka_unit_test(test_gzip_bad_check),
+		cmocka_unit_test(test_bytes_of_lines_read),
 		cmocka_unit_test(test_bom),
 		cmocka_unit_test(test_capture_records),
 		cmocka_unit_test(test_scan_mode_and_reopen),

@@ -685,6 +685,293 @@ static void test_scan_equals_tree(void **state)
 	}
 }
 
+/* --- counting exactly what docs/audit-format.md says ------------------------ */
+
+/* r's JSON report, parsed: the root of *d (the caller frees *d and *json). */
+static const struct jval *json_report(const struct replay *r, struct jdoc **d, char **json)
+{
+	struct status_info si;
+
+	*json = capture_output(replay_print_json, r);
+	*d = jdoc_new(strlen(*json));
+	assert_non_null(*d);
+	status_info_clear(&si);
+	if (jdoc_parse(*d, *json, strlen(*json), &si))
+		fail_msg("the JSON report does not parse: %s", si.msg);
+	return jdoc_root(*d);
+}
+
+/* The value at a dotted path under v ("rules.bare.substitution_rate.n"; a number indexes an array). */
+static const struct jval *jat(const struct jdoc *d, const struct jval *v, const char *path)
+{
+	char key[128];
+	const char *p = path;
+
+	while (*p) {
+		size_t n = strcspn(p, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		if (v->type == JT_ARR) {
+			long i = strtol(key, NULL, 10);
+			for (v = jdoc_kid(d, v); v && i > 0; i--)
+				v = jdoc_next(d, v);
+		} else {
+			v = jdoc_get(d, v, key);
+		}
+		if (!v)
+			fail_msg("no '%s' in the report (at '%s')", path, key);
+		p += n + (p[n] == '.');
+	}
+	return v;
+}
+
+static int64_t jint(const struct jdoc *d, const struct jval *v, const char *path)
+{
+	const struct jval *x = jat(d, v, path);
+
+	if (x->type != JT_INT)
+		fail_msg("'%s' is not an integer (%s)", path, jdoc_typename(x));
+	return x->u.i;
+}
+
+/*
+ * A shape fallback counts in merges and shape_fallback and nothing else: a
+ * rule's rates are of the merges it evaluated, so the fallback is no trial.
+ */
+static void test_rate_of_evaluated_merges(void **state)
+{
+	const char *one = tmpfile_with("fallback.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5]}\n");
+	const char *mixed = tmpfile_with("mixed.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5]}\n"
+		"{\"ev\":\"merge\",\"step\":2,\"host_pos\":[5],\"dev_pos\":[5],\"slot_req\":[\"a\"],\"buf_req\":[\"b\"]}\n"
+		"{\"ev\":\"merge\",\"step\":3,\"host_pos\":[5],\"dev_pos\":[6]}\n");
+	struct replay *r;
+	struct jdoc *d;
+	char *json, *text;
+	const struct jval *root;
+
+	(void)state;
+	r = replay_with("bare", 0, false, 0, NULL);
+	add(r, one);
+	root = json_report(r, &d, &json);
+	assert_int_equal(jat(d, root, "rules.bare.evaluable")->type, JT_FALSE);
+	assert_string_equal(jat(d, root, "not_evaluable.0")->u.s, "bare");
+	assert_int_equal(jint(d, root, "rules.bare.merges"), 1);
+	assert_int_equal(jint(d, root, "rules.bare.shape_fallback"), 1);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.k"), 0);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.n"), 0);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+
+	/* bound has no max_pos: skipped twice, and the fallback: no trial either */
+	r = replay_with("bare,bound", 0, false, 0, NULL);
+	add(r, mixed);
+	root = json_report(r, &d, &json);
+	assert_int_equal(jint(d, root, "rules.bare.merges"), 3);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.k"), 1);
+	assert_int_equal(jint(d, root, "rules.bare.substitution_rate.n"), 2);
+	assert_int_equal(jint(d, root, "rules.bound.skipped"), 2);
+	assert_int_equal(jint(d, root, "rules.bound.substitution_rate.n"), 0);
+	assert_int_equal(jat(d, root, "rules.bound.evaluable")->type, JT_FALSE);
+	jdoc_free(d);
+	free(json);
+	text = capture_output(replay_print_text, r);
+	assert_non_null(strstr(text, "  bare                 1 of 2: "));
+	free(text);
+	replay_free(r);
+}
+
+/* The total's first contradiction is the file's first (line order), whichever process holds it. */
+static void test_first_mismatch_in_file_order(void **state)
+{
+	const char *a = tmpfile_with("fp-procs.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[true]}\n"
+		"{\"src\":\"audit\",\"pid\":77,\"event\":{\"ev\":\"merge\",\"step\":8,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[false]}}\n"
+		"{\"ev\":\"merge\",\"step\":14,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[false]}\n");
+	/* a later file's contradiction at a smaller step is still later */
+	const char *b = tmpfile_with("fp-later.jsonl",
+		"{\"ev\":\"merge\",\"step\":3,\"host_pos\":[5],\"dev_pos\":[5],\"taken\":[false]}\n");
+	struct replay *r;
+	struct jdoc *d;
+	char *json, *text;
+	const struct jval *root;
+	int jobs;
+
+	(void)state;
+	for (jobs = 1; jobs <= 2; jobs++) {
+		const char *paths[2] = { a, b };
+		r = replay_with("bare", 0, false, 0, NULL);
+		assert_int_equal(replay_add_files(r, paths, (size_t)jobs, (unsigned)jobs * 2, NULL, NULL),
+				 STATUS_OK);
+		root = json_report(r, &d, &json);
+		assert_int_equal(jint(d, root, "rules.bare.fingerprint.mismatched"), jobs == 1 ? 2 : 3);
+		assert_int_equal(jint(d, root, "rules.bare.fingerprint.first_mismatch_step"), 8);
+		/* each process keeps its own */
+		assert_int_equal(jint(d, root, "processes.0.rules.bare.fingerprint.first_mismatch_step"), 14);
+		assert_int_equal(jint(d, root, "processes.1.rules.bare.fingerprint.first_mismatch_step"), 8);
+		jdoc_free(d);
+		free(json);
+		text = capture_output(replay_print_text, r);
+		assert_non_null(strstr(text, "(first at step 8)"));
+		free(text);
+		replay_free(r);
+	}
+}
+
+/*
+ * Garbage values kept per process are merged: a value is shown with its
+ * whole count or not at all (its count then in values_dropped).
+ */
+static void test_garbage_values_whole(void **state)
+{
+	char text[64 * 160];
+	size_t n = 0, i;
+	struct replay *r;
+	struct jdoc *d;
+	char *json;
+	const struct jval *root, *v;
+	uint64_t shown = 0;
+
+	(void)state;
+	n += (size_t)snprintf(text + n, sizeof(text) - n,
+		"{\"src\":\"audit\",\"pid\":1,\"event\":{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[-7]}}\n");
+	/* pid 2's table overflows with 64 other values before its three -7 */
+	for (i = 0; i < TALLY_GARBAGE_VALUES; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+			"{\"src\":\"audit\",\"pid\":2,\"event\":{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[5],\"dev_pos\":[%ld]}}\n",
+			i + 2, -100L - (long)i);
+	for (i = 0; i < 3; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+			"{\"src\":\"audit\",\"pid\":2,\"event\":{\"ev\":\"merge\",\"step\":%zu,\"host_pos\":[5],\"dev_pos\":[-7]}}\n",
+			i + 100);
+	r = replay_with("bare", 0, false, 0, NULL);
+	add(r, tmpfile_with("garbage-procs.jsonl", text));
+	root = json_report(r, &d, &json);
+	assert_int_equal(jint(d, root, "garbage.count"), TALLY_GARBAGE_VALUES + 4);
+	for (v = jdoc_kid(d, jat(d, root, "garbage.values")); v; v = jdoc_next(d, v)) {
+		int64_t value = jint(d, v, "value"), count = jint(d, v, "count");
+		/* every value but -7 was seen once, -7 four times */
+		assert_int_equal(count, value == -7 ? 4 : 1);
+		shown += (uint64_t)count;
+	}
+	assert_int_equal(shown + (uint64_t)jint(d, root, "garbage.values_dropped"),
+			 TALLY_GARBAGE_VALUES + 4);
+	jdoc_free(d);
+	free(json);
+	json = capture_output(replay_print_text, r);
+	assert_non_null(strstr(json, "... and 4 positions of values not listed"));
+	free(json);
+	replay_free(r);
+}
+
+/*
+ * The bound is the max_model_len of the process's last config that names
+ * one. 0 names none (the length is not known: bound skipped, garbage at
+ * 2^24), after a config of 100 too; a config without max_model_len, or with
+ * null, says nothing and the bound in force stays. A config of another pid
+ * does not apply, and gives that pid no row.
+ */
+static void test_config_bound(void **state)
+{
+	static const struct {
+		const char *cfg;
+		int keeps;      /* after a config of 100, the bound stays 100 */
+	} cases[] = {
+		{ "{\"ev\":\"config\",\"max_model_len\":0}\n", 0 },
+		{ "{\"ev\":\"config\",\"max_model_len\":null}\n", 1 },
+		{ "{\"ev\":\"config\",\"slots\":8}\n", 1 },
+	};
+	const char *merge = "{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[200]}\n";
+	char text[512];
+	struct replay *r;
+	struct jdoc *d;
+	char *json;
+	const struct jval *root;
+	size_t i;
+	int tree;
+
+	(void)state;
+	for (tree = 0; tree < 2; tree++)
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			static struct rule rs[RULE_MAX_LIST];
+			struct replay_opts o = { .rules = rs, .tree = tree };
+			int64_t skipped, garbage;
+			assert_int_equal(rule_list_parse("bare,bound", rs, RULE_MAX_LIST, &o.n_rules, NULL),
+					 STATUS_OK);
+			/* alone: no bound */
+			snprintf(text, sizeof(text), "%s%s", cases[i].cfg, merge);
+			r = replay_new(&o);
+			add(r, tmpfile_with("cfg-none.jsonl", text));
+			root = json_report(r, &d, &json);
+			assert_int_equal(jint(d, root, "rules.bound.skipped"), 1);
+			assert_int_equal(jint(d, root, "garbage.count"), 0);
+			jdoc_free(d);
+			free(json);
+			replay_free(r);
+			/* after a config of 100, in the same process and in one that appears later */
+			snprintf(text, sizeof(text), "{\"ev\":\"config\",\"max_model_len\":100}\n%s%s"
+				 "{\"ev\":\"merge\",\"step\":2,\"rank\":1,\"host_pos\":[5],\"dev_pos\":[200]}\n",
+				 cases[i].cfg, merge);
+			r = replay_new(&o);
+			add(r, tmpfile_with("cfg-after.jsonl", text));
+			root = json_report(r, &d, &json);
+			skipped = jint(d, root, "rules.bound.skipped");
+			garbage = jint(d, root, "garbage.count");
+			if (skipped != (cases[i].keeps ? 0 : 2) || garbage != (cases[i].keeps ? 2 : 0))
+				fail_msg("%s after a config of 100 (%s): bound skipped %lld, garbage %lld",
+					 cases[i].cfg, tree ? "tree" : "scanner", (long long)skipped,
+					 (long long)garbage);
+			jdoc_free(d);
+			free(json);
+			replay_free(r);
+			/* and a later config that names a bound sets it */
+			snprintf(text, sizeof(text), "%s{\"ev\":\"config\",\"max_model_len\":100}\n%s",
+				 cases[i].cfg, merge);
+			r = replay_new(&o);
+			add(r, tmpfile_with("cfg-set.jsonl", text));
+			root = json_report(r, &d, &json);
+			assert_int_equal(jint(d, root, "rules.bound.skipped"), 0);
+			assert_int_equal(jint(d, root, "garbage.count"), 1);
+			jdoc_free(d);
+			free(json);
+			replay_free(r);
+		}
+
+	/* a config of pid 77 neither bounds the pid-less merges nor makes pid 77 a process */
+	r = replay_with("bare,bound", 0, false, 0, NULL);
+	add(r, tmpfile_with("cfg-other.jsonl",
+		"{\"src\":\"audit\",\"pid\":77,\"event\":{\"ev\":\"config\",\"max_model_len\":100}}\n"
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5],\"dev_pos\":[200]}\n"));
+	root = json_report(r, &d, &json);
+	assert_int_equal(jint(d, root, "rules.bound.skipped"), 1);
+	assert_int_equal(jat(d, root, "processes")->n, 0);
+	assert_int_equal(replay_file_at(r, 0)->n_procs, 1);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+}
+
+/* A shape fallback carrying `taken` is no evidence for the fingerprint (it counts nothing else). */
+static void test_fallback_taken_not_fingerprinted(void **state)
+{
+	struct replay *r = replay_with("bare,batch", 0, false, 0, NULL);
+	struct jdoc *d;
+	char *json;
+	const struct jval *root;
+
+	(void)state;
+	add(r, tmpfile_with("fallback-taken.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5],\"taken\":[true,false]}\n"));
+	root = json_report(r, &d, &json);
+	assert_string_equal(jat(d, root, "fingerprint.verdict")->u.s, "NO_TAKEN");
+	assert_int_equal(jint(d, root, "fingerprint.events_with_taken"), 0);
+	assert_int_equal(jint(d, root, "rules.bare.fingerprint.evaluated"), 0);
+	jdoc_free(d);
+	free(json);
+	replay_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -701,6 +988,11 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_jobs_equal_serial),
 		cmocka_unit_test(test_scan_equals_tree),
+		cmocka_unit_test(test_rate_of_evaluated_merges),
+		cmocka_unit_test(test_first_mismatch_in_file_order),
+		cmocka_unit_test(test_garbage_values_whole),
+		cmocka_unit_test(test_config_bound),
+		cmocka_unit_test(test_fallback_taken_not_fingerprinted),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -421,8 +421,8 @@ static void test_max_pos_scoping(void **state)
 {
 	static const int64_t host[] = { 999, 4095, 131071 };
 	static const int64_t dev[] = { 1000, 4096, 131072 };
-	struct config_event cfg = { .slots = 3, .max_model_len = 4096 };
-	struct config_event none = { 0 };
+	struct config_event cfg = { .slots = 3, .has_max_model_len = true, .max_model_len = 4096 };
+	struct config_event none = { 0 }, zero = { .has_max_model_len = true };
 	struct tally *t;
 	struct fx f;
 
@@ -443,6 +443,10 @@ static void test_max_pos_scoping(void **state)
 	/* a config without max_model_len keeps the bound in force */
 	tally_config(t, &none);
 	assert_int_equal(tally_max_pos(t), 4096);
+	/* one of 0 says the length is not known: no bound from here on */
+	tally_config(t, &zero);
+	assert_int_equal(tally_max_pos(t), 0);
+	tally_config(t, &cfg);
 	/* the next file starts without it */
 	tally_begin_file(t);
 	assert_int_equal(tally_max_pos(t), 0);
@@ -615,6 +619,96 @@ static void test_absorb(void **state)
 	tally_free(sum);
 }
 
+/* Garbage tables added up keep each value with its whole count, or not at all. */
+static void test_add_garbage_whole(void **state)
+{
+	struct tally_garbage a, b, sum;
+	size_t i;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	/* a: -7 once; b: full with 64 other values, then three -7 dropped */
+	a.count = 1;
+	a.n_values = 1;
+	a.values[0].value = -7;
+	a.values[0].n = 1;
+	b.count = TALLY_GARBAGE_VALUES + 3;
+	b.n_values = TALLY_GARBAGE_VALUES;
+	for (i = 0; i < TALLY_GARBAGE_VALUES; i++) {
+		b.values[i].value = -100 - (int64_t)i;
+		b.values[i].n = 1;
+	}
+	b.values_dropped = 3;
+	sum = a;
+	tally_add_garbage(&sum, &b);
+	assert_int_equal(sum.count, TALLY_GARBAGE_VALUES + 4);
+	for (i = 0; i < sum.n_values; i++)
+		assert_true(sum.values[i].value != -7);   /* part of its count is hidden in b */
+	assert_int_equal(sum.n_values, TALLY_GARBAGE_VALUES);
+	assert_int_equal(sum.values_dropped, 4);
+	/* the other order: the same, b's values first */
+	sum = b;
+	tally_add_garbage(&sum, &a);
+	assert_int_equal(sum.n_values, TALLY_GARBAGE_VALUES);
+	assert_int_equal(sum.values[0].value, -100);
+	assert_int_equal(sum.values_dropped, 4);
+	/* a value both list adds up; a value only one lists stays when the other dropped nothing */
+	b.n_values = 2;
+	b.values_dropped = 0;
+	b.values[1].value = -7;
+	b.values[1].n = 3;
+	b.count = 4;
+	sum = a;
+	tally_add_garbage(&sum, &b);
+	assert_int_equal(sum.n_values, 2);
+	assert_int_equal(sum.values[0].value, -7);
+	assert_int_equal(sum.values[0].n, 4);
+	assert_int_equal(sum.values[1].value, -100);
+	assert_int_equal(sum.values[1].n, 1);
+	assert_int_equal(sum.values_dropped, 0);
+	/* into an empty table: as it was */
+	memset(&sum, 0, sizeof(sum));
+	tally_add_garbage(&sum, &b);
+	assert_int_equal(sum.n_values, 2);
+	assert_int_equal(sum.count, 4);
+}
+
+/* The first contradiction: of the earlier part, or (one file's processes) of the earlier line. */
+static void test_add_counts_first_mismatch(void **state)
+{
+	struct tally_counts a, b, d;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.fp_evaluated = a.fp_mismatch = 1;
+	a.fp_first_mismatch_step = 14;
+	a.fp_first_mismatch_line = 3;
+	b.fp_evaluated = b.fp_mismatch = 1;
+	b.fp_first_mismatch_step = 8;
+	b.fp_first_mismatch_line = 2;
+	d = a;
+	tally_add_counts(&d, &b);                /* b after a: a's stays first */
+	assert_int_equal(d.fp_first_mismatch_step, 14);
+	assert_int_equal(d.fp_mismatch, 2);
+	d = a;
+	tally_add_counts_interleaved(&d, &b);    /* one file: line 2 before line 3 */
+	assert_int_equal(d.fp_first_mismatch_step, 8);
+	assert_int_equal(d.fp_first_mismatch_line, 2);
+	d = b;
+	tally_add_counts_interleaved(&d, &a);
+	assert_int_equal(d.fp_first_mismatch_step, 8);
+	/* a part without a contradiction changes nothing */
+	memset(&d, 0, sizeof(d));
+	d.fp_first_mismatch_step = -1;
+	tally_add_counts_interleaved(&d, &a);
+	assert_int_equal(d.fp_first_mismatch_step, 14);
+	a.fp_mismatch = 0;
+	tally_add_counts_interleaved(&d, &a);
+	assert_int_equal(d.fp_first_mismatch_step, 14);
+}
+
 static void test_new_limits(void **state)
 {
 	struct rule rs[RULE_MAX_LIST + 1];
@@ -647,6 +741,8 @@ int main(void)
 		cmocka_unit_test(test_max_pos_scoping),
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_absorb),
+		cmocka_unit_test(test_add_garbage_whole),
+		cmocka_unit_test(test_add_counts_first_mismatch),
 		cmocka_unit_test(test_new_limits),
 	};
 

@@ -306,6 +306,40 @@ static void test_several_files_and_json(void **state)
 	replay_free(rp);
 }
 
+/* The residual and the cost are rates of the merges R evaluated: a shape fallback is no trial. */
+static void test_rates_of_evaluated_merges(void **state)
+{
+	const char *f = tmpfile_with("rates.jsonl",
+		"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[5,6],\"dev_pos\":[5]}\n"
+		"{\"ev\":\"merge\",\"step\":2,\"host_pos\":[5,6],\"dev_pos\":[5,-1],\"buf_step\":1}\n"
+		"{\"ev\":\"merge\",\"step\":3,\"host_pos\":[5],\"dev_pos\":[6]}\n");
+	struct replay *rp = run("batch", &f, 1);
+	struct jdoc *d;
+	struct status_info si;
+	const struct jval *root;
+	char *text;
+	int ok;
+
+	(void)state;
+	text = report(rp, &no_limit, true, &ok);
+	d = jdoc_new(strlen(text));
+	status_info_clear(&si);
+	if (jdoc_parse(d, text, strlen(text), &si))
+		fail_msg("validate --json does not parse: %s", si.msg);
+	root = jdoc_root(d);
+	assert_int_equal(jdoc_get(d, root, "merges")->u.i, 3);
+	assert_int_equal(jdoc_get(d, jdoc_get(d, root, "substitution_rate"), "n")->u.i, 2);
+	assert_int_equal(jdoc_get(d, jdoc_get(d, root, "fired_rate"), "k")->u.i, 1);
+	assert_int_equal(jdoc_get(d, jdoc_get(d, root, "fired_rate"), "n")->u.i, 2);
+	jdoc_free(d);
+	free(text);
+	text = report(rp, &no_limit, false, &ok);
+	assert_non_null(strstr(text, "residual: substitutions in 0 of 2 merges"));
+	assert_non_null(strstr(text, "fired on 1 of 2 merges"));
+	free(text);
+	replay_free(rp);
+}
+
 /* A truncated gzip fails the gate (as truncated, unless a substitution was read); a copy is judged once. */
 static void test_truncated_and_duplicate(void **state)
 {
@@ -372,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_and_malformed),
 		cmocka_unit_test(test_forgone_limit),
 		cmocka_unit_test(test_several_files_and_json),
+		cmocka_unit_test(test_rates_of_evaluated_merges),
 		cmocka_unit_test(test_truncated_and_duplicate),
 	};
 

@@ -3,7 +3,9 @@
 the plain way, with the standard json module, for cross-checking ttaudit and as
 the baseline of `make bench`. Reads plain audit JSONL and capture files (gzip
 by its magic bytes); prints the same JSON projection as
-tests/e2e/expect-filter.jq.
+tests/e2e/expect-filter.jq. Replay.exact() gives what that projection leaves
+out (rates' trials, first contradictions, each garbage value's count, the
+lines of truncated files), for tests/e2e/14-corners.py.
 
 It shares no code with ttaudit: strings are Python strings (a NUL or a lone
 surrogate is a character like any other), integers are unbounded and checked
@@ -150,7 +152,8 @@ def decode_event(ev):
         mml = opt_int(ev, "max_model_len")
         need(mml is None or mml >= 0)
         opt_str(ev, "arm")
-        return "config", {"max_model_len": mml or 0, "rank": opt_int(ev, "rank", 0)}
+        # None (absent or null): says nothing about the bound; 0: the length is not known
+        return "config", {"max_model_len": mml, "rank": opt_int(ev, "rank", 0)}
     if kind in CONTEXT:
         opt_int(ev, "step")
         opt_int(ev, "slot")
@@ -175,6 +178,9 @@ class Proc:
     def __init__(self, rules):
         self.c = {r: dict.fromkeys(COUNTS, 0) for r in rules}
         self.fp = {r: [0, 0] for r in rules}
+        self.subst_merges = dict.fromkeys(rules, 0)   # merges with a substitution
+        self.first = dict.fromkeys(rules)             # (line, step) of the first contradiction
+        self.values = {}                              # garbage value -> positions
         self.taken_events = 0
         self.garbage = 0
         self.f32 = 0
@@ -227,8 +233,11 @@ class Replay:
         self.seen_content = set()
         self.duplicates = 0
         self.truncated = 0
+        self.truncated_lines = []
+        self.no_audit = 0
+        self.first_step = {}
 
-    def merge(self, p, m):
+    def merge(self, p, m, line):
         host, dev, h = m["host"], m["dev"], m["h"]
         max_pos = self.max_pos_override or p.max_pos
         for r in self.rules:
@@ -242,6 +251,7 @@ class Replay:
             if dev[s] < -1 or dev[s] >= gpos:
                 p.garbage += 1
                 p.f32 += f32_like(dev[s])
+                p.values[dev[s]] = p.values.get(dev[s], 0) + 1
         active = [s for s in range(h) if host[s] != -1]
         bare = {s for s in active if dev[s] == host[s] or dev[s] == host[s] + 1}
         truth = {}
@@ -279,6 +289,7 @@ class Replay:
                     c["unverified"] += 1
                 elif truth[s]:
                     c["substitutions"] += 1
+            p.subst_merges[r] += any(truth[s] for s in take)
             for s in bare - take:
                 if truth[s] is None:
                     c["rejected_unverified"] += 1
@@ -290,6 +301,8 @@ class Replay:
                 p.fp[r][0] += 1
                 if any(taken[s] != (s in take) for s in active):
                     p.fp[r][1] += 1
+                    if p.first[r] is None:
+                        p.first[r] = (line, m["step"])
 
     def chunks(self, path):
         """The bytes of a file, decompressed when it starts with gzip's magic (member by
@@ -314,9 +327,19 @@ class Replay:
                         return
                 if d.eof:
                     d = zlib.decompressobj(31)
+                saved = d.copy()
                 try:
                     out = d.decompress(data)
                 except zlib.error:
+                    # what zlib decoded before it failed (for a bad check value, the
+                    # whole member) is read: again from before the call, a byte at a time
+                    d, out = saved, []
+                    for k in range(len(data)):
+                        try:
+                            out.append(d.decompress(data[k:k + 1]))
+                        except zlib.error:
+                            break
+                    yield b"".join(out)
                     self.cut = True
                     return
                 data = d.unused_data
@@ -334,7 +357,8 @@ class Replay:
                 return
             self.seen_id.add((st.st_dev, st.st_ino))
         procs, cfgs = {}, []
-        counts = [0, 0, 0, 0]     # malformed, lost, uncertain, uncertain events
+        # malformed, lost, uncertain, uncertain events, events, line number
+        counts = [0, 0, 0, 0, 0, 0]
         digest, size, rest, first = hashlib.sha256(), 0, b"", True
         for b in self.chunks(path):
             digest.update(b)
@@ -346,12 +370,15 @@ class Replay:
                 if first and line.startswith(b"\xef\xbb\xbf"):
                     line = line[3:]
                 first = False
+                counts[5] += 1
                 self.line(line, procs, cfgs, counts)
         if self.cut:
             self.truncated += 1
+            self.truncated_lines.append(counts[5])
         elif rest:
             if first and rest.startswith(b"\xef\xbb\xbf"):
                 rest = rest[3:]
+            counts[5] += 1
             self.line(rest, procs, cfgs, counts)
         if not self.cut and size:
             key = (digest.digest(), size)
@@ -363,8 +390,16 @@ class Replay:
         self.lost += counts[1]
         self.uncertain += counts[2]
         self.uncertain_events += counts[3]
+        if not counts[4] and not counts[0]:
+            self.no_audit += 1
+        first = {}
         for p in procs.values():
             self.absorb(p)
+            for r in self.rules:
+                if p.first[r] is not None and (r not in first or p.first[r] < first[r]):
+                    first[r] = p.first[r]    # the file's first: the earliest line
+        for r, (_, step) in first.items():
+            self.first_step.setdefault(r, step)  # the first file's that has one
 
     def proc(self, procs, cfgs, pid, rank, dp):
         key = (pid, rank, dp)
@@ -412,14 +447,15 @@ class Replay:
         except (Malformed, ValueError, RecursionError):
             counts[0] += 1
             return
+        counts[4] += 1
         if kind == "config":
-            if f["max_model_len"] > 0:
+            if f["max_model_len"] is not None:
                 cfgs.append((pid, f["rank"], f["max_model_len"]))
                 for (ppid, prank, _), p in procs.items():
                     if ppid == pid and (f["rank"] is None or f["rank"] == prank):
                         p.max_pos = f["max_model_len"]
         elif kind == "merge":
-            self.merge(self.proc(procs, cfgs, pid, f["rank"], f["dp"]), f)
+            self.merge(self.proc(procs, cfgs, pid, f["rank"], f["dp"]), f, counts[5])
         elif kind == "gate":
             p = self.proc(procs, cfgs, pid, f["rank"], f["dp"])
             if f["keep"] is False:
@@ -434,6 +470,10 @@ class Replay:
                 t.c[r][k] += p.c[r][k]
             t.fp[r][0] += p.fp[r][0]
             t.fp[r][1] += p.fp[r][1]
+        for r in self.rules:
+            t.subst_merges[r] += p.subst_merges[r]
+        for v, n in p.values.items():
+            t.values[v] = t.values.get(v, 0) + n
         t.taken_events += p.taken_events
         t.garbage += p.garbage
         t.f32 += p.f32
@@ -462,6 +502,22 @@ class Replay:
                 "capture_uncertain": self.uncertain, "uncertain_events": self.uncertain_events,
                 "gate": {"refused": t.gate_refused, "forced": t.gate_forced},
                 "duplicates": self.duplicates, "truncated": self.truncated}
+
+
+    def exact(self):
+        """What expect-filter.jq leaves out: each rule's rate (merges with a
+        substitution of the merges it evaluated) and first contradicting step,
+        every garbage value's whole count, the lines read of each truncated
+        file, and how many files held no audit event."""
+        t = self.total
+        rules = {}
+        for r in self.rules:
+            c = t.c[r]
+            rules[r] = {"k": t.subst_merges[r],
+                        "n": c["merges"] - c["skipped"] - c["shape_fallback"],
+                        "first_mismatch_step": self.first_step.get(r)}
+        return {"rules": rules, "garbage_values": dict(t.values),
+                "truncated_lines": list(self.truncated_lines), "no_audit": self.no_audit}
 
 
 def main():

@@ -7,9 +7,13 @@ The corners: widths 0 to 70 (windows of 64 slots and their tails), positions
 at -2, -1, 0, 2^24, INT64_MIN and INT64_MAX, optional fields present, null,
 or of a wrong type (malformed lines), request ids with NULs and lone
 surrogates, duplicate keys, escaped member names, unknown and look-alike
-"ev" values, gate and trace events, rank and dp, several processes in a
-capture with lost and uncertain records, whitespace, byte order marks and
-gzip.
+"ev" values, gate and trace events, rank and dp, configs of 0, null or no
+max_model_len, several processes in a capture with lost and uncertain
+records, whitespace, byte order marks, gzip whole, cut or with a damaged
+check value, --max-pos up to INT64_MAX and --tree. Beside the projection of
+tests/e2e/expect-filter.jq, each rule's rate (k of n), its first
+contradicting step, every garbage value shown (its whole count, or not shown)
+and the lines of a truncated file must agree.
 
 usage: 14-corners.py TTAUDIT WORKDIR [N] [SEED]
 """
@@ -90,7 +94,9 @@ def event(rng):
     if r < 0.6:
         return merge(rng)
     if r < 0.7:
-        ev = {"ev": "config", "max_model_len": pick(rng, 100, 4096, 131072, 0, -5, "x")}
+        ev = {"ev": "config", "max_model_len": pick(rng, 100, 4096, 131072, 0, 0, -5, "x", None)}
+        if rng.random() < 0.15:
+            del ev["max_model_len"]
         if rng.random() < 0.3:
             ev["rank"] = rng.randrange(2)
         return ev
@@ -174,6 +180,34 @@ def projection(j):
     }
 
 
+def exact_of(j, ref_values):
+    """What the projection leaves out, from ttaudit's report; a garbage value
+    shown with other than its whole count (the reference's) is named."""
+    rules = {}
+    for r, v in j["rules"].items():
+        rules[r] = {"k": v["substitution_rate"]["k"], "n": v["substitution_rate"]["n"],
+                    "first_mismatch_step": v["fingerprint"].get("first_mismatch_step")}
+    g = j["garbage"]
+    shown = {x["value"]: x["count"] for x in g["values"]}
+    bad = {v: n for v, n in shown.items() if ref_values.get(v) != n}
+    if sum(shown.values()) + g["values_dropped"] != g["count"]:
+        bad["sum"] = sum(shown.values()) + g["values_dropped"]
+    return {"rules": rules, "garbage_values": bad,
+            "truncated_lines": [t["lines"] for t in j["input"]["truncated"]],
+            "no_audit": len(j["input"]["no_audit"])}
+
+
+def damaged(rng, data):
+    """data gzipped: whole, cut at a random byte, or with a byte of its CRC-32 flipped."""
+    z = bytearray(gzip.compress(data))
+    r = rng.random()
+    if r < 0.35:
+        return bytes(z[: rng.randrange(1, len(z))])
+    if r < 0.7:
+        z[len(z) - 8 + rng.randrange(4)] ^= 1 << rng.randrange(8)
+    return bytes(z)
+
+
 def main():
     ttaudit, work = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 300
@@ -181,36 +215,49 @@ def main():
     rng = random.Random(seed)
     bad = 0
     seen = dict.fromkeys(("merges", "substitutions", "malformed", "uncertain_events", "refused",
-                          "CONSISTENT", "WITHHELD", "INCONSISTENT", "NO_TAKEN", "garbage"), 0)
+                          "CONSISTENT", "WITHHELD", "INCONSISTENT", "NO_TAKEN", "garbage",
+                          "shape_fallback", "first_mismatch", "truncated"), 0)
     for i in range(n):
         data = audit(rng)
         path = os.path.join(work, "corner-%d.jsonl" % i)
-        if rng.random() < 0.1:
+        if rng.random() < 0.15:
             path += ".gz"
-            data = gzip.compress(data)
+            data = damaged(rng, data)
         with open(path, "wb") as f:
             f.write(data)
         rules = "bare,prefilled,batch,lifetime,stamp,bound"
         if i % 7 == 3:
             rules += ",batch+lifetime,prefilled+bound"
-        p = subprocess.run([ttaudit, "replay", "--json", "--rules", rules, path],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        max_pos = pick(rng, 0, 0, 0, 100, I64MAX)
+        cmd = [ttaudit, "replay", "--json", "--allow-truncated", "--rules", rules]
+        if max_pos:
+            cmd += ["--max-pos", str(max_pos)]
+        if rng.random() < 0.2:
+            cmd.append("--tree")
+        p = subprocess.run(cmd + [path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # a file with no audit event at all (a lone capture record) exits 2 and says so
         no_audit = p.returncode == 2 and p.stdout and json.loads(p.stdout)["input"]["no_audit"] == [path]
         if p.returncode != 0 and not no_audit:
             print("corner %d: ttaudit exited %d: %s" % (i, p.returncode, p.stderr[-300:]))
             bad += 1
             continue
-        got = projection(json.loads(p.stdout))
-        ref = replay_ref.Replay(0, [replay_ref.parts_of(r) for r in rules.split(",")])
+        j = json.loads(p.stdout)
+        ref = replay_ref.Replay(max_pos, [replay_ref.parts_of(r) for r in rules.split(",")])
         ref.file(path)
         want = ref.report()
+        ref_exact = ref.exact()
+        got = projection(j)
+        got["exact"] = exact_of(j, ref_exact["garbage_values"])
+        want["exact"] = dict(ref_exact, garbage_values={})
         seen["merges"] += want["rules"]["bare"]["merges"]
         seen["substitutions"] += want["rules"]["bare"]["substitutions"]
         seen["malformed"] += want["malformed"]
         seen["uncertain_events"] += want["uncertain_events"]
         seen["refused"] += want["gate"]["refused"]
         seen["garbage"] += want["garbage"]["count"]
+        seen["shape_fallback"] += want["rules"]["bare"]["shape_fallback"]
+        seen["first_mismatch"] += ref_exact["rules"]["bare"]["first_mismatch_step"] is not None
+        seen["truncated"] += want["truncated"]
         seen[want["fingerprint"]["verdict"]] += 1
         if got != want:
             bad += 1

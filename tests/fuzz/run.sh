@@ -6,9 +6,11 @@
 #                 every line of the fixture audits (one file per line)
 #   fuzz_scan     one line through the scanner (event_scan, jdoc_scan_*),
 #                 differential against the tree; 2*SECONDS/3, seeded like fuzz_line
-#   fuzz_replay   one whole audit file replayed through the scanner and through
-#                 the tree, every report compared byte for byte; 2*SECONDS/3,
-#                 seeded with every fixture audit (plain and capture)
+#   fuzz_replay   one to three audit files replayed three ways, as replay selects
+#                 them: the scanner file after file, the tree (--tree) with other
+#                 read and inflate buffer sizes, and --jobs 3; every report and
+#                 message compared byte for byte; 2*SECONDS/3, seeded with every
+#                 fixture audit (plain and capture) and the corners below
 #   fuzz_capture  the capture's line path: line reassembly (feed, peek/take),
 #                 classification, records, the ring reader; SECONDS/3, seeded like fuzz_line
 #   fuzz_prom     the Prometheus text parser; SECONDS/3
@@ -65,6 +67,16 @@ for f in fixtures/audit/*.jsonl fixtures/bad/*.jsonl; do
 	i=$((i + 1))
 	{ printf "\\$(printf '%03o' $((i * 37 % 256)))"; head -c 3800 "$f"; } >"$B/corpus-replay/seed-$(basename "$f" .jsonl)"
 done
+# processes whose contradictions interleave, configs of 0 and without a length, a
+# gzip member whose CRC is damaged (option byte 0x60: gzip; next byte 2: flip it)
+printf '\000%s\n%s\n%s\n' '{"ev":"merge","step":1,"host_pos":[5],"dev_pos":[5],"taken":[true]}' \
+	'{"src":"audit","pid":77,"event":{"ev":"merge","step":8,"host_pos":[5],"dev_pos":[-7],"taken":[false]}}' \
+	'{"ev":"merge","step":14,"host_pos":[5],"dev_pos":[-7],"taken":[false]}' >"$B/corpus-replay/seed-interleaved"
+printf '\002%s\n%s\n%s\n%s\n' '{"ev":"config","max_model_len":100}' '{"ev":"config","max_model_len":0}' \
+	'{"ev":"config","slots":8,"max_model_len":null}' \
+	'{"ev":"merge","step":1,"host_pos":[5,6],"dev_pos":[200]}' >"$B/corpus-replay/seed-config-zero"
+printf '\140\002%s\n%s\n' '{"ev":"merge","step":1,"host_pos":[5],"dev_pos":[5]}' \
+	'{"ev":"merge","step":2,"host_pos":[5],"dev_pos":[6]}' >"$B/corpus-replay/seed-gzip-crc"
 printf 'INFO 11-29 20:41:02 [generator.py:1930] MERGE_AUDIT {"ev":"merge","step":1,"host_pos":[1],"dev_pos":[2]}\n' >"$B/corpus-capture/seed-log-prefix"
 printf '# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 3\nvllm:e2e_request_latency_seconds_bucket{le="+Inf"} 1.5e3\n' >"$B/corpus-prom/seed-metrics"
 
