@@ -81,7 +81,7 @@ enum replay_dup {
 struct replay_gate {
 	uint64_t events;
 	uint64_t refused;           /* keep false: the keep did not run on that step */
-	uint64_t forced;            /* keep true with force: TT_FORCE_ASYNC_AHEAD_KEEP */
+	uint64_t forced;            /* keep true with force true: code that ran the keep against the gate (a patch; no upstream revision reads an override) */
 };
 
 struct replay_file {
