@@ -1109,9 +1109,13 @@ int audit_reader_describe(const struct audit_reader_stats *s, char *buf, size_t 
 {
 	uint64_t content = s->lines - s->blank;
 
-	if (s->events || s->malformed)
+	if (s->events)
 		return 0;
-	if (s->truncated && !content)
+	if (s->malformed)
+		snprintf(buf, n, "%" PRIu64 " lines, %" PRIu64 " of them malformed (named above) and "
+			 "none an audit event that could be read: the writer is broken, or this is "
+			 "not an audit", content, s->malformed);
+	else if (s->truncated && !content)
 		snprintf(buf, n, "a gzip stream cut short or damaged before its first complete line: "
 			 "nothing could be read");
 	else if (!s->bytes)

@@ -164,9 +164,10 @@ enum status audit_reader_line(struct audit_reader *r, const char *line, size_t n
 			      struct audit_item *item, struct status_info *si);
 
 /*
- * When the input held no audit event at all (none read, none malformed): 1, with what it looked like and
- * what to do in buf (an empty file, a vLLM log without audit lines, a capture
- * without audit records, ...). 0 when it held one.
+ * When the input held no audit event that could be read: 1, with what it
+ * looked like and what to do in buf (only malformed lines, an empty file, a
+ * vLLM log without audit lines, a capture without audit records, ...). 0 when
+ * it held one.
  */
 int audit_reader_describe(const struct audit_reader_stats *s, char *buf, size_t n);
 

@@ -1,6 +1,7 @@
 #include "jsonw.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -104,11 +105,28 @@ void jsonw_uint(struct jsonw *w, uint64_t v)
 	fprintf(w->f, "%" PRIu64, v);
 }
 
+char *jsonw_dtoa(char *buf, size_t n, double v)
+{
+	int prec;
+
+	/* 17 significant digits always read back; fewer often do, and the first
+	 * that does is the shortest (printf rounds correctly in glibc). */
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return buf;
+	}
+	snprintf(buf, n, "%.17g", v);
+	return buf;
+}
+
 void jsonw_double(struct jsonw *w, double v)
 {
+	char buf[32];
+
 	jsonw_sep(w);
 	if (isfinite(v))
-		fprintf(w->f, "%.17g", v);
+		fputs(jsonw_dtoa(buf, sizeof(buf), v), w->f);
 	else
 		fputs("null", w->f);
 }

@@ -29,6 +29,12 @@ void jsonw_strn(struct jsonw *w, const char *s, size_t n);
 void jsonw_int(struct jsonw *w, int64_t v);
 void jsonw_uint(struct jsonw *w, uint64_t v);
 void jsonw_double(struct jsonw *w, double v);     /* non-finite writes null */
+/*
+ * The shortest text of a finite v that strtod reads back as v (0.0048, not
+ * 0.0047999999999999996): into buf (32 bytes hold any), returns buf. The
+ * one number format of every report, JSON or not.
+ */
+char *jsonw_dtoa(char *buf, size_t n, double v);
 void jsonw_bool(struct jsonw *w, int v);
 void jsonw_null(struct jsonw *w);
 /* A finished JSON value written elsewhere (trailing newline dropped). */

@@ -201,10 +201,14 @@ int cmd_replay(int argc, char **argv)
 	/* A file that could not be read at all gives no report (an empty one
 	 * would pass for the report of the input asked for), nor does a run
 	 * --strict stopped; a cut gzip or a file with no audit event gives the
-	 * report of what was read, and still exit 2. */
+	 * report of what was read, and still exit 2. When no file held an audit
+	 * event, the text would be rows of nothing under the real message (on
+	 * stderr: the wrong file): that message alone is said. */
 	rc = replay_cli_run("replay", r, n, argv, &stopped);
 	progress_release(&prog);
 	if (rc == CLI_USAGE && (stopped || replay_n_unreadable(r)))
+		goto out;
+	if (rc == CLI_USAGE && replay_n_no_audit(r) && !replay_events(r) && !rp_json)
 		goto out;
 	if (o.explain && !replay_n_explained(r)) {
 		rc = cli_usage_error("replay", "no merge event at step %lld", (long long)o.explain_step);

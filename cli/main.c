@@ -59,10 +59,14 @@ static const struct cli_cmd *cli_find(const char *name)
 static void main_usage(FILE *f)
 {
 	size_t i;
+	int w = 0;
 
+	for (i = 0; i < N_COMMANDS; i++)
+		if ((int)strlen(cli_commands[i].name) > w)
+			w = (int)strlen(cli_commands[i].name);
 	fprintf(f, "usage: ttaudit <command> [options] [args]\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_cmd_summary(&cli_commands[i]));
+		fprintf(f, "  %-*s  %s\n", w, cli_commands[i].name, cli_cmd_summary(&cli_commands[i]));
 	fprintf(f, "\n'ttaudit <command> --help' shows a command's options.\n"
 		   "exit codes: 0 ok, 1 a verdict failed, 2 bad usage or input\n");
 }

@@ -2,6 +2,7 @@
  * armspec.c - loading and validating arm specs (armspec.h, docs/arms.md).
  */
 #include "armspec_priv.h"
+#include "jsonw.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -49,7 +50,7 @@ void arm_value_text(const struct jval *v, char *buf, size_t n)
 {
 	switch (v->type) {
 	case JT_INT: snprintf(buf, n, "%lld", (long long)v->u.i); break;
-	case JT_REAL: snprintf(buf, n, "%.17g", v->u.d); break;
+	case JT_REAL: jsonw_dtoa(buf, n, v->u.d); break;
 	case JT_STR: snprintf(buf, n, "\"%s\"", v->u.s); break;
 	case JT_TRUE: snprintf(buf, n, "true"); break;
 	case JT_FALSE: snprintf(buf, n, "false"); break;

@@ -876,7 +876,7 @@ static void replay_merge(struct replay *r, struct replay_job *j, struct replay_f
 	for (i = 0; i < j->n_diag; i++)
 		if (r->shown++ < REPLAY_MALFORMED_SHOWN)
 			fprintf(r->opts.diag, "%s\n", j->diag[i]);
-	if (!j->unreadable && !j->strict_stop && !j->stats.events && !j->malformed) {
+	if (!j->unreadable && !j->strict_stop && !j->stats.events) {
 		char what[512];
 		audit_reader_describe(&j->stats, what, sizeof(what));
 		f->no_audit = true;

@@ -157,8 +157,11 @@ size_t replay_n_explained(const struct replay *r);
 /* Files that could not be read at all, and files cut short. */
 size_t replay_n_unreadable(const struct replay *r);
 size_t replay_n_truncated(const struct replay *r);
-/* Files read that held no audit event at all (a log without audit lines ...): a usage error. */
+/* Files read that held no audit event that could be read (only malformed
+ * lines, a log without audit lines ...): a usage error. */
 size_t replay_n_no_audit(const struct replay *r);
+/* Audit events read in all files (0: there is nothing to report on). */
+uint64_t replay_events(const struct replay *r);
 const struct replay_gate *replay_gate(const struct replay *r);
 /* Rows of the processes of files that hold more than one. */
 size_t replay_n_proc_rows(const struct replay *r);

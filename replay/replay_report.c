@@ -25,6 +25,7 @@ size_t replay_n_explained(const struct replay *r) { return r->n_explained; }
 size_t replay_n_unreadable(const struct replay *r) { return r->n_unreadable; }
 size_t replay_n_truncated(const struct replay *r) { return r->n_truncated; }
 size_t replay_n_no_audit(const struct replay *r) { return r->n_no_audit; }
+uint64_t replay_events(const struct replay *r) { return r->stats.events; }
 const struct replay_gate *replay_gate(const struct replay *r) { return &r->gate; }
 size_t replay_n_proc_rows(const struct replay *r) { return r->n_rows; }
 const struct replay_proc_row *replay_proc_row_at(const struct replay *r, size_t i) { return &r->rows[i]; }

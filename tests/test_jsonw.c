@@ -74,7 +74,7 @@ static void test_document(void **state)
 	       "\"min\":-9223372036854775808,\"max\":9223372036854775807,"
 	       "\"u\":18446744073709551615,\"d\":1.5,\"nan\":null,\"inf\":null,"
 	       "\"t\":true,\"f\":false,\"null\":null,"
-	       "\"arr\":[-1,[],{},null,\"ab\\u0000c\",{\"x\":[1,2]},7,0.10000000000000001,true,\"\"],"
+	       "\"arr\":[-1,[],{},null,\"ab\\u0000c\",{\"x\":[1,2]},7,0.1,true,\"\"],"
 	       "\"e\\\"k\":{}}\n");
 }
 
@@ -145,6 +145,26 @@ static void test_round_trip(void **state)
 	free(out);
 }
 
+/* Shortest text that reads back: what plan --json prints for 0.0048. */
+static void test_dtoa(void **state)
+{
+	static const double v[] = { 0.0048, 0.95, 0.1, 1.0 / 3, 5e-324, 1.7976931348623157e308,
+				    -0.0, 123521.765625, 1e21, 2.5e-7, 0.30000000000000004 };
+	static const char *const want[] = { "0.0048", "0.95", "0.1", "0.3333333333333333",
+					    "5e-324", "1.7976931348623157e+308",
+					    "-0", "123521.765625", "1e+21", "2.5e-07",
+					    "0.30000000000000004" };
+	char buf[32];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		jsonw_dtoa(buf, sizeof(buf), v[i]);
+		assert_string_equal(buf, want[i]);
+		assert_true(strtod(buf, NULL) == v[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_top_level_values),
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_dtoa),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -390,8 +390,8 @@ class Replay:
         self.lost += counts[1]
         self.uncertain += counts[2]
         self.uncertain_events += counts[3]
-        if not counts[4] and not counts[0]:
-            self.no_audit += 1
+        if not counts[4]:
+            self.no_audit += 1     # malformed lines alone are no audit either
         first = {}
         for p in procs.values():
             self.absorb(p)

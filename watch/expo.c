@@ -3,6 +3,7 @@
  * labelled series in a bounded pool with a hash index, and the writer.
  */
 #include "expo.h"
+#include "jsonw.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -279,8 +280,10 @@ static void expo_value(FILE *f, double v)
 {
 	if (v == floor(v) && fabs(v) < 9007199254740992.0)
 		fprintf(f, "%.0f\n", v);
-	else
-		fprintf(f, "%.17g\n", v);
+	else {
+		char buf[32];
+		fprintf(f, "%s\n", jsonw_dtoa(buf, sizeof(buf), v));
+	}
 }
 
 enum status expo_write(struct expo *e, FILE *f)

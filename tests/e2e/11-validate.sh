@@ -26,10 +26,11 @@ contains "$T/out" "empty.jsonl: not evaluable: no merge events"
 contains "$T/err" "empty.jsonl: no audit event: the file is empty"
 echo '{"ev":"decode","step":3}' >"$T/nomerge.jsonl"
 expect_rc 1 "$TTAUDIT" validate --rule bare "$T/nomerge.jsonl"
-# every line malformed: nothing to judge
+# every line malformed: nothing to judge, and no audit event: the wrong file, exit 2
 echo '{"ev":"merge","step":1}' >"$T/junk.jsonl"
-expect_rc 1 "$TTAUDIT" validate --rule batch "$T/junk.jsonl"
+expect_rc 2 "$TTAUDIT" validate --rule batch "$T/junk.jsonl"
 contains "$T/out" "no readable merge events (1 malformed lines)"
+contains "$T/err" "junk.jsonl: no audit event: 1 lines, 1 of them malformed"
 # a line that is neither JSON nor an audit line is `other`: no audit event, exit 2
 echo 'garbage' >"$T/junk.log"
 expect_rc 2 "$TTAUDIT" validate --rule batch "$T/junk.log"

@@ -83,3 +83,10 @@ contains "$T/err" "say what it is"
 for c in replay validate capture follow pair ab report preflight lock ready arm bench plan; do
 	contains "$T/man" ".SS \"ttaudit $c\""
 done
+
+# ttaudit alone: the usage, exit 2, every summary in one column (the longest
+# name, passthrough, included)
+expect_rc 2 "$TTAUDIT"
+contains "$T/err" "  passthrough  what a tt-run"
+cols=$(sed -n '/^commands:/,/^$/p' "$T/err" | grep '^  [a-z]' | awk '{ match($0, /^  [a-z]+ +/); print RLENGTH }' | sort -u | wc -l)
+eq "$cols" 1 "one summary column"
