@@ -69,11 +69,11 @@ static void test_real_lines(void **state)
 		{ "Mesh device shape: (1, 4)", "-" },
 		/* the instrumentation kit (tools/instrument/ttaudit_emit/kit.py),
 		 * through loguru on stderr */
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)", "arm:batch" },
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: guard QWEN36_MERGE_STAMP_GUARD engaged (env QWEN36_MERGE_STAMP_GUARD=1)", "arm:stamp" },
-		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: guard none engaged (unguarded merge)", "arm:bare" },
-		{ "2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: gate: Qwen36ForCausalLM declares model_capabilities['supports_async_decode'] False: the keep does not run", "kit:keep" },
-		{ "2026-09-08 20:35:14.930 | INFO | ttaudit_emit.emit:_write:515 - ttaudit: keep: inline in Generator.decode_forward at generator.py:1918 (use_dev = ... dev_pos == host_pos ...), observed in its frame on reset and mode-switch steps; gate at line 1858", "kit:keep" },
+		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | models.tt_transformers.tt.generator:decode_forward:1918 - ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)", "arm:batch" },
+		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | models.tt_transformers.tt.generator:decode_forward:1918 - ttaudit: guard QWEN36_MERGE_STAMP_GUARD engaged (env QWEN36_MERGE_STAMP_GUARD=1)", "arm:stamp" },
+		{ "(EngineCore_DP0 pid=1290) 2026-09-08 20:35:14.930 | INFO | models.tt_transformers.tt.generator:decode_forward:1918 - ttaudit: guard none engaged (unguarded merge)", "arm:bare" },
+		{ "2026-09-08 20:35:14.930 | INFO | models.tt_transformers.tt.generator:__init__:154 - ttaudit: gate: Qwen36ForCausalLM declares model_capabilities['supports_async_decode'] False: the keep does not run", "kit:keep" },
+		{ "2026-09-08 20:35:14.930 | INFO | models.tt_transformers.tt.generator_vllm:<module>:21 - ttaudit: keep: inline in Generator.decode_forward at generator.py:1918 (use_dev = ... dev_pos == host_pos ...), observed in its frame on reset and mode-switch steps; gate at line 1858", "kit:keep" },
 		/* the seeds' print-only patch line */
 		{ "INFO 11-29 20:41:02 [generator.py:1930] QWEN36_MERGE_LIFETIME_GUARD engaged: merge requires a buffer written by the immediately preceding decode", "arm:lifetime" },
 		/* what must not match */

@@ -350,6 +350,40 @@ class TestFormat(unittest.TestCase):
                          '"step":1,"host_pos":[1],"dev_pos":[2],"reset_batch":false,'
                          '"mode_switched":true}\n')
 
+    def test_record_names_the_callers_line(self):
+        # the log record's source is the code that called merge (the
+        # generator's line), never this package's own write
+        out = io.StringIO()
+        lg = logging.getLogger("ttaudit-test-src")
+        lg.propagate = False
+        h = logging.StreamHandler(out)
+        h.setFormatter(logging.Formatter("%(filename)s:%(funcName)s:%(lineno)d %(message)s"))
+        lg.addHandler(h)
+        lg.setLevel(logging.INFO)
+        with with_env("1"):
+            a = MergeAudit(lg)
+
+        def decode_forward():
+            a.merge(1, [1], [2], reset_batch=True, mode_switched=False)
+            return sys._getframe().f_lineno - 1
+        line = decode_forward()
+        self.assertEqual(out.getvalue().split(" ")[0], "test_emit.py:decode_forward:%d" % line)
+        try:
+            from loguru import logger
+        except ImportError:
+            return
+        out = io.StringIO()
+        logger.remove()
+        hid = logger.add(out, format="{file}:{function}:{line} {message}")
+        try:
+            with with_env("1"):
+                a = MergeAudit(logger)
+            line = decode_forward()
+        finally:
+            logger.remove(hid)
+            logger.add(sys.stderr)
+        self.assertEqual(out.getvalue().split(" ")[0], "test_emit.py:decode_forward:%d" % line)
+
     def test_timestamps(self):
         out = io.StringIO()
         with with_env("1"):

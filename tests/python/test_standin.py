@@ -324,12 +324,19 @@ class TestKeepRuns(StandinCase):
         self.assertEqual(made, HAND["prefilled"][1], "the stand-in's own count of substitutions")
         # the events come through the generator's own loguru logger, one line each
         err = run.stderr()
-        self.assertGreater(err.count("| INFO     | ttaudit_emit.emit:"), len(want))
+        # and name the generator's code, not the kit's (loguru's depth): the
+        # frame the kit observed (the keep's decode_forward) or the call site
+        audit = [l for l in err.splitlines() if "MERGE_AUDIT {" in l]
+        self.assertGreater(len(audit), len(want))
+        self.assertFalse([l for l in audit if "| ttaudit_emit." in l])
+        merge_lines = [l for l in audit if '"ev":"merge"' in l]
+        self.assertEqual(len(merge_lines), len(merges := run.events("merge")))
+        self.assertTrue(all("| INFO     | models.tt_transformers.tt.generator:decode_forward:" in l
+                            for l in merge_lines), merge_lines[:2])
         self.assertEqual(run.count("ttaudit: guard none engaged (unguarded merge)"), 1)
         self.assertEqual(run.count("ttaudit: keep: inline in Generator.decode_forward at "
                                    "generator.py:"), 1)
         # pid and the data-parallel rank on every event; the engine is the spawn child
-        merges = run.events("merge")
         self.assertEqual({m.get("rank") for m in merges}, {0})
         starts = [r for r in run.records() if r.get("src") == "start"]
         pids = {m["pid"] for m in merges}

@@ -194,6 +194,37 @@ def sink_kind(obj):
     return None
 
 
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _caller_depth():
+    """Frames between the caller's caller (the sink's `log` call, in _write)
+    and the first frame outside this package: the generator's code that made
+    the call or, with the kit, whose frame the kit observed. The log record
+    then names that file, function and line, not this module's."""
+    f = sys._getframe(1)     # _write: depth 0 to the sink
+    depth = 0
+    while f is not None and _in_pkg(f.f_code.co_filename):
+        f = f.f_back
+        depth += 1
+    return depth if f is not None else 0
+
+
+_IN_PKG = {}
+
+
+def _in_pkg(filename):
+    """Whether a code object's file is in this package or importlib (the name
+    may be relative to where the import ran, so it is made absolute once)."""
+    v = _IN_PKG.get(filename)
+    if v is None:
+        # importlib's frozen frames too: a note the kit writes as the
+        # generator's module loads names the import that loaded it
+        v = _IN_PKG[filename] = (filename.startswith("<frozen ") or
+                                 os.path.abspath(filename).startswith(_PKG_DIR))
+    return v
+
+
 def _loguru_drops(lg):
     """Why loguru would drop an INFO record (its level, no handler), or None.
     Reads loguru's private core, as nothing public says it; when that is not
@@ -498,6 +529,8 @@ class MergeAudit:
     def _write(self, line, note):
         """One line to the sink; raises on failure. Called with the lock held."""
         kind = self._kind
+        if kind in ("loguru", "logging"):
+            depth = _caller_depth()
         text = line if note else self._prefix + line
         if kind == "file":
             if note:
@@ -512,14 +545,14 @@ class MergeAudit:
         elif kind == "loguru":
             why = _loguru_drops(self._target)
             if why is None:
-                self._target.opt(depth=0).log("INFO", "{}", text)
+                self._target.opt(depth=depth).log("INFO", "{}", text)
             else:
                 self._dropped(why)
                 self._stream_write(sys.stderr, text)
         elif kind == "logging":
             why = _logging_drops(self._target, self._level)
             if why is None:
-                self._target.log(self._level, "%s", text)
+                self._target.log(self._level, "%s", text, stacklevel=depth + 1)
             else:
                 self._dropped(why)
                 self._stream_write(sys.stderr, text)
