@@ -212,7 +212,7 @@ static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *
 	struct http_response res;
 	struct status_info esi;
 	enum status st;
-	char *buf = NULL;
+	char *buf = NULL, idp[64];
 	size_t bufsz = 0, k;
 	FILE *mf;
 
@@ -229,6 +229,8 @@ static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *
 	ro.model = o->model;
 	ro.timeout = o->ready_timeout;
 	ro.interval = 0.2;
+	snprintf(idp, sizeof(idp), "%016" PRIx64 "-a%zu", o->corpus_seed, a);
+	ro.request_id_prefix = idp;
 	status_info_clear(&esi);
 	st = ready_wait(&ro, &rr, &esi);
 	s->ready_json = ready_report_json(&rr);
@@ -626,7 +628,11 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	if (!o->suite) {
 		struct sizer *z = NULL;
 
-		st = sizer_new(&z, o->arms[0].url, c.as[0].model[0] ? c.as[0].model : NULL, si);
+		char idp[64];
+
+		/* its requests named like the load's (the corpus seed first) */
+		snprintf(idp, sizeof(idp), "%016" PRIx64, o->corpus_seed);
+		st = sizer_new(&z, o->arms[0].url, c.as[0].model[0] ? c.as[0].model : NULL, idp, si);
 		if (st)
 			goto out;
 		sizer_bind(z, &sz);

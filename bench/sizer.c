@@ -21,6 +21,8 @@ struct sizer {
 	int shape;           /* how /tokenize answered: 0 not yet, 1 vLLM's `prompt`,
 			      * 2 llama-server's `content` */
 	bool empty;          /* it answered no tokens for non-empty text */
+	char id_prefix[100];
+	unsigned sent;       /* completions sent: the n of their X-Request-Id */
 };
 
 static cJSON *sizer_prompt_json(const struct sizer *z, const char *text, bool chat)
@@ -48,10 +50,11 @@ static cJSON *sizer_prompt_json(const struct sizer *z, const char *text, bool ch
 	return o;
 }
 
-static enum status sizer_post(const char *base, const char *path, cJSON *body, cJSON **reply,
+static enum status sizer_post(struct sizer *z, const char *path, cJSON *body, cJSON **reply,
 			       long *status, struct status_info *si)
 {
-	char url[HTTP_MAX_URL], *js = NULL;
+	const char *base = z->base;
+	char url[HTTP_MAX_URL], xid[128], *js = NULL;
 	struct http_response res;
 	enum status st;
 
@@ -63,7 +66,8 @@ static enum status sizer_post(const char *base, const char *path, cJSON *body, c
 	js = cJSON_PrintUnformatted(body);
 	if (!js)
 		return status_set(si, STATUS_NOMEM, "out of memory");
-	st = http_post_json(url, js, SIZER_HTTP_TIMEOUT, 0, &res, si);
+	snprintf(xid, sizeof(xid), "%s-size-%u", z->id_prefix, ++z->sent);
+	st = http_post_json(url, js, xid, SIZER_HTTP_TIMEOUT, 0, &res, si);
 	free(js);
 	if (st)
 		goto out;
@@ -93,7 +97,7 @@ static enum status sizer_count(void *ctx, const char *text, bool chat, long *n, 
 		cJSON_DeleteItemFromObjectCaseSensitive(b, "model");
 		cJSON_AddStringToObject(b, "content", text);
 	}
-	st = sizer_post(z->base, "/tokenize", b, &r, &status, si);
+	st = sizer_post(z, "/tokenize", b, &r, &status, si);
 	cJSON_Delete(b);
 	if (st)
 		return st;
@@ -142,7 +146,7 @@ static enum status sizer_probe(void *ctx, const char *text, bool chat, long *n, 
 		cJSON_Delete(b);
 		return STATUS_NOMEM;
 	}
-	st = sizer_post(z->base, path, b, &r, &status, si);
+	st = sizer_post(z, path, b, &r, &status, si);
 	cJSON_Delete(b);
 	if (st)
 		return st;
@@ -162,7 +166,8 @@ static enum status sizer_probe(void *ctx, const char *text, bool chat, long *n, 
 	return STATUS_OK;
 }
 
-enum status sizer_new(struct sizer **out, const char *base, const char *model, struct status_info *si)
+enum status sizer_new(struct sizer **out, const char *base, const char *model,
+		      const char *id_prefix, struct status_info *si)
 {
 	struct sizer *z = calloc(1, sizeof(*z));
 
@@ -171,6 +176,7 @@ enum status sizer_new(struct sizer **out, const char *base, const char *model, s
 		return status_set(si, STATUS_NOMEM, "out of memory");
 	z->base = base;
 	z->model = model;
+	snprintf(z->id_prefix, sizeof(z->id_prefix), "%s", id_prefix ? id_prefix : "ttaudit");
 	return STATUS_OK;
 }
 

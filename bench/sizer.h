@@ -13,8 +13,10 @@
 struct sizer;
 
 /* A sizer asking the server at base (and model, NULL none; both the caller's,
- * kept until sizer_free). */
-enum status sizer_new(struct sizer **out, const char *base, const char *model, struct status_info *si);
+ * kept until sizer_free). Its completions go with X-Request-Id
+ * "<id_prefix>-size-<n>" (n from 1), found so in the server's log. */
+enum status sizer_new(struct sizer **out, const char *base, const char *model,
+		      const char *id_prefix, struct status_info *si);
 void sizer_free(struct sizer *z);
 /* Points sz's callbacks at z. */
 void sizer_bind(struct sizer *z, struct suite_sizer *sz);

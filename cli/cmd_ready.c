@@ -101,8 +101,9 @@ int cmd_ready(int argc, char **argv)
 		}
 	}
 	if (r.ready)
-		printf("ready: %s in %.1f s (model %s, completion %s, token \"%s\")\n", r.url, r.total,
-		       r.model, r.completion_id[0] ? r.completion_id : "?", r.token_text);
+		printf("ready: %s in %.1f s (model %s, completion %s, request %s, token \"%s\")\n",
+		       r.url, r.total, r.model, r.completion_id[0] ? r.completion_id : "?",
+		       r.request_id, r.token_text);
 	else
 		printf("ready: NOT READY after %.1f s: rung '%s' did not pass\n", r.total,
 		       ready_rung_name(r.failed));

@@ -86,8 +86,9 @@ const char *http_auth_header(void)
 	return http_auth[0] ? http_auth : NULL;
 }
 
-static enum status http_do(const char *url, const char *json, double timeout_s,
-			   size_t max_body, struct http_response *res, struct status_info *si)
+static enum status http_do(const char *url, const char *json, const char *request_id,
+			   double timeout_s, size_t max_body, struct http_response *res,
+			   struct status_info *si)
 {
 	struct curl_slist *hdr = NULL;
 	struct http_sink sink = { res, max_body ? max_body : HTTP_MAX_BODY, 0 };
@@ -128,6 +129,17 @@ static enum status http_do(const char *url, const char *json, double timeout_s,
 			st = status_set(si, STATUS_NOMEM, "out of memory");
 			goto out;
 		}
+	}
+	if (request_id) {
+		char xid[160];
+		struct curl_slist *h2;
+
+		snprintf(xid, sizeof(xid), "X-Request-Id: %.120s", request_id);
+		if (!(h2 = cf->slist_append(hdr, xid))) {
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+			goto out;
+		}
+		hdr = h2;
 	}
 	if (http_auth_header()) {
 		struct curl_slist *h2 = cf->slist_append(hdr, http_auth_header());
@@ -173,13 +185,14 @@ out:
 enum status http_get(const char *url, double timeout_s, size_t max_body,
 		     struct http_response *res, struct status_info *si)
 {
-	return http_do(url, NULL, timeout_s, max_body, res, si);
+	return http_do(url, NULL, NULL, timeout_s, max_body, res, si);
 }
 
-enum status http_post_json(const char *url, const char *json, double timeout_s,
-			   size_t max_body, struct http_response *res, struct status_info *si)
+enum status http_post_json(const char *url, const char *json, const char *request_id,
+			   double timeout_s, size_t max_body, struct http_response *res,
+			   struct status_info *si)
 {
-	return http_do(url, json, timeout_s, max_body, res, si);
+	return http_do(url, json, request_id, timeout_s, max_body, res, si);
 }
 
 void http_response_release(struct http_response *res)

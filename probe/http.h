@@ -49,9 +49,15 @@ enum status http_init(struct status_info *si);
 enum status http_get(const char *url, double timeout_s, size_t max_body,
 		     struct http_response *res, struct status_info *si);
 
-/* POST json (Content-Type: application/json) to url; results as http_get. */
-enum status http_post_json(const char *url, const char *json, double timeout_s,
-			   size_t max_body, struct http_response *res, struct status_info *si);
+/*
+ * POST json (Content-Type: application/json) to url, with "X-Request-Id:
+ * request_id" so the request can be found in the server's log (vLLM takes
+ * it as the request's id); results as http_get. Every caller in the tool
+ * gives one; NULL sends none. An id over 120 bytes is cut.
+ */
+enum status http_post_json(const char *url, const char *json, const char *request_id,
+			   double timeout_s, size_t max_body, struct http_response *res,
+			   struct status_info *si);
 
 void http_response_release(struct http_response *res);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http.h"
 #include "prom.h"
@@ -145,7 +146,13 @@ static bool ready_attempt(const struct ready_opts *o, enum ready_rung rung, doub
 			ready_fail(rr, "%s", "out of memory");
 			return false;
 		}
-		st = http_post_json(url, body, budget, READY_MAX_BODY, &res, &si);
+		if (o->request_id_prefix)
+			snprintf(r->request_id, sizeof(r->request_id), "%.100s-ready-%u",
+				 o->request_id_prefix, rr->attempts);
+		else
+			snprintf(r->request_id, sizeof(r->request_id), "ttaudit-%ld-ready-%u",
+				 (long)getpid(), rr->attempts);
+		st = http_post_json(url, body, r->request_id, budget, READY_MAX_BODY, &res, &si);
 		cJSON_free(body);
 	} else {
 		st = http_get(url, budget, READY_MAX_BODY, &res, &si);
@@ -260,6 +267,7 @@ char *ready_report_json(const struct ready_report *r)
 		cJSON_AddStringToObject(root, "failed_rung", ready_rung_name(r->failed));
 	cJSON_AddStringToObject(root, "model", r->model);
 	cJSON_AddStringToObject(root, "completion_id", r->completion_id);
+	cJSON_AddStringToObject(root, "request_id", r->request_id);
 	cJSON_AddStringToObject(root, "token_text", r->token_text);
 	rungs = cJSON_AddArrayToObject(root, "rungs");
 	for (i = 0; rungs && i < READY__COUNT; i++) {

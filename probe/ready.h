@@ -43,6 +43,7 @@ struct ready_report {
 	char url[2048];
 	char model[256];                  /* the model the ladder used */
 	char completion_id[128];          /* `id` of the completion that passed */
+	char request_id[128];             /* X-Request-Id of the last generate attempt, "" if none */
 	char token_text[128];             /* the generated text */
 	struct ready_rung_result rung[READY__COUNT];
 };
@@ -52,6 +53,9 @@ struct ready_opts {
 	const char *model;      /* NULL: the first model /v1/models lists */
 	double timeout;         /* whole ladder; <= 0: READY_DEFAULT_TIMEOUT */
 	double interval;        /* pause between attempts; <= 0: 1 s */
+	/* Each generate attempt is sent with X-Request-Id "<prefix>-ready-<n>"
+	 * (n its attempt), found so in the server's log; NULL: "ttaudit-<pid>". */
+	const char *request_id_prefix;
 	/* Called after every attempt (for a progress line); may be NULL. */
 	void (*progress)(void *ctx, const struct ready_report *r, enum ready_rung at, double elapsed);
 	void *ctx;

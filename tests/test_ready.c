@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <microhttpd.h>
@@ -25,6 +26,7 @@ static struct {
 	int completion_status;
 	const char *completion;  /* body of /v1/completions */
 	char last_post[512];
+	char last_xid[160];      /* X-Request-Id of the last POST, "" none */
 } srv;
 
 static struct MHD_Daemon *daemon_h;
@@ -44,8 +46,11 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	(void)version;
 	if (!strcmp(method, "POST")) {
 		if (!*con_cls) {
+			const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+
 			*con_cls = &marker;
 			srv.last_post[0] = '\0';
+			snprintf(srv.last_xid, sizeof(srv.last_xid), "%s", x ? x : "");
 			return MHD_YES;
 		}
 		if (*upload_size) {
@@ -151,6 +156,15 @@ static void test_ready(void **state)
 	assert_non_null(strstr(srv.last_post, "\"max_tokens\":1"));
 	assert_non_null(strstr(srv.last_post, "\"temperature\":0"));
 	assert_non_null(strstr(srv.last_post, "\"model\":\"m\""));
+	/* and can be found in the server's log: it carries an X-Request-Id,
+	 * which the report names */
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "ttaudit-%ld-ready-1", (long)getpid());
+		assert_string_equal(srv.last_xid, want);
+		assert_string_equal(r.request_id, want);
+	}
 }
 
 static void test_load_period(void **state)

@@ -52,7 +52,8 @@ MASKS = {
     "pid": (r'("(pid|ppid|tid)":|\bpid[ =]|pid=)\d+', r"\1<PID>"),
     "port": (r"127\.0\.0\.1:\d+", "127.0.0.1:<PORT>"),
     "date": (r"\b\d\d-\d\d \d\d:\d\d:\d\d\b", "<DATE>"),
-    "id": (r"\b(cmpl|chatcmpl)-[0-9a-f]{8,}\b|fnv1a64:[0-9a-f]{16}", "<ID>"),
+    "id": (r"\b(cmpl|chatcmpl)-[0-9a-f]{8,}\b|fnv1a64:[0-9a-f]{16}|\bttaudit-\d+-ready-\d+\b",
+           "<ID>"),
     "host": (r'("host":"|host=")[^"]*"', r'\1<HOST>"'),
     "num": (r"\b\d+\.\d+\b", "<N>"),
     # runs of spaces as one (table columns whose width follows masked numbers)

@@ -24,6 +24,10 @@ awk "BEGIN { exit !($(rung health seconds) >= 1.5) }" || fail "health passed bef
 [ "$(rung health attempts)" -gt 3 ] || fail "health should have been retried through the load"
 case "$(jget "$T/out" .completion_id)" in cmpl-*) ;; *) fail "completion id $(jget "$T/out" .completion_id)" ;; esac
 [ -n "$(jget "$T/out" .token_text)" ] || fail "no generated token text"
+# its completion went with an X-Request-Id, the one the server named it by
+# (vLLM's external id: cmpl-<X-Request-Id>), so it can be found in the log
+case "$(jget "$T/out" .request_id)" in ttaudit-[0-9]*-ready-1) ;; *) fail "request id $(jget "$T/out" .request_id)" ;; esac
+eq "$(jget "$T/out" .completion_id)" "cmpl-$(jget "$T/out" .request_id)" "the server names the completion by the tool's id"
 eq "$(jget "$T/out" .model)" ttsim/qwen36-sim "model from /v1/models"
 # the text report names every rung, and the progress line stays off a non-TTY
 expect_rc 0 "$TTAUDIT" ready --url "$URL" --timeout 10
