@@ -241,6 +241,13 @@ cJSON *record_stats_json(const struct stats_run *st)
 	cJSON_AddItemToObject(o, "ttft_answer_s", record_dist(&st->ttft_answer));
 	cJSON_AddNumberToObject(o, "reasoning_tokens", (double)st->reasoning_tokens);
 	cJSON_AddNumberToObject(o, "answer_tokens", (double)st->answer_tokens);
+	if (st->open_loop) {
+		/* open loop: the same from when each request was due, and how late
+		 * the client wrote them (coordinated omission) */
+		cJSON_AddItemToObject(o, "ttft_from_sched_s", record_dist(&st->ttft_sched));
+		cJSON_AddItemToObject(o, "e2e_from_sched_s", record_dist(&st->e2e_sched));
+		cJSON_AddItemToObject(o, "sched_lag_s", record_dist(&st->sched_lag));
+	}
 	sc = cJSON_AddArrayToObject(o, "ttft_staircase_s");
 	for (i = 0; sc && i < st->n_staircase; i++)
 		cJSON_AddItemToArray(sc, st->staircase[i] < 0 ? cJSON_CreateNull()
@@ -397,6 +404,15 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	else
 		cJSON_AddNullToObject(o, "ttft_answer_s");
 	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - t0);
+	if (c->arrival == LOAD_POISSON && r->t_sched > 0) {
+		/* from when it was due: a client behind its schedule cannot hide it */
+		if (r->t_first > 0)
+			cJSON_AddNumberToObject(o, "ttft_from_sched_s", r->t_first - r->t_sched);
+		else
+			cJSON_AddNullToObject(o, "ttft_from_sched_s");
+		cJSON_AddNumberToObject(o, "e2e_from_sched_s", r->t_end - r->t_sched);
+		cJSON_AddNumberToObject(o, "sched_lag_s", t0 - r->t_sched);
+	}
 	if (r->n_chunks > 1) {
 		double gap = 0;
 
