@@ -81,6 +81,21 @@ char *benchreport_json(const struct driver_report *rep)
 				cJSON_AddNullToObject(x, "baseline");
 		}
 	}
+	if (rep->canary) {
+		x = cJSON_AddObjectToObject(o, "canary");
+		if (x) {
+			cJSON_AddNumberToObject(x, "requests", (double)rep->can_requests);
+			cJSON_AddNumberToObject(x, "leaked", (double)rep->can_leaked);
+			cJSON_AddNumberToObject(x, "lost", (double)rep->can_lost);
+			cJSON_AddNumberToObject(x, "decoy_outputs", (double)rep->can_decoy);
+			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->can_verdict));
+			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
+			if (rep->baseline > 0)
+				cJSON_AddNumberToObject(x, "baseline", rep->baseline);
+			else
+				cJSON_AddNullToObject(x, "baseline");
+		}
+	}
 	x = cJSON_AddObjectToObject(o, "token_times");
 	if (x) {
 		cJSON_AddNumberToObject(x, "stamped_kernel", (double)rep->stamped_kernel);
@@ -106,6 +121,21 @@ char *benchreport_json(const struct driver_report *rep)
 			cJSON_AddStringToObject(x, "server_config_hash", rep->arms[i].config_hash);
 		else
 			cJSON_AddNullToObject(x, "server_config_hash");
+		if (rep->canary) {
+			const struct canary_calib *cal = &rep->arms[i].cal;
+			cJSON *cj = cJSON_AddObjectToObject(x, "canary_calibration");
+
+			if (cj) {
+				cJSON_AddNumberToObject(cj, "requests", (double)cal->n);
+				cJSON_AddNumberToObject(cj, "repeated", (double)cal->n_repeated);
+				cJSON_AddBoolToObject(cj, "own_marker_evaluable", cal->repeats);
+				cJSON_AddNumberToObject(cj, "tokens_for_marker", (double)cal->tokens_for_marker);
+				cJSON_AddBoolToObject(cj, "ids_returned", cal->ids_returned);
+				cJSON_AddBoolToObject(cj, "ids_searched", rep->arms[i].ids_searched);
+				if (rep->arms[i].ids_note[0])
+					cJSON_AddStringToObject(cj, "ids_note", rep->arms[i].ids_note);
+			}
+		}
 		if (rep->correctness) {
 			cJSON_AddNumberToObject(x, "reference_requests", (double)rep->arms[i].ref_requests);
 			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->arms[i].ref_wrong);
@@ -155,6 +185,33 @@ char *benchreport_json(const struct driver_report *rep)
 								(double)dc->corr_n_to_bound);
 				if (dc->first_divergence[0])
 					cJSON_AddStringToObject(v, "first", dc->first_divergence);
+			}
+		}
+		if (rep->canary) {
+			v = cJSON_AddObjectToObject(x, "canary");
+			if (v) {
+				cJSON_AddNumberToObject(v, "requests", (double)dc->can_requests);
+				cJSON_AddNumberToObject(v, "clean", (double)dc->can_clean);
+				cJSON_AddNumberToObject(v, "leaked", (double)dc->can_leaked);
+				cJSON_AddNumberToObject(v, "lost", (double)dc->can_lost);
+				cJSON_AddNumberToObject(v, "failed", (double)dc->can_failed);
+				cJSON_AddNumberToObject(v, "own_checked", (double)dc->can_own_checked);
+				cJSON_AddNumberToObject(v, "decoy_outputs", (double)dc->can_decoy);
+				cJSON_AddNumberToObject(v, "ids_checked", (double)dc->can_id_checked);
+				cJSON_AddNumberToObject(v, "donor_finished", (double)dc->can_donor_finished);
+				cJSON_AddItemToObject(v, "leak_rate", record_rate_json(dc->can_leaked, dc->can_requests,
+										      rep->confidence));
+				cJSON_AddItemToObject(v, "lost_rate", record_rate_json(dc->can_lost, dc->can_own_checked,
+										      rep->confidence));
+				cJSON_AddItemToObject(v, "decoy_rate", record_rate_json(dc->can_decoy, dc->can_requests,
+										       rep->confidence));
+				if (dc->can_decoy)
+					cJSON_AddNumberToObject(v, "leaks_above_decoys_p", dc->can_fisher_p);
+				cJSON_AddStringToObject(v, "verdict", driver_verdict_name(dc->can_verdict));
+				if (dc->can_n_to_bound)
+					cJSON_AddNumberToObject(v, "requests_to_rule_out_baseline", (double)dc->can_n_to_bound);
+				if (dc->first_leak[0])
+					cJSON_AddStringToObject(v, "first", dc->first_leak);
 			}
 		}
 		if (dc->median.open_loop)
@@ -220,6 +277,35 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 					rate_plan_command(vs, sizeof(vs), rep->baseline, rep->confidence));
 		}
 	}
+	if (rep->canary) {
+		fprintf(f, "CANARY: %s: %zu leaked, %zu lost of %zu requests", driver_verdict_name(rep->can_verdict),
+			rep->can_leaked, rep->can_lost, rep->can_requests);
+		if (rep->n_cells == 1)
+			fprintf(f, "; leaked %s", rate_describe(buf, sizeof(buf), rep->can_leaked, rep->can_requests,
+								rep->confidence, 100, "%"));
+		else
+			fprintf(f, " (each server's and level's rate below)");
+		fprintf(f, "%s\n", rep->can_decoy ? "; decoys found: chance matches (below)" : "");
+		for (i = 0; i < rep->n_arms; i++) {
+			const struct canary_calib *cal = &rep->arms[i].cal;
+
+			fprintf(f, "    server %zu calibration: %zu of %zu answers repeated their marker%s; %s\n", i,
+				cal->n_repeated, cal->n,
+				cal->repeats ? "" : ": own markers NOT EVALUABLE (the model does not repeat)",
+				rep->arms[i].ids_searched ? "token ids searched too" :
+				rep->arms[i].ids_note[0] ? rep->arms[i].ids_note : "token ids not searched");
+		}
+		for (i = 0; i < rep->n_cells; i++) {
+			const struct driver_cell *dc = &rep->cells[i];
+
+			if (dc->can_n_to_bound)
+				fprintf(f, "INCONCLUSIVE: server %zu: 0 leaked of %zu %s, not the baseline %g%%; "
+					"%" PRIu64 " requests would (%s)\n", dc->arm_index, dc->can_requests,
+					rate_describe(buf, sizeof(buf), 0, dc->can_requests, rep->confidence, 100, "%"),
+					100 * rep->baseline, dc->can_n_to_bound,
+					rate_plan_command(vs, sizeof(vs), rep->baseline, rep->confidence));
+		}
+	}
 	if (rep->any_unstable)
 		fprintf(f, "UNSTABLE: repeats spread over %.0f%% in output tokens/s; see the spread column\n",
 			STATS_UNSTABLE_SPREAD * 100);
@@ -239,7 +325,7 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 			rep->arms[i].config_hash[0] ? rep->arms[i].config_hash : "unknown");
 	fprintf(f, "suite %s (%zu prompts, %s, sizing %s), %s arrivals, %s\n", rep->suite_source, rep->suite_n,
 		rep->suite_hash, rep->sizing, record_arrival_name(rep->arrival),
-		rep->correctness ? "correctness stage" : rep->warm ? "warm" : "cold");
+		rep->correctness ? "correctness stage" : rep->canary ? "canary stage" : rep->warm ? "warm" : "cold");
 	fprintf(f, "%-3s %-10s %8s %5s %5s %9s %9s %22s %22s %16s %10s %7s\n", "srv", "arm", "level", "reqs",
 		"fail", "makespan", "tok/s", "ttft p50/p90/p99 ms", "ttlt p50/p90/p99 ms", "itl p50/p99 ms",
 		"prefill/s", "spread");
@@ -288,6 +374,27 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 					     rep->confidence, rep->baseline) : "");
 		if (dc->first_divergence[0])
 			fprintf(f, "    first: %s\n", dc->first_divergence);
+		if (rep->canary) {
+			char lr[128], dr[128];
+
+			fprintf(f, "    canary: %s, %zu leaked, %zu lost, %zu clean, %zu failed of %zu (own marker "
+				"checked in %zu); leaked %s\n", driver_verdict_name(dc->can_verdict), dc->can_leaked,
+				dc->can_lost, dc->can_clean, dc->can_failed, dc->can_requests, dc->can_own_checked,
+				rate_describe(lr, sizeof(lr), dc->can_leaked, dc->can_requests, rep->confidence,
+					      100, "%"));
+			if (dc->can_leaked)
+				fprintf(f, "    leaks from a donor that had finished: %zu of %zu\n",
+					dc->can_donor_finished, dc->can_leaked);
+			if (dc->can_decoy)
+				fprintf(f, "    decoys (markers never sent) found in %zu outputs, %s: chance matches; "
+					"leaked above decoys: Fisher p = %.3g%s\n", dc->can_decoy,
+					rate_describe(dr, sizeof(dr), dc->can_decoy, dc->can_requests, rep->confidence,
+						      100, "%"),
+					dc->can_fisher_p, dc->can_verdict == DRIVER_FAIL ? "" :
+					" (leaks cannot be told from chance on this model)");
+			if (dc->first_leak[0])
+				fprintf(f, "    first: %s\n", dc->first_leak);
+		}
 		if (dc->n_cold_invalid)
 			fprintf(f, "    cold claim invalid in %zu of %u runs (%.0f prefix-cache hit tokens)\n",
 				dc->n_cold_invalid, dc->n_repeats, dc->prefix_hits);

@@ -40,7 +40,7 @@ static void correct_excerpt(const char *s, size_t n, char *buf, size_t sz)
 }
 
 /* The content token (chunk) of r that holds byte off. */
-static size_t correct_token_at(const struct load_result *r, size_t off)
+size_t correct_chunk_at(const struct load_result *r, size_t off)
 {
 	size_t lo = 0, hi, n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
 
@@ -57,6 +57,15 @@ static size_t correct_token_at(const struct load_result *r, size_t off)
 			hi = mid;
 	}
 	return off >= r->tok_off[n] ? n : lo;
+}
+
+size_t correct_tokens_before(const struct load_result *r, size_t chunk)
+{
+	size_t j, k = 0;
+
+	for (j = 0; j < chunk && j < r->n_chunks && j < LOAD_MAX_TOKENS; j++)
+		k += r->tok_n ? r->tok_n[j] : 1;
+	return k;
 }
 
 enum status correct_compare(const struct suite *s, const struct load_run *ref,
@@ -111,7 +120,7 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 			} else {
 				it->verdict = CORRECT_DIVERGED;
 				{
-					size_t c = correct_token_at(b, off), j;
+					size_t c = correct_chunk_at(b, off), j;
 
 					/* in tokens: a chunk may carry several */
 					it->at = 0;

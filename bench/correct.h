@@ -69,6 +69,11 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 			    struct status_info *si);
 void correct_report_release(struct correct_report *rep);
 
+/* The content chunk of r (kept text) that holds byte off of its text, and
+ * the output tokens before chunk c (a chunk may carry several). */
+size_t correct_chunk_at(const struct load_result *r, size_t off);
+size_t correct_tokens_before(const struct load_result *r, size_t chunk);
+
 /* The first expect string of entry e missing from text, or NULL. */
 const char *correct_missing(const struct suite_entry *e, const char *text);
 

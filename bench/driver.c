@@ -77,6 +77,17 @@ struct driver_ctx {
 	struct record *rec;
 	char host[256];
 	struct driver_prog prog;
+	struct canary_set *can;     /* --correctness canary: the run's markers */
+	size_t can_next;            /* the next sent marker */
+};
+
+/* A canary run: which markers its requests carry, and where its verdicts go. */
+struct driver_can {
+	size_t entry;               /* the suite entry of its first request */
+	enum canary_kind kind;      /* CANARY_SENT (checked) or CANARY_CALIB */
+	size_t first;               /* its first marker of that kind */
+	const struct canary_calib *cal;
+	struct canary_report *rep;  /* SENT: the verdicts */
 };
 
 static uint64_t driver_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
@@ -113,10 +124,11 @@ static void driver_requests_free(struct driver_reqs *r)
 /*
  * nonce_mode: 0 per request (cold: key from cell and request), 1 per prompt
  * (correctness: the reference and the run under test send the same body),
- * 2 shared (warm).
+ * 2 shared (warm), 3 none, request i the suite's entry `entry` + i (canary:
+ * its marker is unique).
  */
 static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int nonce_mode,
-				   uint64_t cell_key, double temperature, struct driver_reqs *r,
+				   uint64_t cell_key, double temperature, size_t entry, struct driver_reqs *r,
 				   struct status_info *si)
 {
 	const struct driver_opts *o = c->o;
@@ -139,8 +151,12 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 	bo.temperature = temperature;
 	bo.ignore_eos = o->ignore_eos;
 	bo.no_usage = o->no_usage;
+	/* canary: each request its own entry, its marker keeps it cold */
+	bo.return_token_ids = nonce_mode == 3;
 	for (i = 0; i < n; i++) {
-		p = i % c->suite->n;
+		p = nonce_mode == 3 ? entry + i : i % c->suite->n;
+		if (p >= c->suite->n)
+			return status_set(si, STATUS_USAGE, "request %zu past the %zu prompts", i, c->suite->n);
 		if (nonce_mode == 0)
 			key = driver_key(o->corpus_seed, cell_key, i, 1, 0);
 		else if (nonce_mode == 1)
@@ -148,6 +164,7 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 		else
 			key = driver_key(o->corpus_seed, 3, 0, 0, 0);
 		suite_nonce(key, nonce);
+		bo.nonce = nonce_mode == 3 ? NULL : nonce;
 		r->bodies[i] = suite_body(c->suite, p, &bo, &route, &r->rq[i].body_len);
 		if (!r->bodies[i] || http_join(c->as[a].id.url, route, url, sizeof(url)) ||
 		    !(r->urls[i] = strdup(url)))
@@ -333,8 +350,9 @@ static void driver_fill_identity(struct driver_ctx *c)
 /* One load run of arm a; records it; hands back the run and its figures. */
 static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase, enum load_arrival arr,
 			      double level, unsigned rep, size_t n, int nonce_mode, double temperature,
-			      bool keep_text, const struct load_run *ref, struct load_run **out_run,
-			      struct stats_run *out_st, struct correct_report *corr, struct status_info *si)
+			      bool keep_text, const struct load_run *ref, const struct driver_can *dcan,
+			      struct load_run **out_run, struct stats_run *out_st, struct correct_report *corr,
+			      struct status_info *si)
 {
 	const struct driver_opts *o = c->o;
 	struct driver_reqs rq;
@@ -349,7 +367,9 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	*out_run = NULL;
 	memset(out_st, 0, sizeof(*out_st));
 	memset(corr, 0, sizeof(*corr));
-	st = driver_requests(c, a, n, nonce_mode, cell_key, temperature, &rq, si);
+	if (dcan)
+		nonce_mode = 3;
+	st = driver_requests(c, a, n, nonce_mode, cell_key, temperature, dcan ? dcan->entry : 0, &rq, si);
 	if (st)
 		goto out;
 	snprintf(run_id, sizeof(run_id), "%016" PRIx64 "-%s-a%zu-%g-r%u", o->corpus_seed, phase, a, level, rep);
@@ -361,7 +381,8 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	lo.seed = o->arrival_seed + rep;
 	lo.timeout_s = o->timeout_s;
 	lo.stall_s = o->stall_s;
-	lo.keep_text = keep_text;
+	lo.keep_text = keep_text || dcan;
+	lo.keep_ids = dcan != NULL;
 	lo.loop_times = o->loop_times;
 	if (o->progress) {
 		c->prog.f = o->progress;
@@ -385,6 +406,22 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 		if (st)
 			goto out;
 	}
+	if (dcan) {
+		size_t i;
+
+		/* every request's end first: a donor in this run is then known */
+		for (i = 0; i < (*out_run)->n; i++) {
+			const struct load_result *x = &(*out_run)->res[i];
+
+			canary_note(c->can, dcan->kind, dcan->first + i, x->xid[0] ? x->xid : x->id, x->t_end,
+				    false);
+		}
+		if (dcan->rep) {
+			st = canary_check(c->can, dcan->cal, *out_run, dcan->first, dcan->rep, si);
+			if (st)
+				goto out;
+		}
+	}
 	memset(&cell, 0, sizeof(cell));
 	cell.run_id = run_id;
 	cell.phase = phase;
@@ -395,16 +432,20 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	cell.batch = arr == LOAD_BATCH ? (unsigned)level : 0;
 	cell.rate = arr == LOAD_POISSON ? level : 0;
 	cell.arrival_seed = lo.seed;
-	cell.cache_claim = nonce_mode == 0 ? "cold" : "warm";
+	cell.cache_claim = nonce_mode == 0 || nonce_mode == 3 ? "cold" : "warm";
 	cell.prefix_known = h1_ok;
 	cell.prefix_hits_delta = h1 - h0;
 	cell.cold_claim_valid = h1_ok && h1 - h0 <= 0;
 	cell.temperature = temperature;
 	cell.correct = ref ? corr : NULL;
+	cell.canary = dcan ? dcan->rep : NULL;
+	cell.canary_set = dcan ? c->can : NULL;
+	cell.canary_first = dcan ? dcan->first : 0;
+	cell.canary_kind = dcan ? (int)dcan->kind : 0;
 	st = record_run(c->rec, &c->as[a].id, &cell, *out_run, out_st, o->token_times, si);
 	if (st)
 		goto out;
-	if (nonce_mode == 0) {
+	if (nonce_mode == 0 || (nonce_mode == 3 && dcan->kind == CANARY_SENT)) {
 		struct driver_cell *dc = NULL;
 		size_t li;
 
@@ -485,6 +526,137 @@ static void driver_tally(struct driver_cell *dc, const struct load_run *run, con
 	}
 }
 
+static void driver_tally_canary(struct driver_cell *dc, const struct canary_report *cr,
+				const struct load_run *run, const struct canary_set *can)
+{
+	size_t i;
+
+	dc->can_requests += cr->n;
+	dc->can_clean += cr->n_clean;
+	dc->can_leaked += cr->n_leaked;
+	dc->can_lost += cr->n_lost;
+	dc->can_failed += cr->n_failed;
+	dc->can_own_checked += cr->n_own_checked;
+	dc->can_decoy += cr->n_decoy_outputs;
+	dc->can_id_checked += cr->n_id_checked;
+	dc->can_donor_finished += cr->n_donor_finished;
+	for (i = 0; i < cr->n && !dc->first_leak[0]; i++) {
+		const struct canary_item *it = &cr->items[i];
+
+		if (it->verdict == CANARY_LEAKED)
+			snprintf(dc->first_leak, sizeof(dc->first_leak),
+				 "%.70s leaked: a piece of %s marker %zu (request %.70s, %s) at output token %zu (%s)",
+				 run->res[i].xid[0] ? run->res[i].xid : run->res[i].id,
+				 canary_kind_name(it->leak.kind), it->leak.donor,
+				 it->leak.donor_id[0] ? it->leak.donor_id : "?",
+				 it->leak.donor_aborted ? "aborted before" :
+				 it->leak.donor_finished ? "finished before" : "still streaming",
+				 it->leak.at, it->leak.by_id ? "token id" : it->leak.group);
+		else if (it->verdict == CANARY_LOST)
+			snprintf(dc->first_leak, sizeof(dc->first_leak),
+				 "%.70s lost its own marker \"%s\" (%zu of %d groups in %zu tokens)",
+				 run->res[i].xid[0] ? run->res[i].xid : run->res[i].id,
+				 canary_text(can, CANARY_SENT, it->marker), it->own_groups, CANARY_GROUPS,
+				 run->res[i].n_tokens);
+	}
+}
+
+/*
+ * The canary verdict of a cell: FAIL with a lost marker, or a leak (when
+ * decoys were found too, only when leaked outputs outnumber decoy outputs by
+ * Fisher's one-sided test at 1 - C: else chance could have made them);
+ * INCONCLUSIVE with decoys found, or when 0 leaked of n cannot rule out the
+ * baseline; PASS otherwise.
+ */
+static void driver_canary_verdict(const struct driver_report *rep, struct driver_cell *dc)
+{
+	dc->can_n_to_bound = 0;
+	dc->can_fisher_p = 1;
+	if (dc->can_decoy)
+		dc->can_fisher_p = rate_fisher_greater(dc->can_leaked, dc->can_requests, dc->can_decoy,
+							dc->can_requests);
+	if (dc->can_lost || (dc->can_leaked && (!dc->can_decoy || dc->can_fisher_p < 1 - rep->confidence))) {
+		dc->can_verdict = DRIVER_FAIL;
+		return;
+	}
+	dc->can_verdict = dc->can_decoy || dc->can_leaked ? DRIVER_INCONCLUSIVE : DRIVER_PASS;
+	if (dc->can_verdict == DRIVER_PASS && rep->baseline > 0) {
+		uint64_t n = rate_n_to_bound(rep->baseline, 1 - (1 - rep->confidence) / 2);
+
+		if (dc->can_requests < n) {
+			dc->can_verdict = DRIVER_INCONCLUSIVE;
+			dc->can_n_to_bound = n;
+		}
+	}
+}
+
+/* Requests of a run at `level` (the suite's n for the usual stage). */
+static size_t driver_cell_n(const struct driver_opts *o, double level, size_t suite_n)
+{
+	if (o->arrival == LOAD_BATCH)
+		return (size_t)level;
+	if (o->n_requests)
+		return o->n_requests;
+	if (o->canary)
+		return o->arrival == LOAD_POISSON || level < 32 ? 32 : (size_t)ceil(level);
+	return suite_n > (size_t)level ? suite_n : (size_t)ceil(level);
+}
+
+/*
+ * The canary's markers by the server's tokenizer, for the search of token
+ * ids: every marker as it stands in an answer (after a space), the task's
+ * own words as the ids every marker shares. Off, with the reason in the arm's
+ * note, when the server sends no ids or has no tokenizer route.
+ */
+static enum status driver_canary_ids(struct driver_ctx *c, struct status_info *si)
+{
+	struct driver_report *rep = c->rep;
+	struct sizer *z = NULL;
+	struct status_info esi;
+	int64_t ids[CANARY_MAX_IDS], common[4 * CANARY_MAX_IDS];
+	size_t k, i, n, n_common = 0, a;
+	char text[CANARY_MARKER_LEN + 2];
+	enum status st;
+	static const char *const words[] = { "Code: \nCopy: \nCopy:",
+		"Code: \nRepeat the code four times, separated by spaces, and write nothing else." };
+
+	for (a = 0; a < c->o->n_arms; a++)
+		if (!rep->arms[a].cal.ids_returned || strcmp(rep->arms[a].model, rep->arms[0].model)) {
+			for (k = 0; k < c->o->n_arms; k++)
+				snprintf(rep->arms[k].ids_note, sizeof(rep->arms[k].ids_note), "%s",
+					 !rep->arms[a].cal.ids_returned ?
+					 "token ids not searched: a server sent none with its chunks" :
+					 "token ids not searched: the servers serve different models");
+			return STATUS_OK;
+		}
+	st = sizer_new(&z, c->o->arms[0].url, rep->arms[0].model[0] ? rep->arms[0].model : NULL, si);
+	if (st)
+		return st;
+	status_info_clear(&esi);
+	for (i = 0; i < 2 && !st; i++) {
+		st = sizer_ids(z, words[i], common + n_common, 2 * CANARY_MAX_IDS, &n, &esi);
+		n_common += n;
+	}
+	for (k = 0; k < CANARY__KINDS && !st; k++)
+		for (i = 0; i < canary_count(c->can, (enum canary_kind)k) && !st; i++) {
+			snprintf(text, sizeof(text), " %s", canary_text(c->can, (enum canary_kind)k, i));
+			st = sizer_ids(z, text, ids, CANARY_MAX_IDS, &n, &esi);
+			if (!st)
+				canary_set_ids(c->can, (enum canary_kind)k, i, ids, n);
+		}
+	sizer_free(z);
+	if (st) {
+		for (a = 0; a < c->o->n_arms; a++)
+			snprintf(rep->arms[a].ids_note, sizeof(rep->arms[a].ids_note),
+				 "token ids not searched: no tokenizer (%.90s)", esi.msg);
+		return STATUS_OK;
+	}
+	st = canary_ids_done(c->can, common, n_common, si);
+	for (a = 0; !st && a < c->o->n_arms; a++)
+		rep->arms[a].ids_searched = true;
+	return st;
+}
+
 static enum status driver_check_opts(const struct driver_opts *o, struct status_info *si)
 {
 	size_t i;
@@ -516,6 +688,9 @@ static enum status driver_check_opts(const struct driver_opts *o, struct status_
 	if (o->correctness && o->warm)
 		return status_set(si, STATUS_USAGE, "--correctness and --warm together (correctness sends "
 				  "the reference's bodies)");
+	if (o->canary && (o->suite || o->warm || o->correctness))
+		return status_set(si, STATUS_USAGE, "--correctness canary writes its own prompts: not with "
+				  "--suite, --warm or the reference stage");
 	return STATUS_OK;
 }
 
@@ -563,8 +738,10 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	bool passed;
 	double temp;
 	struct stats_run *keep = NULL;    /* [cell][repeat] figures */
+	struct canary_report crep;
 
 	memset(rep, 0, sizeof(*rep));
+	memset(&crep, 0, sizeof(crep));
 	memset(&c, 0, sizeof(c));
 	memset(&st_run, 0, sizeof(st_run));
 	memset(&corr, 0, sizeof(corr));
@@ -581,6 +758,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->n_arms = o->n_arms;
 	rep->arrival = o->arrival;
 	rep->correctness = o->correctness;
+	rep->canary = o->canary;
 	rep->confidence = o->confidence > 0 && o->confidence < 1 ? o->confidence : 0.95;
 	rep->baseline = o->baseline > 0 && o->baseline < 1 ? o->baseline : 0;
 	rep->warm = o->warm;
@@ -623,7 +801,19 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 			goto out;   /* rep->gate_failed says why */
 	}
 	/* 2. prompts */
-	if (!o->suite) {
+	if (o->canary) {
+		size_t total = 0;
+
+		for (r = 0; r < o->repeats; r++)
+			for (li = 0; li < o->n_levels; li++)
+				total += o->n_arms * driver_cell_n(o, o->levels[li], 0);
+		st = canary_set_new(o->corpus_seed, total, CANARY_CALIBRATION * o->n_arms, &c.can, si);
+		if (!st)
+			st = canary_suite(c.can, o->gen.chat, o->gen.max_tokens > 0 ? o->gen.max_tokens : 16,
+					  &c.suite, si);
+		if (st)
+			goto out;
+	} else if (!o->suite) {
 		struct sizer *z = NULL;
 
 		st = sizer_new(&z, o->arms[0].url, c.as[0].model[0] ? c.as[0].model : NULL, si);
@@ -646,11 +836,29 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	st = record_open(&c.rec, o->out, si);
 	if (st)
 		goto out;
-	/* 3. the reference */
-	temp = o->correctness ? 0.0 : o->temperature;
+	/* 3. the reference; the canary's calibration */
+	temp = o->correctness || o->canary ? 0.0 : o->temperature;
+	if (o->canary) {
+		for (a = 0; a < o->n_arms; a++) {
+			struct driver_can dcan = { canary_count(c.can, CANARY_SENT) + a * CANARY_CALIBRATION,
+						   CANARY_CALIB, a * CANARY_CALIBRATION, NULL, NULL };
+
+			st = driver_one(&c, a, "calibration", LOAD_CLOSED, 1, 0, CANARY_CALIBRATION, 3, 0.0, true,
+					NULL, &dcan, &run, &st_run, &corr, si);
+			if (st)
+				goto out;
+			canary_calibrate(c.can, run, a * CANARY_CALIBRATION, &rep->arms[a].cal);
+			stats_run_release(&st_run);
+			load_run_free(run);
+			run = NULL;
+		}
+		st = driver_canary_ids(&c, si);
+		if (st)
+			goto out;
+	}
 	if (o->correctness) {
 		for (a = 0; a < o->n_arms; a++) {
-			st = driver_one(&c, a, "reference", LOAD_CLOSED, 1, 0, c.suite->n, 1, 0.0, true, NULL,
+			st = driver_one(&c, a, "reference", LOAD_CLOSED, 1, 0, c.suite->n, 1, 0.0, true, NULL, NULL,
 					&c.as[a].ref, &st_run, &corr, si);
 			if (st)
 				goto out;
@@ -675,17 +883,22 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 				struct driver_cell *dc = &rep->cells[a * o->n_levels + li];
 				double level = o->levels[li];
 
-				n = o->n_requests;
-				if (o->arrival == LOAD_BATCH)
-					n = (size_t)level;
-				else if (!n)
-					n = c.suite->n > (size_t)level ? c.suite->n : (size_t)ceil(level);
-				st = driver_one(&c, a, o->correctness ? "correctness" : "bench", o->arrival, level, r, n,
-						o->correctness ? 1 : o->warm ? 2 : 0, temp, o->correctness,
-						o->correctness ? c.as[a].ref : NULL, &run, &st_run, &corr, si);
+				struct driver_can dcan = { c.can_next, CANARY_SENT, c.can_next, &rep->arms[a].cal, &crep };
+
+				n = driver_cell_n(o, level, c.suite->n);
+				if (o->canary)
+					c.can_next += n;
+				st = driver_one(&c, a, o->correctness ? "correctness" : o->canary ? "canary" : "bench",
+						o->arrival, level, r, n, o->correctness ? 1 : o->warm ? 2 : 0, temp,
+						o->correctness, o->correctness ? c.as[a].ref : NULL,
+						o->canary ? &dcan : NULL, &run, &st_run, &corr, si);
 				if (st)
 					goto out;
 				driver_tally(dc, run, &st_run, &corr, o->correctness);
+				if (o->canary) {
+					driver_tally_canary(dc, &crep, run, c.can);
+					canary_report_release(&crep);
+				}
 				dc->tok_s[r] = st_run.out_tok_s;
 				dc->n_repeats = r + 1;
 				keep[(a * o->n_levels + li) * o->repeats + r] = st_run;
@@ -719,6 +932,16 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 			rep->n_fail[k] += dc->n_fail[k];
 		rep->corr_requests += dc->corr_requests;
 		rep->corr_failing += dc->corr_failing;
+		if (o->canary) {
+			driver_canary_verdict(rep, dc);
+			rep->can_requests += dc->can_requests;
+			rep->can_leaked += dc->can_leaked;
+			rep->can_lost += dc->can_lost;
+			rep->can_decoy += dc->can_decoy;
+			if (dc->can_verdict == DRIVER_FAIL ||
+			    (dc->can_verdict == DRIVER_INCONCLUSIVE && rep->can_verdict == DRIVER_PASS))
+				rep->can_verdict = dc->can_verdict;
+		}
 		if (o->correctness) {
 			driver_verdict_of(rep, dc);
 			/* the worst: FAIL over INCONCLUSIVE over PASS */
@@ -757,6 +980,8 @@ out:
 		load_run_free(c.as[a].ref);
 	}
 	suite_free(c.suite);
+	canary_set_free(c.can);
+	canary_report_release(&crep);
 	arm_spec_free(spec);
 	return st;
 }

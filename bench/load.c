@@ -579,6 +579,8 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
 	lp->multi = lp->cf->multi_init();
 	lp->cp = result_parser_new();
+	if (lp->cp && o->keep_ids)
+		result_parser_keep_ids(lp->cp, true);
 	lp->busy = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy));
 	lp->busy_cpu = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy_cpu));
 	lp->xf = calloc(n_xf, sizeof(*lp->xf));
@@ -846,6 +848,8 @@ void load_run_free(struct load_run *r)
 		free(r->res[i].tok_n);
 		free(r->res[i].text);
 		free(r->res[i].tok_off);
+		free(r->res[i].ids);
+		free(r->res[i].ids_off);
 	}
 	free(r->res);
 	free(r);

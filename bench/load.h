@@ -108,6 +108,9 @@ struct load_result {
 	char *text;            /* concatenated content when keep_text; owned by the run */
 	size_t text_len;
 	size_t *tok_off;       /* keep_text: n_chunks+1 offsets of each chunk in text */
+	int32_t *ids;          /* keep_ids: the token ids the chunks carried (-1: not an id), owned */
+	size_t n_ids;          /* at most LOAD_MAX_TOKENS kept */
+	size_t *ids_off;       /* keep_ids: n_chunks+1 offsets of each chunk's ids in ids */
 	long usage_prompt;     /* from `usage`; -1 when the stream had none */
 	long usage_completion;
 	char finish_reason[24];
@@ -132,6 +135,7 @@ struct load_opts {
 	double timeout_s;      /* whole-request limit; 0: none */
 	double stall_s;        /* limit on silence within a request; 0: none */
 	bool keep_text;        /* keep each request's content and chunk offsets */
+	bool keep_ids;         /* keep the token ids of chunks that carry them (token_ids) */
 	/* every request carries `X-Request-Id: <prefix>-<index>`, so an audit
 	 * written inside the server can be joined with it (vLLM makes it the
 	 * external request id); NULL: no such header */

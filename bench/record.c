@@ -294,6 +294,55 @@ cJSON *record_correct_json(const struct correct_report *c)
 	return o;
 }
 
+cJSON *record_canary_json(const struct canary_report *c)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "requests", (double)c->n);
+	cJSON_AddNumberToObject(o, "clean", (double)c->n_clean);
+	cJSON_AddNumberToObject(o, "leaked", (double)c->n_leaked);
+	cJSON_AddNumberToObject(o, "lost", (double)c->n_lost);
+	cJSON_AddNumberToObject(o, "failed", (double)c->n_failed);
+	cJSON_AddNumberToObject(o, "own_checked", (double)c->n_own_checked);
+	cJSON_AddNumberToObject(o, "decoy_outputs", (double)c->n_decoy_outputs);
+	cJSON_AddNumberToObject(o, "ids_checked", (double)c->n_id_checked);
+	cJSON_AddNumberToObject(o, "donor_finished", (double)c->n_donor_finished);
+	return o;
+}
+
+/* A request's canary verdict: its own marker, the first foreign piece. */
+static void record_canary_item(cJSON *o, const struct record_cell *c, const struct canary_item *it)
+{
+	cJSON *x = cJSON_AddObjectToObject(o, "canary"), *l;
+
+	cJSON_AddStringToObject(o, "verdict", canary_verdict_name(it->verdict));
+	if (!x)
+		return;
+	if (c->canary_set)
+		cJSON_AddStringToObject(x, "marker", canary_text(c->canary_set, CANARY_SENT, it->marker));
+	cJSON_AddNumberToObject(x, "marker_index", (double)it->marker);
+	cJSON_AddStringToObject(x, "own", canary_own_name(it->own));
+	cJSON_AddNumberToObject(x, "own_groups", (double)it->own_groups);
+	cJSON_AddNumberToObject(x, "foreign", (double)it->n_leaks);
+	cJSON_AddNumberToObject(x, "decoy", (double)it->n_decoy);
+	if (!it->n_leaks)
+		return;
+	l = cJSON_AddObjectToObject(x, "leak");
+	if (!l)
+		return;
+	cJSON_AddStringToObject(l, "donor_kind", canary_kind_name(it->leak.kind));
+	cJSON_AddNumberToObject(l, "donor_marker", (double)it->leak.donor);
+	record_str(l, "donor_id", it->leak.donor_id[0] ? it->leak.donor_id : NULL);
+	cJSON_AddNumberToObject(l, "at", (double)it->leak.at);
+	cJSON_AddBoolToObject(l, "donor_finished", it->leak.donor_finished);
+	cJSON_AddBoolToObject(l, "donor_aborted", it->leak.donor_aborted);
+	cJSON_AddStringToObject(l, "by", it->leak.by_id ? "ids" : "text");
+	if (it->leak.group[0])
+		cJSON_AddStringToObject(l, "group", it->leak.group);
+}
+
 static void record_cell_json(cJSON *o, const struct record_cell *c, const struct load_run *run)
 {
 	cJSON *a = cJSON_AddObjectToObject(o, "arrival");
@@ -447,6 +496,11 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddStringToObject(o, "text", r->text);   /* kept only where outputs are compared */
 	if (c->correct && r->index < c->correct->n)
 		record_verdict(o, &c->correct->items[r->index]);
+	if (c->canary && r->index < c->canary->n)
+		record_canary_item(o, c, &c->canary->items[r->index]);
+	else if (c->canary_set)
+		cJSON_AddStringToObject(o, "marker", canary_text(c->canary_set, (enum canary_kind)c->canary_kind,
+								 c->canary_first + r->index));
 	if (token_times) {
 		tt = cJSON_AddArrayToObject(o, "token_t");
 		n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
@@ -493,6 +547,8 @@ enum status record_run(struct record *w, const struct record_identity *id,
 		cJSON_AddItemToObject(o, "figures", v);
 	if (cell->correct && (v = record_correct_json(cell->correct)))
 		cJSON_AddItemToObject(o, "correctness", v);
+	if (cell->canary && (v = record_canary_json(cell->canary)))
+		cJSON_AddItemToObject(o, "canary", v);
 	rst = record_put(w, o, si);
 	cJSON_Delete(o);
 	for (i = 0; !rst && i < run->n; i++) {
@@ -635,6 +691,13 @@ static void record_in_fill(const cJSON *o, struct record_in *rec)
 	rec->id = record_in_str(o, "id");
 	rec->request_id = record_in_str(o, "request_id");
 	rec->verdict = record_in_str(o, "verdict");
+	{
+		const cJSON *can = cJSON_GetObjectItemCaseSensitive(o, "canary");
+		const cJSON *leak = can ? cJSON_GetObjectItemCaseSensitive(can, "leak") : NULL;
+
+		rec->leak_donor_id = record_in_str(leak, "donor_id");
+		rec->leak_at = record_in_num(leak, "at");
+	}
 	rec->index = record_in_num(o, "index");
 	rec->prompt_index = record_in_num(o, "prompt_index");
 	rec->prompt_tokens = record_in_num(o, "prompt_tokens");

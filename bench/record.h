@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "canary.h"
 #include "correct.h"
 #include "load.h"
 #include "stats.h"
@@ -73,6 +74,10 @@ struct record_cell {
 	bool cold_claim_valid;      /* cold and no prefix-cache hit in the run (meaningful when prefix_known) */
 	double temperature;         /* < 0: server default */
 	const struct correct_report *correct;  /* correctness phase: verdicts, else NULL */
+	const struct canary_report *canary;    /* canary phase: verdicts, else NULL */
+	const struct canary_set *canary_set;   /* its markers (with canary, or a calibration run) */
+	size_t canary_first;                   /* the run's first marker */
+	int canary_kind;                       /* enum canary_kind of the run's markers */
 };
 
 /* "closed", "batch", "poisson". */
@@ -107,6 +112,8 @@ enum status record_line(struct record *w, const char *json, struct status_info *
 
 /* The identity as a cJSON object (for summaries); NULL on allocation failure. */
 struct cJSON *record_identity_json(const struct record_identity *id);
+/* Canary counts as a cJSON object; NULL on allocation failure. */
+struct cJSON *record_canary_json(const struct canary_report *c);
 /* Correctness counts as a cJSON object; NULL on allocation failure. */
 struct cJSON *record_correct_json(const struct correct_report *c);
 /* k of n with its Clopper-Pearson interval at conf, as rate_json writes it (base/rate.h). */
@@ -141,6 +148,9 @@ struct record_in {
 	bool has_correctness;        /* "correctness" present */
 	/* request */
 	const char *id, *request_id, *verdict;
+	/* canary: the first leak's donor request id and output position */
+	const char *leak_donor_id;
+	double leak_at;
 	double index, prompt_index, prompt_tokens, diverged_at, diverged_tokens, ttft_s;
 	bool ok;
 };

@@ -561,6 +561,31 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 		goto out;
 	if (o->ignore_eos && !cJSON_AddTrueToObject(b, "ignore_eos"))
 		goto out;
+	if (o->return_token_ids && !cJSON_AddTrueToObject(b, "return_token_ids"))
+		goto out;
+	if (o->extra) {
+		cJSON *x = cJSON_Parse(o->extra), *kv, *nx;
+
+		if (!cJSON_IsObject(x)) {
+			cJSON_Delete(x);
+			goto out;
+		}
+		/* the caller's members win over the defaults above */
+		for (kv = x->child; kv; kv = nx) {
+			char key[128];
+
+			nx = kv->next;
+			snprintf(key, sizeof(key), "%s", kv->string ? kv->string : "");
+			cJSON_DetachItemViaPointer(x, kv);
+			/* (cJSON frees the item's old key before copying the new one:
+			 * the key is copied out first) */
+			if (cJSON_GetObjectItemCaseSensitive(b, key))
+				cJSON_ReplaceItemInObjectCaseSensitive(b, key, kv);
+			else
+				cJSON_AddItemToObject(b, key, kv);
+		}
+		cJSON_Delete(x);
+	}
 	out = cJSON_PrintUnformatted(b);
 	if (out)
 		*len = strlen(out);

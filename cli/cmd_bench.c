@@ -105,6 +105,26 @@ bad:
 	return -1;
 }
 
+/* --correctness [reference|canary] */
+static const char *const bench_corr_words[] = { "reference", "canary", NULL };
+
+static int bench_opt_correctness(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)o;
+	if (!arg || !strcmp(arg, "reference")) {
+		bench_o.correctness = true;
+		bench_o.canary = false;
+		return 0;
+	}
+	if (!strcmp(arg, "canary")) {
+		bench_o.canary = true;
+		bench_o.correctness = false;
+		return 0;
+	}
+	snprintf(err, n, "'%s' is not a check: reference (the default) or canary", arg);
+	return -1;
+}
+
 static const char *const bench_usage[] = {
 	"bench --url URL [--arm NAME] [--url URL2 --arm NAME2 ...] [--spec arms.json | --no-arm-check] "
 	"--suite FILE [--concurrency L | --batch L | --rate L] [--correctness [--baseline P]] -o RUN.jsonl",
@@ -151,8 +171,10 @@ static const struct opt bench_opts[] = {
 	OPT_NUM(0, "timeout", &bench_o.timeout_s, "S", 1e-6, 1e9, "per request (default 600)"),
 	OPT_NUM(0, "stall", &bench_o.stall_s, "S", 1e-6, 1e9, "silence limit of a stream (default 60)"),
 	OPT_GROUP("checks and output"),
-	OPT_BOOL(0, "correctness", &bench_o.correctness,
-		 "reference at concurrency 1, temperature 0; the same bodies under load compared with it"),
+	OPT_WORD(0, "correctness", "[canary]", bench_opt_correctness, bench_corr_words,
+		 "reference (the default): every prompt alone at temperature 0, the same bodies under load "
+		 "compared with it; canary: every request its own marker to repeat, every output searched "
+		 "for every request's marker (docs/bench.md)"),
 	OPT_NUM(0, "baseline", &bench_o.baseline, "P", 1e-12, 0.999999,
 		"the failure rate per request a clean correctness stage must rule out (0.0048 for 0.48%): "
 		"0 failing of too few requests is INCONCLUSIVE, with the number that would do"),
@@ -183,9 +205,16 @@ const struct cmd_doc cmd_bench_doc = {
 		"`expect` string missing) or failed. Each server's failing requests are said with their "
 		"Clopper-Pearson interval, and 0 of N as the rates it rules out. Its verdict per server: "
 		"FAIL (a failing request, or a wrong or failed reference), INCONCLUSIVE (0 failing of too "
-		"few requests to rule out --baseline; the number that would is given), PASS.",
+		"few requests to rule out --baseline; the number that would is given), PASS.\n"
+		"\n"
+		"--correctness canary gives every request a marker of its own in a task whose answer "
+		"repeats it and searches every output for its own marker and every other request's (text, "
+		"and token ids where the server returns them): clean, leaked (the donor, the output "
+		"position, whether the donor had finished), own marker lost (only where a calibration "
+		"shows the model repeats; else not evaluable). Decoy markers never sent measure chance "
+		"matches. No logprobs, penalties or structured output are asked for.",
 	.opts = bench_opts,
-	.exit_notes = "a request failed, the correctness stage did not PASS (FAIL or INCONCLUSIVE), or a gate failed",
+	.exit_notes = "a request failed, the correctness or canary stage did not PASS (FAIL or INCONCLUSIVE), or a gate failed",
 };
 
 int cmd_bench(int argc, char **argv)
@@ -213,11 +242,14 @@ int cmd_bench(int argc, char **argv)
 	o->gen.n_prompts = (size_t)bench_prompts;
 	o->n_requests = (size_t)bench_requests;
 	o->repeats = (unsigned)bench_repeats;
+	if (o->canary && (o->suite || bench_in || bench_prompts))
+		return cli_usage_error("bench", "--correctness canary writes its own prompts (--chat and "
+				       "--output-tokens shape them): no --suite, --input-tokens or --prompts");
 	if (o->suite && (bench_in || bench_out_tokens || bench_prompts || o->gen.chat))
 		return cli_usage_error("bench", "--suite or generated prompts, not both");
-	if (!o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
+	if (!o->canary && !o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
 		return cli_usage_error("bench", "--suite FILE, or --input-tokens, --output-tokens and --prompts");
-	if (o->baseline > 0 && !o->correctness)
+	if (o->baseline > 0 && !o->correctness && !o->canary)
 		return cli_usage_error("bench", "--baseline is the failure rate the correctness stage must rule "
 				       "out: it needs --correctness");
 	o->gen.warm = o->warm;
@@ -240,7 +272,8 @@ int cmd_bench(int argc, char **argv)
 	} else {
 		benchreport_print(&rep, stdout);
 	}
-	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS)
+	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS) ||
+		     (rep.canary && rep.can_verdict != DRIVER_PASS)
 		     ? CLI_FAIL : CLI_OK;
 	if (rep.gate_failed && bench_json)
 		fprintf(stderr, "ttaudit bench: %s\n", rep.gate_message);

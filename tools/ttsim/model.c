@@ -24,6 +24,7 @@ struct mreq {
 	uint64_t h_prev;            /* sequence hash before the pending token */
 	uint64_t h;                 /* sequence hash including the pending token */
 	int cached;                 /* prompt tokens found in the prefix cache */
+	int *copy, n_copy;          /* a copy task's code (owned), repeated as the answer */
 	int n_subs, first_sub;
 	long long serial;           /* request generation: placement order (the stamp) */
 	bool host_sampling;         /* sampling the device cannot do */
@@ -116,6 +117,39 @@ static uint64_t model_prompt_hash(unsigned long long seed, const int *prompt, in
 static int model_greedy(uint64_t h)
 {
 	return (int)(rng_mix(h ^ 0x5bd1e995ull) % TTSIM_VOCAB_WORDS);
+}
+
+/*
+ * A copy task (model.h): the code pieces that follow the first "Code:" of
+ * the prompt, up to the first piece that is not one. Into *out (malloc'd,
+ * the caller's) and its count; 0 when the prompt is no copy task.
+ */
+static int model_copy_code(const int *prompt, int n, int **out)
+{
+	int tag = ttsim_vocab_code_tag(), i, k = 0;
+
+	*out = NULL;
+	for (i = 0; i < n && prompt[i] != tag; i++)
+		;
+	for (i++; i + k < n && ttsim_vocab_is_code(prompt[i + k]); k++)
+		;
+	if (!k || !(*out = malloc((size_t)k * sizeof(int))))
+		return 0;
+	memcpy(*out, prompt + i, (size_t)k * sizeof(int));
+	return k;
+}
+
+/* The token a request computes at output index `index` after a sequence
+ * whose hash is h: its code's piece in a copy task, else the greedy token. */
+static int model_token_at(const int *copy, int n_copy, int index, uint64_t h)
+{
+	return n_copy > 0 ? copy[index % n_copy] : model_greedy(h);
+}
+
+/* The next token of r: at output index n_gen, after the pending one. */
+static int model_next(const struct mreq *r)
+{
+	return model_token_at(r->copy, r->n_copy, r->n_gen, r->h);
 }
 
 static double model_rand(struct ttsim_model *m)
@@ -231,6 +265,7 @@ static void model_req_free(struct mreq *r)
 {
 	if (!r)
 		return;
+	free(r->copy);
 	free(r->prompt);
 	free(r);
 }
@@ -321,6 +356,7 @@ enum status ttsim_model_submit(struct ttsim_model *m, const char *id, const int 
 		return status_set(si, STATUS_NOMEM, "request: out of memory");
 	}
 	memcpy(r->prompt, prompt, (size_t)n_prompt * sizeof(int));
+	r->n_copy = model_copy_code(prompt, n_prompt, &r->copy);
 	snprintf(r->id, sizeof(r->id), "%s", id);
 	r->n_prompt = n_prompt;
 	r->max_tokens = max_tokens;
@@ -596,7 +632,7 @@ static void model_prefill(struct ttsim_model *m, struct ttsim_step *st)
 	m->st.prompt_tokens += (unsigned long long)r->n_prompt;
 	m->st.cached_tokens += (unsigned long long)r->cached;
 	r->h_prev = model_prompt_hash(m->c.seed, r->prompt, r->n_prompt);
-	r->pending = model_greedy(r->h_prev);
+	r->pending = model_token_at(r->copy, r->n_copy, 0, r->h_prev);
 	r->h = model_absorb(r->h_prev, r->pending);
 	r->n_gen = 1;
 
@@ -759,7 +795,7 @@ static int model_keep(struct ttsim_model *m, const struct trace *t, int W)
 			if (!buf_req[s] || strcmp(buf_req[s], r->id)) {
 				int want, index = (int)(dev_pos[s] - r->n_prompt);
 
-				want = dev_pos[s] == host_pos[s] ? r->pending : model_greedy(r->h);
+				want = dev_pos[s] == host_pos[s] ? r->pending : model_next(r);
 				m->st.substitutions++;
 				if (dev_tok[s] != want)
 					m->st.changed++;
@@ -838,7 +874,7 @@ static void model_replay(struct ttsim_model *m, struct trace *t)
 				continue;
 			}
 			t->pos[d] = model_host_pos(r) + 1;
-			t->tok[d] = model_greedy(r->h);
+			t->tok[d] = model_next(r);
 			snprintf(t->req[d], TTSIM_ID_MAX, "%s", r->id);
 			t->serial[d] = r->serial;
 			t->garbage[d] = 0;
@@ -906,7 +942,7 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	for (i = 0; i < n_active; i++) {
 		r = m->row[active[i]];
 		model_deliver(m, r, r->n_gen - 1, r->pending);
-		next = r->forced >= 0 ? r->forced : model_greedy(r->h);
+		next = r->forced >= 0 ? r->forced : model_next(r);
 		r->forced = -1;
 		r->h_prev = r->h;
 		r->pending = next;
@@ -970,10 +1006,11 @@ void ttsim_model_reference(unsigned long long seed, const int *prompt, int n_pro
 			   int *out)
 {
 	uint64_t h = model_prompt_hash(seed, prompt, n_prompt);
-	int i;
+	int i, *copy, n_copy = model_copy_code(prompt, n_prompt, &copy);
 
 	for (i = 0; i < n; i++) {
-		out[i] = model_greedy(h);
+		out[i] = model_token_at(copy, n_copy, i, h);
 		h = model_absorb(h, out[i]);
 	}
+	free(copy);
 }

@@ -16,7 +16,11 @@
  * - Tokens are greedy and deterministic: the next token is a hash of the
  *   seed, the prompt and the sequence so far, so a request's output does not
  *   depend on concurrency unless the keep substitutes a token, and then it
- *   changes from that position on. Emission lags one step, as with async
+ *   changes from that position on. One instruction is followed, as a model
+ *   that repeats what it is asked to: a prompt holding the piece "Code:"
+ *   followed by code pieces (vocab.h ttsim_vocab_is_code) is a copy task,
+ *   and its answer is those pieces, repeated in order (output index k is
+ *   piece k mod n); a substituted token then changes that one position. Emission lags one step, as with async
  *   scheduling: a request's newest token (at host_pos) is pending and is
  *   delivered by the next decode, or when the request finishes.
  * - The device's decode traces, one per key (on_device_sampling, batch
