@@ -52,7 +52,8 @@ char *benchreport_json(const struct driver_report *rep)
 		cJSON_AddStringToObject(o, "gate_message", rep->gate_message);
 	cJSON_AddStringToObject(o, "arrival", record_arrival_name(rep->arrival));
 	cJSON_AddBoolToObject(o, "correctness", rep->correctness);
-	cJSON_AddStringToObject(o, "cache_claim", rep->warm || rep->correctness ? "warm" : "cold");
+	cJSON_AddStringToObject(o, "cache_claim", rep->churn ? "shared-prefix" :
+				rep->warm || rep->correctness ? "warm" : "cold");
 	cJSON_AddStringToObject(o, "suite_hash", rep->suite_hash);
 	cJSON_AddStringToObject(o, "suite_source", rep->suite_source);
 	cJSON_AddStringToObject(o, "sizing", rep->sizing);
@@ -94,6 +95,21 @@ char *benchreport_json(const struct driver_report *rep)
 				cJSON_AddNumberToObject(x, "baseline", rep->baseline);
 			else
 				cJSON_AddNullToObject(x, "baseline");
+		}
+	}
+	x = cJSON_AddObjectToObject(o, "workload");
+	if (x) {
+		cJSON_AddStringToObject(x, "kind", rep->churn ? "churn" : "plain");
+		if (rep->churn) {
+			cJSON *tr = cJSON_AddObjectToObject(x, "transitions");
+
+			if (rep->max_num_seqs)
+				cJSON_AddNumberToObject(x, "max_num_seqs", rep->max_num_seqs);
+			else
+				cJSON_AddNullToObject(x, "max_num_seqs");
+			for (k = 0; tr && k < CHURN_T__COUNT; k++)
+				cJSON_AddNumberToObject(tr, churn_transition_name((unsigned)k),
+							(double)rep->transitions[k]);
 		}
 	}
 	x = cJSON_AddObjectToObject(o, "token_times");
@@ -163,7 +179,7 @@ char *benchreport_json(const struct driver_report *rep)
 		cJSON_AddNumberToObject(x, "failed", (double)dc->n_failed);
 		if (dc->first_failure[0])
 			cJSON_AddStringToObject(x, "first_failure", dc->first_failure);
-		if (!rep->warm && !rep->correctness) {
+		if (!rep->warm && !rep->correctness && !rep->churn) {
 			cJSON_AddNumberToObject(x, "prefix_cache_hits", dc->prefix_hits);
 			cJSON_AddNumberToObject(x, "cold_claim_invalid_runs", (double)dc->n_cold_invalid);
 			cJSON_AddNumberToObject(x, "cold_claim_unchecked_runs", (double)dc->n_cold_unchecked);
@@ -323,6 +339,19 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 			rep->arms[i].model, rep->arms[i].arm[0] ? rep->arms[i].arm : "-",
 			rep->arms[i].arm_state ? rep->arms[i].arm_state : "none",
 			rep->arms[i].config_hash[0] ? rep->arms[i].config_hash : "unknown");
+	if (rep->churn) {
+		unsigned k;
+
+		if (rep->max_num_seqs)
+			fprintf(f, "workload churn (max_num_seqs %u): requests that caused each transition:",
+				rep->max_num_seqs);
+		else
+			fprintf(f, "workload churn (max_num_seqs unknown): requests that caused each transition:");
+		for (k = 0; k < CHURN_T__COUNT; k++)
+			fprintf(f, "%s %s %llu", k ? "," : "", churn_transition_name(k),
+				(unsigned long long)rep->transitions[k]);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "suite %s (%zu prompts, %s, sizing %s), %s arrivals, %s\n", rep->suite_source, rep->suite_n,
 		rep->suite_hash, rep->sizing, record_arrival_name(rep->arrival),
 		rep->correctness ? "correctness stage" : rep->canary ? "canary stage" : rep->warm ? "warm" : "cold");
@@ -398,7 +427,7 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 		if (dc->n_cold_invalid)
 			fprintf(f, "    cold claim invalid in %zu of %u runs (%.0f prefix-cache hit tokens)\n",
 				dc->n_cold_invalid, dc->n_repeats, dc->prefix_hits);
-		else if (!rep->warm && !rep->correctness && dc->n_cold_unchecked)
+		else if (!rep->warm && !rep->correctness && !rep->churn && dc->n_cold_unchecked)
 			fprintf(f, "    cold claim unchecked in %zu runs (no prefix-cache counter)\n",
 				dc->n_cold_unchecked);
 	}

@@ -128,8 +128,8 @@ static void driver_requests_free(struct driver_reqs *r)
  * its marker is unique).
  */
 static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int nonce_mode,
-				   uint64_t cell_key, double temperature, size_t entry, struct driver_reqs *r,
-				   struct status_info *si)
+				   uint64_t cell_key, double temperature, size_t entry,
+				   const struct churn_plan *plan, struct driver_reqs *r, struct status_info *si)
 {
 	const struct driver_opts *o = c->o;
 	struct suite_body_opts bo;
@@ -165,6 +165,13 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 			key = driver_key(o->corpus_seed, 3, 0, 0, 0);
 		suite_nonce(key, nonce);
 		bo.nonce = nonce_mode == 3 ? NULL : nonce;
+		if (plan) {
+			bo.max_tokens = plan->r[i].max_tokens;
+			bo.preface = churn_preface(plan, i);
+			/* the entry decides the API: a chat entry has messages */
+			bo.extra = churn_extra(plan, i, c->suite->e[p].messages != NULL);
+			r->rq[i].abort_after = (size_t)plan->r[i].abort_at;
+		}
 		r->bodies[i] = suite_body(c->suite, p, &bo, &route, &r->rq[i].body_len);
 		if (!r->bodies[i] || http_join(c->as[a].id.url, route, url, sizeof(url)) ||
 		    !(r->urls[i] = strdup(url)))
@@ -347,6 +354,18 @@ static void driver_fill_identity(struct driver_ctx *c)
 	}
 }
 
+/* The largest max_tokens of the suite's entries: churn's M. */
+static long driver_max_tokens(const struct suite *su)
+{
+	long m = 2;
+	size_t i;
+
+	for (i = 0; i < su->n; i++)
+		if (su->e[i].max_tokens > m)
+			m = su->e[i].max_tokens;
+	return m;
+}
+
 /* One load run of arm a; records it; hands back the run and its figures. */
 static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase, enum load_arrival arr,
 			      double level, unsigned rep, size_t n, int nonce_mode, double temperature,
@@ -358,6 +377,8 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	struct driver_reqs rq;
 	struct load_opts lo;
 	struct record_cell cell;
+	struct churn_plan plan;
+	bool have_plan = false;
 	char run_id[160];
 	double h0 = 0, h1 = 0;
 	bool h0_ok, h1_ok;
@@ -367,9 +388,21 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	*out_run = NULL;
 	memset(out_st, 0, sizeof(*out_st));
 	memset(corr, 0, sizeof(*corr));
+	memset(&plan, 0, sizeof(plan));
+	memset(&rq, 0, sizeof(rq));
 	if (dcan)
 		nonce_mode = 3;
-	st = driver_requests(c, a, n, nonce_mode, cell_key, temperature, dcan ? dcan->entry : 0, &rq, si);
+	/* churn shapes the runs under test, never a reference or a calibration */
+	if (o->churn && (!strcmp(phase, "bench") || !strcmp(phase, "canary") || !strcmp(phase, "correctness"))) {
+		st = churn_plan_make(&plan, driver_key(o->corpus_seed, cell_key, 11, 0, 0), n,
+				     driver_max_tokens(c->suite), o->max_num_seqs,
+				     o->churn_pressure ? o->churn_pressure : 512, si);
+		if (st)
+			goto out;
+		have_plan = true;
+	}
+	st = driver_requests(c, a, n, nonce_mode, cell_key, temperature, dcan ? dcan->entry : 0,
+			     have_plan ? &plan : NULL, &rq, si);
 	if (st)
 		goto out;
 	snprintf(run_id, sizeof(run_id), "%016" PRIx64 "-%s-a%zu-%g-r%u", o->corpus_seed, phase, a, level, rep);
@@ -414,7 +447,7 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 			const struct load_result *x = &(*out_run)->res[i];
 
 			canary_note(c->can, dcan->kind, dcan->first + i, x->xid[0] ? x->xid : x->id, x->t_end,
-				    false);
+				    x->aborted);
 		}
 		if (dcan->rep) {
 			st = canary_check(c->can, dcan->cal, *out_run, dcan->first, dcan->rep, si);
@@ -432,7 +465,8 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	cell.batch = arr == LOAD_BATCH ? (unsigned)level : 0;
 	cell.rate = arr == LOAD_POISSON ? level : 0;
 	cell.arrival_seed = lo.seed;
-	cell.cache_claim = nonce_mode == 0 || nonce_mode == 3 ? "cold" : "warm";
+	/* churn sends a shared prefix on purpose: no cold claim to check */
+	cell.cache_claim = have_plan ? "shared-prefix" : nonce_mode == 0 || nonce_mode == 3 ? "cold" : "warm";
 	cell.prefix_known = h1_ok;
 	cell.prefix_hits_delta = h1 - h0;
 	cell.cold_claim_valid = h1_ok && h1 - h0 <= 0;
@@ -442,10 +476,21 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	cell.canary_set = dcan ? c->can : NULL;
 	cell.canary_first = dcan ? dcan->first : 0;
 	cell.canary_kind = dcan ? (int)dcan->kind : 0;
+	cell.churn = have_plan ? &plan : NULL;
 	st = record_run(c->rec, &c->as[a].id, &cell, *out_run, out_st, o->token_times, si);
 	if (st)
 		goto out;
-	if (nonce_mode == 0 || (nonce_mode == 3 && dcan->kind == CANARY_SENT)) {
+	if (have_plan) {
+		size_t i, k;
+
+		for (i = 0; i < (*out_run)->n; i++) {
+			unsigned t = churn_transitions(&plan, i, &(*out_run)->res[i]);
+
+			for (k = 0; k < CHURN_T__COUNT; k++)
+				c->rep->transitions[k] += (t >> k) & 1u;
+		}
+	}
+	if (!have_plan && (nonce_mode == 0 || (nonce_mode == 3 && dcan->kind == CANARY_SENT))) {
 		struct driver_cell *dc = NULL;
 		size_t li;
 
@@ -462,6 +507,7 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	}
 out:
 	driver_requests_free(&rq);
+	churn_plan_release(&plan);
 	if (st) {
 		load_run_free(*out_run);
 		*out_run = NULL;
@@ -597,6 +643,9 @@ static size_t driver_cell_n(const struct driver_opts *o, double level, size_t su
 		return (size_t)level;
 	if (o->n_requests)
 		return o->n_requests;
+	if (o->churn)
+		/* two waves at least: rows freed and filled again */
+		return level < 32 || o->arrival == LOAD_POISSON ? 64 : 2 * (size_t)ceil(level);
 	if (o->canary)
 		return o->arrival == LOAD_POISSON || level < 32 ? 32 : (size_t)ceil(level);
 	return suite_n > (size_t)level ? suite_n : (size_t)ceil(level);
@@ -688,6 +737,9 @@ static enum status driver_check_opts(const struct driver_opts *o, struct status_
 	if (o->correctness && o->warm)
 		return status_set(si, STATUS_USAGE, "--correctness and --warm together (correctness sends "
 				  "the reference's bodies)");
+	if (o->churn && (o->arrival == LOAD_BATCH || o->warm))
+		return status_set(si, STATUS_USAGE, "--workload churn is a closed loop or Poisson arrivals, "
+				  "cold: not with --batch or --warm");
 	if (o->canary && (o->suite || o->warm || o->correctness))
 		return status_set(si, STATUS_USAGE, "--correctness canary writes its own prompts: not with "
 				  "--suite, --warm or the reference stage");
@@ -759,6 +811,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->arrival = o->arrival;
 	rep->correctness = o->correctness;
 	rep->canary = o->canary;
+	rep->churn = o->churn;
+	rep->max_num_seqs = o->max_num_seqs;
 	rep->confidence = o->confidence > 0 && o->confidence < 1 ? o->confidence : 0.95;
 	rep->baseline = o->baseline > 0 && o->baseline < 1 ? o->baseline : 0;
 	rep->warm = o->warm;

@@ -31,6 +31,7 @@
 #include <stdio.h>
 
 #include "canary.h"
+#include "churn.h"
 #include "load.h"
 #include "stats.h"
 #include "status.h"
@@ -66,6 +67,11 @@ struct driver_opts {
 	 * searched for every marker (canary.h); no reference. Prompts are the
 	 * canary's, gen.chat chooses chat, gen.max_tokens their length */
 	bool canary;
+	/* --workload churn (churn.h): mixed max_tokens, client aborts,
+	 * sync-forcing requests, a shared prefix evicted and sent again */
+	bool churn;
+	unsigned max_num_seqs;      /* the server's, when known (churn's levels cross it); 0 unknown */
+	size_t churn_pressure;      /* words of each pressure request's preface (0: default 512) */
 	double confidence;          /* of the correctness intervals, two-sided; <= 0: 0.95 */
 	double baseline;            /* failure rate per request a clean cell must rule out; <= 0: none */
 	bool warm;
@@ -143,7 +149,9 @@ struct driver_report {
 	struct driver_cell *cells;  /* n_arms * n_levels, arm-major */
 	size_t n_cells;
 	enum load_arrival arrival;
-	bool correctness, warm, canary;
+	bool correctness, warm, canary, churn;
+	unsigned max_num_seqs;
+	uint64_t transitions[CHURN_T__COUNT];   /* churn: requests that caused each transition */
 	char suite_hash[32], suite_source[1024], sizing[48];
 	size_t suite_n;
 	uint64_t corpus_seed;

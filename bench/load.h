@@ -79,6 +79,8 @@ struct load_request {
 	const char *body;      /* the JSON body, streaming requested in it */
 	size_t body_len;
 	size_t prompt_index;   /* the caller's own index (suite entry), carried to the result */
+	size_t abort_after;    /* the client cancels (closes the connection) once this many output
+				* tokens came; 0: never. An abort is the caller's choice, not a failure */
 };
 
 /* What one request did. Times are CLOCK_MONOTONIC seconds; 0 = did not happen. */
@@ -116,6 +118,8 @@ struct load_result {
 	char finish_reason[24];
 	bool done;             /* saw data: [DONE] */
 	unsigned retries;      /* sent again on a new connection: the reused one was dead */
+	bool aborted;          /* cancelled by the client (load_request.abort_after): fail stays LOAD_OK */
+	size_t inflight_at_launch;   /* other requests in flight when it was launched */
 	enum load_fail fail;
 	long http_status;
 	char reason[200];      /* lower case, for the record; "" when ok */

@@ -215,6 +215,7 @@ cJSON *record_stats_json(const struct stats_run *st)
 		return NULL;
 	cJSON_AddNumberToObject(o, "requests", (double)st->n);
 	cJSON_AddNumberToObject(o, "ok", (double)st->n_ok);
+	cJSON_AddNumberToObject(o, "aborted", (double)st->n_aborted);
 	cJSON_AddNumberToObject(o, "failed", (double)st->n_failed);
 	f = cJSON_AddObjectToObject(o, "failures");
 	for (i = 1; f && i < LOAD_FAIL__COUNT; i++)
@@ -430,7 +431,10 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	record_str(o, "id", r->id[0] ? r->id : NULL);
 	record_str(o, "request_id", r->xid[0] ? r->xid : NULL);
 	cJSON_AddBoolToObject(o, "ok", !r->fail);
-	cJSON_AddStringToObject(o, "outcome", load_fail_name(r->fail));
+	cJSON_AddStringToObject(o, "outcome", r->aborted && !r->fail ? "aborted" : load_fail_name(r->fail));
+	if (r->aborted)
+		cJSON_AddNumberToObject(o, "aborted_at", (double)r->n_tokens);
+	cJSON_AddNumberToObject(o, "inflight_at_launch", (double)r->inflight_at_launch);
 	if (r->fail)
 		cJSON_AddStringToObject(o, "reason", r->reason);
 	cJSON_AddNumberToObject(o, "http_status", (double)r->http_status);
@@ -496,6 +500,25 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddStringToObject(o, "text", r->text);   /* kept only where outputs are compared */
 	if (c->correct && r->index < c->correct->n)
 		record_verdict(o, &c->correct->items[r->index]);
+	if (c->churn && r->index < c->churn->n) {
+		const struct churn_req *q = &c->churn->r[r->index];
+		cJSON *w = cJSON_AddObjectToObject(o, "churn"), *ta;
+		unsigned t = churn_transitions(c->churn, r->index, r), k;
+
+		if (w) {
+			cJSON_AddNumberToObject(w, "max_tokens", (double)q->max_tokens);
+			if (q->abort_at)
+				cJSON_AddNumberToObject(w, "abort_at", (double)q->abort_at);
+			else
+				cJSON_AddNullToObject(w, "abort_at");
+			cJSON_AddBoolToObject(w, "sync", q->sync);
+			cJSON_AddStringToObject(w, "prefix", churn_prefix_name(q->prefix));
+			ta = cJSON_AddArrayToObject(w, "transitions");
+			for (k = 0; ta && k < CHURN_T__COUNT; k++)
+				if (t & (1u << k))
+					cJSON_AddItemToArray(ta, cJSON_CreateString(churn_transition_name(k)));
+		}
+	}
 	if (c->canary && r->index < c->canary->n)
 		record_canary_item(o, c, &c->canary->items[r->index]);
 	else if (c->canary_set)
@@ -549,6 +572,30 @@ enum status record_run(struct record *w, const struct record_identity *id,
 		cJSON_AddItemToObject(o, "correctness", v);
 	if (cell->canary && (v = record_canary_json(cell->canary)))
 		cJSON_AddItemToObject(o, "canary", v);
+	if (cell->churn && (v = cJSON_AddObjectToObject(o, "workload"))) {
+		uint64_t n_t[CHURN_T__COUNT] = { 0 };
+		cJSON *tr;
+		unsigned k;
+
+		for (i = 0; i < run->n; i++) {
+			unsigned t = churn_transitions(cell->churn, i, &run->res[i]);
+
+			for (k = 0; k < CHURN_T__COUNT; k++)
+				n_t[k] += (t >> k) & 1u;
+		}
+		cJSON_AddStringToObject(v, "kind", "churn");
+		if (cell->churn->max_num_seqs)
+			cJSON_AddNumberToObject(v, "max_num_seqs", cell->churn->max_num_seqs);
+		else
+			cJSON_AddNullToObject(v, "max_num_seqs");
+		cJSON_AddNumberToObject(v, "max_tokens", (double)cell->churn->max_tokens);
+		cJSON_AddNumberToObject(v, "pressure_words", (double)cell->churn->pressure_words);
+		tr = cJSON_AddObjectToObject(v, "transitions");
+		for (k = 0; tr && k < CHURN_T__COUNT; k++)
+			cJSON_AddNumberToObject(tr, churn_transition_name(k), (double)n_t[k]);
+	} else if (!cell->churn && (v = cJSON_AddObjectToObject(o, "workload"))) {
+		cJSON_AddStringToObject(v, "kind", "plain");
+	}
 	rst = record_put(w, o, si);
 	cJSON_Delete(o);
 	for (i = 0; !rst && i < run->n; i++) {

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "canary.h"
+#include "churn.h"
 #include "correct.h"
 #include "load.h"
 #include "stats.h"
@@ -78,6 +79,7 @@ struct record_cell {
 	const struct canary_set *canary_set;   /* its markers (with canary, or a calibration run) */
 	size_t canary_first;                   /* the run's first marker */
 	int canary_kind;                       /* enum canary_kind of the run's markers */
+	const struct churn_plan *churn;        /* --workload churn: the run's plan, else NULL */
 };
 
 /* "closed", "batch", "poisson". */

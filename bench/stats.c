@@ -104,7 +104,10 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 			continue;
 		}
 		s->n_ok++;
-		e2e[n_e2e++] = r->t_end - t0;
+		if (r->aborted)
+			s->n_aborted++;
+		else
+			e2e[n_e2e++] = r->t_end - t0;
 		if (run->arrival == LOAD_POISSON && r->t_sched > 0) {
 			e2e_s[n_e2e_s++] = r->t_end - r->t_sched;
 			if (r->t_first > 0)
@@ -112,7 +115,8 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 		}
 		if (r->t_first > 0) {
 			ttft[n_ttft++] = r->t_first - t0;
-			ttlt[n_ttlt++] = r->t_last - t0;
+			if (!r->aborted)
+				ttlt[n_ttlt++] = r->t_last - t0;
 			if (r->t_first - t0 > s->max_ttft)
 				s->max_ttft = r->t_first - t0;
 		}

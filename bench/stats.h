@@ -41,6 +41,8 @@ struct stats_dist {
 
 struct stats_run {
 	size_t n, n_ok, n_failed;
+	size_t n_aborted;                 /* cancelled by the client on purpose: among n_ok, their
+					   * tokens counted, left out of ttlt and e2e */
 	size_t n_fail[LOAD_FAIL__COUNT];  /* failures by cause */
 	double makespan;                  /* seconds */
 	long out_tokens;                  /* successful requests, from tps_source */

@@ -18,6 +18,8 @@ static struct driver_opts bench_o = {
 	.levels = { 1 }, .n_levels = 1,
 };
 static long long bench_in, bench_out_tokens, bench_prompts, bench_requests, bench_repeats = 1;
+static long long bench_max_num_seqs, bench_pressure;
+static const char *bench_workload;
 static bool bench_json, bench_no_progress;
 static int bench_arrival_set;
 
@@ -162,6 +164,13 @@ static const struct opt bench_opts[] = {
 	OPT_CALL(0, "batch", "L", bench_opt_levels, "each level launched at once"),
 	OPT_CALL(0, "rate", "L", bench_opt_levels, "Poisson arrivals at each rate (requests/s)"),
 	OPT_CALL(0, "arrival-seed", "S", bench_opt_seed, "seed of the Poisson arrivals"),
+	OPT_STRING(0, "workload", &bench_workload, "W",
+		   "plain (default) or churn: mixed max_tokens, client aborts, sync-forcing requests, a shared "
+		   "prefix evicted and sent again, levels crossing --max-num-seqs (docs/bench.md)"),
+	OPT_INT(0, "max-num-seqs", &bench_max_num_seqs, "N", 1, 4096,
+		"the server's max_num_seqs: churn runs at half, once, 4x and 32x it unless levels are given"),
+	OPT_INT(0, "churn-pressure", &bench_pressure, "W", 0, 100000,
+		"churn: words of each pressure request's preface, to evict the shared prefix (default 512)"),
 	OPT_INT(0, "requests", &bench_requests, "N", 1, 1e8, "requests per run (default: the suite, at least the level)"),
 	OPT_INT(0, "repeats", &bench_repeats, "N", 1, DRIVER_MAX_REPEATS,
 		"repeats, interleaved across arms; a spread over 15% is UNSTABLE"),
@@ -252,6 +261,19 @@ int cmd_bench(int argc, char **argv)
 	if (o->baseline > 0 && !o->correctness && !o->canary)
 		return cli_usage_error("bench", "--baseline is the failure rate the correctness stage must rule "
 				       "out: it needs --correctness");
+	if (bench_workload && strcmp(bench_workload, "plain") && strcmp(bench_workload, "churn"))
+		return cli_usage_error("bench", "--workload '%s': want plain or churn", bench_workload);
+	o->churn = bench_workload && !strcmp(bench_workload, "churn");
+	o->max_num_seqs = (unsigned)bench_max_num_seqs;
+	o->churn_pressure = (size_t)bench_pressure;
+	if ((bench_pressure) && !o->churn)
+		return cli_usage_error("bench", "--churn-pressure belongs to --workload churn");
+	if (o->churn && !bench_arrival_set) {
+		if (!o->max_num_seqs)
+			return cli_usage_error("bench", "--workload churn needs the server's --max-num-seqs N (its "
+					       "levels cross it) or levels of its own (--concurrency L)");
+		o->n_levels = churn_levels(o->max_num_seqs, LOAD_MAX_INFLIGHT, o->levels);
+	}
 	o->gen.warm = o->warm;
 	o->log_to = stderr;
 	o->progress = !bench_no_progress && isatty(STDERR_FILENO) ? stderr : NULL;

@@ -518,6 +518,18 @@ static void model_free_row(struct ttsim_model *m, struct mreq *r)
 	m->reset_batch = true;
 }
 
+bool ttsim_model_host_sample(struct ttsim_model *m, unsigned long long handle)
+{
+	struct mreq *r;
+
+	for (r = m->wait_head; r; r = r->next)
+		if (r->handle == handle) {
+			r->host_sampling = true;
+			return true;
+		}
+	return false;
+}
+
 bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle)
 {
 	struct mreq *r, *prev = NULL;

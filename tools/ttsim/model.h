@@ -191,6 +191,10 @@ const struct ttsim_rule_stats *ttsim_model_rule_stats(const struct ttsim_model *
 enum status ttsim_model_submit(struct ttsim_model *m, const char *id, const int *prompt,
 			       int n_prompt, int max_tokens, void *user,
 			       unsigned long long *handle, struct status_info *si);
+/* A waiting request's sampling needs the host (its parameters ask for
+ * logprobs, penalties, structured output ...): a decode with it in its batch
+ * samples on the host. False when the handle is not waiting. */
+bool ttsim_model_host_sample(struct ttsim_model *m, unsigned long long handle);
 /* Drops a waiting or running request (sink->finish with aborted). False
  * when the handle is unknown (already finished). */
 bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle);
