@@ -190,6 +190,7 @@ char *benchreport_json(const struct driver_report *rep)
 				cJSON_AddNumberToObject(v, "requests", (double)dc->corr_requests);
 				cJSON_AddNumberToObject(v, "failing", (double)dc->corr_failing);
 				cJSON_AddNumberToObject(v, "diverged", (double)dc->corr_diverged);
+				cJSON_AddNumberToObject(v, "duplicate_token", (double)dc->corr_duplicate);
 				cJSON_AddNumberToObject(v, "wrong", (double)dc->corr_wrong);
 				cJSON_AddNumberToObject(v, "failed", (double)dc->corr_failed);
 				cJSON_AddItemToObject(v, "failing_rate",
@@ -228,6 +229,23 @@ char *benchreport_json(const struct driver_report *rep)
 					cJSON_AddNumberToObject(v, "requests_to_rule_out_baseline", (double)dc->can_n_to_bound);
 				if (dc->first_leak[0])
 					cJSON_AddStringToObject(v, "first", dc->first_leak);
+				{
+					cJSON *an = cJSON_AddObjectToObject(v, "anomalies");
+
+					if (an) {
+						cJSON_AddNumberToObject(an, "outputs", (double)dc->an_outputs);
+						cJSON_AddNumberToObject(an, "with_ids", (double)dc->an_with_ids);
+						if (rep->vocab_size > 0 && dc->an_with_ids)
+							cJSON_AddNumberToObject(an, "ids_past_vocab", (double)dc->an_past_vocab);
+						else
+							cJSON_AddNullToObject(an, "ids_past_vocab");
+						cJSON_AddNumberToObject(an, "empty_tokens", (double)dc->an_empty_tokens);
+						cJSON_AddNumberToObject(an, "special_repeated", (double)dc->an_special);
+						cJSON_AddNumberToObject(an, "empty_content", (double)dc->an_empty);
+						if (dc->first_anomaly[0])
+							cJSON_AddStringToObject(an, "first", dc->first_anomaly);
+					}
+				}
 			}
 		}
 		if (dc->median.open_loop)
@@ -296,6 +314,10 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 	if (rep->canary) {
 		fprintf(f, "CANARY: %s: %zu leaked, %zu lost of %zu requests", driver_verdict_name(rep->can_verdict),
 			rep->can_leaked, rep->can_lost, rep->can_requests);
+		if (rep->an_past_vocab)
+			fprintf(f, "; %zu with token ids past the vocabulary", rep->an_past_vocab);
+		if (rep->an_special)
+			fprintf(f, "; %zu with a special token repeated", rep->an_special);
 		if (rep->n_cells == 1)
 			fprintf(f, "; leaked %s", rate_describe(buf, sizeof(buf), rep->can_leaked, rep->can_requests,
 								rep->confidence, 100, "%"));
@@ -392,9 +414,10 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 		if (dc->first_failure[0])
 			fprintf(f, "    first failure: %s\n", dc->first_failure);
 		if (rep->correctness)
-			fprintf(f, "    correctness: %s, %zu failing of %zu (diverged %zu, wrong %zu, failed %zu): %s%s%s\n",
+			fprintf(f, "    correctness: %s, %zu failing of %zu (diverged %zu, of them by a token repeated %zu, "
+				"wrong %zu, failed %zu): %s%s%s\n",
 				driver_verdict_name(dc->corr_verdict), dc->corr_failing, dc->corr_requests,
-				dc->corr_diverged, dc->corr_wrong, dc->corr_failed,
+				dc->corr_diverged, dc->corr_duplicate, dc->corr_wrong, dc->corr_failed,
 				rate_describe(buf, sizeof(buf), dc->corr_failing, dc->corr_requests,
 					      rep->confidence, 100, "%"),
 				rep->baseline > 0 && dc->corr_failing ? "; " : "",
@@ -423,6 +446,17 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 					" (leaks cannot be told from chance on this model)");
 			if (dc->first_leak[0])
 				fprintf(f, "    first: %s\n", dc->first_leak);
+			if (rep->vocab_size > 0 && dc->an_with_ids)
+				fprintf(f, "    token ids past the vocabulary (%ld): in %zu of %zu outputs\n",
+					rep->vocab_size, dc->an_past_vocab, dc->an_with_ids);
+			else
+				fprintf(f, "    token ids past the vocabulary: not evaluable (%s)\n",
+					rep->vocab_size > 0 ? "the server returned no ids" : "no --vocab-size");
+			if (dc->an_special || dc->an_empty_tokens || dc->an_empty)
+				fprintf(f, "    a special token repeated in %zu outputs; tokens without text in %zu; "
+					"empty answers %zu\n", dc->an_special, dc->an_empty_tokens, dc->an_empty);
+			if (dc->first_anomaly[0])
+				fprintf(f, "    first anomaly: %s\n", dc->first_anomaly);
 		}
 		if (dc->n_cold_invalid)
 			fprintf(f, "    cold claim invalid in %zu of %u runs (%.0f prefix-cache hit tokens)\n",

@@ -493,13 +493,20 @@ static bool canary_donor_finished(const struct canary_out *o, enum canary_kind k
 }
 
 static void canary_leak(struct canary_out *o, enum canary_kind k, size_t owner, size_t chunk, size_t at,
-			bool by_id, const char *group)
+			size_t span, bool by_id, const char *group)
 {
 	struct canary_item *it = o->it;
 	struct canary_leak *l = &it->leak;
 	const struct canary_mark *m = &o->s->m[k][owner];
 
 	it->n_leaks++;
+	/* the ids place a piece the text found in a chunk of several tokens */
+	if (it->n_leaks > 1 && by_id && !l->by_id && l->kind == k && l->donor == owner && at >= l->at &&
+	    at < l->at + l->span) {
+		l->at = at;
+		l->span = 1;
+		return;
+	}
 	if (it->n_leaks > 1 && at >= l->at)
 		return;
 	memset(l, 0, sizeof(*l));
@@ -507,6 +514,7 @@ static void canary_leak(struct canary_out *o, enum canary_kind k, size_t owner, 
 	l->donor = owner;
 	snprintf(l->donor_id, sizeof(l->donor_id), "%s", m->req_id ? m->req_id : "");
 	l->at = at;
+	l->span = span ? span : 1;
 	l->by_id = by_id;
 	l->donor_finished = canary_donor_finished(o, k, owner, chunk, &l->donor_aborted);
 	if (group)
@@ -527,7 +535,9 @@ static void canary_out_cb(void *ctx, enum canary_kind k, size_t owner, size_t gr
 		return;
 	}
 	c = correct_chunk_at(o->r, off);
-	canary_leak(o, k, owner, c, correct_tokens_before(o->r, c), false, o->r->text + off);
+	canary_leak(o, k, owner, c, correct_tokens_before(o->r, c),
+		    o->r->tok_n && c < o->r->n_chunks && c < LOAD_MAX_TOKENS ? o->r->tok_n[c] : 1, false,
+		    o->r->text + off);
 }
 
 /* The ids of r that one other marker's tokens hold. */
@@ -548,7 +558,7 @@ static void canary_out_ids(struct canary_out *o)
 			o->it->n_decoy++;
 			continue;
 		}
-		canary_leak(o, (enum canary_kind)e->kind, e->owner, c, j, true, NULL);
+		canary_leak(o, (enum canary_kind)e->kind, e->owner, c, j, 1, true, NULL);
 	}
 }
 

@@ -89,7 +89,8 @@ enum status canary_suite(const struct canary_set *s, bool chat, long max_tokens,
 			 struct status_info *si);
 
 /* What became of a sent marker's request, for its donors' questions: its
- * request id (copied) and when it ended (CLOCK_MONOTONIC; 0 never). */
+ * request id (copied) and when it ended (CLOCK_MONOTONIC; 0 never): its last
+ * token, or its cancel. */
 void canary_note(struct canary_set *s, enum canary_kind k, size_t i, const char *request_id,
 		 double t_end, bool aborted);
 
@@ -129,6 +130,8 @@ struct canary_leak {
 	size_t donor;                /* the donor's marker index in its kind */
 	char donor_id[128];          /* its request id ("" when not noted) */
 	size_t at;                   /* output position, in tokens, of the first foreign piece */
+	size_t span;                 /* found in the text: the tokens of the chunk that holds it
+				      * (the piece is one of at .. at + span - 1); 1 when exact */
 	bool donor_finished;         /* the donor's stream had ended before that token came */
 	bool donor_aborted;          /* ... by a client abort */
 	bool by_id;                  /* found among the token ids, not in the text */

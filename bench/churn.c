@@ -49,11 +49,11 @@ static char *churn_text(uint64_t *rng, size_t n)
 }
 
 enum status churn_plan_make(struct churn_plan *p, uint64_t seed, size_t n, long max_tokens,
-			    unsigned max_num_seqs, size_t pressure_words, struct status_info *si)
+			    unsigned max_num_seqs, size_t pressure_words, bool prefaces,
+			    struct status_info *si)
 {
 	uint64_t rng = rng_mix(seed ^ 0x636875726eull), prng;
 	size_t i, eighth = n / 8 ? n / 8 : 1;
-	long mix[6];
 
 	memset(p, 0, sizeof(*p));
 	if (max_tokens < 2)
@@ -61,31 +61,27 @@ enum status churn_plan_make(struct churn_plan *p, uint64_t seed, size_t n, long 
 	p->n = n;
 	p->max_tokens = max_tokens;
 	p->max_num_seqs = max_num_seqs;
-	p->pressure_words = pressure_words;
+	p->pressure_words = prefaces ? pressure_words : 0;
 	p->r = calloc(n ? n : 1, sizeof(*p->r));
 	p->pressure = calloc(n ? n : 1, sizeof(char *));
 	prng = rng_mix(seed ^ 0x707265666978ull);
 	p->shared = churn_text(&prng, CHURN_PREFIX_WORDS);
 	if (!p->r || !p->pressure || !p->shared)
 		goto nomem;
-	mix[0] = max_tokens;
-	mix[1] = max_tokens / 2 > 0 ? max_tokens / 2 : 1;
-	mix[2] = max_tokens / 4 > 0 ? max_tokens / 4 : 1;
-	mix[3] = max_tokens / 8 > 0 ? max_tokens / 8 : 1;
-	mix[4] = 1;
-	mix[5] = 2;
 	for (i = 0; i < n; i++) {
 		struct churn_req *q = &p->r[i];
 
-		q->max_tokens = mix[rng_next(&rng) % 6];
-		/* an abort needs tokens before it: one in CHURN_ABORT_EVERY, after
-		 * 1 .. max_tokens - 1 of them */
+		q->shape = (unsigned)(rng_next(&rng) % 6);
+		/* one in CHURN_ABORT_EVERY is cancelled, at its whole length */
 		if (rng_next(&rng) % CHURN_ABORT_EVERY == 0) {
-			q->max_tokens = max_tokens;
-			q->abort_at = 1 + (long)(rng_next(&rng) % (uint64_t)(max_tokens - 1));
+			q->shape = 0;
+			q->abort_u = rng_unit(&rng);
 		}
+		churn_resolve(p, i, max_tokens);
 		q->sync = rng_next(&rng) % CHURN_SYNC_EVERY == 0;
-		if (n >= 8 && i < eighth)
+		if (!prefaces)
+			q->prefix = CHURN_PREFIX_NONE;
+		else if (n >= 8 && i < eighth)
 			q->prefix = CHURN_PREFIX_FIRST;
 		else if (n >= 8 && i >= n - eighth)
 			q->prefix = CHURN_PREFIX_AGAIN;
@@ -98,6 +94,30 @@ enum status churn_plan_make(struct churn_plan *p, uint64_t seed, size_t n, long 
 nomem:
 	churn_plan_release(p);
 	return status_set(si, STATUS_NOMEM, "churn: out of memory");
+}
+
+void churn_resolve(struct churn_plan *p, size_t i, long m)
+{
+	struct churn_req *q;
+	long mix[6];
+
+	if (i >= p->n)
+		return;
+	q = &p->r[i];
+	if (m < 1)
+		m = 1;
+	mix[0] = m;
+	mix[1] = m / 2 > 0 ? m / 2 : 1;
+	mix[2] = m / 4 > 0 ? m / 4 : 1;
+	mix[3] = m / 8 > 0 ? m / 8 : 1;
+	mix[4] = 1;
+	mix[5] = m < 2 ? m : 2;
+	q->entry_max = m;
+	q->max_tokens = mix[q->shape % 6];
+	/* an abort needs a token before it and one after */
+	q->abort_at = q->abort_u > 0 && m >= 2 ? 1 + (long)(q->abort_u * (double)(m - 1)) : 0;
+	if (q->abort_at >= m)
+		q->abort_at = m - 1;
 }
 
 void churn_plan_release(struct churn_plan *p)
@@ -166,7 +186,7 @@ unsigned churn_transitions(const struct churn_plan *p, size_t i, const struct lo
 		t |= CHURN_T_OVER;
 	if (r->aborted)
 		t |= CHURN_T_ABORT;
-	else if (!r->fail && q->max_tokens < p->max_tokens)
+	else if (!r->fail && q->max_tokens < q->entry_max)
 		t |= CHURN_T_EARLY;
 	if (q->sync)
 		t |= CHURN_T_SYNC;

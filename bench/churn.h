@@ -54,7 +54,10 @@ enum churn_prefix { CHURN_PREFIX_NONE = 0, CHURN_PREFIX_FIRST, CHURN_PREFIX_PRES
 const char *churn_prefix_name(enum churn_prefix p);
 
 struct churn_req {
-	long max_tokens;
+	unsigned shape;              /* which of the max_tokens mix (churn_resolve) */
+	double abort_u;              /* > 0: the client cancels this far into the answer */
+	long entry_max;              /* the prompt's own max_tokens (churn_resolve) */
+	long max_tokens;             /* as sent (churn_resolve) */
 	long abort_at;               /* tokens after which the client cancels; 0 none */
 	bool sync;                   /* asks for logprobs: the synchronous path */
 	enum churn_prefix prefix;
@@ -71,12 +74,21 @@ struct churn_plan {
 };
 
 /*
- * The plan of a run of n requests from seed, M the largest max_tokens (>= 2).
- * Free with churn_plan_release().
+ * The plan of a run of n requests from seed, M the prompts' usual max_tokens
+ * (each request's own comes from churn_resolve).
+ * Without prefaces no request gets the shared prefix or a pressure preface
+ * (the reference stage compares outputs with prompts sent alone, which a
+ * preface would change). Free with churn_plan_release().
  */
 enum status churn_plan_make(struct churn_plan *p, uint64_t seed, size_t n, long max_tokens,
-			    unsigned max_num_seqs, size_t pressure_words, struct status_info *si);
+			    unsigned max_num_seqs, size_t pressure_words, bool prefaces,
+			    struct status_info *si);
 void churn_plan_release(struct churn_plan *p);
+
+/* Request i's max_tokens and abort point for a prompt whose own max_tokens
+ * is entry_max: of it, all, a half, a quarter, an eighth, 1 or 2 tokens; an
+ * abort after 1 to entry_max - 1 tokens (none when entry_max < 2). */
+void churn_resolve(struct churn_plan *p, size_t i, long entry_max);
 
 /* The text put before request i's prompt (shared prefix or pressure), or NULL. */
 const char *churn_preface(const struct churn_plan *p, size_t i);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "anomaly.h"
 #include "arms.h"
 #include "benchreport.h"
 #include "correct.h"
@@ -129,7 +130,7 @@ static void driver_requests_free(struct driver_reqs *r)
  */
 static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int nonce_mode,
 				   uint64_t cell_key, double temperature, size_t entry,
-				   const struct churn_plan *plan, struct driver_reqs *r, struct status_info *si)
+				   struct churn_plan *plan, struct driver_reqs *r, struct status_info *si)
 {
 	const struct driver_opts *o = c->o;
 	struct suite_body_opts bo;
@@ -166,6 +167,7 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 		suite_nonce(key, nonce);
 		bo.nonce = nonce_mode == 3 ? NULL : nonce;
 		if (plan) {
+			churn_resolve(plan, i, c->suite->e[p].max_tokens);
 			bo.max_tokens = plan->r[i].max_tokens;
 			bo.preface = churn_preface(plan, i);
 			/* the entry decides the API: a chat entry has messages */
@@ -396,7 +398,7 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	if (o->churn && (!strcmp(phase, "bench") || !strcmp(phase, "canary") || !strcmp(phase, "correctness"))) {
 		st = churn_plan_make(&plan, driver_key(o->corpus_seed, cell_key, 11, 0, 0), n,
 				     driver_max_tokens(c->suite), o->max_num_seqs,
-				     o->churn_pressure ? o->churn_pressure : 512, si);
+				     o->churn_pressure ? o->churn_pressure : 512, !o->correctness, si);
 		if (st)
 			goto out;
 		have_plan = true;
@@ -446,8 +448,10 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 		for (i = 0; i < (*out_run)->n; i++) {
 			const struct load_result *x = &(*out_run)->res[i];
 
-			canary_note(c->can, dcan->kind, dcan->first + i, x->xid[0] ? x->xid : x->id, x->t_end,
-				    x->aborted);
+			/* a donor has finished once its last token came (or the
+			 * client cancelled it), not only at [DONE] */
+			canary_note(c->can, dcan->kind, dcan->first + i, x->xid[0] ? x->xid : x->id,
+				    x->aborted || !x->t_last ? x->t_end : x->t_last, x->aborted);
 		}
 		if (dcan->rep) {
 			st = canary_check(c->can, dcan->cal, *out_run, dcan->first, dcan->rep, si);
@@ -477,6 +481,8 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	cell.canary_first = dcan ? dcan->first : 0;
 	cell.canary_kind = dcan ? (int)dcan->kind : 0;
 	cell.churn = have_plan ? &plan : NULL;
+	cell.anomalies = dcan != NULL;
+	cell.vocab_size = o->vocab_size;
 	st = record_run(c->rec, &c->as[a].id, &cell, *out_run, out_st, o->token_times, si);
 	if (st)
 		goto out;
@@ -556,6 +562,7 @@ static void driver_tally(struct driver_cell *dc, const struct load_run *run, con
 	dc->corr_requests += corr->n;
 	dc->corr_failing += corr->n_failing;
 	dc->corr_diverged += corr->n_diverged;
+	dc->corr_duplicate += corr->n_duplicate;
 	dc->corr_wrong += corr->n_wrong;
 	dc->corr_failed += corr->n_failed + corr->n_no_reference;
 	for (i = 0; i < corr->n && !dc->first_divergence[0]; i++) {
@@ -563,12 +570,38 @@ static void driver_tally(struct driver_cell *dc, const struct load_run *run, con
 
 		if (it->verdict == CORRECT_DIVERGED)
 			snprintf(dc->first_divergence, sizeof(dc->first_divergence),
-				 "%.60s prompt %zu diverged at token %zu: reference \"%.40s\", got \"%.40s\"",
-				 run->res[i].id, it->prompt_index, it->at, it->ref_excerpt, it->got_excerpt);
+				 "%.60s prompt %zu diverged at token %zu%s: reference \"%.40s\", got \"%.40s\"",
+				 run->res[i].id, it->prompt_index, it->at,
+				 it->duplicate ? " (the token before it repeated)" : "", it->ref_excerpt,
+				 it->got_excerpt);
 		else if (it->verdict == CORRECT_WRONG)
 			snprintf(dc->first_divergence, sizeof(dc->first_divergence),
 				 "%.60s prompt %zu wrong: \"%.100s\" missing", run->res[i].id, it->prompt_index,
 				 it->missing);
+	}
+}
+
+/* The token anomalies of a run's outputs into its cell. */
+static void driver_tally_anomalies(struct driver_cell *dc, const struct load_run *run, long vocab)
+{
+	struct anomaly an;
+	size_t i;
+
+	for (i = 0; i < run->n; i++) {
+		const struct load_result *r = &run->res[i];
+
+		anomaly_of(r, vocab, &an);
+		dc->an_outputs++;
+		dc->an_with_ids += an.ids_seen;
+		dc->an_past_vocab += an.ids_past_vocab > 0;
+		dc->an_empty_tokens += an.empty_tokens > 0;
+		dc->an_special += an.special_repeated > 0;
+		dc->an_empty += an.empty_content;
+		if (!dc->first_anomaly[0] && (an.ids_past_vocab || an.special_repeated))
+			snprintf(dc->first_anomaly, sizeof(dc->first_anomaly), "%.80s: %s at output token %ld",
+				 r->xid[0] ? r->xid : r->id,
+				 an.ids_past_vocab ? "a token id past the vocabulary" : "a special token repeated",
+				 an.ids_past_vocab ? an.first_past_vocab : 0L);
 	}
 }
 
@@ -621,7 +654,8 @@ static void driver_canary_verdict(const struct driver_report *rep, struct driver
 	if (dc->can_decoy)
 		dc->can_fisher_p = rate_fisher_greater(dc->can_leaked, dc->can_requests, dc->can_decoy,
 							dc->can_requests);
-	if (dc->can_lost || (dc->can_leaked && (!dc->can_decoy || dc->can_fisher_p < 1 - rep->confidence))) {
+	if (dc->can_lost || dc->an_past_vocab || dc->an_special ||
+	    (dc->can_leaked && (!dc->can_decoy || dc->can_fisher_p < 1 - rep->confidence))) {
 		dc->can_verdict = DRIVER_FAIL;
 		return;
 	}
@@ -811,6 +845,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->arrival = o->arrival;
 	rep->correctness = o->correctness;
 	rep->canary = o->canary;
+	rep->vocab_size = o->vocab_size;
 	rep->churn = o->churn;
 	rep->max_num_seqs = o->max_num_seqs;
 	rep->confidence = o->confidence > 0 && o->confidence < 1 ? o->confidence : 0.95;
@@ -950,6 +985,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 					goto out;
 				driver_tally(dc, run, &st_run, &corr, o->correctness);
 				if (o->canary) {
+					driver_tally_anomalies(dc, run, o->vocab_size);
 					driver_tally_canary(dc, &crep, run, c.can);
 					canary_report_release(&crep);
 				}
@@ -992,6 +1028,10 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 			rep->can_leaked += dc->can_leaked;
 			rep->can_lost += dc->can_lost;
 			rep->can_decoy += dc->can_decoy;
+			rep->an_past_vocab += dc->an_past_vocab;
+			rep->an_special += dc->an_special;
+			rep->an_empty_tokens += dc->an_empty_tokens;
+			rep->an_empty += dc->an_empty;
 			if (dc->can_verdict == DRIVER_FAIL ||
 			    (dc->can_verdict == DRIVER_INCONCLUSIVE && rep->can_verdict == DRIVER_PASS))
 				rep->can_verdict = dc->can_verdict;

@@ -70,6 +70,7 @@ struct driver_opts {
 	/* --workload churn (churn.h): mixed max_tokens, client aborts,
 	 * sync-forcing requests, a shared prefix evicted and sent again */
 	bool churn;
+	long vocab_size;            /* the model's vocabulary, for ids past it; 0 unknown */
 	unsigned max_num_seqs;      /* the server's, when known (churn's levels cross it); 0 unknown */
 	size_t churn_pressure;      /* words of each pressure request's preface (0: default 512) */
 	double confidence;          /* of the correctness intervals, two-sided; <= 0: 0.95 */
@@ -113,6 +114,7 @@ struct driver_cell {
 	size_t n_fail[LOAD_FAIL__COUNT];
 	char first_failure[240];    /* "id: reason" of the first failed request */
 	size_t corr_requests, corr_failing, corr_diverged, corr_wrong, corr_failed;
+	size_t corr_duplicate;      /* diverged by a token repeated (correct.h) */
 	enum driver_verdict corr_verdict;   /* of the correctness stage (driver_verdict_of) */
 	uint64_t corr_n_to_bound;           /* INCONCLUSIVE: requests that would rule out the baseline */
 	char first_divergence[240];
@@ -123,6 +125,9 @@ struct driver_cell {
 	uint64_t can_n_to_bound;            /* INCONCLUSIVE for want of requests: the number that would do */
 	double can_fisher_p;                /* leaked outputs above decoy outputs, one-sided; 1 without decoys */
 	char first_leak[300];
+	/* token anomalies (anomaly.h) of the outputs whose text and ids were kept */
+	size_t an_outputs, an_with_ids, an_past_vocab, an_empty_tokens, an_special, an_empty;
+	char first_anomaly[240];
 	size_t n_cold_invalid;      /* runs whose cold claim the prefix cache contradicted */
 	size_t n_cold_unchecked;    /* runs where the counter could not be read */
 	double prefix_hits;         /* summed over repeats */
@@ -150,6 +155,8 @@ struct driver_report {
 	size_t n_cells;
 	enum load_arrival arrival;
 	bool correctness, warm, canary, churn;
+	long vocab_size;
+	size_t an_past_vocab, an_special, an_empty_tokens, an_empty;
 	unsigned max_num_seqs;
 	uint64_t transitions[CHURN_T__COUNT];   /* churn: requests that caused each transition */
 	char suite_hash[32], suite_source[1024], sizing[48];

@@ -286,6 +286,7 @@ cJSON *record_correct_json(const struct correct_report *c)
 	cJSON_AddNumberToObject(o, "failing", (double)c->n_failing);
 	cJSON_AddNumberToObject(o, "identical", (double)c->n_identical);
 	cJSON_AddNumberToObject(o, "diverged", (double)c->n_diverged);
+	cJSON_AddNumberToObject(o, "duplicate_token", (double)c->n_duplicate);
 	cJSON_AddNumberToObject(o, "wrong", (double)c->n_wrong);
 	cJSON_AddNumberToObject(o, "failed", (double)c->n_failed);
 	cJSON_AddNumberToObject(o, "no_reference", (double)c->n_no_reference);
@@ -337,6 +338,8 @@ static void record_canary_item(cJSON *o, const struct record_cell *c, const stru
 	cJSON_AddNumberToObject(l, "donor_marker", (double)it->leak.donor);
 	record_str(l, "donor_id", it->leak.donor_id[0] ? it->leak.donor_id : NULL);
 	cJSON_AddNumberToObject(l, "at", (double)it->leak.at);
+	if (it->leak.span > 1)
+		cJSON_AddNumberToObject(l, "at_span", (double)it->leak.span);
 	cJSON_AddBoolToObject(l, "donor_finished", it->leak.donor_finished);
 	cJSON_AddBoolToObject(l, "donor_aborted", it->leak.donor_aborted);
 	cJSON_AddStringToObject(l, "by", it->leak.by_id ? "ids" : "text");
@@ -402,6 +405,7 @@ static void record_verdict(cJSON *o, const struct correct_item *it)
 		cJSON_AddNumberToObject(o, "diverged_at", (double)it->at);
 		if (it->at_span > 1)
 			cJSON_AddNumberToObject(o, "diverged_tokens", (double)it->at_span);
+		cJSON_AddStringToObject(o, "diverged_kind", it->duplicate ? "duplicate-token" : "other");
 		cJSON_AddStringToObject(o, "reference_from", it->ref_excerpt);
 		cJSON_AddStringToObject(o, "output_from", it->got_excerpt);
 	}
@@ -500,6 +504,23 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddStringToObject(o, "text", r->text);   /* kept only where outputs are compared */
 	if (c->correct && r->index < c->correct->n)
 		record_verdict(o, &c->correct->items[r->index]);
+	if (c->anomalies) {
+		struct anomaly an;
+		cJSON *w = cJSON_AddObjectToObject(o, "anomalies");
+
+		anomaly_of(r, c->vocab_size, &an);
+		if (w) {
+			if (c->vocab_size > 0 && an.ids_seen)
+				cJSON_AddNumberToObject(w, "ids_past_vocab", (double)an.ids_past_vocab);
+			else
+				cJSON_AddNullToObject(w, "ids_past_vocab");
+			if (an.first_past_vocab >= 0)
+				cJSON_AddNumberToObject(w, "first_past_vocab_at", (double)an.first_past_vocab);
+			cJSON_AddNumberToObject(w, "empty_tokens", (double)an.empty_tokens);
+			cJSON_AddNumberToObject(w, "special_repeated", (double)an.special_repeated);
+			cJSON_AddBoolToObject(w, "empty_content", an.empty_content);
+		}
+	}
 	if (c->churn && r->index < c->churn->n) {
 		const struct churn_req *q = &c->churn->r[r->index];
 		cJSON *w = cJSON_AddObjectToObject(o, "churn"), *ta;

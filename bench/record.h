@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "anomaly.h"
 #include "canary.h"
 #include "churn.h"
 #include "correct.h"
@@ -80,6 +81,8 @@ struct record_cell {
 	size_t canary_first;                   /* the run's first marker */
 	int canary_kind;                       /* enum canary_kind of the run's markers */
 	const struct churn_plan *churn;        /* --workload churn: the run's plan, else NULL */
+	bool anomalies;                        /* each request's token anomalies (anomaly.h) */
+	long vocab_size;                       /* for them; 0 unknown */
 };
 
 /* "closed", "batch", "poisson". */

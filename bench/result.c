@@ -167,6 +167,11 @@ int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api 
 		snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)f.n_finish, f.finish);
 	answer = f.has_content && f.n_content > 0;
 	thought = f.has_reasoning && f.n_reasoning > 0;
+	/* a chunk whose token ids say it carries tokens is a token chunk even
+	 * with no text (a token that detokenizes to nothing, an id past the
+	 * vocabulary): counted as answer */
+	if (!answer && !thought && f.n_token_ids > 0)
+		answer = true;
 	/* how many tokens this chunk carries: the server says it with
 	 * token_ids, or with per-chunk usage (continuous_usage_stats, a
 	 * running total); otherwise one per chunk, and the record says so */
@@ -217,7 +222,7 @@ int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api 
 				if (!r->n_chunks)
 					r->tok_off[0] = 0;
 				/* the answer only: reasoning text is not the output compared */
-				if (answer && result_keep_text(r, f.content, f.n_content))
+				if (answer && f.n_content && result_keep_text(r, f.content, f.n_content))
 					return -1;
 				r->tok_off[r->n_chunks + 1] = r->text_len;
 			}

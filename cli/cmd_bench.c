@@ -18,7 +18,7 @@ static struct driver_opts bench_o = {
 	.levels = { 1 }, .n_levels = 1,
 };
 static long long bench_in, bench_out_tokens, bench_prompts, bench_requests, bench_repeats = 1;
-static long long bench_max_num_seqs, bench_pressure;
+static long long bench_max_num_seqs, bench_pressure, bench_vocab;
 static const char *bench_workload;
 static bool bench_json, bench_no_progress;
 static int bench_arrival_set;
@@ -167,6 +167,8 @@ static const struct opt bench_opts[] = {
 	OPT_STRING(0, "workload", &bench_workload, "W",
 		   "plain (default) or churn: mixed max_tokens, client aborts, sync-forcing requests, a shared "
 		   "prefix evicted and sent again, levels crossing --max-num-seqs (docs/bench.md)"),
+	OPT_INT(0, "vocab-size", &bench_vocab, "N", 1, 1e9,
+		"the model's vocabulary: token ids at or past it are counted (tt-metal #52176)"),
 	OPT_INT(0, "max-num-seqs", &bench_max_num_seqs, "N", 1, 4096,
 		"the server's max_num_seqs: churn runs at half, once, 4x and 32x it unless levels are given"),
 	OPT_INT(0, "churn-pressure", &bench_pressure, "W", 0, 100000,
@@ -265,6 +267,7 @@ int cmd_bench(int argc, char **argv)
 		return cli_usage_error("bench", "--workload '%s': want plain or churn", bench_workload);
 	o->churn = bench_workload && !strcmp(bench_workload, "churn");
 	o->max_num_seqs = (unsigned)bench_max_num_seqs;
+	o->vocab_size = (long)bench_vocab;
 	o->churn_pressure = (size_t)bench_pressure;
 	if ((bench_pressure) && !o->churn)
 		return cli_usage_error("bench", "--churn-pressure belongs to --workload churn");

@@ -49,10 +49,12 @@ for api in completions chat; do
 	# the first substitution of each victim: its donor is the canary's
 	awk '!seen[$1]++' "$T/subs" | cmp -s - "$T/leaks" ||
 		{ diff "$T/leaks" "$T/subs" >&2; fail "$api bare: donors differ from the audit's"; }
-	# every leak says where and whether its donor had finished (slot reuse:
-	# the donor left the row, so it had)
+	# every leak says where and whether its donor had finished, as the
+	# client saw it (slot reuse: the donor left the row on the server; with
+	# instant tokens its last one and the victim's stale one can come in the
+	# same turn of ttsim's sends, in either order)
 	jq -s -e '[.[] | select(.kind == "request" and .verdict == "leaked") | .canary.leak |
-		(.at >= 0 and .donor_finished == true and .donor_kind == "sent" and (.group | length) == 6)] | all' \
+		(.at >= 0 and (.donor_finished | type) == "boolean" and .donor_kind == "sent" and (.group | length) == 6)] | all' \
 		"$T/bare-$api.jsonl" >/dev/null || fail "$api bare: leak detail"
 	# no decoy ever: the ttsim model writes only what it is given
 	eq "$(jq -s '[.[] | select(.kind == "request" and .phase == "canary" and .canary.decoy > 0)] | length' \

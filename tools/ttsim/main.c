@@ -816,9 +816,12 @@ static int cmd_serve(int argc, char **argv)
 				fault_banner_only = true;
 			else if (!strcmp(optarg, "no-banner"))
 				fault_no_banner = true;
+			else if (ttsim_fault_parse(optarg))
+				c.model.faults |= ttsim_fault_parse(optarg);
 			else
-				return main_usage_error("serve", "--fault '%s': want banner-only or "
-							"no-banner", optarg);
+				return main_usage_error("serve", "--fault '%s': want banner-only, no-banner, "
+							"abort-reuse, redecode, condense-state, prefix-block "
+							"or oov", optarg);
 			break;
 		case 'e': dp = &c.error_rate; break;
 		case 'r': dp = &c.reset_rate; break;
@@ -858,6 +861,12 @@ static int cmd_serve(int argc, char **argv)
 			       "faults (seeded by --seed):\n"
 			       "  --fault banner-only print the arm's banner but merge bare\n"
 			       "  --fault no-banner   engage the arm without its banner\n"
+			       "the family's defect modes (--fault, repeatable; the stale merge is --arm bare):\n"
+			       "  --fault abort-reuse a cancelled request's row reused without clearing\n"
+			       "  --fault redecode    a row the condense moved re-decodes its pending token\n"
+			       "  --fault condense-state  a moved row uses the state of the request that left it\n"
+			       "  --fault prefix-block    a prefix hit serves a block refilled by another request\n"
+			       "  --fault oov         an on-device-sampled token past the vocabulary at index 8\n"
 			       "  --error-rate P      answer 500\n"
 			       "  --reset-rate P      reset the connection mid-stream\n"
 			       "  --stall-rate P      pause a stream for --stall-time S (default 2)\n"

@@ -66,6 +66,41 @@
 #define TTSIM_MAX_TRACKED 16
 #define TTSIM_MAX_BUCKETS 16
 
+/*
+ * The rest of the family, each a named defect mode (`ttsim serve --fault
+ * MODE`), off by default; the stale merge itself is the keep (--arm bare).
+ * Every injection is an audit `defect` event with its victim and donor.
+ *   ABORT_REUSE     a cancelled request's row is reused without clearing: the
+ *                   next request placed in it starts with the token the
+ *                   cancelled one would have produced next (ollama #17475)
+ *   REDECODE        a token re-decoded after a layout change: a row the
+ *                   condense moved emits its pending token again at the next
+ *                   decode (tenstorrent/vllm #395/#396, PR #444)
+ *   CONDENSE_STATE  per-slot state not moved on condense: a row the condense
+ *                   moved computes its next token from the state of the
+ *                   request that had left that row (tt-metal #51982)
+ *   PREFIX_BLOCK    a prefix-cache hit serving another request's block: a
+ *                   block evicted under pressure keeps its hash entry, its
+ *                   memory is refilled by another request's block, and a
+ *                   request whose prefix hits it computes its first token from
+ *                   that block's owner (tenstorrent/vllm #415)
+ *   OOV             out-of-vocabulary ids: an on-device-sampled token at output
+ *                   index TTSIM_OOV_AT is an id past the vocabulary, read from
+ *                   memory no one wrote (tt-metal #52176)
+ */
+enum {
+	TTSIM_FAULT_ABORT_REUSE = 1u << 0,
+	TTSIM_FAULT_REDECODE = 1u << 1,
+	TTSIM_FAULT_CONDENSE_STATE = 1u << 2,
+	TTSIM_FAULT_PREFIX_BLOCK = 1u << 3,
+	TTSIM_FAULT_OOV = 1u << 4,
+};
+#define TTSIM_OOV_AT 8
+/* Parses "abort-reuse", "redecode", ... into a TTSIM_FAULT_* bit; 0 when unknown. */
+unsigned ttsim_fault_parse(const char *name);
+/* The name of bit f. */
+const char *ttsim_fault_name(unsigned f);
+
 /* Whose prefill runs before the keep: Qwen3.6's own (it never fills the
  * prefilled-slot set) or tt_transformers' Generator.prefill_forward_text (it
  * does). */
@@ -107,6 +142,7 @@ struct ttsim_model_config {
 	bool force_keep;
 	bool audit_wall_time;       /* merge events carry "t" (off: audits are
 				     * byte-identical across runs of one seed) */
+	unsigned faults;            /* TTSIM_FAULT_* defect modes on */
 };
 
 /* The rules the running keep applies: the engaged arm, and on the generic
@@ -163,6 +199,7 @@ struct ttsim_model_stats {
 	unsigned long long host_sampled;    /* decodes sampled on the host */
 	unsigned long long restages;        /* trace-input restages (chunks) */
 	unsigned long long started, finished, aborted, with_subs;
+	unsigned long long defects;         /* tokens a defect mode changed */
 	unsigned long long prompt_tokens, cached_tokens, generation_tokens;
 	double modeled_seconds;
 };
