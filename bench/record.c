@@ -755,7 +755,8 @@ static void record_in_fill(const cJSON *o, struct record_in *rec)
 	rec->output_tok_s = record_in_num(fig, "output_tok_s");
 	rec->ttft_p50 = record_in_num(fig ? cJSON_GetObjectItemCaseSensitive(fig, "ttft_s") : NULL, "p50");
 	rec->itl_p50 = record_in_num(fig ? cJSON_GetObjectItemCaseSensitive(fig, "itl_s") : NULL, "p50");
-	rec->has_correctness = cJSON_GetObjectItemCaseSensitive(o, "correctness") != NULL;
+	rec->has_correctness = cJSON_GetObjectItemCaseSensitive(o, "correctness") != NULL ||
+			       cJSON_GetObjectItemCaseSensitive(o, "canary") != NULL;
 	rec->id = record_in_str(o, "id");
 	rec->request_id = record_in_str(o, "request_id");
 	rec->verdict = record_in_str(o, "verdict");
@@ -765,6 +766,7 @@ static void record_in_fill(const cJSON *o, struct record_in *rec)
 
 		rec->leak_donor_id = record_in_str(leak, "donor_id");
 		rec->leak_at = record_in_num(leak, "at");
+		rec->leak_at_span = record_in_num(leak, "at_span");
 	}
 	rec->index = record_in_num(o, "index");
 	rec->prompt_index = record_in_num(o, "prompt_index");

@@ -150,12 +150,12 @@ struct record_in {
 	double wall_start, wall_end, mono_start, mono_end;
 	bool has_figures;            /* "figures" present (of whatever type) */
 	double makespan_s, output_tok_s, ttft_p50, itl_p50;
-	bool has_correctness;        /* "correctness" present */
+	bool has_correctness;        /* "correctness" (or "canary") present */
 	/* request */
 	const char *id, *request_id, *verdict;
 	/* canary: the first leak's donor request id and output position */
 	const char *leak_donor_id;
-	double leak_at;
+	double leak_at, leak_at_span;
 	double index, prompt_index, prompt_tokens, diverged_at, diverged_tokens, ttft_s;
 	bool ok;
 };
