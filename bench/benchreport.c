@@ -97,6 +97,17 @@ char *benchreport_json(const struct driver_report *rep)
 				cJSON_AddNullToObject(x, "baseline");
 		}
 	}
+	if (rep->accuracy) {
+		x = cJSON_AddObjectToObject(o, "accuracy");
+		if (x) {
+			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->acc_verdict));
+			if (rep->control != SIZE_MAX)
+				cJSON_AddNumberToObject(x, "control", (double)rep->control);
+			else
+				cJSON_AddNullToObject(x, "control");
+			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
+		}
+	}
 	x = cJSON_AddObjectToObject(o, "workload");
 	if (x) {
 		cJSON_AddStringToObject(x, "kind", rep->churn ? "churn" : "plain");
@@ -248,6 +259,35 @@ char *benchreport_json(const struct driver_report *rep)
 				}
 			}
 		}
+		if (rep->accuracy) {
+			v = cJSON_AddObjectToObject(x, "accuracy");
+			if (v) {
+				cJSON *an;
+
+				cJSON_AddBoolToObject(v, "control", dc->arm_index == rep->control);
+				cJSON_AddNumberToObject(v, "graded", (double)dc->acc_n);
+				cJSON_AddNumberToObject(v, "right", (double)dc->acc_right);
+				cJSON_AddNumberToObject(v, "cut", (double)dc->acc_cut);
+				cJSON_AddNumberToObject(v, "failed", (double)dc->acc_failed);
+				cJSON_AddItemToObject(v, "rate", record_rate_json(dc->acc_right, dc->acc_n, rep->confidence));
+				if (isnan(dc->acc_fisher_p))
+					cJSON_AddNullToObject(v, "fisher_p");
+				else
+					cJSON_AddNumberToObject(v, "fisher_p", dc->acc_fisher_p);
+				cJSON_AddStringToObject(v, "verdict", dc->arm_index == rep->control ? "control" :
+							driver_verdict_name(dc->acc_verdict));
+				an = cJSON_AddObjectToObject(v, "anomalies");
+				if (an) {
+					if (rep->vocab_size > 0 && dc->an_with_ids)
+						cJSON_AddNumberToObject(an, "ids_past_vocab", (double)dc->an_past_vocab);
+					else
+						cJSON_AddNullToObject(an, "ids_past_vocab");
+					cJSON_AddNumberToObject(an, "empty_content", (double)dc->an_empty);
+					cJSON_AddNumberToObject(an, "special_repeated", (double)dc->an_special);
+					cJSON_AddNumberToObject(an, "empty_tokens", (double)dc->an_empty_tokens);
+				}
+			}
+		}
 		if (dc->median.open_loop)
 			cJSON_AddBoolToObject(x, "client_behind_schedule", benchreport_behind(&dc->median, dc->level));
 		v = record_stats_json(&dc->median);
@@ -342,6 +382,30 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 					rate_describe(buf, sizeof(buf), 0, dc->can_requests, rep->confidence, 100, "%"),
 					100 * rep->baseline, dc->can_n_to_bound,
 					rate_plan_command(vs, sizeof(vs), rep->baseline, rep->confidence));
+		}
+	}
+	if (rep->accuracy) {
+		fprintf(f, "ACCURACY: %s against %s\n", driver_verdict_name(rep->acc_verdict),
+			rep->control != SIZE_MAX ? "the synchronous control (the last server)" :
+			"no control (one server: no comparison)");
+		for (i = 0; i < rep->n_cells; i++) {
+			const struct driver_cell *dc = &rep->cells[i];
+			char ar[128];
+
+			fprintf(f, "    server %zu%s level %g: %zu right of %zu graded: %s", dc->arm_index,
+				dc->arm_index == rep->control ? " (control)" : "", dc->level, dc->acc_right, dc->acc_n,
+				rate_describe(ar, sizeof(ar), dc->acc_right, dc->acc_n, rep->confidence, 100, "%"));
+			if (!isnan(dc->acc_fisher_p))
+				fprintf(f, "; against the control: Fisher p = %.3g, %s", dc->acc_fisher_p,
+					driver_verdict_name(dc->acc_verdict));
+			if (dc->acc_cut)
+				fprintf(f, "; %zu cut short by design, not graded", dc->acc_cut);
+			fprintf(f, "; empty answers %zu, a special token repeated in %zu", dc->an_empty, dc->an_special);
+			if (rep->vocab_size > 0 && dc->an_with_ids)
+				fprintf(f, ", ids past the vocabulary (%ld) in %zu\n", rep->vocab_size, dc->an_past_vocab);
+			else
+				fprintf(f, ", ids past the vocabulary not evaluable (%s)\n",
+					rep->vocab_size > 0 ? "no ids returned" : "no --vocab-size");
 		}
 	}
 	if (rep->any_unstable)

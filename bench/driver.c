@@ -19,6 +19,7 @@
 #include "arms.h"
 #include "benchreport.h"
 #include "correct.h"
+#include "graded.h"
 #include "http.h"
 #include "prom.h"
 #include "rate.h"
@@ -153,7 +154,7 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 	bo.ignore_eos = o->ignore_eos;
 	bo.no_usage = o->no_usage;
 	/* canary: each request its own entry, its marker keeps it cold */
-	bo.return_token_ids = nonce_mode == 3;
+	bo.return_token_ids = nonce_mode == 3 || o->accuracy;
 	for (i = 0; i < n; i++) {
 		p = nonce_mode == 3 ? entry + i : i % c->suite->n;
 		if (p >= c->suite->n)
@@ -356,6 +357,45 @@ static void driver_fill_identity(struct driver_ctx *c)
 	}
 }
 
+/*
+ * The accuracy verdict of every treatment cell against the control's cell
+ * at its level (driver.h): FAIL when the treatment is less accurate and
+ * Fisher's exact test (two-sided) separates the two at 1 - C, or when its
+ * outputs hold ids past the vocabulary or a special token repeated; PASS
+ * otherwise. Without a control there is no test: NAN, the verdict on the
+ * anomalies alone.
+ */
+static void driver_accuracy_verdicts(struct driver_report *rep, size_t n_levels)
+{
+	size_t i;
+
+	rep->acc_verdict = DRIVER_PASS;
+	for (i = 0; i < rep->n_cells; i++) {
+		struct driver_cell *dc = &rep->cells[i], *cc;
+		double at, ac;
+
+		dc->acc_fisher_p = NAN;
+		dc->acc_verdict = DRIVER_PASS;
+		if (dc->an_past_vocab || dc->an_special)
+			dc->acc_verdict = DRIVER_FAIL;
+		if (rep->control != SIZE_MAX && dc->arm_index != rep->control) {
+			cc = &rep->cells[rep->control * n_levels + i % n_levels];
+			dc->acc_fisher_p = rate_fisher(dc->acc_right, dc->acc_n, cc->acc_right, cc->acc_n);
+			at = dc->acc_n ? (double)dc->acc_right / (double)dc->acc_n : 0;
+			ac = cc->acc_n ? (double)cc->acc_right / (double)cc->acc_n : 0;
+			if (at < ac && dc->acc_fisher_p < 1 - rep->confidence)
+				dc->acc_verdict = DRIVER_FAIL;
+		}
+		if (!dc->acc_n && dc->acc_verdict == DRIVER_PASS)
+			dc->acc_verdict = DRIVER_INCONCLUSIVE;   /* nothing graded */
+		if (dc->arm_index == rep->control)
+			continue;
+		if (dc->acc_verdict == DRIVER_FAIL ||
+		    (dc->acc_verdict == DRIVER_INCONCLUSIVE && rep->acc_verdict == DRIVER_PASS))
+			rep->acc_verdict = dc->acc_verdict;
+	}
+}
+
 /* The largest max_tokens of the suite's entries: churn's M. */
 static long driver_max_tokens(const struct suite *su)
 {
@@ -366,6 +406,30 @@ static long driver_max_tokens(const struct suite *su)
 		if (su->e[i].max_tokens > m)
 			m = su->e[i].max_tokens;
 	return m;
+}
+
+/* The token anomalies of a run's outputs into its cell. */
+static void driver_tally_anomalies(struct driver_cell *dc, const struct load_run *run, long vocab)
+{
+	struct anomaly an;
+	size_t i;
+
+	for (i = 0; i < run->n; i++) {
+		const struct load_result *r = &run->res[i];
+
+		anomaly_of(r, vocab, &an);
+		dc->an_outputs++;
+		dc->an_with_ids += an.ids_seen;
+		dc->an_past_vocab += an.ids_past_vocab > 0;
+		dc->an_empty_tokens += an.empty_tokens > 0;
+		dc->an_special += an.special_repeated > 0;
+		dc->an_empty += an.empty_content;
+		if (!dc->first_anomaly[0] && (an.ids_past_vocab || an.special_repeated))
+			snprintf(dc->first_anomaly, sizeof(dc->first_anomaly), "%.80s: %s at output token %ld",
+				 r->xid[0] ? r->xid : r->id,
+				 an.ids_past_vocab ? "a token id past the vocabulary" : "a special token repeated",
+				 an.ids_past_vocab ? an.first_past_vocab : 0L);
+	}
 }
 
 /* One load run of arm a; records it; hands back the run and its figures. */
@@ -381,6 +445,7 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	struct record_cell cell;
 	struct churn_plan plan;
 	bool have_plan = false;
+	const char **grades = NULL, **missing = NULL;
 	char run_id[160];
 	double h0 = 0, h1 = 0;
 	bool h0_ok, h1_ok;
@@ -395,8 +460,13 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	if (dcan)
 		nonce_mode = 3;
 	/* churn shapes the runs under test, never a reference or a calibration */
-	if (o->churn && (!strcmp(phase, "bench") || !strcmp(phase, "canary") || !strcmp(phase, "correctness"))) {
-		st = churn_plan_make(&plan, driver_key(o->corpus_seed, cell_key, 11, 0, 0), n,
+	if (o->churn && (!strcmp(phase, "bench") || !strcmp(phase, "canary") || !strcmp(phase, "correctness") ||
+			 !strcmp(phase, "accuracy"))) {
+		/* accuracy: the same plan for every server at a level, so the
+		 * control sees the treatment's workload */
+		st = churn_plan_make(&plan, driver_key(o->corpus_seed, o->accuracy ?
+							driver_key((uint64_t)(level * 1000), rep, 5, 0, 0) : cell_key,
+							11, 0, 0), n,
 				     driver_max_tokens(c->suite), o->max_num_seqs,
 				     o->churn_pressure ? o->churn_pressure : 512, !o->correctness, si);
 		if (st)
@@ -416,8 +486,8 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	lo.seed = o->arrival_seed + rep;
 	lo.timeout_s = o->timeout_s;
 	lo.stall_s = o->stall_s;
-	lo.keep_text = keep_text || dcan;
-	lo.keep_ids = dcan != NULL;
+	lo.keep_text = keep_text || dcan || o->accuracy;
+	lo.keep_ids = dcan != NULL || o->accuracy;
 	lo.loop_times = o->loop_times;
 	if (o->progress) {
 		c->prog.f = o->progress;
@@ -440,6 +510,27 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 		st = correct_compare(c->suite, ref, *out_run, corr, si);
 		if (st)
 			goto out;
+	}
+	if (o->accuracy && !strcmp(phase, "accuracy")) {
+		size_t i;
+
+		grades = calloc((*out_run)->n ? (*out_run)->n : 1, sizeof(*grades));
+		missing = calloc((*out_run)->n ? (*out_run)->n : 1, sizeof(*missing));
+		if (!grades || !missing) {
+			st = status_set(si, STATUS_NOMEM, "out of memory");
+			goto out;
+		}
+		for (i = 0; i < (*out_run)->n; i++) {
+			const struct load_result *x = &(*out_run)->res[i];
+			const struct suite_entry *e = &c->suite->e[x->prompt_index];
+
+			if (x->fail)
+				grades[i] = "failed";
+			else if (x->aborted || (have_plan && plan.r[i].max_tokens < plan.r[i].entry_max))
+				grades[i] = "cut";   /* cut short by design: no answer to grade */
+			else
+				grades[i] = (missing[i] = correct_missing(e, x->text)) ? "wrong" : "right";
+		}
 	}
 	if (dcan) {
 		size_t i;
@@ -481,11 +572,31 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	cell.canary_first = dcan ? dcan->first : 0;
 	cell.canary_kind = dcan ? (int)dcan->kind : 0;
 	cell.churn = have_plan ? &plan : NULL;
-	cell.anomalies = dcan != NULL;
+	cell.anomalies = dcan != NULL || grades;
+	cell.grades = grades;
+	cell.grade_missing = missing;
 	cell.vocab_size = o->vocab_size;
 	st = record_run(c->rec, &c->as[a].id, &cell, *out_run, out_st, o->token_times, si);
 	if (st)
 		goto out;
+	if (grades) {
+		size_t i, li;
+		struct driver_cell *dc = NULL;
+
+		for (li = 0; li < o->n_levels; li++)
+			if (o->levels[li] == level)
+				dc = &c->rep->cells[a * o->n_levels + li];
+		for (i = 0; dc && i < (*out_run)->n; i++) {
+			dc->acc_cut += !strcmp(grades[i], "cut");
+			dc->acc_failed += !strcmp(grades[i], "failed");
+			if (!strcmp(grades[i], "right") || !strcmp(grades[i], "wrong")) {
+				dc->acc_n++;
+				dc->acc_right += !strcmp(grades[i], "right");
+			}
+		}
+		if (dc)
+			driver_tally_anomalies(dc, *out_run, o->vocab_size);
+	}
 	if (have_plan) {
 		size_t i, k;
 
@@ -514,6 +625,8 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 out:
 	driver_requests_free(&rq);
 	churn_plan_release(&plan);
+	free(grades);
+	free(missing);
 	if (st) {
 		load_run_free(*out_run);
 		*out_run = NULL;
@@ -578,30 +691,6 @@ static void driver_tally(struct driver_cell *dc, const struct load_run *run, con
 			snprintf(dc->first_divergence, sizeof(dc->first_divergence),
 				 "%.60s prompt %zu wrong: \"%.100s\" missing", run->res[i].id, it->prompt_index,
 				 it->missing);
-	}
-}
-
-/* The token anomalies of a run's outputs into its cell. */
-static void driver_tally_anomalies(struct driver_cell *dc, const struct load_run *run, long vocab)
-{
-	struct anomaly an;
-	size_t i;
-
-	for (i = 0; i < run->n; i++) {
-		const struct load_result *r = &run->res[i];
-
-		anomaly_of(r, vocab, &an);
-		dc->an_outputs++;
-		dc->an_with_ids += an.ids_seen;
-		dc->an_past_vocab += an.ids_past_vocab > 0;
-		dc->an_empty_tokens += an.empty_tokens > 0;
-		dc->an_special += an.special_repeated > 0;
-		dc->an_empty += an.empty_content;
-		if (!dc->first_anomaly[0] && (an.ids_past_vocab || an.special_repeated))
-			snprintf(dc->first_anomaly, sizeof(dc->first_anomaly), "%.80s: %s at output token %ld",
-				 r->xid[0] ? r->xid : r->id,
-				 an.ids_past_vocab ? "a token id past the vocabulary" : "a special token repeated",
-				 an.ids_past_vocab ? an.first_past_vocab : 0L);
 	}
 }
 
@@ -774,6 +863,8 @@ static enum status driver_check_opts(const struct driver_opts *o, struct status_
 	if (o->churn && (o->arrival == LOAD_BATCH || o->warm))
 		return status_set(si, STATUS_USAGE, "--workload churn is a closed loop or Poisson arrivals, "
 				  "cold: not with --batch or --warm");
+	if (o->accuracy && (o->warm || o->correctness || o->canary))
+		return status_set(si, STATUS_USAGE, "--correctness accuracy is a stage of its own");
 	if (o->canary && (o->suite || o->warm || o->correctness))
 		return status_set(si, STATUS_USAGE, "--correctness canary writes its own prompts: not with "
 				  "--suite, --warm or the reference stage");
@@ -845,6 +936,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->arrival = o->arrival;
 	rep->correctness = o->correctness;
 	rep->canary = o->canary;
+	rep->accuracy = o->accuracy;
+	rep->control = o->accuracy && o->n_arms >= 2 ? o->n_arms - 1 : SIZE_MAX;
 	rep->vocab_size = o->vocab_size;
 	rep->churn = o->churn;
 	rep->max_num_seqs = o->max_num_seqs;
@@ -902,6 +995,11 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 					  &c.suite, si);
 		if (st)
 			goto out;
+	} else if (o->accuracy && !o->suite) {
+		st = graded_suite(o->corpus_seed, o->gen.chat, o->gen.max_tokens > 0 ? o->gen.max_tokens : 48,
+				  &c.suite, si);
+		if (st)
+			goto out;
 	} else if (!o->suite) {
 		struct sizer *z = NULL;
 
@@ -926,7 +1024,7 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	if (st)
 		goto out;
 	/* 3. the reference; the canary's calibration */
-	temp = o->correctness || o->canary ? 0.0 : o->temperature;
+	temp = o->correctness || o->canary || o->accuracy ? 0.0 : o->temperature;
 	if (o->canary) {
 		for (a = 0; a < o->n_arms; a++) {
 			struct driver_can dcan = { canary_count(c.can, CANARY_SENT) + a * CANARY_CALIBRATION,
@@ -977,7 +1075,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 				n = driver_cell_n(o, level, c.suite->n);
 				if (o->canary)
 					c.can_next += n;
-				st = driver_one(&c, a, o->correctness ? "correctness" : o->canary ? "canary" : "bench",
+				st = driver_one(&c, a, o->correctness ? "correctness" : o->canary ? "canary" :
+						o->accuracy ? "accuracy" : "bench",
 						o->arrival, level, r, n, o->correctness ? 1 : o->warm ? 2 : 0, temp,
 						o->correctness, o->correctness ? c.as[a].ref : NULL,
 						o->canary ? &dcan : NULL, &run, &st_run, &corr, si);
@@ -1044,6 +1143,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 				rep->corr_verdict = dc->corr_verdict;
 		}
 	}
+	if (o->accuracy)
+		driver_accuracy_verdicts(rep, o->n_levels);
 	{
 		char *js = benchreport_json(rep);
 

@@ -67,6 +67,11 @@ struct driver_opts {
 	 * searched for every marker (canary.h); no reference. Prompts are the
 	 * canary's, gen.chat chooses chat, gen.max_tokens their length */
 	bool canary;
+	/* --correctness accuracy: graded tasks (the suite's expect strings, or
+	 * graded.h's bundled set) at every level; with two servers or more the
+	 * last is the synchronous control (async scheduling off) the others are
+	 * compared with, level by level, by Fisher's exact test */
+	bool accuracy;
 	/* --workload churn (churn.h): mixed max_tokens, client aborts,
 	 * sync-forcing requests, a shared prefix evicted and sent again */
 	bool churn;
@@ -125,6 +130,10 @@ struct driver_cell {
 	uint64_t can_n_to_bound;            /* INCONCLUSIVE for want of requests: the number that would do */
 	double can_fisher_p;                /* leaked outputs above decoy outputs, one-sided; 1 without decoys */
 	char first_leak[300];
+	/* the accuracy stage: graded requests, right ones, cut short by design (not graded) */
+	size_t acc_n, acc_right, acc_cut, acc_failed;
+	double acc_fisher_p;                /* against the control's cell at this level; NAN none */
+	enum driver_verdict acc_verdict;
 	/* token anomalies (anomaly.h) of the outputs whose text and ids were kept */
 	size_t an_outputs, an_with_ids, an_past_vocab, an_empty_tokens, an_special, an_empty;
 	char first_anomaly[240];
@@ -154,7 +163,9 @@ struct driver_report {
 	struct driver_cell *cells;  /* n_arms * n_levels, arm-major */
 	size_t n_cells;
 	enum load_arrival arrival;
-	bool correctness, warm, canary, churn;
+	bool correctness, warm, canary, churn, accuracy;
+	size_t control;                     /* accuracy: the control server; SIZE_MAX none */
+	enum driver_verdict acc_verdict;    /* the worst of the treatment cells' */
 	long vocab_size;
 	size_t an_past_vocab, an_special, an_empty_tokens, an_empty;
 	unsigned max_num_seqs;

@@ -504,6 +504,11 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddStringToObject(o, "text", r->text);   /* kept only where outputs are compared */
 	if (c->correct && r->index < c->correct->n)
 		record_verdict(o, &c->correct->items[r->index]);
+	if (c->grades) {
+		cJSON_AddStringToObject(o, "verdict", c->grades[r->index]);
+		if (c->grade_missing && c->grade_missing[r->index])
+			cJSON_AddStringToObject(o, "missing", c->grade_missing[r->index]);
+	}
 	if (c->anomalies) {
 		struct anomaly an;
 		cJSON *w = cJSON_AddObjectToObject(o, "anomalies");

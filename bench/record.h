@@ -82,6 +82,9 @@ struct record_cell {
 	int canary_kind;                       /* enum canary_kind of the run's markers */
 	const struct churn_plan *churn;        /* --workload churn: the run's plan, else NULL */
 	bool anomalies;                        /* each request's token anomalies (anomaly.h) */
+	const char *const *grades;             /* accuracy: per request "right", "wrong", "cut",
+						* "failed"; else NULL */
+	const char *const *grade_missing;      /* per request the expect string missing, or NULL */
 	long vocab_size;                       /* for them; 0 unknown */
 };
 

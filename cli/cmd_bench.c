@@ -108,7 +108,7 @@ bad:
 }
 
 /* --correctness [reference|canary] */
-static const char *const bench_corr_words[] = { "reference", "canary", NULL };
+static const char *const bench_corr_words[] = { "reference", "canary", "accuracy", NULL };
 
 static int bench_opt_correctness(const struct opt *o, const char *arg, char *err, size_t n)
 {
@@ -123,7 +123,12 @@ static int bench_opt_correctness(const struct opt *o, const char *arg, char *err
 		bench_o.correctness = false;
 		return 0;
 	}
-	snprintf(err, n, "'%s' is not a check: reference (the default) or canary", arg);
+	if (!strcmp(arg, "accuracy")) {
+		bench_o.accuracy = true;
+		bench_o.correctness = false;
+		return 0;
+	}
+	snprintf(err, n, "'%s' is not a check: reference (the default), canary or accuracy", arg);
 	return -1;
 }
 
@@ -182,10 +187,11 @@ static const struct opt bench_opts[] = {
 	OPT_NUM(0, "timeout", &bench_o.timeout_s, "S", 1e-6, 1e9, "per request (default 600)"),
 	OPT_NUM(0, "stall", &bench_o.stall_s, "S", 1e-6, 1e9, "silence limit of a stream (default 60)"),
 	OPT_GROUP("checks and output"),
-	OPT_WORD(0, "correctness", "[canary]", bench_opt_correctness, bench_corr_words,
+	OPT_WORD(0, "correctness", "[canary|accuracy]", bench_opt_correctness, bench_corr_words,
 		 "reference (the default): every prompt alone at temperature 0, the same bodies under load "
 		 "compared with it; canary: every request its own marker to repeat, every output searched "
-		 "for every request's marker (docs/bench.md)"),
+		 "for every request's marker; accuracy: graded tasks at every level, the last --url the "
+		 "synchronous control (docs/bench.md)"),
 	OPT_NUM(0, "baseline", &bench_o.baseline, "P", 1e-12, 0.999999,
 		"the failure rate per request a clean correctness stage must rule out (0.0048 for 0.48%): "
 		"0 failing of too few requests is INCONCLUSIVE, with the number that would do"),
@@ -223,7 +229,12 @@ const struct cmd_doc cmd_bench_doc = {
 		"and token ids where the server returns them): clean, leaked (the donor, the output "
 		"position, whether the donor had finished), own marker lost (only where a calibration "
 		"shows the model repeats; else not evaluable). Decoy markers never sent measure chance "
-		"matches. No logprobs, penalties or structured output are asked for.",
+		"matches. No logprobs, penalties or structured output are asked for.\n"
+		"\n"
+		"--correctness accuracy grades tasks with exact answers (the suite's `expect`, or a bundled "
+		"set of copy tasks and sums) at every level; with two servers or more the last is the "
+		"synchronous control (async scheduling off) and each other server's accuracy per level is "
+		"compared with it by Fisher's exact test: FAIL when lower and separated.",
 	.opts = bench_opts,
 	.exit_notes = "a request failed, the correctness or canary stage did not PASS (FAIL or INCONCLUSIVE), or a gate failed",
 };
@@ -256,9 +267,12 @@ int cmd_bench(int argc, char **argv)
 	if (o->canary && (o->suite || bench_in || bench_prompts))
 		return cli_usage_error("bench", "--correctness canary writes its own prompts (--chat and "
 				       "--output-tokens shape them): no --suite, --input-tokens or --prompts");
-	if (o->suite && (bench_in || bench_out_tokens || bench_prompts || o->gen.chat))
+	if (o->suite && (bench_in || bench_prompts || ((bench_out_tokens || o->gen.chat) && !o->accuracy)))
 		return cli_usage_error("bench", "--suite or generated prompts, not both");
-	if (!o->canary && !o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
+	if (o->accuracy && (bench_in || bench_prompts))
+		return cli_usage_error("bench", "--correctness accuracy grades the bundled tasks or --suite FILE: "
+				       "no --input-tokens or --prompts");
+	if (!o->canary && !o->accuracy && !o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
 		return cli_usage_error("bench", "--suite FILE, or --input-tokens, --output-tokens and --prompts");
 	if (o->baseline > 0 && !o->correctness && !o->canary)
 		return cli_usage_error("bench", "--baseline is the failure rate the correctness stage must rule "
@@ -298,7 +312,7 @@ int cmd_bench(int argc, char **argv)
 		benchreport_print(&rep, stdout);
 	}
 	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS) ||
-		     (rep.canary && rep.can_verdict != DRIVER_PASS)
+		     (rep.canary && rep.can_verdict != DRIVER_PASS) || (rep.accuracy && rep.acc_verdict != DRIVER_PASS)
 		     ? CLI_FAIL : CLI_OK;
 	if (rep.gate_failed && bench_json)
 		fprintf(stderr, "ttaudit bench: %s\n", rep.gate_message);

@@ -709,6 +709,7 @@ static int cmd_serve(int argc, char **argv)
 		{ "metrics", no_argument, NULL, 'K' },
 		{ "api-key", required_argument, NULL, 'k' },
 		{ "supports-async-decode", required_argument, NULL, 'U' },
+		{ "no-async-scheduling", no_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ttsim_server_config c;
@@ -803,6 +804,9 @@ static int cmd_serve(int argc, char **argv)
 		case 'k':
 			c.api_key = optarg;
 			break;
+		case 'u':
+			c.model.no_async = true;
+			break;
 		case 'U':
 			/* the capability gate (tt-metal PR #54565) on, with the
 			 * model's declared capability */
@@ -884,6 +888,7 @@ static int cmd_serve(int argc, char **argv)
 			       "  --reasoning N       chat: the first N tokens are thinking text (delta.reasoning)\n"
 			       "  --metrics           llamacpp: serve /metrics (501 without it)\n"
 			       "  --api-key KEY       /v1/* answer 401 without Authorization: Bearer KEY\n"
+			       "  --no-async-scheduling  async scheduling off (the synchronous control): no keep\n"
 			       "  --supports-async-decode B  the keep's capability gate (true|false); with false\n"
 			       "                      the keep runs only with TT_FORCE_ASYNC_AHEAD_KEEP=1\n%s",
 			       main_model_help);

@@ -1053,7 +1053,7 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	t = model_trace(m, ods, W);
 	/* Generator.decode_forward: the keep needs on-device sampling, a reset or
 	 * a mode switch, and the key's trace inputs (trace mode is on) */
-	if (ods && (m->reset_batch || m->mode_switched) && t->captured) {
+	if (!m->c.no_async && ods && (m->reset_batch || m->mode_switched) && t->captured) {
 		if (m->c.keep_gate && !m->c.supports_async_decode && !m->c.force_keep) {
 			/* the gate refuses: host tokens only, no merge, said each time */
 			ttsim_audit_gate(m->audit, m->step, false, false, false,

@@ -143,6 +143,7 @@ struct ttsim_model_config {
 	bool audit_wall_time;       /* merge events carry "t" (off: audits are
 				     * byte-identical across runs of one seed) */
 	unsigned faults;            /* TTSIM_FAULT_* defect modes on */
+	bool no_async;              /* async scheduling off (vLLM --no-async-scheduling): no keep */
 };
 
 /* The rules the running keep applies: the engaged arm, and on the generic
