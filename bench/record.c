@@ -675,6 +675,11 @@ void record_read_close(struct record_reader *r)
 	free(r);
 }
 
+const struct cJSON *record_read_object(const struct record_reader *r)
+{
+	return r->o;
+}
+
 long record_read_line(const struct record_reader *r)
 {
 	return r->line;

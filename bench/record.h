@@ -176,6 +176,9 @@ enum status record_read_open(struct record_reader **out, const char *path, struc
  * STATUS_IO when a read fails, STATUS_NOMEM.
  */
 enum status record_read_next(struct record_reader *r, struct record_in *rec, struct status_info *si);
+/* The record last read as a tree (cJSON), for readers of fields the record_in
+ * above does not carry; the reader's, valid until the next read. */
+const struct cJSON *record_read_object(const struct record_reader *r);
 /* The 1-based number of the line last read. */
 long record_read_line(const struct record_reader *r);
 void record_read_close(struct record_reader *r);

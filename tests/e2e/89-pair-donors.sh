@@ -93,6 +93,18 @@ awk '$2 == "defect" { print $1 }' "$T/m.first" >"$T/m.only"
 jq -r '.failures[] | select(.match == "leak-unexplained") | .id' "$T/mixed.run" | strip | sort -u |
 	cmp -s - "$T/m.only" || fail "mixed: the unexplained leaks are not the abort-reuse victims"
 
+# the page: every leak in the donor -> victim matrix, every churn request on
+# the timeline with the transitions it caused
+expect_rc 0 $TTAUDIT report html "$T/mixed.jsonl" -o "$T/mixed.html" --json
+n_leaked=$(jq -s '[.[] | select(.kind == "request" and .verdict == "leaked")] | length' "$T/mixed.jsonl")
+eq "$(jget "$T/out" .leaks)" "$n_leaked" "report html: leaks drawn"
+eq "$(grep -c '<circle class="leak donor-aborted"' "$T/mixed.html")" \
+	"$(jq -s '[.[] | select(.kind == "request" and .canary.leak.donor_aborted)] | length' "$T/mixed.jsonl")" "aborted donors"
+eq "$(jget "$T/out" .timeline_requests)" 400 "report html: churn requests drawn"
+eq "$(grep -c '<rect class="req sync' "$T/mixed.html")" \
+	"$(jq -s '[.[] | select(.kind == "request" and .phase == "canary" and .churn.sync)] | length' "$T/mixed.jsonl")" "sync marks"
+grep -q 'cancelled by the client' "$T/mixed.html" || fail "report html: no abort marked"
+
 # 3. divergence without a foreign token: a re-decoded token under the
 # reference check, nothing of another request in it
 sim_start redecode $SIM --arm stamp --fault redecode --no-merge --audit "$T/re.audit.jsonl"

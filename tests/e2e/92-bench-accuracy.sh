@@ -50,6 +50,13 @@ jq -s -e '[.[] | select(.kind == "request" and .verdict == "wrong") | (.missing 
 expect_rc 1 $TTAUDIT bench --url "$TURL" --url "$CURL" $RUN -o "$T/bare2.jsonl"
 contains "$T/out" "ACCURACY: FAIL against the synchronous control (the last server)"
 contains "$T/out" "server 1 (control) level 16: 800 right of 800 graded"
+# the page: the accuracy curve, a point with its interval per server and level
+expect_rc 0 $TTAUDIT report html "$T/bare.jsonl" -o "$T/bare.html" --json
+eq "$(jget "$T/out" .mode)" bench "report html: a bench record file"
+eq "$(jget "$T/out" .curve_points)" 6 "curve points"
+eq "$(grep -c 'class="acc-point"' "$T/bare.html")" 6 "curve marks"
+eq "$(grep -c 'class="acc-interval"' "$T/bare.html")" 6 "curve intervals"
+contains "$T/bare.html" "server 1 (control) level 16: 800 of 800 right"
 kill "$TPID"
 sim_start stamp $SIM --arm stamp
 # the same workload with the merge guarded: no level is told apart
