@@ -447,7 +447,7 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 	for (i = 0; i < rep->n_cells; i++) {
 		const struct driver_cell *dc = &rep->cells[i];
 		const struct stats_run *m = &dc->median;
-		char t1[40], t2[40], t3[40], pf[24];
+		char t1[40], t2[40], t3[40], pf[24], dup[64];
 
 		snprintf(lv, sizeof(lv), "%s%g", rep->arrival == LOAD_CLOSED ? "c=" : rep->arrival == LOAD_BATCH ? "b=" : "r=",
 			 dc->level);
@@ -478,10 +478,11 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 		if (dc->first_failure[0])
 			fprintf(f, "    first failure: %s\n", dc->first_failure);
 		if (rep->correctness)
-			fprintf(f, "    correctness: %s, %zu failing of %zu (diverged %zu, of them by a token repeated %zu, "
-				"wrong %zu, failed %zu): %s%s%s\n",
+			snprintf(dup, sizeof(dup), ", %zu of them by a token repeated", dc->corr_duplicate);
+		if (rep->correctness)
+			fprintf(f, "    correctness: %s, %zu failing of %zu (diverged %zu%s, wrong %zu, failed %zu): %s%s%s\n",
 				driver_verdict_name(dc->corr_verdict), dc->corr_failing, dc->corr_requests,
-				dc->corr_diverged, dc->corr_duplicate, dc->corr_wrong, dc->corr_failed,
+				dc->corr_diverged, dc->corr_duplicate ? dup : "", dc->corr_wrong, dc->corr_failed,
 				rate_describe(buf, sizeof(buf), dc->corr_failing, dc->corr_requests,
 					      rep->confidence, 100, "%"),
 				rep->baseline > 0 && dc->corr_failing ? "; " : "",
