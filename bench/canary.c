@@ -322,7 +322,8 @@ void canary_set_ids(struct canary_set *s, enum canary_kind k, size_t i, const in
 	m = &s->m[k][i];
 	if (n > CANARY_MAX_IDS)
 		n = CANARY_MAX_IDS;
-	memcpy(m->ids, ids, n * sizeof(*ids));
+	if (n)
+		memcpy(m->ids, ids, n * sizeof(*ids));
 	m->n_ids = n;
 }
 

@@ -12,50 +12,19 @@
 SIM="--seed 3 --time-scale 0 --slots 4"
 RUN="--no-progress --correctness canary --workload churn --concurrency 16 --requests 400 --seed 1"
 strip() { sed -E 's/^(chat)?cmpl-//; s/-[0-9a-f]{8}$//'; }
-# requests (of the canary phase) the audit says took another request's token
-substituted() {
-	jq -r 'select(.ev == "request" and .phase == "finish" and .substitutions > 0) | .req' "$1" | strip |
-		grep -- '-canary-' | sort -u
-}
 canary_run() { jq -c '[.runs[] | select(.phase == "canary")][0]' "$1"; }
 
-# 1. the stale merge alone: every leak explained, by the donor the canary named
-sim_start bare $SIM --arm bare --audit "$T/bare.audit.jsonl"
-expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/bare.jsonl"
-sim_stop
-expect_rc 1 $TTAUDIT pair --run "$T/bare.jsonl" --capture "$T/bare.audit.jsonl"
-contains "$T/out" "explained by a substitution from cmpl-0000000000000001-canary-"
-contains "$T/out" "wrong tokens: "
-expect_rc 1 $TTAUDIT pair --run "$T/bare.jsonl" --capture "$T/bare.audit.jsonl" --json
-canary_run "$T/out" >"$T/bare.run"
-k=$(substituted "$T/bare.audit.jsonl" | wc -l)
-[ "$k" -gt 0 ] || fail "bare: no substitution to explain"
-eq "$(jget "$T/bare.run" .correctness.wrong_tokens.requests)" "$k" "bare: wrong-token requests"
-eq "$(jget "$T/bare.run" .correctness.wrong_tokens.explained)" "$k" "bare: explained"
-eq "$(jget "$T/bare.run" .correctness.leak_unexplained)" 0 "bare: unexplained leaks"
-jq -e '[.failures[] | select(.verdict == "leaked") | .match == "explained" and .donor_agrees] | all' "$T/bare.run" >/dev/null ||
-	fail "bare: a leak not explained by the canary's donor"
-# the known rate (requests that received a stale token, of the 400) lies in
-# the interval pair gives for the rate the merge explains
-jq -e --argjson k "$k" '.correctness.wrong_tokens.explained_rate | ($k / 400) as $p |
-	.n == 400 and .lo <= $p and $p <= .hi and .method == "clopper-pearson"' "$T/bare.run" >/dev/null ||
-	fail "bare: the known rate $k/400 outside the explained rate's interval"
-
-# 2. the stale merge and an unrelated defect together: the merge explains its
-# share, the other leaks are said not to be the merge's
-sim_start mixed $SIM --arm bare --fault abort-reuse --audit "$T/mixed.audit.jsonl"
-expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/mixed.jsonl"
-sim_stop
-expect_rc 1 $TTAUDIT pair --run "$T/mixed.jsonl" --capture "$T/mixed.audit.jsonl"
-contains "$T/out" "a leak the audit does not explain"
-contains "$T/out" "not the merge: "
-expect_rc 1 $TTAUDIT pair --run "$T/mixed.jsonl" --capture "$T/mixed.audit.jsonl" --json
-canary_run "$T/out" >"$T/mixed.run"
 # the ground truth per victim: the first token another request's state put
-# there, from a merge (a take from another request's row) or the defect
+# there, from a merge (a take from another request's row) or the defect,
+# among the tokens the client received (a cancel cuts the rest off)
 cat >"$T/first.py" <<'PY'
 import json, re, sys
 strip = lambda r: re.sub(r"-[0-9a-f]{8}$", "", re.sub(r"^(chat)?cmpl-", "", r))
+got = {}
+for line in open(sys.argv[2]):
+    e = json.loads(line)
+    if e.get("kind") == "request" and e.get("request_id"):
+        got[e["request_id"]] = e["counted_tokens"]
 prompt, first = {}, {}
 for line in open(sys.argv[1]):
     e = json.loads(line)
@@ -75,10 +44,46 @@ for line in open(sys.argv[1]):
         if e["index"] < first.get(v, (1 << 60, ""))[0]:
             first[v] = (e["index"], "defect")
 for v, (k, how) in sorted(first.items()):
-    if "-canary-" in v:
+    if "-canary-" in v and k < got.get(strip(v), 0):
         print(strip(v), how)
 PY
-"$PYTHON" "$T/first.py" "$T/mixed.audit.jsonl" >"$T/m.first"
+# 1. the stale merge alone: every leak explained, by the donor the canary named
+sim_start bare $SIM --arm bare --audit "$T/bare.audit.jsonl"
+expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/bare.jsonl"
+sim_stop
+expect_rc 1 $TTAUDIT pair --run "$T/bare.jsonl" --capture "$T/bare.audit.jsonl"
+contains "$T/out" "explained by a substitution from cmpl-0000000000000001-canary-"
+contains "$T/out" "wrong tokens: "
+expect_rc 1 $TTAUDIT pair --run "$T/bare.jsonl" --capture "$T/bare.audit.jsonl" --json
+canary_run "$T/out" >"$T/bare.run"
+# (requests the client cancelled before their stale token came do not count)
+"$PYTHON" "$T/first.py" "$T/bare.audit.jsonl" "$T/bare.jsonl" >"$T/b.first"
+k=$(grep -c ' merge$' "$T/b.first") || true
+[ "$k" -gt 0 ] || fail "bare: no substitution to explain"
+eq "$(jget "$T/bare.run" .correctness.wrong_tokens.requests)" "$k" "bare: wrong-token requests"
+eq "$(jget "$T/bare.run" .correctness.wrong_tokens.explained)" "$k" "bare: explained"
+eq "$(jget "$T/bare.run" .correctness.leak_unexplained)" 0 "bare: unexplained leaks"
+jq -e '[.failures[] | select(.verdict == "leaked") | .match == "explained" and .donor_agrees] | all' "$T/bare.run" >/dev/null ||
+	fail "bare: a leak not explained by the canary's donor"
+# the known rate (requests that received a stale token, of the 400) lies in
+# the interval pair gives for the rate the merge explains
+jq -e --argjson k "$k" '.correctness.wrong_tokens.explained_rate | ($k / 400) as $p |
+	.n == 400 and .lo <= $p and $p <= .hi and .method == "clopper-pearson"' "$T/bare.run" >/dev/null ||
+	fail "bare: the known rate $k/400 outside the explained rate's interval"
+
+# 2. the stale merge and an unrelated defect together: the merge explains its
+# share, the other leaks are said not to be the merge's
+# (paced, so the server is still generating when a cancel comes: an abort
+# it never sees reuses nothing)
+sim_start mixed $SIM --arm bare --fault abort-reuse --time-scale 0.05 --audit "$T/mixed.audit.jsonl"
+expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/mixed.jsonl"
+sim_stop
+expect_rc 1 $TTAUDIT pair --run "$T/mixed.jsonl" --capture "$T/mixed.audit.jsonl"
+contains "$T/out" "a leak the audit does not explain"
+contains "$T/out" "not the merge: "
+expect_rc 1 $TTAUDIT pair --run "$T/mixed.jsonl" --capture "$T/mixed.audit.jsonl" --json
+canary_run "$T/out" >"$T/mixed.run"
+"$PYTHON" "$T/first.py" "$T/mixed.audit.jsonl" "$T/mixed.jsonl" >"$T/m.first"
 ks=$(grep -c ' merge$' "$T/m.first") || true
 kd=$(grep -c ' defect$' "$T/m.first") || true
 [ "$ks" -gt 0 ] && [ "$kd" -gt 0 ] || fail "mixed: want both kinds (merge $ks, abort-reuse $kd)"
