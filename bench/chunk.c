@@ -20,6 +20,7 @@ struct chunk_reader {
 	char *arena;            /* the scanner's unescaped strings */
 	size_t n_scanned;
 	bool tree_only;
+	int64_t *ids;           /* CHUNK_IDS_KEEP, when ids are kept; else NULL */
 };
 
 struct chunk_reader *chunk_reader_new(void)
@@ -46,6 +47,7 @@ void chunk_reader_free(struct chunk_reader *cr)
 	if (!cr)
 		return;
 	jdoc_free(cr->doc);
+	free(cr->ids);
 	free(cr->buf);
 	free(cr->arena);
 	free(cr);
@@ -59,6 +61,16 @@ size_t chunk_reader_scanned(const struct chunk_reader *cr)
 void chunk_reader_tree_only(struct chunk_reader *cr, bool on)
 {
 	cr->tree_only = on;
+}
+
+void chunk_reader_keep_ids(struct chunk_reader *cr, bool on)
+{
+	if (on && !cr->ids)
+		cr->ids = malloc(CHUNK_IDS_KEEP * sizeof(*cr->ids));
+	if (!on) {
+		free(cr->ids);
+		cr->ids = NULL;
+	}
 }
 
 static void chunk_fields_clear(struct chunk_fields *f)
@@ -139,7 +151,7 @@ static int chunk_scan_delta(struct jdoc_scan *sc, struct chunk_delta *d)
 }
 
 static int chunk_scan_choice(struct jdoc_scan *sc, bool chat, struct chunk_fields *f,
-			     struct chunk_delta *d)
+			     struct chunk_delta *d, int64_t *ids)
 {
 	const char *k;
 	size_t nk;
@@ -155,9 +167,12 @@ static int chunk_scan_choice(struct jdoc_scan *sc, bool chat, struct chunk_field
 			rc = chunk_scan_str(sc, &f->has_content, &f->content, &f->n_content);
 		} else if (CHUNK_KEY(k, nk, "token_ids")) {
 			if (jdoc_scan_peek(sc) == JT_ARR) {
-				if (jdoc_scan_int_array(sc, NULL, CHUNK_MAX, &n) != 1)
+				/* kept ids: more than fit is the tree's to read */
+				if (jdoc_scan_int_array(sc, ids, ids ? CHUNK_IDS_KEEP : CHUNK_MAX, &n) != 1)
 					return -1;
 				f->n_token_ids = (long)n;
+				f->token_ids = ids;
+				f->n_ids_kept = ids ? n : 0;
 				rc = 0;
 			} else {
 				f->n_token_ids = -1;
@@ -203,12 +218,14 @@ static int chunk_scan_usage(struct jdoc_scan *sc, struct chunk_fields *f)
 /* `choices`: the first element is the choice when it is an object; a later
  * `choices` member replaces everything an earlier one gave. */
 static int chunk_scan_choices(struct jdoc_scan *sc, bool chat, struct chunk_fields *f,
-			      struct chunk_delta *d)
+			      struct chunk_delta *d, int64_t *ids)
 {
 	int rc, first = 1;
 
 	f->has_content = f->has_finish = f->choice = false;
 	f->n_token_ids = -1;
+	f->token_ids = NULL;
+	f->n_ids_kept = 0;
 	memset(d, 0, sizeof(*d));
 	if (jdoc_scan_peek(sc) != JT_ARR)
 		return jdoc_scan_skip(sc) == 1 ? 0 : -1;
@@ -217,7 +234,7 @@ static int chunk_scan_choices(struct jdoc_scan *sc, bool chat, struct chunk_fiel
 	while ((rc = jdoc_scan_elem(sc)) == 1) {
 		if (first && jdoc_scan_peek(sc) == JT_OBJ) {
 			f->choice = true;
-			if (chunk_scan_choice(sc, chat, f, d))
+			if (chunk_scan_choice(sc, chat, f, d, ids))
 				return -1;
 		} else if (jdoc_scan_skip(sc) != 1) {
 			return -1;
@@ -248,7 +265,7 @@ static int chunk_scan(struct chunk_reader *cr, bool chat, size_t len, struct chu
 		else if (CHUNK_KEY(k, nk, "id"))
 			rc = chunk_scan_str(&sc, &f->has_id, &f->id, &f->n_id);
 		else if (CHUNK_KEY(k, nk, "choices"))
-			rc = chunk_scan_choices(&sc, chat, f, &d);
+			rc = chunk_scan_choices(&sc, chat, f, &d, cr->ids);
 		else
 			rc = jdoc_scan_skip(&sc) == 1 ? 0 : -1;
 		if (rc)
@@ -327,8 +344,18 @@ static enum chunk_error chunk_tree(struct chunk_reader *cr, bool chat, const cha
 	if (c && c->type == JT_OBJ) {
 		f->choice = true;
 		v = chunk_get(d, c, "token_ids", JT_ARR);
-		if (v)
+		if (v) {
 			f->n_token_ids = (long)v->n;
+			if (cr->ids) {
+				const struct jval *e;
+
+				/* the integers among the first CHUNK_IDS_KEEP entries,
+				 * anything else as -1 (no token) */
+				for (e = jdoc_kid(d, v); e && f->n_ids_kept < CHUNK_IDS_KEEP; e = jdoc_next(d, e))
+					cr->ids[f->n_ids_kept++] = e->type == JT_INT ? e->u.i : -1;
+				f->token_ids = cr->ids;
+			}
+		}
 		if (chat) {
 			const struct jval *delta = chunk_get(d, c, "delta", JT_OBJ);
 

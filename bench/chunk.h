@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A chunk is one small JSON object; anything larger is refused. */
 #define CHUNK_MAX (1u << 20)
@@ -30,6 +31,8 @@ struct chunk_fields {
 	size_t n_id, n_content, n_finish, n_reasoning;
 	bool has_id, has_content, has_finish, has_role, has_reasoning;
 	long n_token_ids;           /* elements of the choice's `token_ids`; -1: none */
+	const int64_t *token_ids;   /* with chunk_reader_keep_ids: the first n_ids_kept of them */
+	size_t n_ids_kept;
 	bool has_usage;             /* a `usage` object */
 	long usage_prompt, usage_completion;   /* its integers; -1: absent */
 	bool choice;                /* choices[0] is an object (a per-choice chunk) */
@@ -61,6 +64,11 @@ enum chunk_error chunk_read(struct chunk_reader *cr, bool chat, const char *data
  * object, else the text itself. Into buf, cut to fit.
  */
 void chunk_error_message(struct chunk_reader *cr, const char *text, char *buf, size_t n);
+
+/* Keep the values of `token_ids` (up to CHUNK_IDS_KEEP a chunk), not only
+ * their count; off by default, so the usual read writes none of them. */
+#define CHUNK_IDS_KEEP 4096
+void chunk_reader_keep_ids(struct chunk_reader *cr, bool on);
 
 /* Chunks read by the scanner, without a tree (the rest went to the tree). */
 size_t chunk_reader_scanned(const struct chunk_reader *cr);

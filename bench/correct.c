@@ -40,7 +40,7 @@ static void correct_excerpt(const char *s, size_t n, char *buf, size_t sz)
 }
 
 /* The content token (chunk) of r that holds byte off. */
-static size_t correct_token_at(const struct load_result *r, size_t off)
+size_t correct_chunk_at(const struct load_result *r, size_t off)
 {
 	size_t lo = 0, hi, n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
 
@@ -57,6 +57,49 @@ static size_t correct_token_at(const struct load_result *r, size_t off)
 			hi = mid;
 	}
 	return off >= r->tok_off[n] ? n : lo;
+}
+
+/* Chunk c of got (where it first differs from ref) repeats chunk c - 1, both
+ * one token, and ref does not go on with that text there. */
+static bool correct_is_duplicate(const struct load_result *ref, const struct load_result *got, size_t c)
+{
+	size_t a0, a1, p0, n;
+
+	if (!c || !got->tok_off || !got->text || c >= got->n_chunks || c >= LOAD_MAX_TOKENS)
+		return false;
+	if (got->tok_n && (got->tok_n[c] != 1 || got->tok_n[c - 1] != 1))
+		return false;
+	p0 = got->tok_off[c - 1];
+	a0 = got->tok_off[c];
+	a1 = got->tok_off[c + 1];
+	n = a1 - a0;
+	if (!n || a0 - p0 != n || memcmp(got->text + a0, got->text + p0, n))
+		return false;
+	return !(ref->text && ref->text_len >= a0 + n && !memcmp(ref->text + a0, got->text + a0, n));
+}
+
+/*
+ * How much of the reference's text the output should have: all of it, or,
+ * when the output stopped sooner by design (a smaller max_tokens, a client
+ * abort: the churn workload), as much as it has: it is right when it is a
+ * prefix of the reference.
+ */
+static size_t correct_ref_len(const struct load_result *ref, const struct load_result *got)
+{
+	if (got->n_tokens >= ref->n_tokens || got->text_len > ref->text_len)
+		return ref->text_len;
+	if (!got->aborted && strcmp(got->finish_reason, "length"))
+		return ref->text_len;
+	return got->text_len;
+}
+
+size_t correct_tokens_before(const struct load_result *r, size_t chunk)
+{
+	size_t j, k = 0;
+
+	for (j = 0; j < chunk && j < r->n_chunks && j < LOAD_MAX_TOKENS; j++)
+		k += r->tok_n ? r->tok_n[j] : 1;
+	return k;
 }
 
 enum status correct_compare(const struct suite *s, const struct load_run *ref,
@@ -102,7 +145,7 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 		} else if (a->fail) {
 			it->verdict = CORRECT_NO_REFERENCE;
 		} else {
-			la = a->text_len;
+			la = correct_ref_len(a, b);
 			lb = b->text_len;
 			for (off = 0; off < la && off < lb && a->text[off] == b->text[off]; off++)
 				;
@@ -111,13 +154,14 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 			} else {
 				it->verdict = CORRECT_DIVERGED;
 				{
-					size_t c = correct_token_at(b, off), j;
+					size_t c = correct_chunk_at(b, off), j;
 
 					/* in tokens: a chunk may carry several */
 					it->at = 0;
 					for (j = 0; j < c; j++)
 						it->at += b->tok_n ? b->tok_n[j] : 1;
 					it->at_span = b->tok_n && c < b->n_chunks && c < LOAD_MAX_TOKENS ? b->tok_n[c] : 1;
+					it->duplicate = correct_is_duplicate(a, b, c);
 				}
 				correct_excerpt(a->text ? a->text + off : "", la - off, it->ref_excerpt,
 						sizeof(it->ref_excerpt));
@@ -127,7 +171,7 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 		}
 		switch (it->verdict) {
 		case CORRECT_IDENTICAL: rep->n_identical++; break;
-		case CORRECT_DIVERGED: rep->n_diverged++; break;
+		case CORRECT_DIVERGED: rep->n_diverged++; rep->n_duplicate += it->duplicate; break;
 		case CORRECT_WRONG: rep->n_wrong++; break;
 		case CORRECT_FAILED: rep->n_failed++; break;
 		case CORRECT_NO_REFERENCE: rep->n_no_reference++; break;

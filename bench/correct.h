@@ -46,6 +46,10 @@ struct correct_item {
 	size_t at;              /* DIVERGED: first differing content token of the output under test */
 	size_t at_span;         /* DIVERGED: tokens of the chunk that holds it (a chunk can carry
 				 * several: the divergent one is among at .. at + at_span - 1) */
+	/* DIVERGED: the divergent token repeats the one before it, which the
+	 * reference does not (a token decoded twice: tenstorrent/vllm #395,
+	 * PR #444); judged where the chunks around it are single tokens */
+	bool duplicate;
 	char ref_excerpt[48];   /* DIVERGED: text from the point of divergence */
 	char got_excerpt[48];
 	const char *missing;    /* WRONG: the first expect string missing (the suite's) */
@@ -55,6 +59,7 @@ struct correct_report {
 	struct correct_item *items;   /* one per request under test */
 	size_t n;
 	size_t n_identical, n_diverged, n_wrong, n_failed, n_no_reference;
+	size_t n_duplicate;           /* diverged by a repeated token */
 	size_t n_failing;             /* every item not identical */
 	size_t n_ref, n_ref_wrong, n_ref_failed;   /* the reference pass */
 };
@@ -68,6 +73,11 @@ enum status correct_compare(const struct suite *s, const struct load_run *ref,
 			    const struct load_run *got, struct correct_report *rep,
 			    struct status_info *si);
 void correct_report_release(struct correct_report *rep);
+
+/* The content chunk of r (kept text) that holds byte off of its text, and
+ * the output tokens before chunk c (a chunk may carry several). */
+size_t correct_chunk_at(const struct load_result *r, size_t off);
+size_t correct_tokens_before(const struct load_result *r, size_t chunk);
 
 /* The first expect string of entry e missing from text, or NULL. */
 const char *correct_missing(const struct suite_entry *e, const char *text);

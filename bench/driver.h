@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "canary.h"
+#include "churn.h"
 #include "load.h"
 #include "stats.h"
 #include "status.h"
@@ -61,6 +63,21 @@ struct driver_opts {
 	size_t n_requests;          /* per run; 0: suite size (at least the level) */
 	unsigned repeats;           /* >= 1 */
 	bool correctness;
+	/* --correctness canary: every request its own marker, every output
+	 * searched for every marker (canary.h); no reference. Prompts are the
+	 * canary's, gen.chat chooses chat, gen.max_tokens their length */
+	bool canary;
+	/* --correctness accuracy: graded tasks (the suite's expect strings, or
+	 * graded.h's bundled set) at every level; with two servers or more the
+	 * last is the synchronous control (async scheduling off) the others are
+	 * compared with, level by level, by Fisher's exact test */
+	bool accuracy;
+	/* --workload churn (churn.h): mixed max_tokens, client aborts,
+	 * sync-forcing requests, a shared prefix evicted and sent again */
+	bool churn;
+	long vocab_size;            /* the model's vocabulary, for ids past it; 0 unknown */
+	unsigned max_num_seqs;      /* the server's, when known (churn's levels cross it); 0 unknown */
+	size_t churn_pressure;      /* words of each pressure request's preface (0: default 512) */
 	double confidence;          /* of the correctness intervals, two-sided; <= 0: 0.95 */
 	double baseline;            /* failure rate per request a clean cell must rule out; <= 0: none */
 	bool warm;
@@ -102,9 +119,24 @@ struct driver_cell {
 	size_t n_fail[LOAD_FAIL__COUNT];
 	char first_failure[240];    /* "id: reason" of the first failed request */
 	size_t corr_requests, corr_failing, corr_diverged, corr_wrong, corr_failed;
+	size_t corr_duplicate;      /* diverged by a token repeated (correct.h) */
 	enum driver_verdict corr_verdict;   /* of the correctness stage (driver_verdict_of) */
 	uint64_t corr_n_to_bound;           /* INCONCLUSIVE: requests that would rule out the baseline */
 	char first_divergence[240];
+	/* the canary stage (canary.h), over the cell's repeats */
+	size_t can_requests, can_clean, can_leaked, can_lost, can_failed;
+	size_t can_own_checked, can_decoy, can_id_checked, can_donor_finished;
+	enum driver_verdict can_verdict;
+	uint64_t can_n_to_bound;            /* INCONCLUSIVE for want of requests: the number that would do */
+	double can_fisher_p;                /* leaked outputs above decoy outputs, one-sided; 1 without decoys */
+	char first_leak[300];
+	/* the accuracy stage: graded requests, right ones, cut short by design (not graded) */
+	size_t acc_n, acc_right, acc_cut, acc_failed;
+	double acc_fisher_p;                /* against the control's cell at this level; NAN none */
+	enum driver_verdict acc_verdict;
+	/* token anomalies (anomaly.h) of the outputs whose text and ids were kept */
+	size_t an_outputs, an_with_ids, an_past_vocab, an_empty_tokens, an_special, an_empty;
+	char first_anomaly[240];
 	size_t n_cold_invalid;      /* runs whose cold claim the prefix cache contradicted */
 	size_t n_cold_unchecked;    /* runs where the counter could not be read */
 	double prefix_hits;         /* summed over repeats */
@@ -120,6 +152,9 @@ struct driver_arm_info {
 	char model[256];
 	char config_hash[32];       /* "" when the server has no *_info samples */
 	size_t ref_requests, ref_wrong, ref_failed;
+	struct canary_calib cal;    /* the canary's calibration of this server */
+	bool ids_searched;          /* the canary searched token ids too */
+	char ids_note[160];         /* why not, when not */
 };
 
 struct driver_report {
@@ -128,7 +163,13 @@ struct driver_report {
 	struct driver_cell *cells;  /* n_arms * n_levels, arm-major */
 	size_t n_cells;
 	enum load_arrival arrival;
-	bool correctness, warm;
+	bool correctness, warm, canary, churn, accuracy;
+	size_t control;                     /* accuracy: the control server; SIZE_MAX none */
+	enum driver_verdict acc_verdict;    /* the worst of the treatment cells' */
+	long vocab_size;
+	size_t an_past_vocab, an_special, an_empty_tokens, an_empty;
+	unsigned max_num_seqs;
+	uint64_t transitions[CHURN_T__COUNT];   /* churn: requests that caused each transition */
 	char suite_hash[32], suite_source[1024], sizing[48];
 	size_t suite_n;
 	uint64_t corpus_seed;
@@ -136,6 +177,8 @@ struct driver_report {
 	size_t n_fail[LOAD_FAIL__COUNT];
 	size_t corr_requests, corr_failing, ref_wrong, ref_failed;
 	enum driver_verdict corr_verdict;   /* the worst of the cells' */
+	size_t can_requests, can_leaked, can_lost, can_decoy;
+	enum driver_verdict can_verdict;    /* the worst of the cells' */
 	double confidence, baseline;        /* in force (defaults applied; baseline 0: none) */
 	bool any_unstable, any_cold_invalid;
 	uint64_t stamped_kernel, stamped_loop;

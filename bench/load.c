@@ -88,6 +88,7 @@ struct load_xfer {
 	 * only reads the list, so it lives here and costs no allocation */
 	struct curl_slist hdr[5];
 	char xrid[200];
+	bool abort_now;               /* the client cancels: the write callback stops the transfer */
 };
 
 /* While the loop works through ready streams, how often it marks what has
@@ -141,8 +142,8 @@ static int load_on_event(void *ctx, const char *data, size_t len)
 	struct load_result *r = x->r;
 	size_t before;
 
-	if (r->done)
-		return 0;   /* nothing is expected after [DONE]; ignored */
+	if (r->done || x->abort_now)
+		return 0;   /* nothing is expected after [DONE], nor read after a cancel */
 	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
 		r->done = true;
 		return 0;
@@ -151,6 +152,9 @@ static int load_on_event(void *ctx, const char *data, size_t len)
 	if (result_event(x->lp->cp, r, x->rq->api, x->lp->o->keep_text, x->sse, data, len, x->now))
 		return 1;
 	x->lp->n_chunks += r->n_chunks - before;
+	/* a stream that already said how it finished is over: nothing to cancel */
+	if (x->rq->abort_after && r->n_tokens >= x->rq->abort_after && !r->finish_reason[0])
+		x->abort_now = true;
 	if (x->now_kernel)
 		x->lp->n_stamp_kernel += r->n_chunks - before;
 	else
@@ -190,6 +194,12 @@ static size_t load_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 		if (!x->r->fail)
 			result_fail(x->r, LOAD_FAIL_PROTOCOL, "%s", si.msg);
 		return 0;   /* aborts the transfer */
+	}
+	if (x->abort_now) {
+		/* the client's cancel: libcurl closes the connection, as a client
+		 * that goes away does */
+		x->r->aborted = true;
+		return 0;
 	}
 	return n;
 }
@@ -282,7 +292,7 @@ static void load_conclude(struct load_xfer *x, CURLcode rc)
 	r->http_status = status;
 	/* a complete stream ends when its last byte came; any other when it was given up */
 	r->t_end = rc == CURLE_OK && !r->fail && x->last_byte > 0 ? x->last_byte : load_now();
-	if (r->fail)
+	if (r->fail || r->aborted)
 		return;
 	if (status && status != 200) {
 		load_flatten(x->errbody);
@@ -381,8 +391,10 @@ static enum status load_launch(struct load_loop *lp, const struct load_request *
 	x->n_errbody = 0;
 	x->errbody[0] = '\0';
 	x->errbuf[0] = '\0';
+	x->abort_now = false;
 	sse_reset(x->sse);
 	r->launch_seq = seq;
+	r->inflight_at_launch = lp->n_inflight;
 	r->t_launch = load_now();
 	if (!r->t_sched)
 		r->t_sched = r->t_launch;
@@ -579,6 +591,8 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		return status_set(si, STATUS_IO, "load: epoll: %s", strerror(errno));
 	lp->multi = lp->cf->multi_init();
 	lp->cp = result_parser_new();
+	if (lp->cp && o->keep_ids)
+		result_parser_keep_ids(lp->cp, true);
 	lp->busy = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy));
 	lp->busy_cpu = calloc(LOAD_BUSY_BUCKETS, sizeof(*lp->busy_cpu));
 	lp->xf = calloc(n_xf, sizeof(*lp->xf));
@@ -846,6 +860,8 @@ void load_run_free(struct load_run *r)
 		free(r->res[i].tok_n);
 		free(r->res[i].text);
 		free(r->res[i].tok_off);
+		free(r->res[i].ids);
+		free(r->res[i].ids_off);
 	}
 	free(r->res);
 	free(r);

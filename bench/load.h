@@ -79,6 +79,8 @@ struct load_request {
 	const char *body;      /* the JSON body, streaming requested in it */
 	size_t body_len;
 	size_t prompt_index;   /* the caller's own index (suite entry), carried to the result */
+	size_t abort_after;    /* the client cancels (closes the connection) once this many output
+				* tokens came; 0: never. An abort is the caller's choice, not a failure */
 };
 
 /* What one request did. Times are CLOCK_MONOTONIC seconds; 0 = did not happen. */
@@ -108,11 +110,16 @@ struct load_result {
 	char *text;            /* concatenated content when keep_text; owned by the run */
 	size_t text_len;
 	size_t *tok_off;       /* keep_text: n_chunks+1 offsets of each chunk in text */
+	int32_t *ids;          /* keep_ids: the token ids the chunks carried (-1: not an id), owned */
+	size_t n_ids;          /* at most LOAD_MAX_TOKENS kept */
+	size_t *ids_off;       /* keep_ids: n_chunks+1 offsets of each chunk's ids in ids */
 	long usage_prompt;     /* from `usage`; -1 when the stream had none */
 	long usage_completion;
 	char finish_reason[24];
 	bool done;             /* saw data: [DONE] */
 	unsigned retries;      /* sent again on a new connection: the reused one was dead */
+	bool aborted;          /* cancelled by the client (load_request.abort_after): fail stays LOAD_OK */
+	size_t inflight_at_launch;   /* other requests in flight when it was launched */
 	enum load_fail fail;
 	long http_status;
 	char reason[200];      /* lower case, for the record; "" when ok */
@@ -132,6 +139,7 @@ struct load_opts {
 	double timeout_s;      /* whole-request limit; 0: none */
 	double stall_s;        /* limit on silence within a request; 0: none */
 	bool keep_text;        /* keep each request's content and chunk offsets */
+	bool keep_ids;         /* keep the token ids of chunks that carry them (token_ids) */
 	/* every request carries `X-Request-Id: <prefix>-<index>`, so an audit
 	 * written inside the server can be joined with it (vLLM makes it the
 	 * external request id); NULL: no such header */

@@ -215,6 +215,7 @@ cJSON *record_stats_json(const struct stats_run *st)
 		return NULL;
 	cJSON_AddNumberToObject(o, "requests", (double)st->n);
 	cJSON_AddNumberToObject(o, "ok", (double)st->n_ok);
+	cJSON_AddNumberToObject(o, "aborted", (double)st->n_aborted);
 	cJSON_AddNumberToObject(o, "failed", (double)st->n_failed);
 	f = cJSON_AddObjectToObject(o, "failures");
 	for (i = 1; f && i < LOAD_FAIL__COUNT; i++)
@@ -241,6 +242,13 @@ cJSON *record_stats_json(const struct stats_run *st)
 	cJSON_AddItemToObject(o, "ttft_answer_s", record_dist(&st->ttft_answer));
 	cJSON_AddNumberToObject(o, "reasoning_tokens", (double)st->reasoning_tokens);
 	cJSON_AddNumberToObject(o, "answer_tokens", (double)st->answer_tokens);
+	if (st->open_loop) {
+		/* open loop: the same from when each request was due, and how late
+		 * the client wrote them (coordinated omission) */
+		cJSON_AddItemToObject(o, "ttft_from_sched_s", record_dist(&st->ttft_sched));
+		cJSON_AddItemToObject(o, "e2e_from_sched_s", record_dist(&st->e2e_sched));
+		cJSON_AddItemToObject(o, "sched_lag_s", record_dist(&st->sched_lag));
+	}
 	sc = cJSON_AddArrayToObject(o, "ttft_staircase_s");
 	for (i = 0; sc && i < st->n_staircase; i++)
 		cJSON_AddItemToArray(sc, st->staircase[i] < 0 ? cJSON_CreateNull()
@@ -278,6 +286,7 @@ cJSON *record_correct_json(const struct correct_report *c)
 	cJSON_AddNumberToObject(o, "failing", (double)c->n_failing);
 	cJSON_AddNumberToObject(o, "identical", (double)c->n_identical);
 	cJSON_AddNumberToObject(o, "diverged", (double)c->n_diverged);
+	cJSON_AddNumberToObject(o, "duplicate_token", (double)c->n_duplicate);
 	cJSON_AddNumberToObject(o, "wrong", (double)c->n_wrong);
 	cJSON_AddNumberToObject(o, "failed", (double)c->n_failed);
 	cJSON_AddNumberToObject(o, "no_reference", (double)c->n_no_reference);
@@ -285,6 +294,57 @@ cJSON *record_correct_json(const struct correct_report *c)
 	cJSON_AddNumberToObject(o, "reference_wrong", (double)c->n_ref_wrong);
 	cJSON_AddNumberToObject(o, "reference_failed", (double)c->n_ref_failed);
 	return o;
+}
+
+cJSON *record_canary_json(const struct canary_report *c)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "requests", (double)c->n);
+	cJSON_AddNumberToObject(o, "clean", (double)c->n_clean);
+	cJSON_AddNumberToObject(o, "leaked", (double)c->n_leaked);
+	cJSON_AddNumberToObject(o, "lost", (double)c->n_lost);
+	cJSON_AddNumberToObject(o, "failed", (double)c->n_failed);
+	cJSON_AddNumberToObject(o, "own_checked", (double)c->n_own_checked);
+	cJSON_AddNumberToObject(o, "decoy_outputs", (double)c->n_decoy_outputs);
+	cJSON_AddNumberToObject(o, "ids_checked", (double)c->n_id_checked);
+	cJSON_AddNumberToObject(o, "donor_finished", (double)c->n_donor_finished);
+	return o;
+}
+
+/* A request's canary verdict: its own marker, the first foreign piece. */
+static void record_canary_item(cJSON *o, const struct record_cell *c, const struct canary_item *it)
+{
+	cJSON *x = cJSON_AddObjectToObject(o, "canary"), *l;
+
+	cJSON_AddStringToObject(o, "verdict", canary_verdict_name(it->verdict));
+	if (!x)
+		return;
+	if (c->canary_set)
+		cJSON_AddStringToObject(x, "marker", canary_text(c->canary_set, CANARY_SENT, it->marker));
+	cJSON_AddNumberToObject(x, "marker_index", (double)it->marker);
+	cJSON_AddStringToObject(x, "own", canary_own_name(it->own));
+	cJSON_AddNumberToObject(x, "own_groups", (double)it->own_groups);
+	cJSON_AddNumberToObject(x, "foreign", (double)it->n_leaks);
+	cJSON_AddNumberToObject(x, "decoy", (double)it->n_decoy);
+	if (!it->n_leaks)
+		return;
+	l = cJSON_AddObjectToObject(x, "leak");
+	if (!l)
+		return;
+	cJSON_AddStringToObject(l, "donor_kind", canary_kind_name(it->leak.kind));
+	cJSON_AddNumberToObject(l, "donor_marker", (double)it->leak.donor);
+	record_str(l, "donor_id", it->leak.donor_id[0] ? it->leak.donor_id : NULL);
+	cJSON_AddNumberToObject(l, "at", (double)it->leak.at);
+	if (it->leak.span > 1)
+		cJSON_AddNumberToObject(l, "at_span", (double)it->leak.span);
+	cJSON_AddBoolToObject(l, "donor_finished", it->leak.donor_finished);
+	cJSON_AddBoolToObject(l, "donor_aborted", it->leak.donor_aborted);
+	cJSON_AddStringToObject(l, "by", it->leak.by_id ? "ids" : "text");
+	if (it->leak.group[0])
+		cJSON_AddStringToObject(l, "group", it->leak.group);
 }
 
 static void record_cell_json(cJSON *o, const struct record_cell *c, const struct load_run *run)
@@ -345,6 +405,7 @@ static void record_verdict(cJSON *o, const struct correct_item *it)
 		cJSON_AddNumberToObject(o, "diverged_at", (double)it->at);
 		if (it->at_span > 1)
 			cJSON_AddNumberToObject(o, "diverged_tokens", (double)it->at_span);
+		cJSON_AddStringToObject(o, "diverged_kind", it->duplicate ? "duplicate-token" : "other");
 		cJSON_AddStringToObject(o, "reference_from", it->ref_excerpt);
 		cJSON_AddStringToObject(o, "output_from", it->got_excerpt);
 	}
@@ -374,7 +435,10 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	record_str(o, "id", r->id[0] ? r->id : NULL);
 	record_str(o, "request_id", r->xid[0] ? r->xid : NULL);
 	cJSON_AddBoolToObject(o, "ok", !r->fail);
-	cJSON_AddStringToObject(o, "outcome", load_fail_name(r->fail));
+	cJSON_AddStringToObject(o, "outcome", r->aborted && !r->fail ? "aborted" : load_fail_name(r->fail));
+	if (r->aborted)
+		cJSON_AddNumberToObject(o, "aborted_at", (double)r->n_tokens);
+	cJSON_AddNumberToObject(o, "inflight_at_launch", (double)r->inflight_at_launch);
 	if (r->fail)
 		cJSON_AddStringToObject(o, "reason", r->reason);
 	cJSON_AddNumberToObject(o, "http_status", (double)r->http_status);
@@ -397,6 +461,15 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 	else
 		cJSON_AddNullToObject(o, "ttft_answer_s");
 	cJSON_AddNumberToObject(o, "e2e_s", r->t_end - t0);
+	if (c->arrival == LOAD_POISSON && r->t_sched > 0) {
+		/* from when it was due: a client behind its schedule cannot hide it */
+		if (r->t_first > 0)
+			cJSON_AddNumberToObject(o, "ttft_from_sched_s", r->t_first - r->t_sched);
+		else
+			cJSON_AddNullToObject(o, "ttft_from_sched_s");
+		cJSON_AddNumberToObject(o, "e2e_from_sched_s", r->t_end - r->t_sched);
+		cJSON_AddNumberToObject(o, "sched_lag_s", t0 - r->t_sched);
+	}
 	if (r->n_chunks > 1) {
 		double gap = 0;
 
@@ -431,6 +504,52 @@ static cJSON *record_request_json(const struct record_identity *id, const struct
 		cJSON_AddStringToObject(o, "text", r->text);   /* kept only where outputs are compared */
 	if (c->correct && r->index < c->correct->n)
 		record_verdict(o, &c->correct->items[r->index]);
+	if (c->grades) {
+		cJSON_AddStringToObject(o, "verdict", c->grades[r->index]);
+		if (c->grade_missing && c->grade_missing[r->index])
+			cJSON_AddStringToObject(o, "missing", c->grade_missing[r->index]);
+	}
+	if (c->anomalies) {
+		struct anomaly an;
+		cJSON *w = cJSON_AddObjectToObject(o, "anomalies");
+
+		anomaly_of(r, c->vocab_size, &an);
+		if (w) {
+			if (c->vocab_size > 0 && an.ids_seen)
+				cJSON_AddNumberToObject(w, "ids_past_vocab", (double)an.ids_past_vocab);
+			else
+				cJSON_AddNullToObject(w, "ids_past_vocab");
+			if (an.first_past_vocab >= 0)
+				cJSON_AddNumberToObject(w, "first_past_vocab_at", (double)an.first_past_vocab);
+			cJSON_AddNumberToObject(w, "empty_tokens", (double)an.empty_tokens);
+			cJSON_AddNumberToObject(w, "special_repeated", (double)an.special_repeated);
+			cJSON_AddBoolToObject(w, "empty_content", an.empty_content);
+		}
+	}
+	if (c->churn && r->index < c->churn->n) {
+		const struct churn_req *q = &c->churn->r[r->index];
+		cJSON *w = cJSON_AddObjectToObject(o, "churn"), *ta;
+		unsigned t = churn_transitions(c->churn, r->index, r), k;
+
+		if (w) {
+			cJSON_AddNumberToObject(w, "max_tokens", (double)q->max_tokens);
+			if (q->abort_at)
+				cJSON_AddNumberToObject(w, "abort_at", (double)q->abort_at);
+			else
+				cJSON_AddNullToObject(w, "abort_at");
+			cJSON_AddBoolToObject(w, "sync", q->sync);
+			cJSON_AddStringToObject(w, "prefix", churn_prefix_name(q->prefix));
+			ta = cJSON_AddArrayToObject(w, "transitions");
+			for (k = 0; ta && k < CHURN_T__COUNT; k++)
+				if (t & (1u << k))
+					cJSON_AddItemToArray(ta, cJSON_CreateString(churn_transition_name(k)));
+		}
+	}
+	if (c->canary && r->index < c->canary->n)
+		record_canary_item(o, c, &c->canary->items[r->index]);
+	else if (c->canary_set)
+		cJSON_AddStringToObject(o, "marker", canary_text(c->canary_set, (enum canary_kind)c->canary_kind,
+								 c->canary_first + r->index));
 	if (token_times) {
 		tt = cJSON_AddArrayToObject(o, "token_t");
 		n = r->n_chunks < LOAD_MAX_TOKENS ? r->n_chunks : LOAD_MAX_TOKENS;
@@ -477,6 +596,32 @@ enum status record_run(struct record *w, const struct record_identity *id,
 		cJSON_AddItemToObject(o, "figures", v);
 	if (cell->correct && (v = record_correct_json(cell->correct)))
 		cJSON_AddItemToObject(o, "correctness", v);
+	if (cell->canary && (v = record_canary_json(cell->canary)))
+		cJSON_AddItemToObject(o, "canary", v);
+	if (cell->churn && (v = cJSON_AddObjectToObject(o, "workload"))) {
+		uint64_t n_t[CHURN_T__COUNT] = { 0 };
+		cJSON *tr;
+		unsigned k;
+
+		for (i = 0; i < run->n; i++) {
+			unsigned t = churn_transitions(cell->churn, i, &run->res[i]);
+
+			for (k = 0; k < CHURN_T__COUNT; k++)
+				n_t[k] += (t >> k) & 1u;
+		}
+		cJSON_AddStringToObject(v, "kind", "churn");
+		if (cell->churn->max_num_seqs)
+			cJSON_AddNumberToObject(v, "max_num_seqs", cell->churn->max_num_seqs);
+		else
+			cJSON_AddNullToObject(v, "max_num_seqs");
+		cJSON_AddNumberToObject(v, "max_tokens", (double)cell->churn->max_tokens);
+		cJSON_AddNumberToObject(v, "pressure_words", (double)cell->churn->pressure_words);
+		tr = cJSON_AddObjectToObject(v, "transitions");
+		for (k = 0; tr && k < CHURN_T__COUNT; k++)
+			cJSON_AddNumberToObject(tr, churn_transition_name(k), (double)n_t[k]);
+	} else if (!cell->churn && (v = cJSON_AddObjectToObject(o, "workload"))) {
+		cJSON_AddStringToObject(v, "kind", "plain");
+	}
 	rst = record_put(w, o, si);
 	cJSON_Delete(o);
 	for (i = 0; !rst && i < run->n; i++) {
@@ -528,6 +673,11 @@ void record_read_close(struct record_reader *r)
 	free(r->buf);
 	fclose(r->f);
 	free(r);
+}
+
+const struct cJSON *record_read_object(const struct record_reader *r)
+{
+	return r->o;
 }
 
 long record_read_line(const struct record_reader *r)
@@ -615,10 +765,19 @@ static void record_in_fill(const cJSON *o, struct record_in *rec)
 	rec->output_tok_s = record_in_num(fig, "output_tok_s");
 	rec->ttft_p50 = record_in_num(fig ? cJSON_GetObjectItemCaseSensitive(fig, "ttft_s") : NULL, "p50");
 	rec->itl_p50 = record_in_num(fig ? cJSON_GetObjectItemCaseSensitive(fig, "itl_s") : NULL, "p50");
-	rec->has_correctness = cJSON_GetObjectItemCaseSensitive(o, "correctness") != NULL;
+	rec->has_correctness = cJSON_GetObjectItemCaseSensitive(o, "correctness") != NULL ||
+			       cJSON_GetObjectItemCaseSensitive(o, "canary") != NULL;
 	rec->id = record_in_str(o, "id");
 	rec->request_id = record_in_str(o, "request_id");
 	rec->verdict = record_in_str(o, "verdict");
+	{
+		const cJSON *can = cJSON_GetObjectItemCaseSensitive(o, "canary");
+		const cJSON *leak = can ? cJSON_GetObjectItemCaseSensitive(can, "leak") : NULL;
+
+		rec->leak_donor_id = record_in_str(leak, "donor_id");
+		rec->leak_at = record_in_num(leak, "at");
+		rec->leak_at_span = record_in_num(leak, "at_span");
+	}
 	rec->index = record_in_num(o, "index");
 	rec->prompt_index = record_in_num(o, "prompt_index");
 	rec->prompt_tokens = record_in_num(o, "prompt_tokens");

@@ -23,6 +23,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "anomaly.h"
+#include "canary.h"
+#include "churn.h"
 #include "correct.h"
 #include "load.h"
 #include "stats.h"
@@ -73,6 +76,16 @@ struct record_cell {
 	bool cold_claim_valid;      /* cold and no prefix-cache hit in the run (meaningful when prefix_known) */
 	double temperature;         /* < 0: server default */
 	const struct correct_report *correct;  /* correctness phase: verdicts, else NULL */
+	const struct canary_report *canary;    /* canary phase: verdicts, else NULL */
+	const struct canary_set *canary_set;   /* its markers (with canary, or a calibration run) */
+	size_t canary_first;                   /* the run's first marker */
+	int canary_kind;                       /* enum canary_kind of the run's markers */
+	const struct churn_plan *churn;        /* --workload churn: the run's plan, else NULL */
+	bool anomalies;                        /* each request's token anomalies (anomaly.h) */
+	const char *const *grades;             /* accuracy: per request "right", "wrong", "cut",
+						* "failed"; else NULL */
+	const char *const *grade_missing;      /* per request the expect string missing, or NULL */
+	long vocab_size;                       /* for them; 0 unknown */
 };
 
 /* "closed", "batch", "poisson". */
@@ -107,6 +120,8 @@ enum status record_line(struct record *w, const char *json, struct status_info *
 
 /* The identity as a cJSON object (for summaries); NULL on allocation failure. */
 struct cJSON *record_identity_json(const struct record_identity *id);
+/* Canary counts as a cJSON object; NULL on allocation failure. */
+struct cJSON *record_canary_json(const struct canary_report *c);
 /* Correctness counts as a cJSON object; NULL on allocation failure. */
 struct cJSON *record_correct_json(const struct correct_report *c);
 /* k of n with its Clopper-Pearson interval at conf, as rate_json writes it (base/rate.h). */
@@ -138,9 +153,12 @@ struct record_in {
 	double wall_start, wall_end, mono_start, mono_end;
 	bool has_figures;            /* "figures" present (of whatever type) */
 	double makespan_s, output_tok_s, ttft_p50, itl_p50;
-	bool has_correctness;        /* "correctness" present */
+	bool has_correctness;        /* "correctness" (or "canary") present */
 	/* request */
 	const char *id, *request_id, *verdict;
+	/* canary: the first leak's donor request id and output position */
+	const char *leak_donor_id;
+	double leak_at, leak_at_span;
 	double index, prompt_index, prompt_tokens, diverged_at, diverged_tokens, ttft_s;
 	bool ok;
 };
@@ -158,6 +176,9 @@ enum status record_read_open(struct record_reader **out, const char *path, struc
  * STATUS_IO when a read fails, STATUS_NOMEM.
  */
 enum status record_read_next(struct record_reader *r, struct record_in *rec, struct status_info *si);
+/* The record last read as a tree (cJSON), for readers of fields the record_in
+ * above does not carry; the reader's, valid until the next read. */
+const struct cJSON *record_read_object(const struct record_reader *r);
 /* The 1-based number of the line last read. */
 long record_read_line(const struct record_reader *r);
 void record_read_close(struct record_reader *r);

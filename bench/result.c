@@ -16,6 +16,7 @@
 
 struct result_parser {
 	struct chunk_reader *cr;    /* reused chunk after chunk: no allocation per token */
+	bool keep_ids;
 };
 
 struct result_parser *result_parser_new(void)
@@ -43,6 +44,12 @@ void result_parser_free(struct result_parser *cp)
 size_t result_parser_fast(const struct result_parser *cp)
 {
 	return chunk_reader_scanned(cp->cr);
+}
+
+void result_parser_keep_ids(struct result_parser *cp, bool on)
+{
+	cp->keep_ids = on;
+	chunk_reader_keep_ids(cp->cr, on);
 }
 
 void result_parser_tree_only(struct result_parser *cp, bool on)
@@ -111,6 +118,30 @@ static int result_keep_text(struct load_result *r, const char *s, size_t n)
 	return 0;
 }
 
+/* The chunk's token ids after the ones kept before, and where its ids start
+ * (ids_off[c] .. ids_off[c + 1] are chunk c's). */
+static int result_keep_ids(struct load_result *r, const struct chunk_fields *f)
+{
+	size_t i;
+
+	if (result_grow((void **)&r->ids_off, r->n_chunks + 1, sizeof(size_t))) {
+		result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token ids");
+		return -1;
+	}
+	if (!r->n_chunks)
+		r->ids_off[0] = 0;
+	for (i = 0; i < f->n_ids_kept && r->n_ids < LOAD_MAX_TOKENS; i++) {
+		if (result_grow((void **)&r->ids, r->n_ids, sizeof(int32_t))) {
+			result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token ids");
+			return -1;
+		}
+		r->ids[r->n_ids++] = f->token_ids[i] >= 0 && f->token_ids[i] <= INT32_MAX ?
+			(int32_t)f->token_ids[i] : (f->token_ids[i] > INT32_MAX ? INT32_MAX : -1);
+	}
+	r->ids_off[r->n_chunks + 1] = r->n_ids;
+	return 0;
+}
+
 int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api api,
 	       bool keep_text, const char *data, size_t len, double now)
 {
@@ -136,6 +167,11 @@ int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api 
 		snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)f.n_finish, f.finish);
 	answer = f.has_content && f.n_content > 0;
 	thought = f.has_reasoning && f.n_reasoning > 0;
+	/* a chunk whose token ids say it carries tokens is a token chunk even
+	 * with no text (a token that detokenizes to nothing, an id past the
+	 * vocabulary): counted as answer */
+	if (!answer && !thought && f.n_token_ids > 0)
+		answer = true;
 	/* how many tokens this chunk carries: the server says it with
 	 * token_ids, or with per-chunk usage (continuous_usage_stats, a
 	 * running total); otherwise one per chunk, and the record says so */
@@ -186,10 +222,12 @@ int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api 
 				if (!r->n_chunks)
 					r->tok_off[0] = 0;
 				/* the answer only: reasoning text is not the output compared */
-				if (answer && result_keep_text(r, f.content, f.n_content))
+				if (answer && f.n_content && result_keep_text(r, f.content, f.n_content))
 					return -1;
 				r->tok_off[r->n_chunks + 1] = r->text_len;
 			}
+			if (cp->keep_ids && result_keep_ids(r, &f))
+				return -1;
 		} else {
 			r->chunks_capped = true;
 		}

@@ -26,6 +26,8 @@ void result_parser_free(struct result_parser *cp);
 /* Chunks this parser read by its fast path (compact, no escapes, no usage or
  * error member) rather than a full parse; both give the same result. */
 size_t result_parser_fast(const struct result_parser *cp);
+/* Keep each chunk's token ids in its result (load_opts.keep_ids). */
+void result_parser_keep_ids(struct result_parser *cp, bool on);
 /* Tests: every chunk through jdoc's tree, to compare with the scanner. */
 void result_parser_tree_only(struct result_parser *cp, bool on);
 int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api api,

@@ -199,3 +199,58 @@ void sizer_refine(const struct sizer *z, char *sizing, size_t n)
 	else if (!strcmp(sizing, "probe") && z->empty)
 		snprintf(sizing, n, "probe:tokenize-empty");
 }
+
+enum status sizer_ids(struct sizer *z, const char *text, int64_t *ids, size_t cap, size_t *n,
+		      struct status_info *si)
+{
+	cJSON *b = cJSON_CreateObject(), *r = NULL, *v, *e;
+	long status = 0;
+	enum status st;
+	int shape;
+
+	*n = 0;
+	if (!b)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	/* vLLM's shape first, llama-server's when it answers no tokens; the
+	 * text alone, no special tokens (a BOS would be every marker's) */
+	for (shape = z->shape == 2 ? 2 : 1; shape <= 2; shape++) {
+		cJSON_Delete(b);
+		b = cJSON_CreateObject();
+		if (!b)
+			return status_set(si, STATUS_NOMEM, "out of memory");
+		if (shape == 1) {
+			if (z->model)
+				cJSON_AddStringToObject(b, "model", z->model);
+			cJSON_AddStringToObject(b, "prompt", text);
+			cJSON_AddFalseToObject(b, "add_special_tokens");
+		} else {
+			cJSON_AddStringToObject(b, "content", text);
+			cJSON_AddFalseToObject(b, "add_special");
+		}
+		st = sizer_post(z, "/tokenize", b, &r, &status, si);
+		if (st)
+			break;
+		if (status != 200) {
+			st = status_set(si, status == 404 || status == 405 ? STATUS_NOTFOUND : STATUS_HTTP,
+					"%s/tokenize: http %ld", z->base, status);
+			break;
+		}
+		v = cJSON_GetObjectItemCaseSensitive(r, "tokens");
+		if (!cJSON_IsArray(v)) {
+			st = status_set(si, STATUS_PARSE, "%s/tokenize: answer has no tokens", z->base);
+			break;
+		}
+		cJSON_ArrayForEach(e, v)
+			if (*n < cap)
+				ids[(*n)++] = cJSON_IsNumber(e) ? (int64_t)e->valuedouble : -1;
+		cJSON_Delete(r);
+		r = NULL;
+		if (*n || !*text)
+			break;
+	}
+	if (!st && !*n && *text)
+		st = status_set(si, STATUS_NOTFOUND, "%s/tokenize: no tokens for non-empty text", z->base);
+	cJSON_Delete(r);
+	cJSON_Delete(b);
+	return st;
+}

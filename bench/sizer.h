@@ -6,6 +6,7 @@
 #define TTAUDIT_SIZER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 #include "suite.h"
@@ -24,5 +25,14 @@ void sizer_bind(struct sizer *z, struct suite_sizer *sz);
  * not used: "tokenize" -> "tokenize:content" (llama-server's shape),
  * "probe" -> "probe:tokenize-empty" (it answered no tokens). */
 void sizer_refine(const struct sizer *z, char *sizing, size_t n);
+
+/*
+ * The token ids of text (a completions prompt, no special tokens) by the
+ * server's /tokenize, vLLM's shape and then llama-server's; at most cap into
+ * ids, their count in *n. STATUS_NOTFOUND when the server has no tokenizer
+ * route or answers no tokens.
+ */
+enum status sizer_ids(struct sizer *z, const char *text, int64_t *ids, size_t cap, size_t *n,
+		      struct status_info *si);
 
 #endif

@@ -55,7 +55,9 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 {
 	enum status st = STATUS_OK;
 	double *ttft = NULL, *ttlt = NULL, *e2e = NULL, *itl = NULL, *ttfa = NULL;
+	double *ttft_s = NULL, *e2e_s = NULL, *lag = NULL;
 	size_t i, j, n_ttft = 0, n_ttlt = 0, n_e2e = 0, n_itl = 0, n_gaps = 0, n_ttfa = 0, n_per_token = 0;
+	size_t n_ttft_s = 0, n_e2e_s = 0, n_lag = 0;
 	size_t n_usage = 0, n_prompt = 0;
 	long prompt = 0;
 	double t0;
@@ -78,8 +80,11 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 	e2e = malloc((run->n + 1) * sizeof(double));
 	itl = malloc((n_gaps + 1) * sizeof(double));
 	ttfa = malloc((run->n + 1) * sizeof(double));
+	ttft_s = malloc((run->n + 1) * sizeof(double));
+	e2e_s = malloc((run->n + 1) * sizeof(double));
+	lag = malloc((run->n + 1) * sizeof(double));
 	s->staircase = malloc((run->n + 1) * sizeof(double));
-	if (!ttft || !ttlt || !e2e || !itl || !ttfa || !s->staircase) {
+	if (!ttft || !ttlt || !e2e || !itl || !ttfa || !ttft_s || !e2e_s || !lag || !s->staircase) {
 		st = status_set(si, STATUS_NOMEM, "stats: out of memory");
 		goto out;
 	}
@@ -91,16 +96,27 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 		t0 = load_result_origin(r);
 		if (r->launch_seq < run->n && r->t_first > 0)
 			s->staircase[r->launch_seq] = r->t_first - t0;
+		if (run->arrival == LOAD_POISSON && r->t_sched > 0)
+			lag[n_lag++] = t0 - r->t_sched;
 		if (r->fail) {
 			s->n_failed++;
 			s->n_fail[r->fail < LOAD_FAIL__COUNT ? r->fail : LOAD_FAIL_PROTOCOL]++;
 			continue;
 		}
 		s->n_ok++;
-		e2e[n_e2e++] = r->t_end - t0;
+		if (r->aborted)
+			s->n_aborted++;
+		else
+			e2e[n_e2e++] = r->t_end - t0;
+		if (run->arrival == LOAD_POISSON && r->t_sched > 0) {
+			e2e_s[n_e2e_s++] = r->t_end - r->t_sched;
+			if (r->t_first > 0)
+				ttft_s[n_ttft_s++] = r->t_first - r->t_sched;
+		}
 		if (r->t_first > 0) {
 			ttft[n_ttft++] = r->t_first - t0;
-			ttlt[n_ttlt++] = r->t_last - t0;
+			if (!r->aborted)
+				ttlt[n_ttlt++] = r->t_last - t0;
 			if (r->t_first - t0 > s->max_ttft)
 				s->max_ttft = r->t_first - t0;
 		}
@@ -156,8 +172,15 @@ enum status stats_run_compute(const struct load_run *run, struct stats_run *s, s
 	stats_dist_of(e2e, n_e2e, &s->e2e);
 	stats_dist_of(itl, n_itl, &s->itl);
 	stats_dist_of(ttfa, n_ttfa, &s->ttft_answer);
+	s->open_loop = run->arrival == LOAD_POISSON;
+	stats_dist_of(ttft_s, n_ttft_s, &s->ttft_sched);
+	stats_dist_of(e2e_s, n_e2e_s, &s->e2e_sched);
+	stats_dist_of(lag, n_lag, &s->sched_lag);
 	s->itl_source = !n_per_token ? "chunks" : n_per_token == s->n_ok ? "tokens" : "mixed";
 out:
+	free(ttft_s);
+	free(e2e_s);
+	free(lag);
 	free(ttfa);
 	free(ttft);
 	free(ttlt);

@@ -41,6 +41,8 @@ struct stats_dist {
 
 struct stats_run {
 	size_t n, n_ok, n_failed;
+	size_t n_aborted;                 /* cancelled by the client on purpose: among n_ok, their
+					   * tokens counted, left out of ttlt and e2e */
 	size_t n_fail[LOAD_FAIL__COUNT];  /* failures by cause */
 	double makespan;                  /* seconds */
 	long out_tokens;                  /* successful requests, from tps_source */
@@ -61,6 +63,16 @@ struct stats_run {
 	 * (token_ids or per-chunk usage), so itl is per token; "chunks": one
 	 * token per chunk was assumed; "mixed" */
 	const char *itl_source;
+	/* Open loop (POISSON) only, zero otherwise: the same figures counted
+	 * from when each request was due (t_sched) rather than written, and the
+	 * wait between the two. A client that fell behind its schedule writes
+	 * requests late and, timed from the write, hides the queue it built
+	 * (coordinated omission, vllm-project/guidellm #1048); timed from the
+	 * schedule, it cannot. */
+	bool open_loop;
+	struct stats_dist ttft_sched, e2e_sched;
+	struct stats_dist sched_lag;      /* t_sent (t_launch when never written) - t_sched,
+					   * every request, failed ones included */
 	double *staircase;                /* n entries, TTFT in launch order, -1 for no token */
 	size_t n_staircase;
 };

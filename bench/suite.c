@@ -511,6 +511,21 @@ static char *suite_with_nonce(const char *nonce, const char *text)
 	return t;
 }
 
+/* The nonce, the preface and the text, as the options have them; malloc'd. */
+static char *suite_framed(const struct suite_body_opts *o, const char *text)
+{
+	char *a, *b;
+
+	if (!o->preface)
+		return o->nonce ? suite_with_nonce(o->nonce, text) : strdup(text);
+	a = suite_with_nonce(o->preface, text);
+	if (!a || !o->nonce)
+		return a;
+	b = suite_with_nonce(o->nonce, a);
+	free(a);
+	return b;
+}
+
 char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *o,
 		 const char **route, size_t *len)
 {
@@ -526,7 +541,7 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 		goto out;
 	if (e->prompt) {
 		*route = "/v1/completions";
-		t = o->nonce ? suite_with_nonce(o->nonce, e->prompt) : strdup(e->prompt);
+		t = suite_framed(o, e->prompt);
 		if (!t || !cJSON_AddStringToObject(b, "prompt", t))
 			goto out;
 	} else {
@@ -536,8 +551,8 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 			goto out;
 		first = cJSON_GetArrayItem(msgs, 0);
 		content = cJSON_GetObjectItemCaseSensitive(first, "content");
-		if (o->nonce && cJSON_IsString(content)) {
-			t = suite_with_nonce(o->nonce, content->valuestring);
+		if ((o->nonce || o->preface) && cJSON_IsString(content)) {
+			t = suite_framed(o, content->valuestring);
 			if (!t || !cJSON_ReplaceItemInObjectCaseSensitive(first, "content",
 									 cJSON_CreateString(t)))
 				goto out;
@@ -545,7 +560,7 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 		cJSON_AddItemToObject(b, "messages", msgs);
 		msgs = NULL;
 	}
-	if (!cJSON_AddNumberToObject(b, "max_tokens", (double)e->max_tokens) ||
+	if (!cJSON_AddNumberToObject(b, "max_tokens", (double)(o->max_tokens > 0 ? o->max_tokens : e->max_tokens)) ||
 	    !cJSON_AddTrueToObject(b, "stream"))
 		goto out;
 	if (!o->no_usage) {
@@ -561,6 +576,31 @@ char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *
 		goto out;
 	if (o->ignore_eos && !cJSON_AddTrueToObject(b, "ignore_eos"))
 		goto out;
+	if (o->return_token_ids && !cJSON_AddTrueToObject(b, "return_token_ids"))
+		goto out;
+	if (o->extra) {
+		cJSON *x = cJSON_Parse(o->extra), *kv, *nx;
+
+		if (!cJSON_IsObject(x)) {
+			cJSON_Delete(x);
+			goto out;
+		}
+		/* the caller's members win over the defaults above */
+		for (kv = x->child; kv; kv = nx) {
+			char key[128];
+
+			nx = kv->next;
+			snprintf(key, sizeof(key), "%s", kv->string ? kv->string : "");
+			cJSON_DetachItemViaPointer(x, kv);
+			/* (cJSON frees the item's old key before copying the new one:
+			 * the key is copied out first) */
+			if (cJSON_GetObjectItemCaseSensitive(b, key))
+				cJSON_ReplaceItemInObjectCaseSensitive(b, key, kv);
+			else
+				cJSON_AddItemToObject(b, key, kv);
+		}
+		cJSON_Delete(x);
+	}
 	out = cJSON_PrintUnformatted(b);
 	if (out)
 		*len = strlen(out);

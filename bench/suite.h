@@ -100,6 +100,10 @@ struct suite_body_opts {
 	double temperature;     /* < 0: not sent (the server's default) */
 	bool ignore_eos;        /* ask the server to generate max_tokens (vLLM extension) */
 	bool no_usage;          /* do not ask for the usage block (stream_options) */
+	bool return_token_ids;  /* ask for each chunk's token ids (vLLM's return_token_ids) */
+	const char *extra;      /* members merged into the body (a JSON object's text), or NULL */
+	const char *preface;    /* text put before the prompt (after the nonce), or NULL */
+	long max_tokens;        /* > 0: instead of the entry's */
 };
 
 /*

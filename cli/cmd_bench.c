@@ -18,6 +18,8 @@ static struct driver_opts bench_o = {
 	.levels = { 1 }, .n_levels = 1,
 };
 static long long bench_in, bench_out_tokens, bench_prompts, bench_requests, bench_repeats = 1;
+static long long bench_max_num_seqs, bench_pressure, bench_vocab;
+static const char *bench_workload;
 static bool bench_json, bench_no_progress;
 static int bench_arrival_set;
 
@@ -105,6 +107,31 @@ bad:
 	return -1;
 }
 
+/* --correctness [reference|canary] */
+static const char *const bench_corr_words[] = { "reference", "canary", "accuracy", NULL };
+
+static int bench_opt_correctness(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)o;
+	if (!arg || !strcmp(arg, "reference")) {
+		bench_o.correctness = true;
+		bench_o.canary = false;
+		return 0;
+	}
+	if (!strcmp(arg, "canary")) {
+		bench_o.canary = true;
+		bench_o.correctness = false;
+		return 0;
+	}
+	if (!strcmp(arg, "accuracy")) {
+		bench_o.accuracy = true;
+		bench_o.correctness = false;
+		return 0;
+	}
+	snprintf(err, n, "'%s' is not a check: reference (the default), canary or accuracy", arg);
+	return -1;
+}
+
 static const char *const bench_usage[] = {
 	"bench --url URL [--arm NAME] [--url URL2 --arm NAME2 ...] [--spec arms.json | --no-arm-check] "
 	"--suite FILE [--concurrency L | --batch L | --rate L] [--correctness [--baseline P]] -o RUN.jsonl",
@@ -142,6 +169,15 @@ static const struct opt bench_opts[] = {
 	OPT_CALL(0, "batch", "L", bench_opt_levels, "each level launched at once"),
 	OPT_CALL(0, "rate", "L", bench_opt_levels, "Poisson arrivals at each rate (requests/s)"),
 	OPT_CALL(0, "arrival-seed", "S", bench_opt_seed, "seed of the Poisson arrivals"),
+	OPT_STRING(0, "workload", &bench_workload, "W",
+		   "plain (default) or churn: mixed max_tokens, client aborts, sync-forcing requests, a shared "
+		   "prefix evicted and sent again, levels crossing --max-num-seqs (docs/bench.md)"),
+	OPT_INT(0, "vocab-size", &bench_vocab, "N", 1, 1000000000,
+		"the model's vocabulary: token ids at or past it are counted (tt-metal #52176)"),
+	OPT_INT(0, "max-num-seqs", &bench_max_num_seqs, "N", 1, 4096,
+		"the server's max_num_seqs: churn runs at half, once, 4x and 32x it unless levels are given"),
+	OPT_INT(0, "churn-pressure", &bench_pressure, "W", 0, 100000,
+		"churn: words of each pressure request's preface, to evict the shared prefix (default 512)"),
 	OPT_INT(0, "requests", &bench_requests, "N", 1, 100000000, "requests per run (default: the suite, at least the level)"),
 	OPT_INT(0, "repeats", &bench_repeats, "N", 1, DRIVER_MAX_REPEATS,
 		"repeats, interleaved across arms; a spread over 15% is UNSTABLE"),
@@ -151,8 +187,11 @@ static const struct opt bench_opts[] = {
 	OPT_NUM(0, "timeout", &bench_o.timeout_s, "S", 1e-6, 1e9, "per request (default 600)"),
 	OPT_NUM(0, "stall", &bench_o.stall_s, "S", 1e-6, 1e9, "silence limit of a stream (default 60)"),
 	OPT_GROUP("checks and output"),
-	OPT_BOOL(0, "correctness", &bench_o.correctness,
-		 "reference at concurrency 1, temperature 0; the same bodies under load compared with it"),
+	OPT_WORD(0, "correctness", "[canary|accuracy]", bench_opt_correctness, bench_corr_words,
+		 "reference (the default): every prompt alone at temperature 0, the same bodies under load "
+		 "compared with it; canary: every request its own marker to repeat, every output searched "
+		 "for every request's marker; accuracy: graded tasks at every level, the last --url the "
+		 "synchronous control (docs/bench.md)"),
 	OPT_NUM(0, "baseline", &bench_o.baseline, "P", 1e-12, 0.999999,
 		"the failure rate per request a clean correctness stage must rule out (0.0048 for 0.48%): "
 		"0 failing of too few requests is INCONCLUSIVE, with the number that would do"),
@@ -183,9 +222,21 @@ const struct cmd_doc cmd_bench_doc = {
 		"`expect` string missing) or failed. Each server's failing requests are said with their "
 		"Clopper-Pearson interval, and 0 of N as the rates it rules out. Its verdict per server: "
 		"FAIL (a failing request, or a wrong or failed reference), INCONCLUSIVE (0 failing of too "
-		"few requests to rule out --baseline; the number that would is given), PASS.",
+		"few requests to rule out --baseline; the number that would is given), PASS.\n"
+		"\n"
+		"--correctness canary gives every request a marker of its own in a task whose answer "
+		"repeats it and searches every output for its own marker and every other request's (text, "
+		"and token ids where the server returns them): clean, leaked (the donor, the output "
+		"position, whether the donor had finished), own marker lost (only where a calibration "
+		"shows the model repeats; else not evaluable). Decoy markers never sent measure chance "
+		"matches. No logprobs, penalties or structured output are asked for.\n"
+		"\n"
+		"--correctness accuracy grades tasks with exact answers (the suite's `expect`, or a bundled "
+		"set of copy tasks and sums) at every level; with two servers or more the last is the "
+		"synchronous control (async scheduling off) and each other server's accuracy per level is "
+		"compared with it by Fisher's exact test: FAIL when lower and separated.",
 	.opts = bench_opts,
-	.exit_notes = "a request failed, the correctness stage did not PASS (FAIL or INCONCLUSIVE), or a gate failed",
+	.exit_notes = "a request failed, the correctness or canary stage did not PASS (FAIL or INCONCLUSIVE), or a gate failed",
 };
 
 int cmd_bench(int argc, char **argv)
@@ -213,13 +264,33 @@ int cmd_bench(int argc, char **argv)
 	o->gen.n_prompts = (size_t)bench_prompts;
 	o->n_requests = (size_t)bench_requests;
 	o->repeats = (unsigned)bench_repeats;
-	if (o->suite && (bench_in || bench_out_tokens || bench_prompts || o->gen.chat))
+	if (o->canary && (o->suite || bench_in || bench_prompts))
+		return cli_usage_error("bench", "--correctness canary writes its own prompts (--chat and "
+				       "--output-tokens shape them): no --suite, --input-tokens or --prompts");
+	if (o->suite && (bench_in || bench_prompts || ((bench_out_tokens || o->gen.chat) && !o->accuracy)))
 		return cli_usage_error("bench", "--suite or generated prompts, not both");
-	if (!o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
+	if (o->accuracy && (bench_in || bench_prompts))
+		return cli_usage_error("bench", "--correctness accuracy grades the bundled tasks or --suite FILE: "
+				       "no --input-tokens or --prompts");
+	if (!o->canary && !o->accuracy && !o->suite && (!o->gen.input_tokens || !o->gen.max_tokens || !o->gen.n_prompts))
 		return cli_usage_error("bench", "--suite FILE, or --input-tokens, --output-tokens and --prompts");
-	if (o->baseline > 0 && !o->correctness)
+	if (o->baseline > 0 && !o->correctness && !o->canary)
 		return cli_usage_error("bench", "--baseline is the failure rate the correctness stage must rule "
 				       "out: it needs --correctness");
+	if (bench_workload && strcmp(bench_workload, "plain") && strcmp(bench_workload, "churn"))
+		return cli_usage_error("bench", "--workload '%s': want plain or churn", bench_workload);
+	o->churn = bench_workload && !strcmp(bench_workload, "churn");
+	o->max_num_seqs = (unsigned)bench_max_num_seqs;
+	o->vocab_size = (long)bench_vocab;
+	o->churn_pressure = (size_t)bench_pressure;
+	if ((bench_pressure) && !o->churn)
+		return cli_usage_error("bench", "--churn-pressure belongs to --workload churn");
+	if (o->churn && !bench_arrival_set) {
+		if (!o->max_num_seqs)
+			return cli_usage_error("bench", "--workload churn needs the server's --max-num-seqs N (its "
+					       "levels cross it) or levels of its own (--concurrency L)");
+		o->n_levels = churn_levels(o->max_num_seqs, LOAD_MAX_INFLIGHT, o->levels);
+	}
 	o->gen.warm = o->warm;
 	o->log_to = stderr;
 	o->progress = !bench_no_progress && isatty(STDERR_FILENO) ? stderr : NULL;
@@ -240,7 +311,8 @@ int cmd_bench(int argc, char **argv)
 	} else {
 		benchreport_print(&rep, stdout);
 	}
-	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS)
+	rc = rep.gate_failed || rep.total_failed || (rep.correctness && rep.corr_verdict != DRIVER_PASS) ||
+		     (rep.canary && rep.can_verdict != DRIVER_PASS) || (rep.accuracy && rep.acc_verdict != DRIVER_PASS)
 		     ? CLI_FAIL : CLI_OK;
 	if (rep.gate_failed && bench_json)
 		fprintf(stderr, "ttaudit bench: %s\n", rep.gate_message);

@@ -72,7 +72,7 @@ static const struct cmd_doc report_makespan_doc = {
 
 static struct html_opts report_ho = { .to_step = -1 };
 static const char *const report_html_usage[] = {
-	"report html RUN_DIR|AUDIT [--rule R] [--from STEP] [--to STEP] [--confidence C] [-o report.html] [--json]",
+	"report html RUN_DIR|AUDIT|RUN.jsonl [--rule R] [--from STEP] [--to STEP] [--confidence C] [-o report.html] [--json]",
 	NULL };
 static const struct opt report_html_opts[] = {
 	OPT_STRING(0, "rule", &report_ho.rule, "R",
@@ -173,6 +173,9 @@ static void report_html_json(const char *out, const struct html_stats *hs)
 	jsonw_kuint(&w, "files", hs->files);
 	jsonw_kuint(&w, "cost_points", hs->cost_points);
 	jsonw_kuint(&w, "cost_intervals", hs->cost_intervals);
+	jsonw_kuint(&w, "curve_points", hs->curve_points);
+	jsonw_kuint(&w, "leaks", hs->leaks);
+	jsonw_kuint(&w, "timeline_requests", hs->timeline_requests);
 	jsonw_key(&w, "timeline");
 	jsonw_obj(&w);
 	jsonw_kuint(&w, "merges", t->merges);
@@ -200,7 +203,7 @@ static int report_html(const char *input, int nops)
 	enum status st;
 
 	if (nops != 1)
-		return cli_usage_error("report", "html: one A/B directory or one audit file");
+		return cli_usage_error("report", "html: one A/B directory, one audit file or one bench record file");
 	if (report_json && !report_out)
 		return cli_usage_error("report", "--json prints the summary on stdout: give the page a file with -o");
 	report_ho.input = input;

@@ -238,6 +238,18 @@ int opt_parse(const struct cmd_doc *d, int argc, char **argv)
 				return OPT_ERROR;
 			}
 			opt_label(o, label, sizeof(label));
+			if (o->words) {
+				/* an optional value: given with '=', or the next
+				 * argument when it is one of the words */
+				size_t w;
+
+				for (w = 0; !val && i + 1 < argc && o->words[w]; w++)
+					if (!strcmp(argv[i + 1], o->words[w]))
+						val = argv[++i];
+				if (opt_store(d, o, val) != 0)
+					return OPT_ERROR;
+				continue;
+			}
 			if (!opt_takes_value(o)) {
 				if (val) {
 					opt_error(d, "option '%s' takes no value", label);

@@ -62,17 +62,22 @@ struct opt {
 	/* INT bounds, inclusive: integers, so that the whole int64 range can be taken
 	 * (a double cannot hold INT64_MAX) */
 	long long imin, imax;
+	/* CALL only: the value is optional and one of these words (NULL-ended):
+	 * "--name=WORD", or "--name WORD" when the next argument is one of them;
+	 * otherwise fn gets NULL. arg is how help shows it ("[MODE]"). */
+	const char *const *words;
 };
 
-#define OPT_END() { OPT_KIND_END, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0 }
-#define OPT_GROUP(h) { OPT_KIND_GROUP, 0, (h), NULL, NULL, NULL, 0, 0, NULL, 0, 0 }
-#define OPT_BOOL(s, l, v, h) { OPT_KIND_BOOL, (s), (l), (v), NULL, (h), 0, 0, NULL, 0, 0 }
-#define OPT_STRING(s, l, v, a, h) { OPT_KIND_STRING, (s), (l), (v), (a), (h), 0, 0, NULL, 0, 0 }
+#define OPT_END() { OPT_KIND_END, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, NULL }
+#define OPT_GROUP(h) { OPT_KIND_GROUP, 0, (h), NULL, NULL, NULL, 0, 0, NULL, 0, 0, NULL }
+#define OPT_BOOL(s, l, v, h) { OPT_KIND_BOOL, (s), (l), (v), NULL, (h), 0, 0, NULL, 0, 0, NULL }
+#define OPT_STRING(s, l, v, a, h) { OPT_KIND_STRING, (s), (l), (v), (a), (h), 0, 0, NULL, 0, 0, NULL }
 #define OPT_INT(s, l, v, a, lo, hi, h) \
-	{ OPT_KIND_INT, (s), (l), (v), (a), (h), 0, 0, NULL, (lo), (hi) }
-#define OPT_NUM(s, l, v, a, lo, hi, h) { OPT_KIND_NUM, (s), (l), (v), (a), (h), (lo), (hi), NULL, 0, 0 }
-#define OPT_LIST(s, l, v, a, h) { OPT_KIND_LIST, (s), (l), (v), (a), (h), 0, 0, NULL, 0, 0 }
-#define OPT_CALL(s, l, a, fn, h) { OPT_KIND_CALL, (s), (l), NULL, (a), (h), 0, 0, (fn), 0, 0 }
+	{ OPT_KIND_INT, (s), (l), (v), (a), (h), 0, 0, NULL, (lo), (hi), NULL }
+#define OPT_NUM(s, l, v, a, lo, hi, h) { OPT_KIND_NUM, (s), (l), (v), (a), (h), (lo), (hi), NULL, 0, 0, NULL }
+#define OPT_LIST(s, l, v, a, h) { OPT_KIND_LIST, (s), (l), (v), (a), (h), 0, 0, NULL, 0, 0, NULL }
+#define OPT_CALL(s, l, a, fn, h) { OPT_KIND_CALL, (s), (l), NULL, (a), (h), 0, 0, (fn), 0, 0, NULL }
+#define OPT_WORD(s, l, a, fn, w, h) { OPT_KIND_CALL, (s), (l), NULL, (a), (h), 0, 0, (fn), 0, 0, (w) }
 
 /* Flags of a command. */
 enum {

@@ -30,6 +30,7 @@ struct preq {
 	long at;                     /* diverged_at, -1 */
 	long span;                   /* diverged_tokens: the divergent chunk's tokens (1) */
 	bool ok;
+	char leak_donor[PAIR_ID_MAX];   /* canary: the donor's request id; "" none */
 };
 
 struct pair {
@@ -50,6 +51,8 @@ const char *pair_match_name(enum pair_match m)
 	switch (m) {
 	case PAIR_EXPLAINED: return "explained";
 	case PAIR_POSSIBLE: return "possible";
+	case PAIR_LEAK_UNEXPLAINED: return "leak-unexplained";
+	case PAIR_NO_FOREIGN: return "no-foreign-token";
 	default: return "unexplained";
 	}
 }
@@ -181,6 +184,11 @@ static enum status pair_add_request(struct pair *p, const struct record_in *o, s
 	snprintf(q->verdict, sizeof(q->verdict), "%s", o->verdict ? o->verdict : "");
 	q->at = (long)pair_or(o->diverged_at, -1);
 	q->span = (long)pair_or(o->diverged_tokens, 1);
+	if (!strcmp(q->verdict, "leaked")) {
+		q->at = (long)pair_or(o->leak_at, -1);
+		q->span = (long)pair_or(o->leak_at_span, 1);
+		snprintf(q->leak_donor, sizeof(q->leak_donor), "%s", o->leak_donor_id ? o->leak_donor_id : "");
+	}
 	if (q->span < 1)
 		q->span = 1;
 	if (!p->runs[q->run].n_requests)
@@ -190,7 +198,7 @@ static enum status pair_add_request(struct pair *p, const struct record_in *o, s
 	p->runs[q->run].n_ok += q->ok;
 	if (q->verdict[0]) {
 		p->runs[q->run].n_correct++;
-		if (strcmp(q->verdict, "identical"))
+		if (strcmp(q->verdict, "identical") && strcmp(q->verdict, "clean"))
 			p->runs[q->run].n_failing++;
 	}
 	return STATUS_OK;
@@ -577,7 +585,7 @@ static const struct preq *pair_req_of(const struct pair *p, size_t run, size_t p
 }
 
 /* Looks through run x's substitutions of request id for the failure's token. */
-static void pair_scan(const struct pair_run *x, const char *id, struct pair_failure *f, bool ref)
+static void pair_scan(const struct pair_run *x, const char *id, struct pair_failure *f, bool ref, bool leak)
 {
 	size_t i;
 
@@ -591,7 +599,8 @@ static void pair_scan(const struct pair_run *x, const char *id, struct pair_fail
 		f->n_subst++;
 		if (f->match == PAIR_EXPLAINED && f->exact)
 			continue;
-		if (f->at >= 0 && s->token >= 0 && s->token + 1 >= f->at && s->token < f->at + f->span) {
+		/* a leak is the stale token itself: at its own position */
+		if (f->at >= 0 && s->token >= 0 && s->token + (leak ? 0 : 1) >= f->at && s->token < f->at + f->span) {
 			/* at k - 1: outputs are compared as text, so a stale token whose
 			 * text is a prefix of the right one shows from the next token on;
 			 * up to k + span - 1: the chunk that diverged carried span tokens */
@@ -604,6 +613,7 @@ static void pair_scan(const struct pair_run *x, const char *id, struct pair_fail
 				f->step = s->step;
 				f->slot = s->slot;
 				f->token = s->token;
+				snprintf(f->donor, sizeof(f->donor), "%s", s->buf_req);
 			}
 		} else if (f->step < 0) {
 			f->step = s->step;
@@ -641,8 +651,9 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 		struct pair_run *r = &p->runs[q->run];
 		const struct pair_run *ref;
 		struct pair_failure *f;
+		bool leak;
 
-		if (!q->verdict[0] || !strcmp(q->verdict, "identical") ||
+		if (!q->verdict[0] || !strcmp(q->verdict, "identical") || !strcmp(q->verdict, "clean") ||
 		    !strcmp(q->verdict, "no-reference"))
 			continue;
 		if (r->n_failures == r->cap_failures) {
@@ -660,8 +671,10 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 		snprintf(f->verdict, sizeof(f->verdict), "%s", q->verdict);
 		f->index = q->index;
 		f->prompt_index = q->prompt_index;
-		f->at = !strcmp(q->verdict, "diverged") ? q->at : -1;
+		leak = !strcmp(q->verdict, "leaked");
+		f->at = !strcmp(q->verdict, "diverged") || leak ? q->at : -1;
 		f->span = q->span;
+		snprintf(f->canary_donor, sizeof(f->canary_donor), "%s", q->leak_donor);
 		f->step = -1;
 		f->token = -1;
 		f->match = PAIR_UNEXPLAINED;
@@ -670,20 +683,43 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 			r->n_unexplained++;
 			continue;
 		}
-		pair_scan(r, q->id, f, false);
-		ref = pair_reference_of(p, r);
+		r->n_wrong++;
+		pair_scan(r, q->id, f, false, leak);
+		ref = leak ? NULL : pair_reference_of(p, r);
 		if (ref) {
 			const struct preq *rq = pair_req_of(p, (size_t)(ref - p->runs), q->prompt_index);
 
 			if (rq)
-				pair_scan(ref, rq->id, f, true);
+				pair_scan(ref, rq->id, f, true, false);
 		}
 		if (f->match == PAIR_EXPLAINED) {
+			const struct preq *da = f->donor[0] ? pair_find(p, f->donor) : NULL;
+			const struct preq *dc = f->canary_donor[0] ? pair_find(p, f->canary_donor) : NULL;
+			char dn[PAIR_ID_MAX + 48] = "";
+
+			f->donor_agrees = leak && da && da == dc;
+			if (leak && !f->donor_agrees)
+				snprintf(dn, sizeof(dn), "; the canary named %.*s", PAIR_ID_MAX - 1,
+					 f->canary_donor[0] ? f->canary_donor : "no donor");
 			snprintf(f->why, sizeof(f->why),
-				 "explained by a substitution at step %" PRId64 "%s (slot %u, token %" PRId64 "%s)",
-				 f->step, f->in_reference ? " in the reference request" : "", f->slot, f->token,
+				 "explained by a substitution from %.*s at step %" PRId64 "%s (slot %u, token %" PRId64
+				 "%s)%s", 120, f->donor[0] ? f->donor : "an unknown request", f->step,
+				 f->in_reference ? " in the reference request" : "", f->slot, f->token,
 				 f->exact ? "" : "; the text differs from the next token on: the stale token's "
-				 "text is a prefix of the right one");
+				 "text is a prefix of the right one", dn);
+		} else if (leak) {
+			f->match = PAIR_LEAK_UNEXPLAINED;
+			snprintf(f->why, sizeof(f->why),
+				 "a leak the audit does not explain: a token of %.*s at output token %ld, %s",
+				 120, f->canary_donor[0] ? f->canary_donor : "another request", f->at,
+				 !r->merges ? "no audit for this run" :
+				 f->n_subst ? "the request's substitutions are at other tokens" :
+				 "no substitution into this request");
+		} else if (!f->n_subst && r->merges) {
+			f->match = PAIR_NO_FOREIGN;
+			snprintf(f->why, sizeof(f->why), "divergence without a foreign token (likely numerics): no "
+				 "substitution into this request%s", strcmp(q->verdict, "lost") ? "" :
+				 " (its own marker lost, none of another's found)");
 		} else if (f->n_subst && f->at < 0) {
 			f->match = PAIR_POSSIBLE;
 			snprintf(f->why, sizeof(f->why),
@@ -708,6 +744,10 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 			r->n_explained++;
 		else if (f->match == PAIR_POSSIBLE)
 			r->n_possible++;
+		else if (f->match == PAIR_LEAK_UNEXPLAINED)
+			r->n_leak_unexplained++;
+		else if (f->match == PAIR_NO_FOREIGN)
+			r->n_no_foreign++;
 		else
 			r->n_unexplained++;
 	}

@@ -20,8 +20,9 @@
  * server really made: slots the event's `taken` marks and the evidence
  * calls stale (without `taken`: those of the declared arm's rule).
  *
- * Each correctness failure of a run is matched with the substitutions of
- * the same request: a substitution's completion token index is its device
+ * Each correctness failure of a run (a reference check's divergence, or a
+ * canary's leak or lost marker) is matched with the substitutions of the same
+ * request: a substitution's completion token index is its device
  * position minus the request's prompt length (from the request record's
  * usage, else the audit's prefill event). The first divergent token k of a
  * `diverged` verdict is explained by a substitution at index k (or k - 1:
@@ -29,6 +30,14 @@
  * the right one makes the text differ from the next token on); the
  * reference request of the same prompt (phase "reference", same arm index)
  * is searched as well, since a wrong reference also shows as divergence.
+ * A canary leak at output position k is explained by a substitution into
+ * the request at k (within the chunk the leak was found in), whose buffer
+ * belonged to the donor; the canary's donor and the audit's are compared.
+ * A leak no substitution explains is a leak the audit does not explain (a
+ * defect other than the merge); a divergence or a lost marker with no
+ * substitution in the request is a divergence without a foreign token
+ * (likely numerics). Per run, the wrong-token requests and the share the
+ * merge explains, with their intervals: the seeds' open question.
  * Substitutions of requests whose output was identical are listed too: a
  * token that happened to be right, or a check that cannot see it.
  *
@@ -89,12 +98,15 @@ const char *pair_verdict_name(enum pair_verdict v);
 
 /* How a correctness failure relates to the substitutions. */
 enum pair_match {
-	PAIR_EXPLAINED,      /* a substitution at the first divergent token */
+	PAIR_EXPLAINED,      /* a substitution at the first divergent token (or the leaked one) */
 	PAIR_POSSIBLE,       /* substitutions in the request, no divergent token to compare */
-	PAIR_UNEXPLAINED,    /* no substitution there */
+	PAIR_UNEXPLAINED,    /* substitutions in the request, none there; or no audit; or failed */
+	PAIR_LEAK_UNEXPLAINED,   /* a canary leak (another request's token) no substitution explains */
+	PAIR_NO_FOREIGN,     /* a divergence (or a lost marker) and no substitution in the request:
+			      * no foreign token, likely numerics */
 };
 
-/* "explained", "possible", "unexplained". */
+/* "explained", "possible", "unexplained", "leak-unexplained", "no-foreign-token". */
 const char *pair_match_name(enum pair_match m);
 
 /* One substitution the server made. */
@@ -125,7 +137,10 @@ struct pair_failure {
 	uint32_t slot;
 	int64_t token;
 	size_t n_subst;              /* substitutions of this request (and its reference) */
-	char why[320];
+	char donor[PAIR_ID_MAX];     /* the matching substitution's buffer request; "" none */
+	char canary_donor[PAIR_ID_MAX];   /* leaked: the donor the canary named */
+	bool donor_agrees;           /* explained leak: the audit's donor is the canary's */
+	char why[400];
 };
 
 struct pair_run {
@@ -163,6 +178,8 @@ struct pair_run {
 	struct pair_failure *failures;
 	size_t n_failures;
 	size_t n_explained, n_possible, n_unexplained;
+	size_t n_leak_unexplained, n_no_foreign;
+	size_t n_wrong;              /* failing requests that are token failures (not failed ones) */
 	uint64_t merges_subst;       /* merges in which at least one substitution was made */
 	enum pair_verdict verdict;
 	char verdict_why[320];       /* what the verdict rests on, for the report */

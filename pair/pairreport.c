@@ -91,8 +91,22 @@ void pairreport_text(const struct pair *p, FILE *f)
 								pair_baseline(p)));
 			if (r->n_failing)
 				fprintf(f, "; %zu explained, %zu possible, %zu unexplained", r->n_explained,
-					r->n_possible, r->n_unexplained);
+					r->n_possible, r->n_unexplained + r->n_leak_unexplained + r->n_no_foreign);
 			fputc('\n', f);
+			/* the seeds' question: how much of the wrong-token rate the merge explains */
+			fprintf(f, "  wrong tokens: %zu of %zu requests: %s\n", r->n_wrong, r->n_correct,
+				rate_describe(buf, sizeof(buf), r->n_wrong, r->n_correct, conf, 100, "%"));
+			if (r->n_wrong)
+				fprintf(f, "  explained by the merge: %zu of %zu: %s; ", r->n_explained, r->n_wrong,
+					rate_describe(buf, sizeof(buf), r->n_explained, r->n_wrong, conf, 100, "%"));
+			else
+				fprintf(f, "  explained by the merge: nothing to explain; ");
+			fprintf(f, "%s of all requests\n",
+				rate_describe(buf, sizeof(buf), r->n_explained, r->n_correct, conf, 100, "%"));
+			if (r->n_leak_unexplained || r->n_no_foreign)
+				fprintf(f, "  not the merge: %zu leak(s) the audit does not explain, %zu divergence(s) "
+					"without a foreign token (likely numerics)\n", r->n_leak_unexplained,
+					r->n_no_foreign);
 		}
 		fprintf(f, "  verdict: %s (%s)\n", pair_verdict_name(r->verdict), r->verdict_why);
 		for (j = 0; j < r->n_failures && j < PAIRREPORT_SHOWN; j++) {
@@ -215,6 +229,19 @@ void pairreport_run_json(const struct pair *p, const struct pair_run *r, struct 
 		jsonw_kuint(w, "explained", r->n_explained);
 		jsonw_kuint(w, "possible", r->n_possible);
 		jsonw_kuint(w, "unexplained", r->n_unexplained);
+		jsonw_kuint(w, "leak_unexplained", r->n_leak_unexplained);
+		jsonw_kuint(w, "no_foreign_token", r->n_no_foreign);
+		jsonw_key(w, "wrong_tokens");
+		jsonw_obj(w);
+		jsonw_kuint(w, "requests", r->n_wrong);
+		jsonw_key(w, "rate");
+		rate_json(w, r->n_wrong, r->n_correct, pair_confidence(p));
+		jsonw_kuint(w, "explained", r->n_explained);
+		jsonw_key(w, "explained_share");
+		rate_json(w, r->n_explained, r->n_wrong, pair_confidence(p));
+		jsonw_key(w, "explained_rate");
+		rate_json(w, r->n_explained, r->n_correct, pair_confidence(p));
+		jsonw_obj_end(w);
 		jsonw_obj_end(w);
 	} else {
 		jsonw_null(w);
@@ -244,6 +271,11 @@ void pairreport_run_json(const struct pair *p, const struct pair_run *r, struct 
 		}
 		jsonw_kbool(w, "in_reference", x->in_reference);
 		jsonw_kuint(w, "substitutions", x->n_subst);
+		jsonw_kstr(w, "donor", x->donor[0] ? x->donor : NULL);
+		if (x->canary_donor[0]) {
+			jsonw_kstr(w, "canary_donor", x->canary_donor);
+			jsonw_kbool(w, "donor_agrees", x->donor_agrees);
+		}
 		jsonw_kstr(w, "why", x->why);
 		jsonw_obj_end(w);
 	}

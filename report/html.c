@@ -4,6 +4,7 @@
  * one HTML document that needs nothing but itself.
  */
 #include "html.h"
+#include "benchpage.h"
 #include "record.h"
 
 #include <cjson/cJSON.h>
@@ -651,5 +652,7 @@ enum status html_report(FILE *f, const struct html_opts *o, struct html_stats *s
 		return status_set_at(si, STATUS_IO, o->input, 0, 0, "cannot open: %s", strerror(errno));
 	if (S_ISDIR(sb.st_mode))
 		return html_ab(f, o, st, si);
+	if (benchpage_is_bench(o->input))
+		return benchpage_write(f, o->input, st, si);
 	return html_audit(f, o, st, si);
 }

@@ -5,7 +5,11 @@
  * external asset) of either
  *   an A/B run directory (`ttaudit ab -o DIR`: its ab-report.json, the
  *     boots' captures and records), or
- *   an audit (plain JSONL or capture, gzip read as is).
+ *   an audit (plain JSONL or capture, gzip read as is), or
+ *   a bench record file (`ttaudit bench -o RUN.jsonl`: a first record of
+ *     kind "run"): the accuracy curve per server against concurrency with
+ *     its intervals, the canary's donor -> victim matrix, and every churn
+ *     run's requests on a timeline with the transitions each caused.
  * In order:
  *   the verdict strip   one box per verdict and figure: the guard effect,
  *                       the cost, substitutions by evidence, prevented,
@@ -44,11 +48,12 @@ struct html_opts {
 };
 
 struct html_stats {
-	const char *mode;                     /* "ab" or "audit" */
+	const char *mode;                     /* "ab", "audit" or "bench" */
 	char headline[32];                    /* the first verdict of the strip */
 	size_t verdicts;                      /* boxes in the strip */
 	size_t cost_points, cost_intervals;   /* marks of the cost plots */
 	size_t files;                         /* audit files in the timeline */
+	size_t curve_points, leaks, timeline_requests;   /* bench: marks drawn */
 	struct svg_timeline_stats timeline;
 };
 

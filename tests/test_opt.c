@@ -16,6 +16,8 @@ static long long t_max;
 static double t_pct;
 static struct opt_list t_env;
 static int t_calls;
+static const char *t_word;
+static int t_word_calls;
 static const char *t_ops[8];
 static size_t t_n_ops;
 
@@ -29,6 +31,18 @@ static int t_cb(const struct opt *o, const char *arg, char *err, size_t n)
 	}
 	return 0;
 }
+
+static int t_word_cb(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)o;
+	(void)err;
+	(void)n;
+	t_word_calls++;
+	t_word = arg;
+	return 0;
+}
+
+static const char *const t_words[] = { "canary", "reference", NULL };
 
 static int t_operand(const char *arg, char *err, size_t n)
 {
@@ -51,6 +65,7 @@ static const struct opt t_opts[] = {
 	OPT_NUM(0, "pct", &t_pct, "P", 0, 100, "a share"),
 	OPT_LIST(0, "env", &t_env, "PAT", "repeatable"),
 	OPT_CALL(0, "cb", "X", t_cb, "a callback"),
+	OPT_WORD(0, "mode", "[MODE]", t_word_cb, t_words, "an optional word"),
 	OPT_END(),
 };
 
@@ -75,6 +90,8 @@ static int t_reset(void **state)
 	t_pct = 0;
 	memset(&t_env, 0, sizeof(t_env));
 	t_calls = 0;
+	t_word = NULL;
+	t_word_calls = 0;
 	t_n_ops = 0;
 	return 0;
 }
@@ -123,6 +140,32 @@ static void test_values(void **state)
 	assert_string_equal(t_out, "-x");
 	assert_string_equal(av[0], "-");
 	assert_string_equal(av[1], "--json");
+}
+
+/* An optional word: taken when the next argument is one of the words or
+ * given with '=', otherwise the option alone. */
+static void test_word(void **state)
+{
+	char *av[16];
+	int n;
+
+	(void)state;
+	n = t_parse(&t_doc, av, "t", "--mode", "canary", "a.jsonl", NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(t_word_calls, 1);
+	assert_string_equal(t_word, "canary");
+	n = t_parse(&t_doc, av, "t", "--mode", "a.jsonl", NULL);
+	assert_int_equal(n, 1);
+	assert_null(t_word);
+	assert_string_equal(av[0], "a.jsonl");
+	n = t_parse(&t_doc, av, "t", "--mode", NULL);
+	assert_int_equal(n, 0);
+	assert_null(t_word);
+	n = t_parse(&t_doc, av, "t", "--mode=other", NULL);
+	assert_string_equal(t_word, "other");
+	n = t_parse(&t_doc, av, "t", "--mode", "--json", NULL);
+	assert_null(t_word);
+	assert_true(t_json);
 }
 
 static void test_errors(void **state)
@@ -255,6 +298,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_values, t_reset),
+		cmocka_unit_test_setup(test_word, t_reset),
 		cmocka_unit_test_setup(test_errors, t_reset),
 		cmocka_unit_test_setup(test_int64_range, t_reset),
 		cmocka_unit_test_setup(test_order, t_reset),

@@ -157,7 +157,8 @@ static void test_attribution(void **state)
 	assert_int_equal(f->token, 3);
 	assert_true(f->exact);
 	assert_false(f->in_reference);
-	assert_non_null(strstr(f->why, "explained by a substitution at step 20"));
+	assert_non_null(strstr(f->why, "explained by a substitution from old at step 20"));
+	assert_string_equal(f->donor, "old");
 
 	f = failure_of(c, "r2");
 	assert_int_equal(f->match, PAIR_UNEXPLAINED);
@@ -175,15 +176,78 @@ static void test_attribution(void **state)
 	assert_false(f->exact);
 	assert_non_null(strstr(f->why, "prefix"));
 
+	/* no substitution into r6 at all: no foreign token there */
 	f = failure_of(c, "r6");
-	assert_int_equal(f->match, PAIR_UNEXPLAINED);
-	assert_non_null(strstr(f->why, "no substitution in this request"));
+	assert_int_equal(f->match, PAIR_NO_FOREIGN);
+	assert_non_null(strstr(f->why, "divergence without a foreign token (likely numerics)"));
 
 	assert_int_equal(c->n_explained, 3);
 	assert_int_equal(c->n_possible, 1);
-	assert_int_equal(c->n_unexplained, 2);
+	assert_int_equal(c->n_unexplained, 1);
+	assert_int_equal(c->n_no_foreign, 1);
+	assert_int_equal(c->n_wrong, 6);
 	assert_int_equal(c->n_subst_correct, 1);
 	assert_string_equal(c->arm_verdict, "not-separated");
+	pair_free(p);
+}
+
+/* Canary leaks: one explained by the merge whose buffer was the donor the
+ * canary named, one whose donor differs, one no substitution explains, a
+ * lost marker without a foreign token; clean requests are not failing. */
+static void test_canary_leaks(void **state)
+{
+	const char runs[] =
+		"{\"kind\":\"run\",\"run_id\":\"k\",\"phase\":\"canary\",\"arm_index\":0,\"repeat\":0,"
+		"\"identity\":{\"arm\":\"bare\",\"arm_state\":\"confirmed\"},\"wall_start\":1,\"wall_end\":2,"
+		"\"canary\":{\"requests\":6}}\n"
+		"{\"kind\":\"request\",\"run_id\":\"k\",\"index\":0,\"id\":\"cmpl-k-0\",\"request_id\":\"k-0\","
+		"\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"leaked\",\"canary\":{\"leak\":{\"donor_id\":\"k-4\","
+		"\"at\":3}}}\n"
+		"{\"kind\":\"request\",\"run_id\":\"k\",\"index\":1,\"id\":\"cmpl-k-1\",\"request_id\":\"k-1\","
+		"\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"leaked\",\"canary\":{\"leak\":{\"donor_id\":\"k-5\","
+		"\"at\":1,\"at_span\":2}}}\n"
+		"{\"kind\":\"request\",\"run_id\":\"k\",\"index\":2,\"id\":\"cmpl-k-2\",\"request_id\":\"k-2\","
+		"\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"leaked\",\"canary\":{\"leak\":{\"donor_id\":\"k-4\","
+		"\"at\":0}}}\n"
+		"{\"kind\":\"request\",\"run_id\":\"k\",\"index\":3,\"id\":\"cmpl-k-3\",\"request_id\":\"k-3\","
+		"\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"lost\"}\n"
+		"{\"kind\":\"request\",\"run_id\":\"k\",\"index\":4,\"id\":\"cmpl-k-4\",\"request_id\":\"k-4\","
+		"\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"clean\"}\n"
+		"{\"kind\":\"request\",\"run_id\":\"k\",\"index\":5,\"id\":\"cmpl-k-5\",\"request_id\":\"k-5\","
+		"\"ok\":true,\"prompt_tokens\":10,\"verdict\":\"clean\"}\n";
+	/* engine ids: the X-Request-Id behind cmpl- and an 8-hex suffix */
+	const char audit[] =
+		"{\"ev\":\"merge\",\"step\":7,\"host_pos\":[13],\"dev_pos\":[13],"
+		"\"slot_req\":[\"cmpl-k-0-0a0b0c0d\"],\"buf_req\":[\"cmpl-k-4-1a1b1c1d\"],\"taken\":[true]}\n"
+		"{\"ev\":\"merge\",\"step\":8,\"host_pos\":[12],\"dev_pos\":[12],"
+		"\"slot_req\":[\"cmpl-k-1-0a0b0c0d\"],\"buf_req\":[\"cmpl-k-4-1a1b1c1d\"],\"taken\":[true]}\n";
+	struct pair *p = build(runs, audit);
+	const struct pair_run *r = run_named(p, "k");
+	const struct pair_failure *f;
+
+	(void)state;
+	assert_int_equal(r->n_correct, 6);
+	assert_int_equal(r->n_failing, 4);
+	assert_int_equal(r->n_wrong, 4);
+	f = failure_of(r, "cmpl-k-0");
+	assert_int_equal(f->match, PAIR_EXPLAINED);
+	assert_true(f->donor_agrees);
+	assert_int_equal(f->step, 7);
+	assert_non_null(strstr(f->why, "explained by a substitution from cmpl-k-4 at step 7"));
+	/* token 2 lies in the chunk of tokens 1 and 2 the leak was found in; the
+	 * buffer was k-4's, the canary named k-5 */
+	f = failure_of(r, "cmpl-k-1");
+	assert_int_equal(f->match, PAIR_EXPLAINED);
+	assert_false(f->donor_agrees);
+	assert_non_null(strstr(f->why, "the canary named k-5"));
+	f = failure_of(r, "cmpl-k-2");
+	assert_int_equal(f->match, PAIR_LEAK_UNEXPLAINED);
+	assert_non_null(strstr(f->why, "a leak the audit does not explain"));
+	f = failure_of(r, "cmpl-k-3");
+	assert_int_equal(f->match, PAIR_NO_FOREIGN);
+	assert_int_equal(r->n_explained, 2);
+	assert_int_equal(r->n_leak_unexplained, 1);
+	assert_int_equal(r->n_no_foreign, 1);
 	pair_free(p);
 }
 
@@ -586,6 +650,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attribution),
+		cmocka_unit_test(test_canary_leaks),
 		cmocka_unit_test(test_reference_explains),
 		cmocka_unit_test(test_empty_evidence),
 		cmocka_unit_test(test_verdicts),

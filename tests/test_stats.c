@@ -169,12 +169,46 @@ static void test_repeats(void **state)
 	assert_true(sp == 0);
 }
 
+
+/* Open loop: latency from when each request was due, and the lag to the
+ * write; a closed loop has neither. */
+static void test_from_schedule(void **state)
+{
+	struct load_result res[2];
+	struct load_run run = { .res = res, .n = 2, .arrival = LOAD_POISSON, .t_start = 100, .t_end = 102 };
+	struct stats_run s;
+
+	(void)state;
+	req(&res[0], 0, 100.0, 0.1, 2, 2, 5, LOAD_OK);
+	req(&res[1], 1, 100.5, 0.1, 2, 2, 5, LOAD_OK);
+	res[0].t_sched = 100.0;
+	res[0].t_sent = 100.0;
+	/* due at 100.1, written 0.4 s late: the client fell behind */
+	res[1].t_sched = 100.1;
+	res[1].t_sent = 100.5;
+	assert_int_equal(stats_run_compute(&run, &s, NULL), STATUS_OK);
+	assert_true(s.open_loop);
+	assert_int_equal(s.ttft_sched.n, 2);
+	assert_true(fabs(s.ttft.max - 0.1) < 1e-9);
+	assert_true(fabs(s.ttft_sched.max - 0.5) < 1e-9);
+	assert_true(fabs(s.sched_lag.max - 0.4) < 1e-9);
+	assert_true(fabs(s.e2e_sched.max - (100.5 + 0.1 + 0.002 - 100.1)) < 1e-9);
+	stats_run_release(&s);
+	run.arrival = LOAD_CLOSED;
+	assert_int_equal(stats_run_compute(&run, &s, NULL), STATUS_OK);
+	assert_false(s.open_loop);
+	assert_int_equal(s.ttft_sched.n, 0);
+	stats_run_release(&s);
+	free_run(&run);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_percentile),
 		cmocka_unit_test(test_run_figures),
 		cmocka_unit_test(test_itl_per_token),
+		cmocka_unit_test(test_from_schedule),
 		cmocka_unit_test(test_repeats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,7 +52,7 @@ contains "$T/out" "Fisher's exact test p = "
 
 # ttaudit pair on the control's boot: every failure explained, exit 1 (not clean)
 expect_rc 1 "$TTAUDIT" pair --run "$T/ab/boot-00-control.run.jsonl" --capture "$T/ab/boot-00-control.cap.jsonl"
-contains "$T/out" "explained by a substitution at step"
+contains "$T/out" "explained by a substitution from "
 lacks "$T/out" "unexplained: no substitution"
 expect_rc 1 "$TTAUDIT" pair --json --run "$T/ab/boot-00-control.run.jsonl" --capture "$T/ab/boot-00-control.cap.jsonl"
 jq -e '[.runs[].failures[] | select(.match != "explained")] | length == 0' "$T/out" >/dev/null ||

@@ -33,7 +33,7 @@ expect_rc 1 "$TTAUDIT" validate --rule batch "$T/ab/boot-00-control.cap.jsonl"
 expect_rc 0 "$TTAUDIT" validate --rule batch+lifetime "$T/ab/boot-00-control.cap.jsonl"
 expect_rc 1 "$TTAUDIT" pair --run "$T/ab/boot-00-control.run.jsonl" --capture "$T/ab/boot-00-control.cap.jsonl"
 contains "$T/out" "guard batch: fired"
-contains "$T/out" "explained by a substitution at step"
+contains "$T/out" "explained by a substitution from "
 # the lock was held through every boot and released at the end
 for role in control treatment negative-control; do
 	[ -e "$T/held-$role" ] || fail "$role ran without the host lock"

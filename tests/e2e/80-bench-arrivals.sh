@@ -57,6 +57,23 @@ jq -s -e '[.[] | select(.kind == "request")] | sort_by(.index) | [.[].t_sched] a
 	fail "poisson mean inter-arrival far from 1/rate"
 jq -s -e '[.[] | select(.kind == "request") | .t_launch - .t_sched] | max < 0.02' "$T/p1.jsonl" >/dev/null ||
 	fail "poisson launches late"
+# open loop: latency from when each request was due as well as from its
+# write (coordinated omission, guidellm #1048): never shorter, and the wait
+# between the two recorded per request and per run
+jq -s -e '[.[] | select(.kind == "request") | (.ttft_from_sched_s >= .ttft_s and .e2e_from_sched_s >= .e2e_s and
+	(.e2e_from_sched_s - .e2e_s - .sched_lag_s | fabs) < 1e-6)] | all' "$T/p1.jsonl" >/dev/null ||
+	fail "poisson: latency from the schedule missing or shorter than from the write"
+jq -e '.figures.ttft_from_sched_s.n == 20 and .figures.sched_lag_s.n == 20' "$T/p.json" >/dev/null ||
+	fail "poisson: run figures from the schedule"
+contains "$T/out" "from the scheduled time: ttft p50/p90/p99"
+lacks "$T/out" "CLIENT BEHIND SCHEDULE"
+# a rate no client can keep (1000 requests due within about 1 ms): opening
+# and writing them takes about 0.1 s, and the report says the client fell behind
+expect_rc 0 $B --input-tokens 16 --output-tokens 2 --prompts 4 --rate 1000000 --arrival-seed 9 --requests 1000 -o "$T/fast.jsonl"
+contains "$T/out" "CLIENT BEHIND SCHEDULE: requests written up to"
+contains "$T/out" "(CLIENT BEHIND SCHEDULE: the figures above from the write hide that wait; quote these)"
+jq -s -e '[.[] | select(.kind == "request")] | (map(.e2e_from_sched_s) | max) > (map(.e2e_s) | max)' "$T/fast.jsonl" >/dev/null ||
+	fail "behind: latency from the schedule is not longer"
 
 # token counts: from usage when the server sends it, else counted chunks, labelled
 expect_rc 0 $B --input-tokens 16 --output-tokens 9 --prompts 4 --concurrency 2 -o "$T/u.jsonl"
@@ -65,6 +82,7 @@ eq "$(jq -s -c '[.[] | select(.kind == "request") | [.tps_source, .output_tokens
 	'[["usage",9,9,"usage"]]' "usage counts"
 jq -s -e '[.[] | select(.kind == "request") | .content_chunks <= 9] | all' "$T/u.jsonl" >/dev/null || fail "more chunks than tokens"
 eq "$(jq -s -r '[.[] | select(.kind == "run")][0].figures.tps_source' "$T/u.jsonl")" usage "run tps_source usage"
+lacks "$T/u.jsonl" "from_sched"
 expect_rc 0 $B --input-tokens 16 --output-tokens 9 --prompts 4 --concurrency 2 --no-stream-usage -o "$T/n.jsonl"
 # without usage nothing says how many tokens a chunk carried: one per chunk
 # is assumed and labelled (merged chunks make it an undercount)

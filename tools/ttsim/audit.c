@@ -336,3 +336,20 @@ void ttsim_audit_request(struct ttsim_audit *a, const char *phase, const char *r
 			  aborted ? "true" : "false");
 	audit_end(a);
 }
+
+void ttsim_audit_defect(struct ttsim_audit *a, const char *mode, long long step, int slot,
+			const char *req, const char *from, int index, long long tok)
+{
+	if (!a)
+		return;
+	audit_begin(a, "defect");
+	audit_put(a, ",\"mode\":\"%s\",\"step\":%lld,\"slot\":%d,\"req\":", mode, step, slot);
+	audit_str(a, req);
+	audit_put(a, ",\"from\":");
+	if (from)
+		audit_str(a, from);
+	else
+		audit_put(a, "null");
+	audit_put(a, ",\"index\":%d,\"tok\":%lld", index, tok);
+	audit_end(a);
+}

@@ -53,4 +53,13 @@ void ttsim_audit_request(struct ttsim_audit *a, const char *phase, const char *r
 unsigned long long ttsim_audit_events(const struct ttsim_audit *a);
 unsigned long long ttsim_audit_lost(const struct ttsim_audit *a);
 
+/*
+ * Ground truth of a defect mode at work (model.h, TTSIM_FAULT_*): `req`
+ * received at output index `index` the token `tok` because of `mode`, from
+ * `from`'s state (NULL: no request's). Not a merge: readers count it as
+ * another event; tests read it.
+ */
+void ttsim_audit_defect(struct ttsim_audit *a, const char *mode, long long step, int slot,
+			const char *req, const char *from, int index, long long tok);
+
 #endif

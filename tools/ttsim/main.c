@@ -709,6 +709,7 @@ static int cmd_serve(int argc, char **argv)
 		{ "metrics", no_argument, NULL, 'K' },
 		{ "api-key", required_argument, NULL, 'k' },
 		{ "supports-async-decode", required_argument, NULL, 'U' },
+		{ "no-async-scheduling", no_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ttsim_server_config c;
@@ -803,6 +804,9 @@ static int cmd_serve(int argc, char **argv)
 		case 'k':
 			c.api_key = optarg;
 			break;
+		case 'u':
+			c.model.no_async = true;
+			break;
 		case 'U':
 			/* the capability gate (tt-metal PR #54565) on, with the
 			 * model's declared capability */
@@ -816,9 +820,12 @@ static int cmd_serve(int argc, char **argv)
 				fault_banner_only = true;
 			else if (!strcmp(optarg, "no-banner"))
 				fault_no_banner = true;
+			else if (ttsim_fault_parse(optarg))
+				c.model.faults |= ttsim_fault_parse(optarg);
 			else
-				return main_usage_error("serve", "--fault '%s': want banner-only or "
-							"no-banner", optarg);
+				return main_usage_error("serve", "--fault '%s': want banner-only, no-banner, "
+							"abort-reuse, redecode, condense-state, prefix-block "
+							"or oov", optarg);
 			break;
 		case 'e': dp = &c.error_rate; break;
 		case 'r': dp = &c.reset_rate; break;
@@ -858,6 +865,12 @@ static int cmd_serve(int argc, char **argv)
 			       "faults (seeded by --seed):\n"
 			       "  --fault banner-only print the arm's banner but merge bare\n"
 			       "  --fault no-banner   engage the arm without its banner\n"
+			       "the family's defect modes (--fault, repeatable; the stale merge is --arm bare):\n"
+			       "  --fault abort-reuse a cancelled request's row reused without clearing\n"
+			       "  --fault redecode    a row the condense moved re-decodes its pending token\n"
+			       "  --fault condense-state  a moved row uses the state of the request that left it\n"
+			       "  --fault prefix-block    a prefix hit serves a block refilled by another request\n"
+			       "  --fault oov         an on-device-sampled token past the vocabulary at index 8\n"
 			       "  --error-rate P      answer 500\n"
 			       "  --reset-rate P      reset the connection mid-stream\n"
 			       "  --stall-rate P      pause a stream for --stall-time S (default 2)\n"
@@ -875,6 +888,7 @@ static int cmd_serve(int argc, char **argv)
 			       "  --reasoning N       chat: the first N tokens are thinking text (delta.reasoning)\n"
 			       "  --metrics           llamacpp: serve /metrics (501 without it)\n"
 			       "  --api-key KEY       /v1/* answer 401 without Authorization: Bearer KEY\n"
+			       "  --no-async-scheduling  async scheduling off (the synchronous control): no keep\n"
 			       "  --supports-async-decode B  the keep's capability gate (true|false); with false\n"
 			       "                      the keep runs only with TT_FORCE_ASYNC_AHEAD_KEEP=1\n%s",
 			       main_model_help);

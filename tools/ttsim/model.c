@@ -24,6 +24,7 @@ struct mreq {
 	uint64_t h_prev;            /* sequence hash before the pending token */
 	uint64_t h;                 /* sequence hash including the pending token */
 	int cached;                 /* prompt tokens found in the prefix cache */
+	int *copy, n_copy;          /* a copy task's code (owned), repeated as the answer */
 	int n_subs, first_sub;
 	long long serial;           /* request generation: placement order (the stamp) */
 	bool host_sampling;         /* sampling the device cannot do */
@@ -57,6 +58,19 @@ struct cache_ent {
 	uint64_t hash;
 	unsigned long long tick;
 	int next;                   /* bucket chain, -1 = end */
+};
+
+/* What a row still holds of the request that left it (the defect modes'). */
+struct ghost {
+	bool set, aborted;
+	int tok;                    /* the token it would have produced next */
+	char id[TTSIM_ID_MAX];
+};
+
+/* An evicted block's hash and where its memory was (PREFIX_BLOCK). */
+struct stale_ent {
+	uint64_t hash;              /* 0 = empty */
+	int idx;
 };
 
 struct ttsim_model {
@@ -95,7 +109,35 @@ struct ttsim_model {
 	int *cache_bucket;
 	int n_cache, n_bucket;
 	unsigned long long cache_tick;
+	/* the defect modes (TTSIM_FAULT_*) */
+	struct ghost ghost[TTSIM_MAX_SLOTS];
+	char (*cache_owner)[TTSIM_ID_MAX];   /* PREFIX_BLOCK: who wrote each block */
+	int *cache_owner_tok;                /* ... and its first token */
+	struct stale_ent *stale;             /* n_bucket entries */
 };
+
+static const char *const model_fault_names[] = { "abort-reuse", "redecode", "condense-state",
+	"prefix-block", "oov" };
+
+unsigned ttsim_fault_parse(const char *name)
+{
+	unsigned k;
+
+	for (k = 0; k < sizeof(model_fault_names) / sizeof(model_fault_names[0]); k++)
+		if (!strcmp(name, model_fault_names[k]))
+			return 1u << k;
+	return 0;
+}
+
+const char *ttsim_fault_name(unsigned f)
+{
+	unsigned k;
+
+	for (k = 0; k < sizeof(model_fault_names) / sizeof(model_fault_names[0]); k++)
+		if (f == 1u << k)
+			return model_fault_names[k];
+	return "unknown";
+}
 
 static uint64_t model_absorb(uint64_t h, int tok)
 {
@@ -116,6 +158,39 @@ static uint64_t model_prompt_hash(unsigned long long seed, const int *prompt, in
 static int model_greedy(uint64_t h)
 {
 	return (int)(rng_mix(h ^ 0x5bd1e995ull) % TTSIM_VOCAB_WORDS);
+}
+
+/*
+ * A copy task (model.h): the code pieces that follow the first "Code:" of
+ * the prompt, up to the first piece that is not one. Into *out (malloc'd,
+ * the caller's) and its count; 0 when the prompt is no copy task.
+ */
+static int model_copy_code(const int *prompt, int n, int **out)
+{
+	int tag = ttsim_vocab_code_tag(), i, k = 0;
+
+	*out = NULL;
+	for (i = 0; i < n && prompt[i] != tag; i++)
+		;
+	for (i++; i + k < n && ttsim_vocab_is_code(prompt[i + k]); k++)
+		;
+	if (!k || !(*out = malloc((size_t)k * sizeof(int))))
+		return 0;
+	memcpy(*out, prompt + i, (size_t)k * sizeof(int));
+	return k;
+}
+
+/* The token a request computes at output index `index` after a sequence
+ * whose hash is h: its code's piece in a copy task, else the greedy token. */
+static int model_token_at(const int *copy, int n_copy, int index, uint64_t h)
+{
+	return n_copy > 0 ? copy[index % n_copy] : model_greedy(h);
+}
+
+/* The next token of r: at output index n_gen, after the pending one. */
+static int model_next(const struct mreq *r)
+{
+	return model_token_at(r->copy, r->n_copy, r->n_gen, r->h);
 }
 
 static double model_rand(struct ttsim_model *m)
@@ -203,6 +278,15 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 		}
 		for (i = 0; i < m->n_bucket; i++)
 			m->cache_bucket[i] = -1;
+		if (c->faults & TTSIM_FAULT_PREFIX_BLOCK) {
+			m->cache_owner = calloc((size_t)c->cache_blocks, sizeof(*m->cache_owner));
+			m->cache_owner_tok = calloc((size_t)c->cache_blocks, sizeof(int));
+			m->stale = calloc((size_t)m->n_bucket, sizeof(*m->stale));
+			if (!m->cache_owner || !m->cache_owner_tok || !m->stale) {
+				ttsim_model_free(m);
+				return status_set(si, STATUS_NOMEM, "model: out of memory");
+			}
+		}
 	}
 	for (i = 0; i < TTSIM_MAX_SLOTS; i++)
 		m->remap[i] = i % m->rows;
@@ -231,6 +315,7 @@ static void model_req_free(struct mreq *r)
 {
 	if (!r)
 		return;
+	free(r->copy);
 	free(r->prompt);
 	free(r);
 }
@@ -254,6 +339,9 @@ void ttsim_model_free(struct ttsim_model *m)
 	}
 	free(m->cache);
 	free(m->cache_bucket);
+	free(m->cache_owner);
+	free(m->cache_owner_tok);
+	free(m->stale);
 	free(m);
 }
 
@@ -321,6 +409,7 @@ enum status ttsim_model_submit(struct ttsim_model *m, const char *id, const int 
 		return status_set(si, STATUS_NOMEM, "request: out of memory");
 	}
 	memcpy(r->prompt, prompt, (size_t)n_prompt * sizeof(int));
+	r->n_copy = model_copy_code(prompt, n_prompt, &r->copy);
 	snprintf(r->id, sizeof(r->id), "%s", id);
 	r->n_prompt = n_prompt;
 	r->max_tokens = max_tokens;
@@ -385,23 +474,54 @@ static void model_cache_evict(struct ttsim_model *m)
 			hi = m->cache[i].tick;
 	}
 	mid = lo + (hi - lo) / 2;
-	for (i = 0; i < m->n_cache; i++)
-		if (m->cache[i].tick > mid)
+	for (i = 0; i < m->n_cache; i++) {
+		if (m->cache[i].tick > mid) {
+			if (m->cache_owner && k != i) {
+				memcpy(m->cache_owner[k], m->cache_owner[i], TTSIM_ID_MAX);
+				m->cache_owner_tok[k] = m->cache_owner_tok[i];
+			}
 			m->cache[k++] = m->cache[i];
+		} else if (m->stale) {
+			/* PREFIX_BLOCK: the hash still leads to where the block was */
+			size_t b = (size_t)(m->cache[i].hash & (uint64_t)(m->n_bucket - 1));
+
+			m->stale[b].hash = m->cache[i].hash ? m->cache[i].hash : 1;
+			m->stale[b].idx = i;
+		}
+	}
 	if (k == m->n_cache)
 		k = 0;
 	m->n_cache = k;
 	model_cache_rebuild(m);
 }
 
-/* Cached prompt tokens (whole blocks, never the whole prompt), then inserts
- * the prompt's blocks. */
-static int model_cache_prefill(struct ttsim_model *m, const int *prompt, int n)
+/*
+ * PREFIX_BLOCK: a block the cache no longer has whose hash still leads to
+ * the memory it was in, now another block: its index, or -1.
+ */
+static int model_cache_stale(const struct ttsim_model *m, uint64_t h)
 {
+	const struct stale_ent *se;
+
+	if (!m->stale)
+		return -1;
+	se = &m->stale[h & (uint64_t)(m->n_bucket - 1)];
+	if (se->hash != h || se->idx >= m->n_cache || m->cache[se->idx].hash == h)
+		return -1;
+	return se->idx;
+}
+
+/* Cached prompt tokens (whole blocks, never the whole prompt), then inserts
+ * the prompt's blocks, written by r. *served: with PREFIX_BLOCK, the last
+ * block of the hit that was another request's (its index), else -1. */
+static int model_cache_prefill(struct ttsim_model *m, const struct mreq *r, int *served)
+{
+	const int *prompt = r->prompt;
 	uint64_t h = 0x6361636865ull;
-	int b, i, n_blocks, hits = 0, e, bk;
+	int b, i, n = r->n_prompt, n_blocks, hits = 0, e, bk;
 	bool chain = true;
 
+	*served = -1;
 	if (!m->cache)
 		return 0;
 	n_blocks = n / m->c.block_size;
@@ -416,6 +536,12 @@ static int model_cache_prefill(struct ttsim_model *m, const int *prompt, int n)
 				hits++;
 			continue;
 		}
+		if (chain && (e = model_cache_stale(m, h)) >= 0) {
+			/* the defect: served as a hit, what is there is another's */
+			hits++;
+			*served = e;
+			continue;
+		}
 		chain = false;
 		if (m->n_cache >= m->c.cache_blocks)
 			model_cache_evict(m);
@@ -425,6 +551,10 @@ static int model_cache_prefill(struct ttsim_model *m, const int *prompt, int n)
 		m->cache[e].tick = m->cache_tick;
 		m->cache[e].next = m->cache_bucket[bk];
 		m->cache_bucket[bk] = e;
+		if (m->cache_owner) {
+			snprintf(m->cache_owner[e], TTSIM_ID_MAX, "%s", r->id);
+			m->cache_owner_tok[e] = r->pending;
+		}
 	}
 	hits *= m->c.block_size;
 	return hits >= n ? n - 1 : hits;
@@ -471,15 +601,36 @@ static void model_finish(struct ttsim_model *m, struct mreq *r, int slot, bool a
 	model_req_free(r);
 }
 
-/* A request leaves its row: a hole until the next step fills or closes it. */
-static void model_free_row(struct ttsim_model *m, struct mreq *r)
+/* A request leaves its row: a hole until the next step fills or closes it.
+ * The row keeps what the defect modes read of it: the request's next token. */
+static void model_free_row(struct ttsim_model *m, struct mreq *r, bool aborted)
 {
+	struct ghost *g = &m->ghost[r->row];
+
+	if (m->c.faults & (TTSIM_FAULT_ABORT_REUSE | TTSIM_FAULT_CONDENSE_STATE)) {
+		g->set = true;
+		g->aborted = aborted;
+		g->tok = model_next(r);
+		snprintf(g->id, sizeof(g->id), "%s", r->id);
+	}
 	m->row[r->row] = NULL;
 	m->n_active[r->row / m->rows]--;
 	r->row = -1;
 	m->n_running--;
 	m->gen++;
 	m->reset_batch = true;
+}
+
+bool ttsim_model_host_sample(struct ttsim_model *m, unsigned long long handle)
+{
+	struct mreq *r;
+
+	for (r = m->wait_head; r; r = r->next)
+		if (r->handle == handle) {
+			r->host_sampling = true;
+			return true;
+		}
+	return false;
 }
 
 bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle)
@@ -503,7 +654,7 @@ bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle)
 	for (s = 0; s < m->c.slots; s++) {
 		r = m->row[s];
 		if (r && r->handle == handle) {
-			model_free_row(m, r);
+			model_free_row(m, r, true);
 			model_finish(m, r, s, true);
 			return true;
 		}
@@ -512,6 +663,23 @@ bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle)
 }
 
 /* --- the persistent batch ---------------------------------------------- */
+
+/*
+ * CONDENSE_STATE: the request moved into `row` computes its next token with
+ * what the row still held of the request that left it. The row's own state
+ * is the mover's from then on.
+ */
+static void model_condense_state(struct ttsim_model *m, struct mreq *r, int row)
+{
+	struct ghost *g = &m->ghost[row];
+
+	if ((m->c.faults & TTSIM_FAULT_CONDENSE_STATE) && g->set && strcmp(g->id, r->id)) {
+		r->forced = g->tok;
+		m->st.defects++;
+		ttsim_audit_defect(m->audit, "condense-state", m->step, row, r->id, g->id, r->n_gen, g->tok);
+	}
+	g->set = false;
+}
 
 /*
  * vLLM's condense, per chunk: the highest rows move down into the holes
@@ -536,6 +704,8 @@ static void model_condense(struct ttsim_model *m)
 			m->row[base + h]->row = base + h;
 			m->row[base + l] = NULL;
 			m->remap[base + h] = m->remap[base + l];
+			model_condense_state(m, m->row[base + h], base + h);
+			m->ghost[base + l].set = false;
 			m->gen++;
 			m->reset_batch = true;
 		}
@@ -568,7 +738,7 @@ static int model_place(struct ttsim_model *m, struct mreq *r)
 static void model_prefill(struct ttsim_model *m, struct ttsim_step *st)
 {
 	struct mreq *r = m->wait_head;
-	int s;
+	int s, served;
 
 	m->wait_head = r->next;
 	if (!m->wait_head)
@@ -592,11 +762,27 @@ static void model_prefill(struct ttsim_model *m, struct ttsim_step *st)
 	/* the rest of the step's state update closes the other holes */
 	model_condense(m);
 
-	r->cached = model_cache_prefill(m, r->prompt, r->n_prompt);
+	r->h_prev = model_prompt_hash(m->c.seed, r->prompt, r->n_prompt);
+	r->pending = model_token_at(r->copy, r->n_copy, 0, r->h_prev);
+	r->cached = model_cache_prefill(m, r, &served);
 	m->st.prompt_tokens += (unsigned long long)r->n_prompt;
 	m->st.cached_tokens += (unsigned long long)r->cached;
-	r->h_prev = model_prompt_hash(m->c.seed, r->prompt, r->n_prompt);
-	r->pending = model_greedy(r->h_prev);
+	/* (the condense may have moved r: its row is r->row) */
+	if (served >= 0 && strcmp(m->cache_owner[served], r->id)) {
+		/* PREFIX_BLOCK: the first token from the block that was there */
+		r->pending = m->cache_owner_tok[served];
+		m->st.defects++;
+		ttsim_audit_defect(m->audit, "prefix-block", m->step, r->row, r->id, m->cache_owner[served], 0,
+				   r->pending);
+	}
+	if ((m->c.faults & TTSIM_FAULT_ABORT_REUSE) && m->ghost[r->row].set && m->ghost[r->row].aborted) {
+		/* ABORT_REUSE: the row was not cleared after the cancel */
+		r->pending = m->ghost[r->row].tok;
+		m->st.defects++;
+		ttsim_audit_defect(m->audit, "abort-reuse", m->step, r->row, r->id, m->ghost[r->row].id, 0,
+				   r->pending);
+	}
+	m->ghost[r->row].set = false;
 	r->h = model_absorb(r->h_prev, r->pending);
 	r->n_gen = 1;
 
@@ -608,7 +794,7 @@ static void model_prefill(struct ttsim_model *m, struct ttsim_step *st)
 	if (r->n_gen >= r->max_tokens) {
 		s = r->row;
 		model_deliver(m, r, 0, r->pending);
-		model_free_row(m, r);
+		model_free_row(m, r, false);
 		model_finish(m, r, s, false);
 	}
 }
@@ -759,7 +945,7 @@ static int model_keep(struct ttsim_model *m, const struct trace *t, int W)
 			if (!buf_req[s] || strcmp(buf_req[s], r->id)) {
 				int want, index = (int)(dev_pos[s] - r->n_prompt);
 
-				want = dev_pos[s] == host_pos[s] ? r->pending : model_greedy(r->h);
+				want = dev_pos[s] == host_pos[s] ? r->pending : model_next(r);
 				m->st.substitutions++;
 				if (dev_tok[s] != want)
 					m->st.changed++;
@@ -838,7 +1024,7 @@ static void model_replay(struct ttsim_model *m, struct trace *t)
 				continue;
 			}
 			t->pos[d] = model_host_pos(r) + 1;
-			t->tok[d] = model_greedy(r->h);
+			t->tok[d] = model_next(r);
 			snprintf(t->req[d], TTSIM_ID_MAX, "%s", r->id);
 			t->serial[d] = r->serial;
 			t->garbage[d] = 0;
@@ -851,6 +1037,7 @@ static void model_replay(struct ttsim_model *m, struct trace *t)
 static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 {
 	int active[TTSIM_MAX_SLOTS] = { 0 }, done[TTSIM_MAX_SLOTS];
+	bool moved[TTSIM_MAX_SLOTS];
 	int n_active = 0, n_done = 0, s, i, n_forgone = 0, next, W = model_width(m), c;
 	struct mreq *r;
 	struct trace *t;
@@ -866,7 +1053,7 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	t = model_trace(m, ods, W);
 	/* Generator.decode_forward: the keep needs on-device sampling, a reset or
 	 * a mode switch, and the key's trace inputs (trace mode is on) */
-	if (ods && (m->reset_batch || m->mode_switched) && t->captured) {
+	if (!m->c.no_async && ods && (m->reset_batch || m->mode_switched) && t->captured) {
 		if (m->c.keep_gate && !m->c.supports_async_decode && !m->c.force_keep) {
 			/* the gate refuses: host tokens only, no merge, said each time */
 			ttsim_audit_gate(m->audit, m->step, false, false, false,
@@ -896,8 +1083,11 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 				  m->n_dp > 1 ? c : -1);
 	m->reset_batch = m->mode_switched = false;
 	memset(m->prefilled, 0, sizeof(m->prefilled));
-	for (s = 0; s < TTSIM_MAX_SLOTS; s++)
+	for (s = 0; s < TTSIM_MAX_SLOTS; s++) {
+		/* REDECODE: which rows the layout change moved */
+		moved[s] = m->remap[s] != s % m->rows;
 		m->remap[s] = s % m->rows;
+	}
 	m->consec_prefills = 0;
 	m->st.decodes++;
 	m->st.host_sampled += !ods;
@@ -906,7 +1096,19 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	for (i = 0; i < n_active; i++) {
 		r = m->row[active[i]];
 		model_deliver(m, r, r->n_gen - 1, r->pending);
-		next = r->forced >= 0 ? r->forced : model_greedy(r->h);
+		next = r->forced >= 0 ? r->forced : model_next(r);
+		if ((m->c.faults & TTSIM_FAULT_REDECODE) && moved[active[i]] && r->forced < 0) {
+			/* the pending token decoded again after the layout change */
+			next = r->pending;
+			m->st.defects++;
+			ttsim_audit_defect(m->audit, "redecode", m->step, active[i], r->id, NULL, r->n_gen, next);
+		}
+		if ((m->c.faults & TTSIM_FAULT_OOV) && ods && r->n_gen == TTSIM_OOV_AT) {
+			/* read from trace memory no one wrote: past the vocabulary */
+			next = (int)(0x40000000u + (unsigned)(rng_mix(r->h ^ 0x6f6f76ull) & 0x3fffffffu));
+			m->st.defects++;
+			ttsim_audit_defect(m->audit, "oov", m->step, active[i], r->id, NULL, r->n_gen, next);
+		}
 		r->forced = -1;
 		r->h_prev = r->h;
 		r->pending = next;
@@ -920,7 +1122,7 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	model_replay(m, t);
 	for (i = 0; i < n_done; i++) {
 		r = m->row[done[i]];
-		model_free_row(m, r);
+		model_free_row(m, r, false);
 		model_finish(m, r, done[i], false);
 	}
 	st->kind = TTSIM_STEP_DECODE;
@@ -970,10 +1172,11 @@ void ttsim_model_reference(unsigned long long seed, const int *prompt, int n_pro
 			   int *out)
 {
 	uint64_t h = model_prompt_hash(seed, prompt, n_prompt);
-	int i;
+	int i, *copy, n_copy = model_copy_code(prompt, n_prompt, &copy);
 
 	for (i = 0; i < n; i++) {
-		out[i] = model_greedy(h);
+		out[i] = model_token_at(copy, n_copy, i, h);
 		h = model_absorb(h, out[i]);
 	}
+	free(copy);
 }

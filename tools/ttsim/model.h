@@ -16,7 +16,11 @@
  * - Tokens are greedy and deterministic: the next token is a hash of the
  *   seed, the prompt and the sequence so far, so a request's output does not
  *   depend on concurrency unless the keep substitutes a token, and then it
- *   changes from that position on. Emission lags one step, as with async
+ *   changes from that position on. One instruction is followed, as a model
+ *   that repeats what it is asked to: a prompt holding the piece "Code:"
+ *   followed by code pieces (vocab.h ttsim_vocab_is_code) is a copy task,
+ *   and its answer is those pieces, repeated in order (output index k is
+ *   piece k mod n); a substituted token then changes that one position. Emission lags one step, as with async
  *   scheduling: a request's newest token (at host_pos) is pending and is
  *   delivered by the next decode, or when the request finishes.
  * - The device's decode traces, one per key (on_device_sampling, batch
@@ -62,6 +66,41 @@
 #define TTSIM_MAX_TRACKED 16
 #define TTSIM_MAX_BUCKETS 16
 
+/*
+ * The rest of the family, each a named defect mode (`ttsim serve --fault
+ * MODE`), off by default; the stale merge itself is the keep (--arm bare).
+ * Every injection is an audit `defect` event with its victim and donor.
+ *   ABORT_REUSE     a cancelled request's row is reused without clearing: the
+ *                   next request placed in it starts with the token the
+ *                   cancelled one would have produced next (ollama #17475)
+ *   REDECODE        a token re-decoded after a layout change: a row the
+ *                   condense moved emits its pending token again at the next
+ *                   decode (tenstorrent/vllm #395/#396, PR #444)
+ *   CONDENSE_STATE  per-slot state not moved on condense: a row the condense
+ *                   moved computes its next token from the state of the
+ *                   request that had left that row (tt-metal #51982)
+ *   PREFIX_BLOCK    a prefix-cache hit serving another request's block: a
+ *                   block evicted under pressure keeps its hash entry, its
+ *                   memory is refilled by another request's block, and a
+ *                   request whose prefix hits it computes its first token from
+ *                   that block's owner (tenstorrent/vllm #415)
+ *   OOV             out-of-vocabulary ids: an on-device-sampled token at output
+ *                   index TTSIM_OOV_AT is an id past the vocabulary, read from
+ *                   memory no one wrote (tt-metal #52176)
+ */
+enum {
+	TTSIM_FAULT_ABORT_REUSE = 1u << 0,
+	TTSIM_FAULT_REDECODE = 1u << 1,
+	TTSIM_FAULT_CONDENSE_STATE = 1u << 2,
+	TTSIM_FAULT_PREFIX_BLOCK = 1u << 3,
+	TTSIM_FAULT_OOV = 1u << 4,
+};
+#define TTSIM_OOV_AT 8
+/* Parses "abort-reuse", "redecode", ... into a TTSIM_FAULT_* bit; 0 when unknown. */
+unsigned ttsim_fault_parse(const char *name);
+/* The name of bit f. */
+const char *ttsim_fault_name(unsigned f);
+
 /* Whose prefill runs before the keep: Qwen3.6's own (it never fills the
  * prefilled-slot set) or tt_transformers' Generator.prefill_forward_text (it
  * does). */
@@ -103,6 +142,8 @@ struct ttsim_model_config {
 	bool force_keep;
 	bool audit_wall_time;       /* merge events carry "t" (off: audits are
 				     * byte-identical across runs of one seed) */
+	unsigned faults;            /* TTSIM_FAULT_* defect modes on */
+	bool no_async;              /* async scheduling off (vLLM --no-async-scheduling): no keep */
 };
 
 /* The rules the running keep applies: the engaged arm, and on the generic
@@ -159,6 +200,7 @@ struct ttsim_model_stats {
 	unsigned long long host_sampled;    /* decodes sampled on the host */
 	unsigned long long restages;        /* trace-input restages (chunks) */
 	unsigned long long started, finished, aborted, with_subs;
+	unsigned long long defects;         /* tokens a defect mode changed */
 	unsigned long long prompt_tokens, cached_tokens, generation_tokens;
 	double modeled_seconds;
 };
@@ -187,6 +229,10 @@ const struct ttsim_rule_stats *ttsim_model_rule_stats(const struct ttsim_model *
 enum status ttsim_model_submit(struct ttsim_model *m, const char *id, const int *prompt,
 			       int n_prompt, int max_tokens, void *user,
 			       unsigned long long *handle, struct status_info *si);
+/* A waiting request's sampling needs the host (its parameters ask for
+ * logprobs, penalties, structured output ...): a decode with it in its batch
+ * samples on the host. False when the handle is not waiting. */
+bool ttsim_model_host_sample(struct ttsim_model *m, unsigned long long handle);
 /* Drops a waiting or running request (sink->finish with aborted). False
  * when the handle is unknown (already finished). */
 bool ttsim_model_abort(struct ttsim_model *m, unsigned long long handle);

@@ -32,6 +32,49 @@ static bool route_loading(struct ttsim_server *srv)
 	return srv->c.load_time_s > 0 && mono_now() - srv->t_start < srv->c.load_time_s;
 }
 
+/*
+ * Does the request ask for sampling the device cannot do? On the TT stack
+ * these put the whole batch on the host-sampling (synchronous) path
+ * (vllm-tt-plugin docs/SCHEDULING.md, its drain triggers; tt-metal #51982):
+ * logprobs, penalties, structured output, bad words, logits processors,
+ * min_p, logit_bias, allowed token ids, min_tokens. A parameter at its
+ * neutral value (logprobs false or null, a penalty of 0 or 1) asks nothing.
+ */
+static bool route_needs_host(const cJSON *req)
+{
+	static const char *const any[] = { "response_format", "guided_json", "guided_regex",
+		"guided_choice", "guided_grammar", "structured_outputs", "bad_words", "logits_processors",
+		"logit_bias", "allowed_token_ids", NULL };
+	const cJSON *v;
+	size_t i;
+
+	v = cJSON_GetObjectItemCaseSensitive(req, "logprobs");
+	if (v && !cJSON_IsNull(v) && !cJSON_IsFalse(v))
+		return true;
+	v = cJSON_GetObjectItemCaseSensitive(req, "prompt_logprobs");
+	if (v && !cJSON_IsNull(v))
+		return true;
+	for (i = 0; any[i]; i++) {
+		v = cJSON_GetObjectItemCaseSensitive(req, any[i]);
+		if (v && !cJSON_IsNull(v))
+			return true;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "presence_penalty");
+	if (cJSON_IsNumber(v) && v->valuedouble != 0)
+		return true;
+	v = cJSON_GetObjectItemCaseSensitive(req, "frequency_penalty");
+	if (cJSON_IsNumber(v) && v->valuedouble != 0)
+		return true;
+	v = cJSON_GetObjectItemCaseSensitive(req, "repetition_penalty");
+	if (cJSON_IsNumber(v) && v->valuedouble != 1)
+		return true;
+	v = cJSON_GetObjectItemCaseSensitive(req, "min_p");
+	if (cJSON_IsNumber(v) && v->valuedouble > 0)
+		return true;
+	v = cJSON_GetObjectItemCaseSensitive(req, "min_tokens");
+	return cJSON_IsNumber(v) && v->valuedouble > 0;
+}
+
 static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Connection *conn,
 					struct engine_conn *sc, bool chat)
 {
@@ -185,6 +228,8 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 			ret = reply_error(srv, conn, 400, NULL, "%s", si.msg);
 			goto out;
 		}
+		if (route_needs_host(req))
+			ttsim_model_host_sample(srv->model, rq->handle);
 		rq->submitted = true;
 		rq->refs++;  /* the model's reference, dropped in engine_on_finish */
 		pthread_cond_signal(&srv->work_cv);

@@ -4,8 +4,10 @@
 #include "vocab.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const vocab_base[256] = {
@@ -44,6 +46,13 @@ static const char *const vocab_marks[4] = { "", ",", ".", ";" };
 
 #define VOCAB_BASES 256
 #define VOCAB_WORD_MAX 48
+#define VOCAB_PIECES (TTSIM_VOCAB_UNK - TTSIM_VOCAB_WORDS)
+#define VOCAB_PROBES 64
+
+/* The text of each prompt-only id, claimed once and never changed: a reader
+ * that sees an entry sees its whole text (the release of the CAS). Process
+ * lifetime; never freed. */
+static _Atomic(char *) vocab_piece_text[VOCAB_PIECES];
 
 const char *ttsim_vocab_word(int tok, char *buf, size_t n)
 {
@@ -55,8 +64,18 @@ const char *ttsim_vocab_word(int tok, char *buf, size_t n)
 	buf[0] = 0;
 	if (tok < 0 || tok >= TTSIM_VOCAB_SIZE)
 		return buf;
+	if (tok == TTSIM_VOCAB_UNK) {
+		snprintf(buf, n, "<unk>");
+		return buf;
+	}
 	if (tok >= TTSIM_VOCAB_WORDS) {
-		snprintf(buf, n, "tok%d", tok);
+		const char *t = atomic_load_explicit(&vocab_piece_text[tok - TTSIM_VOCAB_WORDS],
+						     memory_order_acquire);
+
+		if (t)
+			snprintf(buf, n, "%s", t);
+		else
+			snprintf(buf, n, "tok%d", tok);
 		return buf;
 	}
 	base = vocab_base[tok % VOCAB_BASES];
@@ -81,6 +100,76 @@ int ttsim_vocab_append(int tok, char *buf, size_t n, size_t *len)
 	*len += wl;
 	buf[*len] = 0;
 	return 0;
+}
+
+/* Is entry t the piece p[0..len)? */
+static int vocab_same(const char *t, const char *p, size_t len)
+{
+	return !strncmp(t, p, len) && t[len] == 0;
+}
+
+/* The id of a prompt-only piece: the first entry from `slot` on that holds it
+ * or that it can claim. */
+static int vocab_claim(const char *p, size_t len, uint32_t slot)
+{
+	char *mine = NULL, *t;
+	int k;
+
+	if (len >= VOCAB_WORD_MAX)
+		len = VOCAB_WORD_MAX - 1;   /* the text kept; longer pieces share their start */
+	for (k = 0; k < VOCAB_PROBES; k++, slot = (slot + 1) % VOCAB_PIECES) {
+		t = atomic_load_explicit(&vocab_piece_text[slot], memory_order_acquire);
+		if (!t) {
+			if (!mine) {
+				mine = malloc(len + 1);
+				if (!mine)
+					return TTSIM_VOCAB_UNK;
+				memcpy(mine, p, len);
+				mine[len] = 0;
+			}
+			t = NULL;
+			if (atomic_compare_exchange_strong_explicit(&vocab_piece_text[slot], &t, mine,
+								    memory_order_acq_rel,
+								    memory_order_acquire))
+				return TTSIM_VOCAB_WORDS + (int)slot;
+			/* another thread claimed it: t is its text */
+		}
+		if (vocab_same(t, p, len)) {
+			free(mine);
+			return TTSIM_VOCAB_WORDS + (int)slot;
+		}
+	}
+	free(mine);
+	return TTSIM_VOCAB_UNK;
+}
+
+int ttsim_vocab_is_code(int tok)
+{
+	const char *t, *c;
+	int letters = 0, digits = 0;
+
+	if (tok < TTSIM_VOCAB_WORDS || tok >= TTSIM_VOCAB_UNK)
+		return 0;
+	t = atomic_load_explicit(&vocab_piece_text[tok - TTSIM_VOCAB_WORDS], memory_order_acquire);
+	if (!t || strlen(t) < 4)
+		return 0;
+	for (c = t; *c; c++) {
+		if (*c >= 'A' && *c <= 'Z')
+			letters++;
+		else if (*c >= '0' && *c <= '9')
+			digits++;
+		else
+			return 0;
+	}
+	return letters && digits;
+}
+
+int ttsim_vocab_code_tag(void)
+{
+	int tok;
+
+	ttsim_vocab_tokenize("Code:", 5, &tok, 1);
+	return tok;
 }
 
 /* The id of one white-space-free piece: a generated word if it is one,
@@ -110,7 +199,7 @@ static int vocab_piece(const char *p, size_t len)
 	}
 	for (i = 0; i < len; i++)
 		h = (h ^ (unsigned char)p[i]) * 16777619u;
-	return TTSIM_VOCAB_WORDS + (int)(h % (TTSIM_VOCAB_SIZE - TTSIM_VOCAB_WORDS));
+	return vocab_claim(p, len, h % VOCAB_PIECES);
 }
 
 size_t ttsim_vocab_tokenize(const char *text, size_t len, int *toks, size_t max)
