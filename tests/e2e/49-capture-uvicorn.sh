@@ -35,6 +35,15 @@ serve() {
 		kill -0 "$cap" 2>/dev/null || { cat "$T/$name.err" >&2; fail "$name: ttaudit capture ended before the server answered"; }
 		sleep 0.05
 	done
+	# every worker up, not only the one that answered: a worker still
+	# starting when the signal comes never says it started (under load
+	# that is seconds after the first)
+	n=0
+	while [ "$(grep -c "Application startup complete" "$T/$name.err")" -lt "${UP:-1}" ]; do
+		n=$((n + 1))
+		[ $n -lt 600 ] || { cat "$T/$name.err" >&2; fail "$name: fewer than ${UP:-1} workers started in 30 s"; }
+		sleep 0.05
+	done
 	i=1
 	while [ $i -le "$reqs" ]; do
 		eq "$(curl -sf "http://127.0.0.1:$port/step/$i")" "{\"step\":$i}" "$name: GET /step/$i"
@@ -55,7 +64,9 @@ serve() {
 }
 
 # 1. two workers, stopped by SIGTERM
+UP=2
 serve workers TERM 20 --workers 2
+UP=1
 eq "$rc" 0 "workers: ttaudit capture's status (uvicorn's after SIGTERM)"
 C="$T/workers.cap"
 contains "$T/workers.err" "Finished server process"

@@ -20,7 +20,7 @@ grep -q '^(EngineCore_DP0 pid=[0-9]*) INFO .*\[core.py:108\] Initializing a V1 L
 contains "$T/s.err" "GPU KV cache size: 524,288 tokens"
 contains "$T/s.err" "Maximum concurrency for 131,072 tokens per request: 4.00x"
 contains "$T/s.err" "TTModelRunner: trace_mode=all, sample_on_device_mode=decode_only, enable_model_warmup=True"
-grep -q '^(EngineCore_DP0 pid=[0-9]*) [0-9-]* [0-9:.]* | INFO | ttaudit_emit:88 - ttaudit: guard none engaged (unguarded merge)$' "$T/s.err" ||
+grep -q '^(EngineCore_DP0 pid=[0-9]*) [0-9-]* [0-9:.]* | INFO | generator_vllm:21 - ttaudit: guard none engaged (unguarded merge)$' "$T/s.err" ||
 	fail "no kit banner in loguru form"
 contains "$T/s.err" "ttsim: listening on 127.0.0.1:$PORT"
 lacks "$T/s.err" "engaged:"
@@ -169,23 +169,48 @@ contains "$T/m10.txt" "vllm:gpu_prefix_cache_hits_total{"
 grep -q '"req":"chatcmpl-[0-9a-f]\{32\}"' "$T/old.err" || fail "0.10: the engine id is the response id"
 sim_stop
 
-# the capability gate (tt-metal PR #54565): Qwen3.6 declares no
-# supports_async_decode, so the keep never runs, and each refusal is a gate
-# event; TT_FORCE_ASYNC_AHEAD_KEEP=1 overrides it, said once
+# the capability gate (tt-metal PR #54565): a model that declares
+# supports_async_decode False, or does not declare it (absent means not
+# supported), never keeps, and each refusal is the kit's gate event; no
+# variable overrides it (TT_FORCE_ASYNC_AHEAD_KEEP is read by no upstream
+# generator, and ttsim ignores it too)
 sim_start gate --seed 5 --time-scale 0 --supports-async-decode false
 sim_load 20
 sim_stop
 contains "$T/gate.err" "Async scheduling was requested, but TT model"
-contains "$T/gate.err" "ttaudit: keep off (model does not declare supports_async_decode)"
-grep -q 'MERGE_AUDIT {"ev":"gate","step":[0-9]*,"keep":false,"supports_async_decode":false,"force":false,"reason":"model does not declare supports_async_decode"}' "$T/gate.err" ||
+contains "$T/gate.err" "ttaudit: gate: Qwen3_6ForCausalLM declares model_capabilities['supports_async_decode'] False: the keep does not run"
+grep -q 'MERGE_AUDIT {"ev":"gate","step":[0-9]*,"keep":false,"supports_async_decode":false,"force":false,"reason":"model declares supports_async_decode False"}' "$T/gate.err" ||
 	fail "no gate event"
 lacks "$T/gate.err" 'MERGE_AUDIT {"ev":"merge"'
-TT_FORCE_ASYNC_AHEAD_KEEP=1 sim_start forced --seed 5 --time-scale 0 --supports-async-decode false
+TT_FORCE_ASYNC_AHEAD_KEEP=1 sim_start undeclared --seed 5 --time-scale 0 --supports-async-decode undeclared
 sim_load 20
 sim_stop
-contains "$T/forced.err" "ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)"
-eq "$(grep -c '"ev":"gate","step":[0-9]*,"keep":true,"supports_async_decode":false,"force":true' "$T/forced.err")" 1 "forced keep said once"
-grep -q 'MERGE_AUDIT {"ev":"merge"' "$T/forced.err" || fail "forced keep made no merge"
+contains "$T/undeclared.err" "does not declare model_capabilities['supports_async_decode']: the keep does not run (an absent key means not supported)"
+grep -q 'MERGE_AUDIT {"ev":"gate","step":[0-9]*,"keep":false,"force":false,"reason":"model does not declare supports_async_decode (absent means not supported)"}' "$T/undeclared.err" ||
+	fail "no gate event for an undeclared capability"
+lacks "$T/undeclared.err" 'MERGE_AUDIT {"ev":"merge"'
+lacks "$T/undeclared.err" '"keep":true'
+lacks "$T/undeclared.err" "forced"
+# replay of that audit: the keep never ran, every rule not evaluable
+sed -n 's/.*MERGE_AUDIT //p' "$T/undeclared.err" >"$T/undeclared.jsonl"
+expect_rc 0 "$TTAUDIT" replay "$T/undeclared.jsonl"
+contains "$T/out" "the keep never ran (the capability gate refused it on"
+sim_start declared --seed 5 --time-scale 0 --supports-async-decode true
+sim_load 20
+sim_stop
+lacks "$T/declared.err" '"ev":"gate"'
+grep -q 'MERGE_AUDIT {"ev":"merge"' "$T/declared.err" || fail "a declared capability made no merge"
+expect_rc 2 "$TTSIM" serve --supports-async-decode maybe
+contains "$T/err" "want true, false or undeclared"
+
+# the engine process's name: the TT fork's dev branch numbers it
+# (EngineCore_DP0, the default), vLLM main does not without data parallelism
+sim_start main --seed 5 --time-scale 0 --vllm-branch main
+sim_stop
+grep -q '^(EngineCore pid=[0-9]*) ' "$T/main.err" || fail "vLLM main's engine is not EngineCore"
+lacks "$T/main.err" "(EngineCore_DP0 pid="
+expect_rc 2 "$TTSIM" serve --vllm-branch trunk
+contains "$T/err" "want dev or main"
 
 # colour as on a terminal (VLLM_LOGGING_COLOR=1 forces it): the process
 # prefix cyan, the level green; the message itself carries none

@@ -310,14 +310,13 @@ void ttsim_audit_trace(struct ttsim_audit *a, long long step, const char *op, co
 	audit_end(a);
 }
 
-void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool keep, bool supports, bool force,
-		      const char *reason)
+void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool declared, const char *reason)
 {
 	if (!a)
 		return;
 	audit_begin(a, "gate");
-	audit_put(a, ",\"step\":%lld,\"keep\":%s,\"supports_async_decode\":%s,\"force\":%s,\"reason\":", step,
-		  keep ? "true" : "false", supports ? "true" : "false", force ? "true" : "false");
+	audit_put(a, ",\"step\":%lld,\"keep\":false%s,\"force\":false,\"reason\":", step,
+		  declared ? ",\"supports_async_decode\":false" : "");
 	audit_str(a, reason);
 	audit_end(a);
 }

@@ -41,10 +41,11 @@ void ttsim_audit_decode(struct ttsim_audit *a, long long step, const int *slots,
 /* A capture point of the buffer the keep reads (interfaces: `trace`, context
  * only): op "replay" or "restage", the trace key as text; dp < 0: none. */
 void ttsim_audit_trace(struct ttsim_audit *a, long long step, const char *op, const char *key, int dp);
-/* The capability gate's decision (interfaces: `gate`), at a step where the
- * keep would otherwise have run. */
-void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool keep, bool supports, bool force,
-		      const char *reason);
+/* The capability gate's refusal (interfaces: `gate`), at a step where the
+ * keep would otherwise have run, as the kit writes it: keep false, force
+ * false, supports_async_decode false when the model declares it (declared),
+ * left out when it does not. */
+void ttsim_audit_gate(struct ttsim_audit *a, long long step, bool declared, const char *reason);
 /* phase "start" or "finish" (finish carries the token count and substitutions). */
 void ttsim_audit_request(struct ttsim_audit *a, const char *phase, const char *req, int slot,
 			 long long step, int n_tokens, int n_subs, bool aborted);

@@ -424,7 +424,7 @@ static void main_eng(char tag, const char *level, const char *where, const char 
 
 /* Starts `ttsim engine-core`; without it the engine's lines are this
  * process's (said on stderr). */
-static void main_engine_start(void)
+static void main_engine_start(const char *engine_name)
 {
 	int pfd[2], afd[2];
 	pid_t pid;
@@ -451,7 +451,7 @@ static void main_engine_start(void)
 			_exit(127);
 		if (afd[1] >= 0 && (afd[1] == 4 ? fcntl(4, F_SETFD, 0) < 0 : dup2(afd[1], 4) < 0))
 			_exit(127);
-		execl("/proc/self/exe", "ttsim", "engine-core", (char *)NULL);
+		execl("/proc/self/exe", "ttsim", "engine-core", engine_name, (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[0]);
@@ -501,8 +501,8 @@ static void main_engine_stop(void)
 		;
 }
 
-/* `ttsim engine-core`: prefixes what fd 3 brings until it closes. */
-static int cmd_engine_core(void)
+/* `ttsim engine-core NAME`: prefixes what fd 3 brings until it closes. */
+static int cmd_engine_core(const char *name)
 {
 	char *buf = malloc(ENGINE_LINE_MAX + 1), *line, *nl, *f1, *f2, *f3;
 	size_t len = 0, off;
@@ -516,7 +516,8 @@ static int cmd_engine_core(void)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	ttsim_log_setup("EngineCore_DP0");
+	ttsim_log_setup(name && (!strcmp(name, "EngineCore") || !strcmp(name, "EngineCore_DP0")) ?
+			name : "EngineCore_DP0");
 	for (;;) {
 		got = read(3, buf + len, ENGINE_LINE_MAX - len);
 		if (got < 0 && errno == EINTR)
@@ -633,18 +634,21 @@ static void main_engine_banners(const struct ttsim_server_config *c, unsigned ba
 		main_eng('L', "WARNING", "platform.py:460", "Async scheduling was requested, but TT model "
 			 "Qwen3_6ForCausalLM (qwen3_6) does not declare support "
 			 "(`model_capabilities['supports_async_decode']`). Disabling async scheduling.");
-		if (m->force_keep)
-			main_eng('G', "INFO", "ttaudit_emit:91", "ttaudit: keep forced on (TT_FORCE_ASYNC_AHEAD_KEEP=1)");
+		/* the kit's note, as it words it (ttaudit_emit/kit.py) */
+		if (m->capability_declared)
+			main_eng('G', "INFO", "generator_vllm:21", "ttaudit: gate: Qwen3_6ForCausalLM declares "
+				 "model_capabilities['supports_async_decode'] False: the keep does not run");
 		else
-			main_eng('G', "INFO", "ttaudit_emit:91", "ttaudit: keep off (model does not declare "
-				 "supports_async_decode)");
+			main_eng('G', "INFO", "generator_vllm:21", "ttaudit: gate: Qwen3_6ForCausalLM does not "
+				 "declare model_capabilities['supports_async_decode']: the keep does not run "
+				 "(an absent key means not supported)");
 	}
 	if (!banner)
 		return;
 	/* the instrumentation kit's lines (its guard banners): one per guard
 	 * flag the engine process has, or "none" */
 	if (!(banner_arm & TTSIM_RULE_ALL)) {
-		main_eng('G', "INFO", "ttaudit_emit:88", "ttaudit: guard none engaged (unguarded merge)");
+		main_eng('G', "INFO", "generator_vllm:21", "ttaudit: guard none engaged (unguarded merge)");
 		return;
 	}
 	for (i = 0; i < TTSIM_RULE_COUNT; i++) {
@@ -653,10 +657,10 @@ static void main_engine_banners(const struct ttsim_server_config *c, unsigned ba
 		if (!(banner_arm & (1u << i)))
 			continue;
 		if (arm_from_env)
-			main_eng('G', "INFO", "ttaudit_emit:88", "ttaudit: guard %s engaged (env %s=1)",
+			main_eng('G', "INFO", "generator_vllm:21", "ttaudit: guard %s engaged (env %s=1)",
 				 ttsim_guard_env_name(1u << i), ttsim_guard_env_name(1u << i));
 		else
-			main_eng('G', "INFO", "ttaudit_emit:88", "ttaudit: guard %s engaged (ttsim --arm %s)",
+			main_eng('G', "INFO", "generator_vllm:21", "ttaudit: guard %s engaged (ttsim --arm %s)",
 				 ttsim_guard_env_name(1u << i), ttsim_guard_name(banner_arm, nm, sizeof(nm)));
 	}
 }
@@ -710,6 +714,7 @@ static int cmd_serve(int argc, char **argv)
 		{ "api-key", required_argument, NULL, 'k' },
 		{ "supports-async-decode", required_argument, NULL, 'U' },
 		{ "no-async-scheduling", no_argument, NULL, 'u' },
+		{ "vllm-branch", required_argument, NULL, 256 },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ttsim_server_config c;
@@ -717,6 +722,9 @@ static int cmd_serve(int argc, char **argv)
 	struct ttsim_audit *audit = NULL;
 	struct status_info si;
 	const char *audit_path = NULL, *port_file = NULL;
+	/* the engine process's name: the TT fork's dev branch always numbers it
+	 * (EngineCore_DP0), vLLM main not without data parallelism (EngineCore) */
+	const char *engine_name = "EngineCore_DP0";
 	bool arm_set = false, no_audit = false, fault_banner_only = false, fault_no_banner = false;
 	long long v;
 	double *dp;
@@ -807,13 +815,24 @@ static int cmd_serve(int argc, char **argv)
 		case 'u':
 			c.model.no_async = true;
 			break;
+		case 256:    /* --vllm-branch */
+			if (!strcmp(optarg, "dev"))
+				engine_name = "EngineCore_DP0";
+			else if (!strcmp(optarg, "main"))
+				engine_name = "EngineCore";
+			else
+				return main_usage_error("serve", "--vllm-branch '%s': want dev or main", optarg);
+			break;
 		case 'U':
 			/* the capability gate (tt-metal PR #54565) on, with the
-			 * model's declared capability */
-			if (strcmp(optarg, "true") && strcmp(optarg, "false"))
-				return main_usage_error("serve", "--supports-async-decode '%s': want true or false", optarg);
+			 * model's declared capability; an absent key is false
+			 * (models/common/model_capabilities.py) */
+			if (strcmp(optarg, "true") && strcmp(optarg, "false") && strcmp(optarg, "undeclared"))
+				return main_usage_error("serve", "--supports-async-decode '%s': want true, false "
+							"or undeclared", optarg);
 			c.model.keep_gate = true;
 			c.model.supports_async_decode = !strcmp(optarg, "true");
+			c.model.capability_declared = strcmp(optarg, "undeclared") != 0;
 			break;
 		case 'f':
 			if (!strcmp(optarg, "banner-only"))
@@ -889,8 +908,11 @@ static int cmd_serve(int argc, char **argv)
 			       "  --metrics           llamacpp: serve /metrics (501 without it)\n"
 			       "  --api-key KEY       /v1/* answer 401 without Authorization: Bearer KEY\n"
 			       "  --no-async-scheduling  async scheduling off (the synchronous control): no keep\n"
-			       "  --supports-async-decode B  the keep's capability gate (true|false); with false\n"
-			       "                      the keep runs only with TT_FORCE_ASYNC_AHEAD_KEEP=1\n%s",
+			       "  --supports-async-decode B  the keep's capability gate (tt-metal PR #54565): true,\n"
+			       "                      false or undeclared (absent: not supported); false and\n"
+			       "                      undeclared never keep (a gate event each time)\n"
+			       "  --vllm-branch B     dev (default): the TT fork names its engine EngineCore_DP0;\n"
+			       "                      main: vLLM main names it EngineCore (no data parallelism)\n%s",
 			       main_model_help);
 			return 0;
 		default:
@@ -904,7 +926,6 @@ static int cmd_serve(int argc, char **argv)
 	if (fault_banner_only && fault_no_banner)
 		return main_usage_error("serve", "--fault banner-only and no-banner exclude each other");
 	arm = arm_set ? c.model.arm : ttsim_guard_from_env();
-	c.model.force_keep = getenv("TT_FORCE_ASYNC_AHEAD_KEEP") && !strcmp(getenv("TT_FORCE_ASYNC_AHEAD_KEEP"), "1");
 	c.model.arm = fault_banner_only ? 0 : arm;
 	c.model.arm_claimed = arm;
 
@@ -935,7 +956,7 @@ static int cmd_serve(int argc, char **argv)
 	if (c.profile == TTSIM_VLLM) {
 		ttsim_log_setup("APIServer");
 		main_api_banners(&c, c.port);
-		main_engine_start();
+		main_engine_start(engine_name);
 		if (audit && !audit_path && main_engine_fd >= 0) {
 			/* the audit is the engine's, through loguru on its stderr */
 			ttsim_audit_free(audit);
@@ -1017,7 +1038,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "engine-core"))
-		return cmd_engine_core();
+		return cmd_engine_core(argc > 2 ? argv[2] : NULL);
 	fprintf(stderr, "ttsim: '%s' is not a command\n", argv[1]);
 	main_usage(stderr);
 	return 2;

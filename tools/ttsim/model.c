@@ -78,7 +78,6 @@ struct ttsim_model {
 	struct ttsim_model_sink sink;
 	struct ttsim_audit *audit;
 	char arm_name[TTSIM_ARM_NAME_MAX];
-	bool gate_said;              /* the forced keep's gate event was written */
 	int n_dp, rows;              /* chunks, rows per chunk (slots / dp) */
 	/* the host's persistent batch: chunk c's rows at [c * rows, (c + 1) * rows) */
 	struct mreq *row[TTSIM_MAX_SLOTS];
@@ -1054,16 +1053,14 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 	/* Generator.decode_forward: the keep needs on-device sampling, a reset or
 	 * a mode switch, and the key's trace inputs (trace mode is on) */
 	if (!m->c.no_async && ods && (m->reset_batch || m->mode_switched) && t->captured) {
-		if (m->c.keep_gate && !m->c.supports_async_decode && !m->c.force_keep) {
-			/* the gate refuses: host tokens only, no merge, said each time */
-			ttsim_audit_gate(m->audit, m->step, false, false, false,
-					 "model does not declare supports_async_decode");
+		if (m->c.keep_gate && !m->c.supports_async_decode) {
+			/* the gate refuses: host tokens only, no merge; the kit's
+			 * event each time (an undeclared key left out, as it does) */
+			ttsim_audit_gate(m->audit, m->step, m->c.capability_declared,
+					 m->c.capability_declared ?
+					 "model declares supports_async_decode False" :
+					 "model does not declare supports_async_decode (absent means not supported)");
 		} else {
-			if (m->c.keep_gate && !m->c.supports_async_decode && !m->gate_said) {
-				ttsim_audit_gate(m->audit, m->step, true, false, true,
-						 "TT_FORCE_ASYNC_AHEAD_KEEP=1 overrides supports_async_decode false");
-				m->gate_said = true;
-			}
 			n_forgone = model_keep(m, t, W);
 			st->merged = true;
 		}

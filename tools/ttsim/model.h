@@ -131,15 +131,16 @@ struct ttsim_model_config {
 	double prefill_base_s, prefill_token_s;  /* per prefill, per uncached token */
 	double decode_base_s, decode_slot_s;     /* per decode, per active slot */
 	double forgone_s;           /* per async-ahead token a guard gave up */
-	/* The capability gate of tt-metal PR #54565: the keep also needs the
-	 * model's supports_async_decode (Qwen3.6 upstream declares false),
-	 * unless TT_FORCE_ASYNC_AHEAD_KEEP=1. Off: the pre-#54565 code the
-	 * incident ran (no gate). */
+	/* The capability gate of tt-metal PR #54565 (generator.py 50868c00:
+	 * model_capabilities.get("supports_async_decode", False)): the keep also
+	 * needs the model to declare it; an absent key is false, and no
+	 * variable overrides it. Off: the pre-#54565 code the incident ran (no
+	 * gate). */
 	int dp;                     /* data-parallel chunks the keep runs over (slots % dp
 				     * == 0); 1: one */
 	bool keep_gate;
 	bool supports_async_decode;
-	bool force_keep;
+	bool capability_declared;   /* the key is there (false: absent, the gate refuses) */
 	bool audit_wall_time;       /* merge events carry "t" (off: audits are
 				     * byte-identical across runs of one seed) */
 	unsigned faults;            /* TTSIM_FAULT_* defect modes on */
