@@ -187,7 +187,10 @@ struct ab_result {
 	uint64_t n_detect_merges, n_detect_requests;   /* per arm, for Fisher's test at power 0.8 */
 	/* the cost */
 	struct ab_delta delta[AB_N_FIG];
-	bool cost_withheld;
+	bool cost_withheld;                /* the figures are not published (cost_reason) */
+	/* published, and no figure told apart from its noise floor (each
+	 * WITHHELD or unknown): the cost verdict is WITHHELD all the same */
+	bool cost_undecided;
 	char cost_reason[256];
 	double sensitivity_delta, negative_delta, separation;
 	double forgone_expected_s;         /* median over rounds of forgone x the treatment's ITL p50 */

@@ -69,7 +69,7 @@ static void abreport_md(struct ab_ctx *c, FILE *f)
 	fprintf(f, "# A/B: %s (control) vs %s (treatment)\n\n", o->control, o->treatment);
 	fprintf(f, "Guard effect: **%s**. Cost: **%s**. %zu round%s; rates with %s Clopper-Pearson intervals, "
 		"Fisher's exact test two-sided at %g.\n\n", res->guard_verdict,
-		res->cost_withheld ? "WITHHELD" : "published", res->role[AB_CONTROL].n_rounds,
+		res->cost_withheld || res->cost_undecided ? "WITHHELD" : "published", res->role[AB_CONTROL].n_rounds,
 		res->role[AB_CONTROL].n_rounds == 1 ? "" : "s", lv, 1 - conf);
 	fprintf(f, "%s: %s.\n\n", res->guard_verdict, res->guard_why);
 	fprintf(f, "## Guard effect\n\n");
@@ -141,6 +141,8 @@ static void abreport_md(struct ab_ctx *c, FILE *f)
 	if (res->cost_withheld) {
 		fprintf(f, "\n**WITHHELD**: %s. The treatment's cost is not published.\n", res->cost_reason);
 	} else {
+		if (res->cost_undecided)
+			fprintf(f, "\n**WITHHELD**: %s. The figures, each WITHHELD:\n", res->cost_reason);
 		fprintf(f, "\n| figure | control | treatment | paired difference | interval | negative control "
 			"(A' - A) | noise floor | verdict |\n|---|---|---|---|---|---|---|---|\n");
 		for (k = 0; k < AB_N_FIG; k++) {
@@ -305,8 +307,8 @@ static void abreport_json(struct ab_ctx *c, FILE *f)
 	jsonw_kdouble(&w, "sensitivity_delta", res->sensitivity_delta);
 	jsonw_kdouble(&w, "separation", res->separation);
 	jsonw_kdouble(&w, "separation_floor", o->separation > 0 ? o->separation : AB_DEFAULT_SEPARATION);
-	jsonw_kstr(&w, "cost_verdict", res->cost_withheld ? "WITHHELD" : "published");
-	jsonw_kstr(&w, "cost_reason", res->cost_withheld ? res->cost_reason : NULL);
+	jsonw_kstr(&w, "cost_verdict", res->cost_withheld || res->cost_undecided ? "WITHHELD" : "published");
+	jsonw_kstr(&w, "cost_reason", res->cost_withheld || res->cost_undecided ? res->cost_reason : NULL);
 	jsonw_key(&w, "cost");
 	if (res->cost_withheld) {
 		jsonw_null(&w);

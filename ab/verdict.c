@@ -208,6 +208,7 @@ void verdict_judge(const double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS], const 
 	res->sensitivity_delta = NAN;
 	res->separation = NAN;
 	res->cost_withheld = false;
+	res->cost_undecided = false;
 	res->cost_reason[0] = '\0';
 	if (jo->has_sensitivity) {
 		for (k = n = 0; k < n_fig[AB_CONTROL] && k < n_fig[AB_SENSITIVITY] && k < AB_MAX_REPEATS; k++) {
@@ -237,5 +238,16 @@ void verdict_judge(const double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS], const 
 			 "%.1f%%: separated by %.1f points, under the %.0f%% separation floor",
 			 100 * res->sensitivity_delta, 100 * res->negative_delta, 100 * res->separation,
 			 100 * sep);
+	}
+	if (!res->cost_withheld) {
+		for (f = 0; f < AB_N_FIG; f++)
+			if (strcmp(res->delta[f].verdict, "WITHHELD") && strcmp(res->delta[f].verdict, "unknown"))
+				break;
+		if (f == AB_N_FIG) {
+			res->cost_undecided = true;
+			snprintf(res->cost_reason, sizeof(res->cost_reason),
+				 "none of the %d figures is told apart from its noise floor: each interval "
+				 "straddles it or is missing (more rounds, --repeats, narrow them)", AB_N_FIG);
+		}
 	}
 }

@@ -90,6 +90,7 @@ static void test_better_worse_withheld(void **state)
 	judge(x, true, 0);
 	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "better");  /* makespan down */
 	assert_string_equal(x->res.delta[AB_TOK_S].verdict, "better");     /* tok/s up */
+	assert_false(x->res.cost_undecided);
 	/* the interval (+0.1% to +3%) straddles the 0.5% floor: neither flat nor worse */
 	memset(x, 0, sizeof(*x));
 	fx_rounds(x, 3, ctl, neg, straddle, sens);
@@ -97,6 +98,10 @@ static void test_better_worse_withheld(void **state)
 	assert_false(x->res.cost_withheld);
 	assert_string_equal(x->res.delta[AB_MAKESPAN].verdict, "WITHHELD");
 	assert_string_equal(x->res.delta[AB_TOK_S].verdict, "WITHHELD");
+	/* every figure WITHHELD: the figures are shown, the cost verdict is
+	 * WITHHELD all the same, never "published" above them */
+	assert_true(x->res.cost_undecided);
+	assert_non_null(strstr(x->res.cost_reason, "none of the 4 figures is told apart"));
 	free(x);
 }
 
