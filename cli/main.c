@@ -16,35 +16,29 @@
 struct cli_cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
-	const char *summary;
-	const struct cmd_doc *doc;   /* the command's option table; NULL: not yet converted */
+	const struct cmd_doc *doc;   /* the command's option table: its summary, help and man page */
 };
 
 static const struct cli_cmd cli_commands[] = {
-	{ "replay", cmd_replay, NULL, &cmd_replay_doc },
-	{ "validate", cmd_validate, NULL, &cmd_validate_doc },
-	{ "capture", cmd_capture, NULL, &cmd_capture_doc },
-	{ "follow", cmd_follow, NULL, &cmd_follow_doc },
-	{ "pair", cmd_pair, NULL, &cmd_pair_doc },
-	{ "ab", cmd_ab, NULL, &cmd_ab_doc },
-	{ "report", cmd_report, NULL, &cmd_report_doc },
-	{ "preflight", cmd_preflight, NULL, &cmd_preflight_doc },
-	{ "lock", cmd_lock, NULL, &cmd_lock_doc },
-	{ "ready", cmd_ready, NULL, &cmd_ready_doc },
-	{ "arm", cmd_arm, NULL, &cmd_arm_doc },
-	{ "plan", cmd_plan, NULL, &cmd_plan_doc },
-	{ "passthrough", cmd_passthrough, NULL, &cmd_passthrough_doc },
-	{ "watch", cmd_watch, NULL, &cmd_watch_doc },
-	{ "combine", cmd_combine, NULL, &cmd_combine_doc },
-	{ "bench", cmd_bench, NULL, &cmd_bench_doc },
+	{ "replay", cmd_replay, &cmd_replay_doc },
+	{ "validate", cmd_validate, &cmd_validate_doc },
+	{ "capture", cmd_capture, &cmd_capture_doc },
+	{ "follow", cmd_follow, &cmd_follow_doc },
+	{ "pair", cmd_pair, &cmd_pair_doc },
+	{ "ab", cmd_ab, &cmd_ab_doc },
+	{ "report", cmd_report, &cmd_report_doc },
+	{ "preflight", cmd_preflight, &cmd_preflight_doc },
+	{ "lock", cmd_lock, &cmd_lock_doc },
+	{ "ready", cmd_ready, &cmd_ready_doc },
+	{ "arm", cmd_arm, &cmd_arm_doc },
+	{ "plan", cmd_plan, &cmd_plan_doc },
+	{ "passthrough", cmd_passthrough, &cmd_passthrough_doc },
+	{ "watch", cmd_watch, &cmd_watch_doc },
+	{ "combine", cmd_combine, &cmd_combine_doc },
+	{ "bench", cmd_bench, &cmd_bench_doc },
 };
 
 #define N_COMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))
-
-static const char *cli_cmd_summary(const struct cli_cmd *c)
-{
-	return c->doc ? c->doc->summary : c->summary;
-}
 
 static const struct cli_cmd *cli_find(const char *name)
 {
@@ -66,7 +60,7 @@ static void main_usage(FILE *f)
 			w = (int)strlen(cli_commands[i].name);
 	fprintf(f, "usage: ttaudit <command> [options] [args]\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-*s  %s\n", w, cli_commands[i].name, cli_cmd_summary(&cli_commands[i]));
+		fprintf(f, "  %-*s  %s\n", w, cli_commands[i].name, cli_commands[i].doc->summary);
 	fprintf(f, "\n'ttaudit <command> --help' shows a command's options.\n"
 		   "exit codes: 0 ok, 1 a verdict failed, 2 bad usage or input\n");
 }
@@ -140,14 +134,8 @@ static void main_man(FILE *f)
 	      "guard rule, captures what a server really printed and had in its environment, "
 	      "and benchmarks guards with verdicts that fail closed.\n"
 	      ".SH COMMANDS\n", f);
-	for (i = 0; i < N_COMMANDS; i++) {
-		if (cli_commands[i].doc) {
-			opt_man(cli_commands[i].doc, f);
-		} else {
-			fprintf(f, ".SS \"ttaudit %s\"\n%s\n.PP\nSee \\fBttaudit %s \\-\\-help\\fR.\n",
-				cli_commands[i].name, cli_commands[i].summary, cli_commands[i].name);
-		}
-	}
+	for (i = 0; i < N_COMMANDS; i++)
+		opt_man(cli_commands[i].doc, f);
 	fputs(".SH EXIT STATUS\n0 ok, every verdict passed; 1 a verdict failed; 2 bad usage or input.\n"
 	      ".SH SEE ALSO\nREADME.md and docs/*.md of the ttaudit distribution.\n", f);
 }
@@ -156,8 +144,6 @@ static void main_man(FILE *f)
 static int main_help(int argc, char **argv)
 {
 	const struct cli_cmd *c;
-	char help_flag[] = "--help";
-	char *help_argv[] = { NULL, help_flag, NULL };
 
 	if (argc < 2) {
 		main_usage(stdout);
@@ -169,7 +155,7 @@ static int main_help(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--synopsis") && argc == 3) {
 		c = cli_find(argv[2]);
-		if (!c || !c->doc)
+		if (!c)
 			return cli_usage_error("help", "no synopsis for '%s'", argv[2]);
 		opt_synopsis(c->doc, stdout);
 		return CLI_OK;
@@ -177,12 +163,8 @@ static int main_help(int argc, char **argv)
 	c = cli_find(argv[1]);
 	if (!c)
 		return main_unknown(argv[1]);
-	if (c->doc) {
-		opt_help(c->doc, stdout);
-		return CLI_OK;
-	}
-	help_argv[0] = (char *)c->name;
-	return c->fn(2, help_argv);
+	opt_help(c->doc, stdout);
+	return CLI_OK;
 }
 
 /*
