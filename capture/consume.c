@@ -50,6 +50,7 @@ struct cfd {
 	struct linebuf lb;
 	char *buf;
 	int unknown_next;       /* the next line it completes is uncertain */
+	int skipping;           /* bytes up to the next '\n' end a line the process counted lost */
 	uint64_t mono;          /* time of the bytes that last fed it (the ring's clock) */
 	uint32_t tid;
 	struct cwrite *q;
@@ -247,6 +248,8 @@ static const char consume_why_doubt[] =
 	"a stdio flush failed or went unseen: how much of it reached the fd is not known";
 static const char consume_why_flight[] =
 	"the process ended while the write of this line was in flight";
+static const char consume_why_unsettled[] =
+	"the commit of this write could not go in the capture ring (it stayed full): how much of it reached the fd is not known";
 
 static struct cfd *consume_fd(struct cring *cr, int fd)
 {
@@ -410,6 +413,18 @@ static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, con
 {
 	struct consume_linectx x = { c, cr, f, why, 1 };
 
+	if (f->skipping) {
+		/* the rest of a line the process counted lost */
+		const char *nl = memchr(p, '\n', n);
+		if (!nl)
+			return;
+		f->skipping = 0;
+		cr->lines++;
+		n -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+		if (!n)
+			return;
+	}
 	if (!why && !f->unknown_next && !linebuf_pending(&f->lb) && consume_quiet(c, p, n)) {
 		/* its lines are counted, and a last one left open is kept for the bytes that end it */
 		const char *end = p + n, *q = p, *nl;
@@ -425,6 +440,21 @@ static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, con
 	linebuf_feed(&f->lb, p, n, consume_line, &x);
 	if (why && linebuf_pending(&f->lb))
 		f->unknown_next = 1;
+}
+
+/*
+ * What the process says happened to the fd before these bytes, where no
+ * entry could say it when it happened (RING_F_*): lost bytes, whose lines
+ * it counted; the open line is one of them, and so are the bytes up to the
+ * next '\n' when they left a line open.
+ */
+static void consume_told(struct cfd *f, uint16_t flags)
+{
+	if (flags & RING_F_LOSS) {
+		linebuf_reset(&f->lb);
+		f->unknown_next = 0;
+		f->skipping = (flags & RING_F_SKIP) != 0;
+	}
 }
 
 /*
@@ -482,7 +512,9 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 			struct consume_linectx x = { c, cr, f, NULL, 0 };
 			size_t len;
 
-			if (f->lb.over) {
+			if (w->flags & RING_F_LOSS) {
+				/* lost, and counted: nothing of it is recorded */
+			} else if (f->lb.over) {
 				atomic_fetch_add(&cr->r->lost[RING_LOST_LONG], 1);
 			} else if (f->lb.len && (len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1))) {
 				if (f->unknown_next)
@@ -493,10 +525,12 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 			(void)x;
 			linebuf_reset(&f->lb);
 			f->unknown_next = 0;
+			f->skipping = 0;
 		} else {
 			f->mono = w->mono;
 			f->tid = w->tid;
 			if (w->flags & RING_W_UNLOCKED) {
+				consume_told(f, w->flags);
 				consume_loose(c, cr, f, w->bytes, w->took, 0);
 			} else {
 				/*
@@ -510,12 +544,16 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 					else if (!consume_whole(&f->q[k]))
 						clean = 0;
 				if (k == 1 || clean) {
-					consume_feed(c, cr, f, w->bytes, w->took, (w->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
+					consume_told(f, w->flags);
+					consume_feed(c, cr, f, w->bytes, w->took,
+						     (w->flags & RING_F_UNSETTLED) ? consume_why_unsettled :
+						     (w->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
 					for (i = 1; i < k; i++) {
 						f->mono = f->q[i].mono;
 						consume_feed(c, cr, f, f->q[i].bytes, f->q[i].took, NULL);
 					}
 				} else {
+					consume_told(f, w->flags);
 					for (i = 0; i < k; i++)
 						consume_loose(c, cr, f, f->q[i].bytes, f->q[i].took, 1);
 				}
@@ -556,9 +594,17 @@ static void consume_commit(struct consume *c, struct cring *cr, const struct rin
 		struct cfd *f = &cr->fds[i];
 		for (k = 0; k < f->n_q; k++)
 			if (f->q[k].id == e->ref && !f->q[k].committed) {
+				size_t j;
 				f->q[k].committed = 1;
-				f->q[k].flags |= e->flags & RING_W_DOUBT;
+				f->q[k].flags |= e->flags & (RING_W_DOUBT | RING_F_LOSS | RING_F_SKIP);
 				f->q[k].took = e->a < f->q[k].len ? e->a : f->q[k].len;
+				/* writes before it whose commits could not go in: whether they were written is not known */
+				for (j = 0; (e->flags & RING_F_UNSETTLED) && j < k; j++)
+					if (!f->q[j].committed) {
+						f->q[j].committed = 1;
+						f->q[j].flags |= RING_F_UNSETTLED;
+						f->q[j].took = f->q[j].len;
+					}
 				consume_apply(c, cr, f);
 				return;
 			}
@@ -636,11 +682,16 @@ again:
 					f->mono = wr.mono_ns;
 					f->tid = wr.tid;
 				}
-				if (e->flags & RING_W_UNLOCKED)
-					consume_loose(c, cr, f, p + sizeof(struct ring_wr), took, 0);
-				else
-					consume_feed(c, cr, f, p + sizeof(struct ring_wr), took,
-						     ((e->flags | (nx ? nx->flags : 0)) & RING_W_DOUBT) ? consume_why_doubt : NULL);
+				{
+					uint16_t fl = e->flags | (nx ? nx->flags : 0);
+					if (fl & RING_F_LOSS)
+						consume_told(f, fl);
+					if (e->flags & RING_W_UNLOCKED)
+						consume_loose(c, cr, f, p + sizeof(struct ring_wr), took, 0);
+					else
+						consume_feed(c, cr, f, p + sizeof(struct ring_wr), took,
+							     (fl & RING_W_DOUBT) ? consume_why_doubt : NULL);
+				}
 				break;
 			}
 		queue:
@@ -910,6 +961,8 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		if (pending) {
 			if (linebuf_pending(&f->lb))
 				consume_uncertain(c, cr, f->fd, 1, consume_why_flight, NULL, 0);
+		} else if ((unsigned)f->fd < RING_FD_MAX && (ring_fdflags(r)[f->fd] & RING_FDF_TELL_LOSS)) {
+			/* bytes after it were lost, and no entry said so: the process counted the line */
 		} else if (f->lb.over) {
 			atomic_fetch_add(&r->lost[RING_LOST_LONG], 1);
 		} else if (f->lb.len) {

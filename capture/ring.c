@@ -70,7 +70,7 @@ uint64_t ring_used(struct ring_hdr *r)
 
 void (*ring_bell_hook)(struct ring_hdr *r);
 
-struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
+static inline struct ring_ent *ring_reserve_in(struct ring_hdr *r, size_t payload, uint64_t keep)
 {
 	uint64_t d = r->data_size, need, h, total, at, pad, t;
 	struct ring_ent *e;
@@ -85,7 +85,7 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 		pad = d - off < need ? d - off : 0;
 		total = pad + need;
 		t = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (h + total - t > d)
+		if (h + total - t > d - keep)
 			return NULL;
 	} while (!atomic_compare_exchange_weak_explicit(&r->head, &h, h + total, memory_order_acq_rel,
 							memory_order_relaxed));
@@ -105,6 +105,16 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 	/* pos stays stale until ring_publish: the reader waits for it */
 	e->ref = at;   /* scratch until publish: where the entry is */
 	return e;
+}
+
+struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
+{
+	return ring_reserve_in(r, payload, RING_KEEP(r->data_size));
+}
+
+struct ring_ent *ring_reserve_settle(struct ring_hdr *r)
+{
+	return ring_reserve_in(r, 0, 0);
 }
 
 void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, uint32_t a,

@@ -72,6 +72,15 @@ enum {
 	RING_M_FORK = 64,       /* RING_MARK: a fork: a child shares the fds (the parent's mark) */
 	RING_M_UNKNOWN = 128,   /* RING_MARK: what came before the next line of fd `a` is not known */
 	RING_E_EXEC_FAILED = 256, /* RING_MARK: the exec after the last end failed: it is void */
+	/*
+	 * On a RING_COMMIT, a RING_WRITE written already (ref 0) or a
+	 * RING_M_CLOSE: what happened to the fd before these bytes, which no
+	 * entry could say when it happened (the ring was full).
+	 */
+	RING_F_LOSS = 512,      /* bytes of the fd were lost (counted): its open line is dropped */
+	RING_F_SKIP = 1024,     /* ... and they left a line open: bytes up to the next '\n' are its rest */
+	RING_F_UNSETTLED = 2048,/* writes of the fd still pending had their commit lost: settle them
+	                           as not known to have reached the fd */
 };
 
 /* The start of a RING_WRITE payload; the bytes follow. */
@@ -121,6 +130,11 @@ enum {
 	RING_FDF_SKIP = 1,      /* no stream was free: drop bytes up to the next '\n' */
 	RING_FDF_UNCERTAIN = 2, /* as RING_SF_UNCERTAIN_NEXT, for an fd without a stream */
 	RING_FDF_OPEN = 4,      /* (ring) the last byte written was not '\n': a line is open */
+	/* (ring) what the fd's next settling entry must tell (RING_F_*), kept by the lock holder */
+	RING_FDF_TELL_LOSS = 8,       /* RING_F_LOSS (RING_F_SKIP with it while LOST_OPEN) */
+	RING_FDF_LOST_OPEN = 16,      /* lost bytes left a line open that no '\n' has ended yet */
+	RING_FDF_TELL_UNSETTLED = 32, /* RING_F_UNSETTLED */
+	RING_FDF_ATTN = RING_FDF_TELL_LOSS | RING_FDF_LOST_OPEN | RING_FDF_TELL_UNSETTLED,
 };
 
 /* Header states. */
@@ -245,9 +259,18 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
 /*
  * Reserves an entry with `payload` bytes after its header. Returns the
  * header (fill the payload after it, then ring_publish), or NULL when the
- * ring has no room (or none at all).
+ * ring has no room (or none at all). The last RING_KEEP(data_size) bytes
+ * are left to ring_reserve_settle.
  */
 struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload);
+/*
+ * An entry without payload that settles what is in the ring already (a
+ * commit, a mark, an end): it may take the room ring_reserve leaves, so
+ * that a write that went in is never left pending for want of room for
+ * its commit while the reader is slow.
+ */
+struct ring_ent *ring_reserve_settle(struct ring_hdr *r);
+#define RING_KEEP(d) ((d) / 32)
 
 /*
  * Called (when set) by the writer whose reservation took the ring past

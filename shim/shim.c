@@ -438,17 +438,18 @@ static void shim_give_up_ring(void)
 }
 
 /*
- * An entry with `len` payload bytes. When the ring is full the reader is
+ * An entry with `len` payload bytes (settle: a settling entry, which may
+ * take the room kept for those). When the ring is full the reader is
  * asked to hurry (SIGURG, once per episode) and the writer waits for room
  * up to SHIM_FULL_WAIT_MS; NULL when there is none (count the record lost).
  */
-struct ring_ent *shim_ring_reserve(size_t len)
+static struct ring_ent *shim_ring_wait(size_t len, int settle)
 {
-	struct ring_ent *e = ring_reserve(shim_area, len);
+	struct ring_ent *e = NULL;
 	int waited = 0, e0;
 
-	if (e || !cfg.ringed)
-		return e;
+	if (!cfg.ringed)
+		return NULL;
 	e0 = errno;
 	while (!e && waited < SHIM_FULL_WAIT_MS) {
 		uint64_t tail = atomic_load(&shim_area->tail);
@@ -462,11 +463,25 @@ struct ring_ent *shim_ring_reserve(size_t len)
 		/* the reader wakes waiting writers as it frees room */
 		if (ring_wait_room(shim_area, tail, 1) < 0)
 			waited++;
-		e = ring_reserve(shim_area, len);
+		e = settle ? ring_reserve_settle(shim_area) : ring_reserve(shim_area, len);
 	}
 	atomic_fetch_and(&shim_area->state, ~(uint32_t)RING_S_KNOCKED);
 	errno = e0;
 	return e;
+}
+
+struct ring_ent *shim_ring_reserve(size_t len)
+{
+	struct ring_ent *e = ring_reserve(shim_area, len);
+
+	return e ? e : shim_ring_wait(len, 0);
+}
+
+struct ring_ent *shim_ring_reserve_settle(void)
+{
+	struct ring_ent *e = ring_reserve_settle(shim_area);
+
+	return e ? e : shim_ring_wait(0, 1);
 }
 
 /* Writes a lost record for every reason with losses not yet told. */
@@ -609,7 +624,7 @@ void shim_risk_done(uint64_t id, int fd)
 	if (!id || !cfg.ringed)
 		return;
 	(void)fd;
-	e = shim_ring_reserve(0);
+	e = shim_ring_reserve_settle();
 	if (e)
 		ring_publish(e, RING_COMMIT, 0, id, 0, 0);
 }
@@ -1103,7 +1118,7 @@ void shim_ring_mark(uint16_t flags, int fd)
 
 	if (!cfg.ringed)
 		return;
-	e = shim_ring_reserve(0);
+	e = shim_ring_reserve_settle();
 	if (e)
 		ring_publish(e, RING_MARK, flags, 0, (uint32_t)fd, 0);
 }
@@ -1127,7 +1142,7 @@ void shim_write_end(const struct shim_ending *e)
 		struct ring_ent *re;
 
 		shim_tell_lost();
-		re = shim_ring_reserve(0);
+		re = shim_ring_reserve_settle();
 		if (re) {
 			uint32_t how = !strcmp(e->how, "exec") ? RING_HOW_EXEC :
 				       !strcmp(e->how, "exit") ? RING_HOW_EXIT : RING_HOW__EXIT;

@@ -219,6 +219,8 @@ int shim_ringed(void);
 #define shim_ringed() (shim_ring_on)
 /* An entry with `len` payload bytes (waits a little for room; NULL: none). */
 struct ring_ent *shim_ring_reserve(size_t len);
+/* The same for a settling entry (commit, mark, end: ring_reserve_settle). */
+struct ring_ent *shim_ring_reserve_settle(void);
 /* A RING_MARK entry (flags RING_M_*, RING_E_*). */
 void shim_ring_mark(uint16_t flags, int fd);
 /* A stdio call that may write `lines` complete lines is starting (0: nothing kept). */
@@ -316,6 +318,8 @@ void shim_fd_open_bit(int fd, int open);
 ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
 /* Bytes that reached fd (a stdio flush), with its lock held; doubt: maybe not all did. */
 void shim_ring_bytes(int fd, const char *p, size_t n, int doubt);
+/* fd closed or replaced (its lock held): the reader ends its open line. */
+void shim_ring_close(int fd);
 /*
  * The two halves of shim_ring_write, for stdio (fd's lock held by the
  * caller): the bytes a call may write go in pending, and after the call

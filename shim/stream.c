@@ -1084,9 +1084,7 @@ void shim_stream_close(int fd)
 	shim_lock(fd, (uint32_t)th->tid);
 	if (shim_ringed()) {
 		/* the reader ends the fd's partial line */
-		if (shim_flags(fd) & RING_FDF_OPEN)
-			shim_ring_mark(RING_M_CLOSE, fd);
-		shim_flag_clear(fd, RING_FDF_OPEN);
+		shim_ring_close(fd);
 		shim_unlock(fd);
 		shim_depth--;
 		return;

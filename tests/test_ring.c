@@ -1,4 +1,4 @@
-/* test_ring.c - the capture ring: entries in order, padding at the end of a lap, a full ring, many writers and a reader at once. */
+/* test_ring.c - the capture ring: entries in order, padding at the end of a lap, a full ring, the room kept for settling entries, many writers and a reader at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +107,25 @@ static void test_full(void **state)
 	free(r);
 }
 
+/*
+ * The last RING_KEEP bytes are only for settling entries (commits, marks):
+ * a write that went in always finds room for its commit.
+ */
+static void test_keep(void **state)
+{
+	struct ring_hdr *r = ring_new(4096);
+	int n = 0;
+
+	(void)state;
+	while (ring_reserve(r, 0))
+		n++;
+	assert_int_equal(n, (4096 - RING_KEEP(4096)) / 32);
+	for (n = 0; ring_reserve_settle(r); n++)
+		assert_null(ring_reserve(r, 0));
+	assert_int_equal(n, RING_KEEP(4096) / 32);
+	free(r);
+}
+
 #define WRITERS 4
 #define PER_WRITER 20000
 
@@ -179,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_laps),
 		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_concurrent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
