@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "banner.h"
+#include "capfile.h"
 #include "caprec.h"
 #include "mono.h"
 #include "classify.h"
@@ -30,6 +31,7 @@
 #define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between frees of ring room */
 #define CONSUME_OUT_CAP (1024 * 1024)
 #define CONSUME_REC_CAP (256 * 1024)
+#define CONSUME_RECS_MAX 16384   /* records in the output buffer at most */
 #define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
 
 /* A write of one fd waiting to be cut into lines: for its commit, or behind one. */
@@ -89,7 +91,7 @@ struct cring {
 	struct crisk *risk;
 	size_t n_risk, cap_risk;
 	uint64_t lines;
-	int out_fd;
+	struct capfile *out;    /* where its records go */
 	int borrowed;           /* consume_attach: the memory is the caller's, no file, no pidfd */
 };
 
@@ -110,12 +112,15 @@ struct consume {
 	size_t n_reaped, cap_reaped;
 	pid_t *parent_ended;        /* pids whose end a parent wrote */
 	size_t n_parent_ended, cap_parent_ended;
-	struct { pid_t pid; int fd; } *pp;   /* per-pid files */
+	struct { pid_t pid; struct capfile *cf; } *pp;   /* per-pid files */
 	size_t n_pp, cap_pp;
 	struct banner_scratch *sc;
+	struct capfile *file;       /* the capture file (not with per_pid_base) */
 	char *out;                  /* records waiting to be written */
 	size_t out_len;
-	int out_to;                 /* the fd they go to */
+	struct capfile_rec *recs;   /* what each of them is */
+	size_t n_recs;
+	struct capfile *out_to;     /* the file they go to */
 	char *rec, *rec2;           /* record scratch */
 	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
 	/* time stamp counter to CLOCK_MONOTONIC: the first pair and the latest */
@@ -131,77 +136,85 @@ static long long consume_now_ms(void)
 
 /* --- output -------------------------------------------------------------------- */
 
-/* All of buf to fd; a write that fails is counted. */
-static void consume_write_all(struct consume *c, int fd, const char *buf, size_t len)
-{
-	size_t at = 0;
-
-	while (at < len) {
-		ssize_t w = write(fd, buf + at, len - at);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			c->st.write_errors++;
-			break;
-		}
-		at += (size_t)w;
-	}
-}
-
 static void consume_flush(struct consume *c)
 {
-	consume_write_all(c, c->out_to, c->out, c->out_len);
+	if (c->n_recs && c->out_to)
+		capfile_write(c->out_to, c->out, c->recs, c->n_recs);
 	c->out_len = 0;
+	c->n_recs = 0;
 }
 
-/* One record line (with its '\n') to fd. */
-static void consume_put(struct consume *c, int fd, const char *rec, size_t len)
+/* One record line (with its '\n') of process pid to cf: what it is (enum capfile_kind) and its count. */
+static void consume_put(struct consume *c, struct capfile *cf, const char *rec, size_t len, int kind, pid_t pid,
+			uint64_t count)
 {
-	if (!len || fd < 0)
+	struct capfile_rec *r;
+
+	if (!len || !cf)
 		return;
-	if (c->out_len && (c->out_to != fd || len > CONSUME_OUT_CAP - c->out_len))
+	if (c->n_recs && (c->out_to != cf || len > CONSUME_OUT_CAP - c->out_len || c->n_recs == CONSUME_RECS_MAX))
 		consume_flush(c);
-	c->out_to = fd;
+	c->out_to = cf;
 	c->st.records++;
-	if (len > CONSUME_OUT_CAP) {
-		consume_write_all(c, fd, rec, len);
-		return;
-	}
+	if (len > CONSUME_OUT_CAP)
+		return;   /* cannot happen: a record is at most CONSUME_REC_CAP, or a ring entry (a quarter of 2 MiB) */
 	memcpy(c->out + c->out_len, rec, len);
 	c->out_len += len;
+	r = &c->recs[c->n_recs++];
+	r->len = (uint32_t)len;
+	r->kind = (uint8_t)kind;
+	r->pid = pid;
+	r->count = count;
+}
+
+static void consume_warn(void *ctx, const char *msg)
+{
+	struct consume *c = ctx;
+
+	if (c->o.warn)
+		c->o.warn(c->o.warn_ctx, msg);
 }
 
 /* The file a process's records go to. */
-static int consume_fd_for(struct consume *c, pid_t pid)
+static struct capfile *consume_file_for(struct consume *c, pid_t pid)
 {
 	char path[PATH_MAX + 32];
+	struct capfile *cf = NULL;
 	size_t i;
 	int fd;
 
 	if (!c->o.per_pid_base)
-		return c->o.out_fd;
+		return c->file;
 	for (i = 0; i < c->n_pp; i++)
 		if (c->pp[i].pid == pid)
-			return c->pp[i].fd;
+			return c->pp[i].cf;
 	snprintf(path, sizeof(path), "%s.%ld", c->o.per_pid_base, (long)pid);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (c->o.append ? 0 : O_TRUNC), 0600);
-	if (fd >= 0)
+	if (fd >= 0) {
 		fchmod(fd, 0600);
+		if (capfile_new(fd, path, consume_warn, c, &cf, NULL) != STATUS_OK)
+			cf = NULL;
+		close(fd);
+	} else {
+		char msg[PATH_MAX + 128];
+		snprintf(msg, sizeof(msg), "%s: cannot create the capture file: %s: the records of process %ld are lost",
+			 path, strerror(errno), (long)pid);
+		consume_warn(c, msg);
+	}
 	if (c->n_pp == c->cap_pp) {
 		size_t nc = c->cap_pp ? 2 * c->cap_pp : 16;
 		void *np = realloc(c->pp, nc * sizeof(*c->pp));
 		if (!np) {
-			if (fd >= 0)
-				close(fd);
-			return -1;
+			capfile_free(cf);
+			return NULL;
 		}
 		c->pp = np;
 		c->cap_pp = nc;
 	}
 	c->pp[c->n_pp].pid = pid;
-	c->pp[c->n_pp].fd = fd;
+	c->pp[c->n_pp].cf = cf;
 	c->n_pp++;
-	return fd;
+	return cf;
 }
 
 static void consume_head(struct caprec_head *h, pid_t pid, int fd)
@@ -222,7 +235,7 @@ static void consume_uncertain(struct consume *c, struct cring *cr, int fd, uint6
 	len = caprec_uncertain(c->rec2, CONSUME_REC_CAP, &h, count, why, rec, rec_len);
 	if (!len)
 		len = caprec_uncertain(c->rec2, CONSUME_REC_CAP, &h, count, why, NULL, 0);
-	consume_put(c, cr->out_fd, c->rec2, len);
+	consume_put(c, cr->out, c->rec2, len, CAPFILE_LINES, cr->pid, count);
 	c->st.uncertain += count;
 }
 
@@ -234,7 +247,7 @@ static void consume_lost(struct consume *c, struct cring *cr, int fd, uint64_t c
 	if (!count)
 		return;
 	consume_head(&h, cr->pid, fd);
-	consume_put(c, cr->out_fd, buf, caprec_lost(buf, sizeof(buf), &h, count, why));
+	consume_put(c, cr->out, buf, caprec_lost(buf, sizeof(buf), &h, count, why), CAPFILE_LOST, cr->pid, count);
 	c->st.lost_records++;
 }
 
@@ -390,7 +403,7 @@ static void consume_line(void *ctx, const char *line, size_t n, int overlong)
 	if (why)
 		consume_uncertain(x->c, x->cr, x->f->fd, 1, why, x->c->rec, len - 1);
 	else
-		consume_put(x->c, x->cr->out_fd, x->c->rec, len);
+		consume_put(x->c, x->cr->out, x->c->rec, len, CAPFILE_LINES, x->cr->pid, 1);
 }
 
 /*
@@ -520,7 +533,7 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 				if (f->unknown_next)
 					consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
 				else
-					consume_put(c, cr->out_fd, c->rec, len);
+					consume_put(c, cr->out, c->rec, len, CAPFILE_LINES, cr->pid, 1);
 			}
 			(void)x;
 			linebuf_reset(&f->lb);
@@ -651,8 +664,11 @@ again:
 
 		switch (e->kind) {
 		case RING_REC:
-			if (e->b <= room)
-				consume_put(c, cr->out_fd, p, e->b);
+			if (e->b <= room) {
+				uint64_t cnt;
+				enum capfile_kind kind = capfile_kind_of(p, e->b, &cnt);
+				consume_put(c, cr->out, p, e->b, (int)kind, cr->pid, cnt);
+			}
 			if (e->flags & RING_F_CHILD_END)
 				consume_parent_ended(c, (pid_t)e->ref);
 			break;
@@ -902,7 +918,7 @@ static void consume_end(struct consume *c, struct cring *cr)
 		e.how = "unknown";
 	}
 	consume_head(&h, cr->pid, -1);
-	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
+	consume_put(c, cr->out, buf, caprec_end(buf, sizeof(buf), &h, &e), CAPFILE_END, cr->pid, 0);
 }
 
 /* The end record the process asked for (RING_END), with the lines counted here. */
@@ -916,15 +932,18 @@ static void consume_own_end(struct consume *c, struct cring *cr)
 
 	for (k = 0; k < RING_LOST__COUNT; k++)
 		lost += atomic_load(&cr->r->lost[k]);
+	/* its records so far to the file: what could not be written is counted in lost */
+	if (cr->out && c->n_recs)
+		consume_flush(c);
 	memset(&e, 0, sizeof(e));
 	e.how = cr->end_how == RING_HOW_EXEC ? "exec" : cr->end_how == RING_HOW__EXIT ? "_exit" : "exit";
 	e.code = cr->end_how == RING_HOW_EXEC ? -1 : cr->end_code;
 	e.by = "shim";
 	e.counts = 1;
 	e.lines = cr->lines;
-	e.lost = lost;
+	e.lost = lost + (cr->out ? capfile_unwritten(cr->out, cr->pid) : 0);
 	consume_head(&h, cr->pid, -1);
-	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
+	consume_put(c, cr->out, buf, caprec_end(buf, sizeof(buf), &h, &e), CAPFILE_END, cr->pid, 0);
 }
 
 /*
@@ -970,7 +989,7 @@ static void consume_settle(struct consume *c, struct cring *cr)
 			if (len && f->unknown_next)
 				consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
 			else if (len)
-				consume_put(c, cr->out_fd, c->rec, len);
+				consume_put(c, cr->out, c->rec, len, CAPFILE_LINES, cr->pid, 1);
 		}
 		linebuf_reset(&f->lb);
 	}
@@ -1056,7 +1075,7 @@ static int consume_map(struct consume *c, struct cring *cr)
 	cr->r = r;
 	cr->size = (size_t)st.st_size;
 	cr->pos = atomic_load(&r->tail);
-	cr->out_fd = consume_fd_for(c, cr->pid);
+	cr->out = consume_file_for(c, cr->pid);
 	cr->pidfd = (int)syscall(SYS_pidfd_open, cr->pid, 0);
 	/* without pidfd_open (Linux < 5.3, valgrind) liveness is polled below */
 	if ((cr->pidfd < 0 && errno == ESRCH) || !consume_same(cr))
@@ -1100,7 +1119,6 @@ static void consume_scan(struct consume *c)
 		cr->pid = (pid_t)pid;
 		cr->seq = seq;
 		cr->pidfd = -1;
-		cr->out_fd = -1;
 		cr->zombie_status = -1;
 		cr->seen_ms = consume_now_ms();
 	}
@@ -1235,7 +1253,7 @@ int consume_attach(struct consume *c, struct ring_hdr *r, pid_t pid)
 	cr->zombie_status = -1;
 	cr->borrowed = 1;
 	cr->pos = atomic_load(&r->tail);
-	cr->out_fd = consume_fd_for(c, pid);
+	cr->out = consume_file_for(c, pid);
 	c->st.processes++;
 	return 0;
 }
@@ -1315,7 +1333,13 @@ void consume_forget(struct consume *c)
 	if (c->ctl)
 		munmap(c->ctl, 4096);
 	c->ctl = NULL;
-	c->n_pp = 0;   /* the per-pid files' fds are closed when this process exits */
+	/* the files are the other reader's: nothing written, nothing given back */
+	for (i = 0; i < c->n_pp; i++)
+		capfile_forget(c->pp[i].cf);
+	c->n_pp = 0;
+	capfile_forget(c->file);
+	c->file = NULL;
+	c->n_recs = 0;
 	consume_free(c);
 }
 
@@ -1367,14 +1391,18 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	if (!c->o.settle_ms)
 		c->o.settle_ms = 200;
 	c->out = malloc(CONSUME_OUT_CAP);
+	c->recs = malloc(CONSUME_RECS_MAX * sizeof(*c->recs));
 	c->rec = malloc(CONSUME_REC_CAP);
 	c->rec2 = malloc(CONSUME_REC_CAP);
 	c->sc = malloc(sizeof(*c->sc));
-	if (!c->out || !c->rec || !c->rec2 || !c->sc) {
+	if (!c->out || !c->recs || !c->rec || !c->rec2 || !c->sc) {
 		st = status_set(si, STATUS_NOMEM, "out of memory");
 		goto fail;
 	}
 	banner_scratch_init(c->sc);
+	if (o->out_fd >= 0 && !o->per_pid_base &&
+	    (st = capfile_new(o->out_fd, o->out_path ? o->out_path : "capture file", consume_warn, c, &c->file, si)) != STATUS_OK)
+		goto fail;
 	if (consume_mkdir(c->dir, sizeof(c->dir))) {
 		st = status_set(si, STATUS_IO, "cannot make a directory for the capture rings in /dev/shm, $TMPDIR or /tmp: %s",
 				strerror(errno));
@@ -1453,13 +1481,14 @@ void consume_free(struct consume *c)
 		rmdir(c->dir);
 	}
 	for (i = 0; i < c->n_pp; i++)
-		if (c->pp[i].fd >= 0)
-			close(c->pp[i].fd);
+		capfile_free(c->pp[i].cf);
+	capfile_free(c->file);
 	free(c->pp);
 	free(c->rings);
 	free(c->reaped);
 	free(c->parent_ended);
 	free(c->out);
+	free(c->recs);
 	free(c->rec);
 	free(c->rec2);
 	free(c->sc);

@@ -127,6 +127,12 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 	}
 	if (pid == 0)
 		supervise_child(o->argv, &old, errp[1]);
+	/*
+	 * Past the file size limit a write raises SIGXFSZ, which would end the
+	 * reader: it fails with EFBIG instead, and the capture file ends
+	 * cleanly (capfile.c). Set after the fork: the command's is its own.
+	 */
+	signal(SIGXFSZ, SIG_IGN);
 	close(errp[1]);
 	errp[1] = -1;
 	r = read(errp[0], &e, sizeof(e));

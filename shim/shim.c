@@ -312,20 +312,73 @@ static int shim_capture_fd(const struct timespec *now)
 	return fd;
 }
 
+/*
+ * Under a file size limit (RLIMIT_FSIZE), a write or ftruncate past it
+ * raises SIGXFSZ, whose default action ends the process: the shim's own
+ * file operations must fail with EFBIG instead, and leave the signal to
+ * the host's own writes. Only then is SIGXFSZ blocked around them, and
+ * one they raised taken back (a raw sigtimedwait: async-signal-safe).
+ */
+static int shim_fsize_limited;
+
+struct shim_xfsz {
+	sigset_t old;
+	int on, was_pending;
+};
+
+static void shim_xfsz_begin(struct shim_xfsz *x)
+{
+	sigset_t one, pend;
+
+	x->on = shim_fsize_limited;
+	if (!x->on)
+		return;
+	sigemptyset(&one);
+	sigaddset(&one, SIGXFSZ);
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, &x->old, 8);
+	sigemptyset(&pend);
+	syscall(SYS_rt_sigpending, &pend, 8);
+	x->was_pending = sigismember(&pend, SIGXFSZ);
+}
+
+static void shim_xfsz_end(struct shim_xfsz *x)
+{
+	int e = errno;
+
+	if (!x->on)
+		return;
+	if (!x->was_pending) {
+		sigset_t one;
+		struct timespec zero = { 0, 0 };
+		sigemptyset(&one);
+		sigaddset(&one, SIGXFSZ);
+		syscall(SYS_rt_sigtimedwait, &one, NULL, &zero, 8);
+	}
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &x->old, NULL, 8);
+	errno = e;
+}
+
 static int shim_write_all(int fd, const char *p, size_t n)
 {
+	struct shim_xfsz x;
+	int rc = 0;
+
+	shim_xfsz_begin(&x);
 	while (n) {
 		ssize_t r = shim_sys_write(fd, p, n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0)
 			errno = EIO;
-		if (r <= 0)
-			return -1;
+		if (r <= 0) {
+			rc = -1;
+			break;
+		}
 		p += r;
 		n -= (size_t)r;
 	}
-	return 0;
+	shim_xfsz_end(&x);
+	return rc;
 }
 
 /*
@@ -795,8 +848,19 @@ static struct ring_hdr *shim_make_ring(void)
 			  O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)size)) {
-		e = errno;
+	{
+		struct shim_xfsz x;
+		int rc;
+
+		shim_xfsz_begin(&x);
+		rc = ftruncate(fd, (off_t)size);
+		shim_xfsz_end(&x);
+		if (rc)
+			e = errno;
+		else
+			e = 0;
+	}
+	if (e) {
 		syscall(SYS_close, fd);
 		unlink(path);
 		errno = e;
@@ -1073,6 +1137,7 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	status_info_clear(&si);
 	if (envlist_add(&cfg.env, v ? v : ENVLIST_DEFAULT, &si) != STATUS_OK)
 		shim_warn("TTAUDIT_ENV: ", si.msg, NULL);
+	shim_fsize_limited = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
 	cfg.fd_floor = 3;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 64)
 		cfg.fd_floor = rl.rlim_cur > 1024 ? 1000 : (int)rl.rlim_cur - 24;
