@@ -17,8 +17,12 @@
 
 /* Room kept past the end of the file for the last records (lost and end records of every process). */
 #define CAPFILE_RESERVE (64u * 1024)
-/* The room past the end is made this much ahead, so that it costs a call per MiB, not per batch. */
-#define CAPFILE_AHEAD (1024u * 1024)
+/*
+ * The room past the end is made ahead, an eighth of the file's size (at
+ * least the reserve, at most a MiB): a call per eighth, not per batch,
+ * and a short capture pays for no more than it writes.
+ */
+#define CAPFILE_AHEAD_MAX (1024u * 1024)
 /* Records kept to be written last once the file is full, at most (their bytes). */
 #define CAPFILE_KEEP_CAP (4u * 1024 * 1024)
 /* Start records kept to begin a file made again (deleted), at most (their bytes). */
@@ -40,6 +44,7 @@ struct capfile {
 	int fd;
 	int failed;             /* errno that stopped the writing, 0 */
 	int no_reserve;         /* the file system makes no room ahead (no fallocate) */
+	int remakable;          /* it had a name at the start, and a path was given: a deleted one is made again */
 	uint64_t size;          /* where the next batch goes */
 	uint64_t room_end;      /* allocated up to here (size .. room_end is the reserve) */
 	uint64_t limit;         /* RLIMIT_FSIZE, or UINT64_MAX */
@@ -200,7 +205,11 @@ static int capfile_room(struct capfile *cf, uint64_t len, int *err)
 	}
 	if (cf->no_reserve || want <= cf->room_end)
 		return 1;
-	ahead = want + CAPFILE_AHEAD <= cf->limit ? want + CAPFILE_AHEAD : want;
+	{
+		uint64_t step = cf->size / 8;
+		step = step < CAPFILE_RESERVE ? CAPFILE_RESERVE : step > CAPFILE_AHEAD_MAX ? CAPFILE_AHEAD_MAX : step;
+		ahead = want + step <= cf->limit ? want + step : want;
+	}
 	if (fallocate(cf->fd, FALLOC_FL_KEEP_SIZE, (off_t)cf->size, (off_t)(ahead - cf->size)) == 0) {
 		cf->room_end = ahead;
 		return 1;
@@ -292,7 +301,8 @@ static void capfile_deleted(struct capfile *cf)
 		    "say what the deleted one held", cf->path);
 }
 
-void capfile_write(struct capfile *cf, const char *buf, const struct capfile_rec *recs, size_t n)
+void capfile_write(struct capfile *cf, const char *buf, const struct capfile_rec *recs, size_t n,
+		   capfile_before_fn before, void *ctx)
 {
 	size_t i, fit = n, at = 0, done = 0, k;
 	uint64_t len = 0;
@@ -304,10 +314,14 @@ void capfile_write(struct capfile *cf, const char *buf, const struct capfile_rec
 	if (!n)
 		return;
 	if (!cf->failed && fstat(cf->fd, &st) == 0) {
-		if (st.st_nlink == 0)
+		if (st.st_nlink == 0 && cf->remakable)
 			capfile_deleted(cf);
-		else if ((uint64_t)st.st_size > cf->size)
-			cf->size = (uint64_t)st.st_size;   /* another writer appended (a process writing its own records) */
+		else if ((uint64_t)st.st_size != cf->size) {
+			/* another writer appended (a process writing its own records), or it was truncated */
+			cf->size = (uint64_t)st.st_size;
+			if (cf->room_end < cf->size || st.st_size == 0)
+				cf->room_end = cf->size;
+		}
 	}
 	if (cf->failed) {
 		fit = 0;
@@ -330,6 +344,8 @@ void capfile_write(struct capfile *cf, const char *buf, const struct capfile_rec
 		for (len = 0, i = 0; i < fit; i++)
 			len += recs[i].len;
 	}
+	if (before && len)
+		before(ctx, cf->size, (size_t)len);
 	while (at < len) {
 		ssize_t w = write(cf->fd, buf + at, (size_t)(len - at));
 		if (w < 0 && errno == EINTR)
@@ -474,7 +490,7 @@ enum status capfile_new(int fd, const char *path, capfile_warn_fn warn, void *wa
 
 	*out = NULL;
 	cf = calloc(1, sizeof(*cf));
-	if (!cf || !(cf->path = strdup(path))) {
+	if (!cf || !(cf->path = strdup(path ? path : "capture file"))) {
 		free(cf);
 		return status_set(si, STATUS_NOMEM, "out of memory");
 	}
@@ -491,6 +507,7 @@ enum status capfile_new(int fd, const char *path, capfile_warn_fn warn, void *wa
 	}
 	cf->size = (uint64_t)st.st_size;
 	cf->room_end = cf->size;
+	cf->remakable = path && path[0] == '/' && st.st_nlink > 0;
 	cf->limit = UINT64_MAX;
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		cf->limit = (uint64_t)rl.rlim_cur;

@@ -58,13 +58,20 @@ struct capfile;
 /*
  * The file open on fd (a regular file opened O_APPEND; capfile writes to
  * its own duplicate of it, the caller keeps fd), at `path` (absolute, for
- * messages and to make it again). warn (may be NULL) gets messages a user
- * must see, without a prefix.
+ * messages and to make it again; NULL: none, it is not made again). warn
+ * (may be NULL) gets messages a user must see, without a prefix.
  */
 enum status capfile_new(int fd, const char *path, capfile_warn_fn warn, void *warn_ctx, struct capfile **out,
 			struct status_info *si);
-/* Writes the batch (n records, back to back in buf), or counts what cannot be written. */
-void capfile_write(struct capfile *cf, const char *buf, const struct capfile_rec *recs, size_t n);
+/*
+ * Writes the batch (n records, back to back in buf), or counts what cannot
+ * be written. `before` (may be NULL) is called just before the write with
+ * where it goes in the file and how many bytes of buf (the first ones) it
+ * writes: the reader's way to say so to whoever may complete it.
+ */
+typedef void (*capfile_before_fn)(void *ctx, uint64_t at, size_t len);
+void capfile_write(struct capfile *cf, const char *buf, const struct capfile_rec *recs, size_t n,
+		   capfile_before_fn before, void *ctx);
 /* The file's size before the next batch (where it will start). */
 uint64_t capfile_size(const struct capfile *cf);
 /* Lines of pid not in the file (for its end record's "lost"). */

@@ -28,10 +28,10 @@
 #include "linebuf.h"
 #include "ring.h"
 
-#define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between frees of ring room */
-#define CONSUME_OUT_CAP (1024 * 1024)
+#define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between writes of records (which free ring room) */
+#define CONSUME_OUT_CAP (1024 * 1024)   /* records are written at the next entry boundary past this */
 #define CONSUME_REC_CAP (256 * 1024)
-#define CONSUME_RECS_MAX 16384   /* records in the output buffer at most */
+
 #define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
 
 /* A write of one fd waiting to be cut into lines: for its commit, or behind one. */
@@ -91,6 +91,9 @@ struct cring {
 	struct crisk *risk;
 	size_t n_risk, cap_risk;
 	uint64_t lines;
+	uint64_t lost_long;     /* lines longer than kept (added to the ring's lost[] when it is settled) */
+	uint64_t ck_pos;        /* the position of its last checkpoint */
+	int settled;            /* its last records are made: closed once they are written */
 	struct capfile *out;    /* where its records go */
 	int borrowed;           /* consume_attach: the memory is the caller's, no file, no pidfd */
 };
@@ -119,7 +122,7 @@ struct consume {
 	char *out;                  /* records waiting to be written */
 	size_t out_len;
 	struct capfile_rec *recs;   /* what each of them is */
-	size_t n_recs;
+	size_t n_recs, cap_recs;
 	struct capfile *out_to;     /* the file they go to */
 	char *rec, *rec2;           /* record scratch */
 	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
@@ -136,12 +139,172 @@ static long long consume_now_ms(void)
 
 /* --- output -------------------------------------------------------------------- */
 
+/* Lines that bytes p[0..n) touch: their newlines, and the one they leave open. */
+static uint64_t consume_lines_in(const char *p, size_t n)
+{
+	uint64_t k = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		k += p[i] == '\n';
+	return k + (n && p[n - 1] != '\n');
+}
+
+/*
+ * A checkpoint of the ring at cr->pos in generation gen (ring.h, struct
+ * ring_ck): what a process taking over needs to go on from there. State
+ * that does not fit is counted: the lines it holds are lost then.
+ */
+static void consume_checkpoint(struct consume *c, struct cring *cr, uint64_t gen)
+{
+	struct ring_hdr *r = cr->r;
+	struct ring_ck *ck = ring_ck_begin(r);
+	size_t i, k;
+
+	(void)c;
+	if (!ck)
+		return;
+	ck->pos = cr->pos;
+	ck->lines = cr->lines;
+	ck->lost_long = cr->lost_long;
+	ck->held_lost = 0;
+	for (i = 0; i < cr->n_risk; i++) {
+		struct ring_ck_risk *rk = ring_ck_add(r, ck, sizeof(*rk));
+		if (!rk) {
+			ck->held_lost += cr->risk[i].lines;
+			continue;
+		}
+		rk->id = cr->risk[i].id;
+		rk->fd = cr->risk[i].fd;
+		rk->lines = cr->risk[i].lines;
+		ck->n_risk++;
+	}
+	for (i = 0; i < cr->n_fds; i++) {
+		struct cfd *f = &cr->fds[i];
+		struct ring_ck_fd *cf;
+		char *b;
+		uint32_t used = ck->used;
+
+		if (!f->lb.len && !f->lb.over && !f->unknown_next && !f->skipping && !f->n_q)
+			continue;
+		cf = ring_ck_add(r, ck, sizeof(*cf));
+		b = cf ? ring_ck_add(r, ck, f->lb.len) : NULL;
+		if (!b && cf && f->lb.len)
+			cf = NULL;
+		for (k = 0; cf && k < f->n_q; k++) {
+			struct cwrite *w = &f->q[k];
+			struct ring_ck_q *q = ring_ck_add(r, ck, sizeof(*q));
+			char *qb = q ? ring_ck_add(r, ck, w->len) : NULL;
+			if (!q || (w->len && !qb)) {
+				cf = NULL;
+				break;
+			}
+			q->id = w->id;
+			q->mono = w->mono;
+			q->tid = w->tid;
+			q->took = w->took;
+			q->len = w->len;
+			q->flags = w->flags;
+			q->committed = (uint8_t)w->committed;
+			q->mark = (w->flags & (RING_M_UNKNOWN | RING_M_CLOSE)) && !w->bytes ? 1 : 0;
+			if (w->len)
+				memcpy(qb, w->bytes, w->len);
+		}
+		if (!cf) {
+			/* it does not fit: its open line and the lines queued behind are lost, and said so */
+			ck->used = used;
+			ck->held_lost += (f->lb.len || f->lb.over) ? 1 : 0;
+			for (k = 0; k < f->n_q; k++)
+				if (f->q[k].bytes)
+					ck->held_lost += consume_lines_in(f->q[k].bytes, f->q[k].len);
+			/* a marker: the rest of that line is to be skipped */
+			if ((cf = ring_ck_add(r, ck, sizeof(*cf)))) {
+				memset(cf, 0, sizeof(*cf));
+				cf->fd = f->fd;
+				cf->flags = RING_CKF_SKIP;
+				ck->n_fds++;
+			}
+			continue;
+		}
+		cf->fd = f->fd;
+		cf->flags = (f->unknown_next ? RING_CKF_UNKNOWN : 0) | (f->lb.over ? RING_CKF_OVER : 0) |
+			    (f->skipping ? RING_CKF_SKIP : 0);
+		cf->mono = f->mono;
+		cf->tid = f->tid;
+		cf->len = (uint32_t)f->lb.len;
+		cf->n_q = (uint32_t)f->n_q;
+		cf->unused = 0;
+		if (f->lb.len)
+			memcpy(b, f->lb.buf, f->lb.len);
+		ck->n_fds++;
+	}
+	ring_ck_commit(ck, gen);
+	cr->ck_pos = cr->pos;
+}
+
+/* Says where the records about to be written go, for a process completing the write if this one is killed. */
+static void consume_before(void *ctx, uint64_t at, size_t len)
+{
+	struct consume *c = ctx;
+
+	c->ctl->out_start = at;
+	c->ctl->out_len = len;
+	atomic_store(&c->ctl->gen_writing, atomic_load(&c->ctl->gen_done) + 1);
+}
+
+/*
+ * The records made so far to their file, with what a process that goes on
+ * without the reader needs: every ring read on gets a checkpoint first,
+ * then the write, then the generation is done and the rings' room is
+ * given back up to their checkpoints (never before: until the records
+ * are in the file, what the ring holds from there on is the only copy).
+ */
 static void consume_flush(struct consume *c)
 {
-	if (c->n_recs && c->out_to)
-		capfile_write(c->out_to, c->out, c->recs, c->n_recs);
+	uint64_t gen = atomic_load(&c->ctl->gen_done) + 1;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		if (!cr->done && cr->r && cr->pos != cr->ck_pos) {
+			consume_checkpoint(c, cr, gen);
+			any = 1;
+		}
+	}
+	if (c->n_recs && c->out_to) {
+		long pid = c->o.per_pid_base ? c->recs[0].pid : 0;
+		c->ctl->out_pid = (int32_t)pid;
+		capfile_write(c->out_to, c->out, c->recs, c->n_recs, consume_before, c);
+		atomic_store(&c->ctl->file_failed, (uint32_t)capfile_failed(c->out_to));
+	}
 	c->out_len = 0;
 	c->n_recs = 0;
+	if (any || atomic_load(&c->ctl->gen_writing) == gen) {
+		atomic_store(&c->ctl->gen_writing, gen);
+		atomic_store(&c->ctl->gen_done, gen);
+	}
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		if (cr->done || !cr->r)
+			continue;
+		ring_consumed(cr->r, cr->ck_pos);
+		if (cr->out)
+			atomic_store(&cr->r->reader_unwritten, capfile_unwritten(cr->out, cr->pid));
+	}
+}
+
+/* Room for more record descriptions; -1 when there is none. */
+static int consume_grow_recs(struct consume *c)
+{
+	size_t nc = c->cap_recs ? 2 * c->cap_recs : 16384;
+	struct capfile_rec *nr;
+
+	if (nc > (1u << 22) || !(nr = realloc(c->recs, nc * sizeof(*nr))))
+		return -1;
+	c->recs = nr;
+	c->cap_recs = nc;
+	return 0;
 }
 
 /* One record line (with its '\n') of process pid to cf: what it is (enum capfile_kind) and its count. */
@@ -152,12 +315,19 @@ static void consume_put(struct consume *c, struct capfile *cf, const char *rec, 
 
 	if (!len || !cf)
 		return;
-	if (c->n_recs && (c->out_to != cf || len > CONSUME_OUT_CAP - c->out_len || c->n_recs == CONSUME_RECS_MAX))
+	/* (another file: consume_drain wrote the records before it began another process's ring) */
+	if (c->n_recs && c->out_to != cf)
 		consume_flush(c);
 	c->out_to = cf;
 	c->st.records++;
-	if (len > CONSUME_OUT_CAP)
-		return;   /* cannot happen: a record is at most CONSUME_REC_CAP, or a ring entry (a quarter of 2 MiB) */
+	if (len > RING_CTL_OUT_CAP - c->out_len || (c->n_recs == c->cap_recs && consume_grow_recs(c))) {
+		/* records are written at entry boundaries only: this entry's do not all fit */
+		size_t i;
+		for (i = 0; i < c->n_rings; i++)
+			if (c->rings[i].pid == pid && !c->rings[i].done && c->rings[i].r)
+				atomic_fetch_add(&c->rings[i].r->lost[RING_LOST_HELD], kind == CAPFILE_LOST ? count : kind == CAPFILE_LINES ? count : 0);
+		return;
+	}
 	memcpy(c->out + c->out_len, rec, len);
 	c->out_len += len;
 	r = &c->recs[c->n_recs++];
@@ -394,7 +564,7 @@ static void consume_line(void *ctx, const char *line, size_t n, int overlong)
 			why = consume_why_unknown;
 	}
 	if (overlong) {
-		atomic_fetch_add(&x->cr->r->lost[RING_LOST_LONG], 1);
+		x->cr->lost_long++;
 		return;
 	}
 	len = consume_format(x->c, x->cr, x->f, line, n, 0);
@@ -528,7 +698,7 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 			if (w->flags & RING_F_LOSS) {
 				/* lost, and counted: nothing of it is recorded */
 			} else if (f->lb.over) {
-				atomic_fetch_add(&cr->r->lost[RING_LOST_LONG], 1);
+				cr->lost_long++;
 			} else if (f->lb.len && (len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1))) {
 				if (f->unknown_next)
 					consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
@@ -654,6 +824,12 @@ static void consume_drain(struct consume *c, struct cring *cr)
 	uint64_t freed = cr->pos, pass;
 	size_t i;
 
+	/* the process took the ring over (it thought the reader gone): it is its own now */
+	if (atomic_load(&cr->r->state) & RING_S_DIRECT)
+		return;
+	/* records go to one file at a time: the other file's now, at an entry boundary */
+	if (c->n_recs && c->out_to != cr->out)
+		consume_flush(c);
 again:
 	pass = cr->pos;
 	while ((e = ring_next(cr->r, &cr->pos))) {
@@ -775,12 +951,13 @@ again:
 			break;
 		}
 		/* free room as the reading goes, not only at its end: writers may be waiting */
-		if (cr->pos - freed >= CONSUME_FREE_EVERY) {
-			ring_consumed(cr->r, cr->pos);
+		if (cr->pos - freed >= CONSUME_FREE_EVERY || c->out_len >= CONSUME_OUT_CAP) {
+			consume_flush(c);
 			freed = cr->pos;
 		}
 	}
-	ring_consumed(cr->r, cr->pos);
+	if (cr->pos - freed >= CONSUME_FREE_EVERY / 4)
+		consume_flush(c);
 	/* rung again while this pass read: read on, as long as there is something to read */
 	if (ring_quiet(cr->r) && cr->pos != pass) {
 		freed = cr->pos;
@@ -959,6 +1136,13 @@ static void consume_settle(struct consume *c, struct cring *cr)
 	size_t i, k;
 	int j;
 
+	if (atomic_load(&r->state) & RING_S_DIRECT) {
+		/* the process wrote its own records since: only an end it could not write */
+		if (!atomic_load(&r->direct_end))
+			consume_end(c, cr);
+		cr->settled = 1;
+		return;
+	}
 	consume_drain(c, cr);
 	if (cr->pos != atomic_load(&r->head))
 		consume_uncertain(c, cr, -1, 1, "the process ended while writing records: the rest of its ring could not be read", NULL, 0);
@@ -983,7 +1167,7 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		} else if ((unsigned)f->fd < RING_FD_MAX && (ring_fdflags(r)[f->fd] & RING_FDF_TELL_LOSS)) {
 			/* bytes after it were lost, and no entry said so: the process counted the line */
 		} else if (f->lb.over) {
-			atomic_fetch_add(&r->lost[RING_LOST_LONG], 1);
+			cr->lost_long++;
 		} else if (f->lb.len) {
 			size_t len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1);
 			if (len && f->unknown_next)
@@ -1010,6 +1194,8 @@ static void consume_settle(struct consume *c, struct cring *cr)
 	cr->n_risk = 0;
 	if (cr->ended && cr->end_how == RING_HOW_EXEC && cr->end_lost)
 		atomic_fetch_add(&r->lost[RING_LOST_STDIO_EXEC], cr->end_lost);
+	atomic_fetch_add(&r->lost[RING_LOST_LONG], cr->lost_long);
+	cr->lost_long = 0;
 	for (j = 0; j < RING_LOST__COUNT; j++) {
 		uint64_t total = atomic_load(&r->lost[j]), told = atomic_load(&r->lost_told[j]);
 		if (total > told) {
@@ -1021,6 +1207,19 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		consume_own_end(c, cr);
 	else
 		consume_end(c, cr);
+	cr->settled = 1;
+}
+
+static void consume_close(struct cring *cr);
+
+/* Rings settled whose last records are in the file (consume_flush) are closed. */
+static void consume_close_settled(struct consume *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_rings; i++)
+		if (c->rings[i].settled && !c->rings[i].done)
+			consume_close(&c->rings[i]);
 }
 
 static void consume_close(struct cring *cr)
@@ -1148,8 +1347,14 @@ size_t consume_round(struct consume *c)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
-	if (c->ctl->clock == RING_CLOCK_TSC)
+	if (c->ctl->clock == RING_CLOCK_TSC) {
 		consume_calibrate(&c->tsc1, &c->mono1);
+		/* for a process that goes on without the reader */
+		c->ctl->tsc0 = c->tsc0;
+		c->ctl->mono0 = c->mono0;
+		c->ctl->tsc1 = c->tsc1;
+		c->ctl->mono1 = c->mono1;
+	}
 	if (created != c->created_seen) {
 		consume_scan(c);
 		c->created_seen = created;
@@ -1205,7 +1410,6 @@ size_t consume_round(struct consume *c)
 				cr->superseded = 1;
 				consume_drain(c, cr);
 				consume_settle(c, cr);
-				consume_close(cr);
 				continue;
 			}
 		}
@@ -1219,7 +1423,6 @@ size_t consume_round(struct consume *c)
 			if (cr->reaped || (cr->gone && (cr->ended || consume_parent_told(c, cr->pid))) ||
 			    now - cr->dead_ms >= c->o.settle_ms) {
 				consume_settle(c, cr);
-				consume_close(cr);
 				continue;
 			}
 		}
@@ -1228,6 +1431,7 @@ size_t consume_round(struct consume *c)
 	if ((created & 1) && now - c->odd_since_ms < CONSUME_UNREADY_MS)
 		open++;
 	consume_flush(c);
+	consume_close_settled(c);
 	return open;
 }
 
@@ -1279,9 +1483,9 @@ void consume_detach(struct consume *c, pid_t pid, int status)
 		cr->dead = 1;
 		cr->zombie_status = status;
 		consume_settle(c, cr);
-		consume_close(cr);
 	}
 	consume_flush(c);
+	consume_close_settled(c);
 }
 
 size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap)
@@ -1331,7 +1535,7 @@ void consume_forget(struct consume *c)
 		consume_close(cr);
 	}
 	if (c->ctl)
-		munmap(c->ctl, 4096);
+		munmap(c->ctl, RING_CTL_SIZE);
 	c->ctl = NULL;
 	/* the files are the other reader's: nothing written, nothing given back */
 	for (i = 0; i < c->n_pp; i++)
@@ -1390,18 +1594,16 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	c->o = *o;
 	if (!c->o.settle_ms)
 		c->o.settle_ms = 200;
-	c->out = malloc(CONSUME_OUT_CAP);
-	c->recs = malloc(CONSUME_RECS_MAX * sizeof(*c->recs));
 	c->rec = malloc(CONSUME_REC_CAP);
 	c->rec2 = malloc(CONSUME_REC_CAP);
 	c->sc = malloc(sizeof(*c->sc));
-	if (!c->out || !c->recs || !c->rec || !c->rec2 || !c->sc) {
+	if (consume_grow_recs(c) || !c->rec || !c->rec2 || !c->sc) {
 		st = status_set(si, STATUS_NOMEM, "out of memory");
 		goto fail;
 	}
 	banner_scratch_init(c->sc);
 	if (o->out_fd >= 0 && !o->per_pid_base &&
-	    (st = capfile_new(o->out_fd, o->out_path ? o->out_path : "capture file", consume_warn, c, &c->file, si)) != STATUS_OK)
+	    (st = capfile_new(o->out_fd, o->out_path, consume_warn, c, &c->file, si)) != STATUS_OK)
 		goto fail;
 	if (consume_mkdir(c->dir, sizeof(c->dir))) {
 		st = status_set(si, STATUS_IO, "cannot make a directory for the capture rings in /dev/shm, $TMPDIR or /tmp: %s",
@@ -1410,11 +1612,11 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	}
 	snprintf(path, sizeof(path), "%s/ctl", c->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, 4096)) {
+	if (fd < 0 || ftruncate(fd, RING_CTL_SIZE)) {
 		st = status_set(si, STATUS_IO, "%s: cannot create: %s", path, strerror(errno));
 		goto fail;
 	}
-	c->ctl = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	c->ctl = mmap(NULL, RING_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	fd = -1;
 	if (c->ctl == MAP_FAILED) {
@@ -1422,6 +1624,8 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 		st = status_set(si, STATUS_IO, "%s: cannot map: %s", path, strerror(errno));
 		goto fail;
 	}
+	/* the records wait in the control file, where a process taking over can find them */
+	c->out = (char *)c->ctl + 4096;
 	c->ctl->consumer_pid = getpid();
 	/* each process puts it in its start record (it may not load the rules itself) */
 	c->ctl->mode_len = (uint32_t)caprec_mode(c->ctl->mode, sizeof(c->ctl->mode), o->all_lines, o->rules,
@@ -1471,11 +1675,13 @@ void consume_free(struct consume *c)
 				if (cr->dead)
 					consume_settle(c, cr);
 			}
-			consume_close(cr);
 		}
-		if (c->out)
-			consume_flush(c);
-		munmap(c->ctl, 4096);
+		/* the live ones' checkpoints with it: their shims go on from there */
+		consume_flush(c);
+		for (i = 0; i < c->n_rings; i++)
+			if (!c->rings[i].done)
+				consume_close(&c->rings[i]);
+		munmap(c->ctl, RING_CTL_SIZE);
 		snprintf(path, sizeof(path), "%s/ctl", c->dir);
 		unlink(path);
 		rmdir(c->dir);
@@ -1487,7 +1693,6 @@ void consume_free(struct consume *c)
 	free(c->rings);
 	free(c->reaped);
 	free(c->parent_ended);
-	free(c->out);
 	free(c->recs);
 	free(c->rec);
 	free(c->rec2);

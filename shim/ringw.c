@@ -178,8 +178,17 @@ static int shim_put(int fd, uint64_t id, uint16_t flags, const struct iovec *iov
 	uint16_t tell = 0;
 	char *p;
 
-	if (!e)
-		return 0;
+	if (!e) {
+		/* the ring closed (the reader gone): bytes written already go to the drain */
+		if (id || !shim_ring_closed())
+			return 0;
+		f = __atomic_load_n(shim_fdf(fd), __ATOMIC_RELAXED);
+		tell = (f & RING_FDF_ATTN) ? shim_tell_flags(f) : 0;
+		if (!shim_drain_bytes(fd, flags | tell, iov, cnt, from, n, mono))
+			return 0;
+		shim_told(fd, tell);
+		return 1;
+	}
 	if (!id) {
 		/* written already: it settles itself, and tells what came before */
 		f = __atomic_load_n(shim_fdf(fd), __ATOMIC_RELAXED);
@@ -204,7 +213,7 @@ static void shim_commit_bytes(int fd, uint64_t id, uint32_t took)
 
 	if (e)
 		ring_publish(e, RING_COMMIT, 0, id, took, 0);
-	else
+	else if (!shim_ring_closed() || !shim_drain_commit(id, took, 0))
 		/* no room even for that: the fd's next commit says the write is not settled */
 		__atomic_fetch_or(shim_fdf(fd), (uint8_t)RING_FDF_TELL_UNSETTLED, __ATOMIC_RELAXED);
 }
@@ -231,9 +240,11 @@ static void shim_ring_cancelled(struct shim_rframe *fr)
 	for (c = 0; c < fr->pd->chunks; c++) {
 		size_t from = (size_t)c * RING_WRITE_MAX, k = fr->pd->pended - from;
 		struct ring_ent *e = ring_reserve_settle(shim_area);
+		uint32_t took = (uint32_t)(k < RING_WRITE_MAX ? k : RING_WRITE_MAX);
 		if (e)
-			ring_publish(e, RING_COMMIT, RING_W_DOUBT, fr->pd->first + c,
-				     (uint32_t)(k < RING_WRITE_MAX ? k : RING_WRITE_MAX), 0);
+			ring_publish(e, RING_COMMIT, RING_W_DOUBT, fr->pd->first + c, took, 0);
+		else if (shim_ring_closed())
+			shim_drain_commit(fr->pd->first + c, took, RING_W_DOUBT);
 	}
 	shim_ring_mark(RING_M_UNKNOWN, fr->fd);
 	shim_fd_unlock(fr->th, fr->fd);
@@ -245,9 +256,10 @@ static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct io
 {
 	int tag = shim_fd_phase_tag(th, fd), locked = 0, e;
 	uint16_t flags = 0;
-	uint64_t id;
+	uint64_t id, mono;
 	ssize_t r;
 
+	shim_depth++;   /* (a handler inside the shim: not the one to take the ring over) */
 	if (tag == SHIM_TAG_UNLOCKED) {
 		if (shim_fd_trylock(th, fd))
 			locked = 1;
@@ -259,13 +271,14 @@ static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct io
 	/* a handler's ids: the high bit of the low word, a counter of their own */
 	id = (uint64_t)(uint32_t)th->tid << 32 | 0x80000000u |
 	     (atomic_fetch_add_explicit(&th->hseq, 1, memory_order_relaxed) & 0x7fffffffu);
-	if (n > RING_WRITE_MAX || !shim_put(fd, id, flags, iov, cnt, 0, n, shim_mono_ns()))
+	mono = shim_mono_ns();
+	if (n > RING_WRITE_MAX || !shim_put(fd, id, flags, iov, cnt, 0, n, mono))
 		id = 0;
 	r = sys(ctx);
 	e = errno;
 	if (id)
 		shim_commit_bytes(fd, id, r > 0 ? (uint32_t)r : 0);
-	else if (r > 0)
+	else if (r > 0 && !(shim_ring_closed() && shim_drain_bytes(fd, flags, iov, cnt, 0, (size_t)r, mono)))
 		shim_lost_bytes(fd, RING_LOST_BUSY, iov, cnt, 0, (size_t)r);
 	if (locked || tag == SHIM_TAG_OWNED || tag == SHIM_TAG_BEFORE || tag == SHIM_TAG_AFTER) {
 		if (r > 0)
@@ -273,6 +286,7 @@ static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct io
 	}
 	if (locked)
 		shim_fd_release(fd);
+	shim_depth--;
 	errno = e;
 	return r;
 }
@@ -316,6 +330,9 @@ static inline void shim_settle1(int fd, const char *p, const struct shim_pend *p
 		if (c) {
 			ring_publish(c, RING_COMMIT, (doubt ? RING_W_DOUBT : 0) | tell, pd->first, (uint32_t)took, 0);
 			shim_told(fd, tell);
+		} else if (shim_ring_closed() &&
+			   shim_drain_commit(pd->first, (uint32_t)took, (doubt ? RING_W_DOUBT : 0) | tell)) {
+			shim_told(fd, tell);
 		} else {
 			__atomic_fetch_or(shim_fdf(fd), (uint8_t)RING_FDF_TELL_UNSETTLED, __ATOMIC_RELAXED);
 		}
@@ -324,7 +341,7 @@ static inline void shim_settle1(int fd, const char *p, const struct shim_pend *p
 	}
 	if (c)
 		ring_publish(c, RING_COMMIT, doubt ? RING_W_DOUBT : 0, pd->first, (uint32_t)took, 0);
-	else
+	else if (!shim_ring_closed() || !shim_drain_commit(pd->first, (uint32_t)took, doubt ? RING_W_DOUBT : 0))
 		/* no room even for that: the fd's next commit says this write is not settled */
 		__atomic_fetch_or(shim_fdf(fd), (uint8_t)RING_FDF_TELL_UNSETTLED, __ATOMIC_RELAXED);
 	if (took) {
@@ -425,10 +442,14 @@ void shim_ring_settle(struct shim_thread *th, int fd, const struct iovec *iov, i
 		size_t from = (size_t)c * RING_WRITE_MAX,
 		       k = pd->pended - from < RING_WRITE_MAX ? pd->pended - from : RING_WRITE_MAX;
 		struct ring_ent *e = shim_ring_reserve_settle();
+		uint16_t fl = (doubt ? RING_W_DOUBT : 0) | (c == 0 ? tell : 0);
+		uint32_t part = took > from ? (uint32_t)(took - from < k ? took - from : k) : 0;
 		if (e) {
 			/* (what came before is told with the first chunk) */
-			ring_publish(e, RING_COMMIT, (doubt ? RING_W_DOUBT : 0) | (c == 0 ? tell : 0), pd->first + c,
-				     took > from ? (uint32_t)(took - from < k ? took - from : k) : 0, 0);
+			ring_publish(e, RING_COMMIT, fl, pd->first + c, part, 0);
+			if (c == 0)
+				shim_told(fd, tell);
+		} else if (shim_ring_closed() && shim_drain_commit(pd->first + c, part, fl)) {
 			if (c == 0)
 				shim_told(fd, tell);
 		} else {
@@ -522,6 +543,8 @@ void shim_ring_close(int fd)
 		e = shim_ring_reserve_settle();
 		if (e) {
 			ring_publish(e, RING_MARK, RING_M_CLOSE | tell, 0, (uint32_t)fd, 0);
+		} else if (shim_ring_closed() && shim_drain_mark(RING_M_CLOSE | tell, fd)) {
+			/* the drain ended it */
 		} else if (!(f & RING_FDF_LOST_OPEN) && (f & RING_FDF_OPEN)) {
 			/* the open line cannot be ended where it ends: it is lost, and so said */
 			shim_lost(RING_LOST_FULL, 1);

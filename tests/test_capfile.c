@@ -78,7 +78,7 @@ static void add(struct fx *f, long pid, const char *rec)
 
 static void flush(struct fx *f)
 {
-	capfile_write(f->cf, f->buf, f->recs, f->n);
+	capfile_write(f->cf, f->buf, f->recs, f->n, NULL, NULL);
 	f->len = f->n = 0;
 }
 

@@ -357,6 +357,63 @@ static void test_told(void **state)
 	assert_non_null(strstr(f->out, "\"event\":{\"ev\":\"l\"},\"partial\":true"));
 }
 
+/*
+ * Before its records are written the reader checkpoints the ring (what it
+ * holds of it: open lines, writes waiting for a commit, stdio calls in
+ * flight), and gives the ring's room back only up to the checkpoint.
+ */
+static void test_checkpoint(void **state)
+{
+	struct fx *f = *state;
+	const struct ring_ck *ck;
+	const struct ring_ck_fd *cf;
+	const struct ring_ck_q *q;
+	const struct ring_ck_risk *rk;
+	size_t at = 0;
+	int i;
+
+	wr(f, 0, 1, 0, "{\"ev\":\"whole\"}\n{\"ev\":\"open\",");
+	wr(f, 9, 2, 0, "{\"ev\":\"pending\"}\n");
+	ent(f, RING_RISK, 0, 77, 1, 3);
+	out(f);
+	assert_int_equal(records(f->out, "audit"), 1);
+	ck = ring_ck_find(f->r, UINT64_MAX);
+	assert_non_null(ck);
+	assert_int_equal(ck->pos, atomic_load(&f->r->head));
+	assert_int_equal(atomic_load(&f->r->tail), ck->pos);
+	assert_int_equal(ck->lines, 1);
+	assert_int_equal(ck->n_risk, 1);
+	rk = ring_ck_next(ck, &at, sizeof(*rk));
+	assert_int_equal(rk->id, 77);
+	assert_int_equal(rk->lines, 3);
+	assert_int_equal(ck->n_fds, 2);
+	for (i = 0; i < 2; i++) {
+		const char *b;
+		cf = ring_ck_next(ck, &at, sizeof(*cf));
+		assert_non_null(cf);
+		b = cf->len ? ring_ck_next(ck, &at, cf->len) : NULL;
+		if (cf->fd == 1) {
+			assert_int_equal(cf->len, 13);
+			assert_memory_equal(b, "{\"ev\":\"open\",", 13);
+			assert_int_equal(cf->n_q, 0);
+		} else {
+			assert_int_equal(cf->fd, 2);
+			assert_int_equal(cf->len, 0);
+			assert_int_equal(cf->n_q, 1);
+			q = ring_ck_next(ck, &at, sizeof(*q));
+			assert_int_equal(q->id, 9);
+			assert_int_equal(q->committed, 0);
+			assert_memory_equal(ring_ck_next(ck, &at, q->len), "{\"ev\":\"pending\"}\n", q->len);
+		}
+	}
+	/* nothing new read: no new generation */
+	{
+		uint64_t gen = ck->gen;
+		out(f);
+		assert_int_equal(ring_ck_find(f->r, UINT64_MAX)->gen, gen);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +425,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_lines, setup_rules, teardown),
 		cmocka_unit_test_setup_teardown(test_told, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,8 +22,9 @@
  *   cancel         a thread cancelled while blocked in write(1) on a full pipe;
  *                  then the main thread writes to fd 1 (it must not hang);
  *                  fd 1's content goes to fd 3
- *   flood DIR N    raw write()s of audit lines to fd 1 (one in three in two
- *                  pieces) and, from a second thread, to fd 2; after 1,000
+ *   flood DIR N    raw write()s of audit lines (one in 997 a banner) to fd 1
+ *                  (one in three in two pieces) and, from a second thread, to
+ *                  fd 2; after 1,000
  *                  lines DIR/flood.started holds the pid; once DIR/flood.go
  *                  exists, N more lines each and exit 0 (the test stops or
  *                  kills the reader in between: the writing never waits)
@@ -222,8 +223,11 @@ static void flood_lines(int fd, int split)
 	long i, last = -1;
 
 	for (i = 0; i < 50000000; i++) {
-		int len = snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"fd\":%d,\"step\":%ld,\"pad\":\"%.*s\"}\n",
-				   fd, i, (int)(i % 61), "-------------------------------------------------------------");
+		int len = i % 997 == 5 ?
+			/* a banner now and then: the reader's rules, or the drain's, must see it */
+			snprintf(buf, sizeof(buf), "INFO fd %d step %ld QWEN36_MERGE_BATCH_GUARD engaged\n", fd, i) :
+			snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"fd\":%d,\"step\":%ld,\"pad\":\"%.*s\"}\n",
+				 fd, i, (int)(i % 61), "-------------------------------------------------------------");
 		if (split && i % 3 == 0) {
 			put_n(fd, buf, 20);
 			put_n(fd, buf + 20, (size_t)len - 20);
