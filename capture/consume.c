@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -124,6 +125,7 @@ struct consume {
 	struct capfile_rec *recs;   /* what each of them is */
 	size_t n_recs, cap_recs;
 	struct capfile *out_to;     /* the file they go to */
+	size_t out_cap;             /* bytes of the out area (after the control page) */
 	char *rec, *rec2;           /* record scratch */
 	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
 	/* time stamp counter to CLOCK_MONOTONIC: the first pair and the latest */
@@ -320,7 +322,7 @@ static void consume_put(struct consume *c, struct capfile *cf, const char *rec, 
 		consume_flush(c);
 	c->out_to = cf;
 	c->st.records++;
-	if (len > RING_CTL_OUT_CAP - c->out_len || (c->n_recs == c->cap_recs && consume_grow_recs(c))) {
+	if (len > c->out_cap - c->out_len || (c->n_recs == c->cap_recs && consume_grow_recs(c))) {
 		/* records are written at entry boundaries only: this entry's do not all fit */
 		size_t i;
 		for (i = 0; i < c->n_rings; i++)
@@ -1535,7 +1537,7 @@ void consume_forget(struct consume *c)
 		consume_close(cr);
 	}
 	if (c->ctl)
-		munmap(c->ctl, RING_CTL_SIZE);
+		munmap(c->ctl, 4096 + c->out_cap);
 	c->ctl = NULL;
 	/* the files are the other reader's: nothing written, nothing given back */
 	for (i = 0; i < c->n_pp; i++)
@@ -1612,11 +1614,18 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	}
 	snprintf(path, sizeof(path), "%s/ctl", c->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, RING_CTL_SIZE)) {
+	/* the out area is sparse, but a file size limit counts its length: within it */
+	c->out_cap = RING_CTL_OUT_CAP;
+	{
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096 + (rlim_t)c->out_cap)
+			c->out_cap = rl.rlim_cur > 8192 ? (size_t)((rl.rlim_cur - 4096) & ~(rlim_t)4095) : 4096;
+	}
+	if (fd < 0 || ftruncate(fd, (off_t)(4096 + c->out_cap))) {
 		st = status_set(si, STATUS_IO, "%s: cannot create: %s", path, strerror(errno));
 		goto fail;
 	}
-	c->ctl = mmap(NULL, RING_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	c->ctl = mmap(NULL, 4096 + c->out_cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	fd = -1;
 	if (c->ctl == MAP_FAILED) {
@@ -1626,6 +1635,7 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	}
 	/* the records wait in the control file, where a process taking over can find them */
 	c->out = (char *)c->ctl + 4096;
+	c->ctl->out_cap = (uint32_t)c->out_cap;
 	c->ctl->consumer_pid = getpid();
 	/* each process puts it in its start record (it may not load the rules itself) */
 	c->ctl->mode_len = (uint32_t)caprec_mode(c->ctl->mode, sizeof(c->ctl->mode), o->all_lines, o->rules,
@@ -1681,7 +1691,7 @@ void consume_free(struct consume *c)
 		for (i = 0; i < c->n_rings; i++)
 			if (!c->rings[i].done)
 				consume_close(&c->rings[i]);
-		munmap(c->ctl, RING_CTL_SIZE);
+		munmap(c->ctl, 4096 + c->out_cap);
 		snprintf(path, sizeof(path), "%s/ctl", c->dir);
 		unlink(path);
 		rmdir(c->dir);

@@ -284,7 +284,7 @@ struct ring_ctl {
 	int32_t out_pid;               /* with --per-pid, the process whose file it is; 0: the capture file */
 	_Atomic uint32_t file_failed;  /* errno that stopped the reader writing the file (capfile.h), 0 */
 	_Atomic int32_t takeover;      /* 0, a process completing that write, or RING_CTL_TAKEN */
-	uint32_t unused;
+	uint32_t out_cap;              /* bytes of the out area (RING_CTL_OUT_CAP, less under a file size limit) */
 	/* the reader's time stamp counter calibration (RING_CLOCK_TSC): its first pair and its latest */
 	uint64_t tsc0, tsc1;
 	int64_t mono0, mono1;
@@ -296,7 +296,6 @@ _Static_assert(sizeof(struct ring_ctl) <= 4096, "the control page is one page");
  * entry whose records are more than what is left is counted lost.
  */
 #define RING_CTL_OUT_CAP (64u * 1024 * 1024)
-#define RING_CTL_SIZE (4096u + RING_CTL_OUT_CAP)
 #define RING_CTL_TAKEN (-1)
 
 /*

@@ -141,6 +141,7 @@ int cmd_capture(int argc, char **argv)
 	if (st == STATUS_OK && !(out = launch_absolute(lo.out)))
 		st = status_set(&si, STATUS_NOMEM, "cannot make '%s' absolute (current directory unreadable?)", lo.out);
 	/* the capture file before anything runs: refused, the command never starts */
+	supervise_ignore_xfsz();
 	if (st == STATUS_OK)
 		st = launch_capture_file(out, lo.append, lo.per_pid, &fd, &si);
 	if (st == STATUS_OK) {

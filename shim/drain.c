@@ -477,7 +477,7 @@ static char *drain_out_area(void)
 	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return NULL;
-	p = mmap(NULL, RING_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	p = mmap(NULL, 4096 + (size_t)shim_ctl()->out_cap, PROT_READ, MAP_SHARED, fd, 0);
 	syscall(SYS_close, fd);
 	return p == MAP_FAILED ? NULL : (char *)p + 4096;
 }
@@ -536,7 +536,7 @@ static uint64_t drain_complete(void)
 			drain_u64(path + strlen(path), (uint64_t)c->out_pid);
 		}
 		fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-		if (out && fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= c->out_start &&
+		if (out && fd >= 0 && c->out_len <= c->out_cap && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= c->out_start &&
 		    (uint64_t)st.st_size < c->out_start + c->out_len) {
 			uint64_t from = (uint64_t)st.st_size - c->out_start;
 			const char *p = out + from;
@@ -554,7 +554,7 @@ static uint64_t drain_complete(void)
 		if (fd >= 0)
 			syscall(SYS_close, fd);
 		if (out)
-			munmap(out - 4096, RING_CTL_SIZE);
+			munmap(out - 4096, 4096 + (size_t)c->out_cap);
 		atomic_store(&c->gen_done, atomic_load(&c->gen_writing));
 		atomic_store(&c->takeover, RING_CTL_TAKEN);
 	}
