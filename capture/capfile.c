@@ -74,19 +74,28 @@ static void capfile_say(struct capfile *cf, const char *fmt, ...)
 	cf->warn(cf->warn_ctx, msg);
 }
 
+/* 1 when p[0..n) starts with the NUL-terminated word. */
+static int capfile_starts(const char *p, size_t n, const char *word)
+{
+	size_t k = strlen(word);
+
+	return n >= k && !memcmp(p, word, k);
+}
+
 enum capfile_kind capfile_kind_of(const char *rec, size_t len, uint64_t *count)
 {
 	static const char head[] = "{\"src\":\"";
 	const char *k = rec + sizeof(head) - 1, *c;
+	size_t rest = len - (sizeof(head) - 1);
 
 	*count = 0;
-	if (len < sizeof(head) + 4 || memcmp(rec, head, sizeof(head) - 1))
+	if (!capfile_starts(rec, len, head))
 		return CAPFILE_OTHER;
-	if (!memcmp(k, "start\"", 6))
+	if (capfile_starts(k, rest, "start\""))
 		return CAPFILE_START;
-	if (!memcmp(k, "end\"", 4))
+	if (capfile_starts(k, rest, "end\""))
 		return CAPFILE_END;
-	if (memcmp(k, "lost\"", 5) && memcmp(k, "uncertain\"", 10)) {
+	if (!capfile_starts(k, rest, "lost\"") && !capfile_starts(k, rest, "uncertain\"")) {
 		*count = 1;
 		return CAPFILE_LINES;
 	}

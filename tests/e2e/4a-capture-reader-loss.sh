@@ -113,7 +113,7 @@ def lines(who, after):
             open(d + "/started.tmp", "w").write(str(os.getpid())); os.rename(d + "/started.tmp", d + "/flood.started")
         if last < 0 and i % 100 == 0 and os.path.exists(d + "/flood.go"):
             last = i + after
-        if i == last or i > 3000000:
+        if i == last or i > 2000000:
             return
         i += 1
 if len(sys.argv) > 3:
