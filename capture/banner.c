@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct banner_rule {
@@ -70,7 +71,46 @@ struct banner_set {
 	int32_t head[1u << BANNER_GRAM_BITS];
 	uint64_t gram[(1u << BANNER_GRAM_BITS) / 64];
 	uint64_t gram2[(1u << BANNER_GRAM_BITS) / 64];
+	struct banner_arena *arena;   /* built there (banner_set_arena), else malloc'd */
 };
+
+/* Allocation for a set being built: malloc, or the arena's bump pointer. */
+static void *banner_alloc(struct banner_arena *a, size_t n)
+{
+	void *p;
+
+	if (!a)
+		return malloc(n);
+	n = (n + 15) & ~(size_t)15;
+	if (n > a->cap - a->used)
+		return NULL;
+	p = a->base + a->used;
+	a->used += n;
+	return p;
+}
+
+static void *banner_realloc(struct banner_arena *a, void *old, size_t old_n, size_t n)
+{
+	void *p;
+
+	if (!a)
+		return realloc(old, n);
+	p = banner_alloc(a, n);
+	if (p && old)
+		memcpy(p, old, old_n < n ? old_n : n);
+	return p;
+}
+
+static void *banner_pcre_alloc(PCRE2_SIZE size, void *data)
+{
+	return banner_alloc(data, size);
+}
+
+static void banner_pcre_free(void *p, void *data)
+{
+	(void)p;
+	(void)data;
+}
 
 /* Four bytes as one word, in host order: the table is built and probed alike. */
 static uint32_t banner_gram(const unsigned char *p)
@@ -484,7 +524,7 @@ void banner_set_free(struct banner_set *set)
 {
 	size_t i;
 
-	if (!set)
+	if (!set || set->arena)
 		return;
 	for (i = 0; i < set->n_rules; i++)
 		pcre2_code_free(set->rules[i].code);
@@ -517,13 +557,13 @@ static int banner_name_char(char c)
 
 /* Compiles one pattern; on error fills si with the PCRE2 message. */
 static pcre2_code *banner_compile(const char *pat, size_t n, const char *name, long line,
-				  struct status_info *si)
+				  pcre2_compile_context *cc, struct status_info *si)
 {
 	int err;
 	PCRE2_SIZE off;
 	pcre2_code *code;
 
-	code = pcre2_compile((PCRE2_SPTR)pat, n, 0, &err, &off, NULL);
+	code = pcre2_compile((PCRE2_SPTR)pat, n, 0, &err, &off, cc);
 	if (!code) {
 		PCRE2_UCHAR msg[256];
 		pcre2_get_error_message(err, msg, sizeof(msg));
@@ -533,21 +573,28 @@ static pcre2_code *banner_compile(const char *pat, size_t n, const char *name, l
 	return code;
 }
 
-enum status banner_set_parse(const char *text, size_t n, const char *name,
-			     struct banner_set **out, struct status_info *si)
+static enum status banner_set_build(const char *text, size_t n, const char *name, struct banner_arena *a,
+				    struct banner_set **out, struct status_info *si)
 {
 	struct banner_set *set = NULL;
+	pcre2_compile_context *cc = NULL;
 	size_t cap = 0, pos = 0;
 	long line = 0;
 	enum status st = STATUS_OK;
 
 	*out = NULL;
-	set = calloc(1, sizeof(*set));
+	set = banner_alloc(a, sizeof(*set));
 	if (set) {
-		set->lits = malloc(BANNER_MAX_LITS * sizeof(*set->lits));
-		set->ent = malloc(BANNER_MAX_LITS * (BANNER_RUN_MAX - BANNER_LIT_MIN + 1) * sizeof(*set->ent));
+		memset(set, 0, sizeof(*set));
+		set->arena = a;
+		set->lits = banner_alloc(a, BANNER_MAX_LITS * sizeof(*set->lits));
+		set->ent = banner_alloc(a, BANNER_MAX_LITS * (BANNER_RUN_MAX - BANNER_LIT_MIN + 1) * sizeof(*set->ent));
 	}
-	if (!set || !set->lits || !set->ent) {
+	if (a) {
+		pcre2_general_context *gc = pcre2_general_context_create(banner_pcre_alloc, banner_pcre_free, a);
+		cc = gc ? pcre2_compile_context_create(gc) : NULL;
+	}
+	if (!set || !set->lits || !set->ent || (a && !cc)) {
 		banner_set_free(set);
 		return status_set(si, STATUS_NOMEM, "out of memory");
 	}
@@ -596,7 +643,7 @@ enum status banner_set_parse(const char *text, size_t n, const char *name,
 			}
 			if (set->n_rules == cap) {
 				size_t nc = cap ? cap * 2 : 16;
-				struct banner_rule *nr = realloc(set->rules, nc * sizeof(*nr));
+				struct banner_rule *nr = banner_realloc(a, set->rules, cap * sizeof(*nr), nc * sizeof(*nr));
 				if (!nr) {
 					st = status_set(si, STATUS_NOMEM, "out of memory");
 					goto out;
@@ -607,12 +654,12 @@ enum status banner_set_parse(const char *text, size_t n, const char *name,
 			r = &set->rules[set->n_rules];
 			memset(r, 0, sizeof(*r));
 			memcpy(r->name, l + i, nlen);
-			r->code = banner_compile(l + j, ll - j, name, line, si);
+			r->code = banner_compile(l + j, ll - j, name, line, cc, si);
 			if (!r->code) {
 				st = STATUS_PARSE;
 				goto out;
 			}
-			r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;
+			r->jit = !a && pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;
 			{
 				/* a rule's literals go in whole or not at all */
 				size_t n_lits = set->n_lits, n_ent = set->n_ent, stride = set->stride;
@@ -631,6 +678,47 @@ enum status banner_set_parse(const char *text, size_t n, const char *name,
 out:
 	banner_set_free(set);
 	return st;
+}
+
+enum status banner_set_parse(const char *text, size_t n, const char *name,
+			     struct banner_set **out, struct status_info *si)
+{
+	return banner_set_build(text, n, name, NULL, out, si);
+}
+
+struct banner_set *banner_set_arena(const char *path, struct banner_arena *a)
+{
+	struct banner_set *set = NULL;
+	char *text;
+	size_t len = 0, used = a->used;
+	int fd;
+
+	if (!path || !*path) {
+		banner_set_build(banner_defaults, banner_defaults_len, "built-in rules", a, &set, NULL);
+		return set;
+	}
+	text = banner_alloc(a, BANNER_FILE_MAX + 1);
+	fd = text ? (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		long r = (long)syscall(SYS_read, fd, text + len, BANNER_FILE_MAX + 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len > BANNER_FILE_MAX)
+			break;
+	}
+	syscall(SYS_close, fd);
+	if (len <= BANNER_FILE_MAX)
+		banner_set_build(text, len, path, a, &set, NULL);
+	if (!set || !set->n_rules) {
+		a->used = used;
+		return NULL;
+	}
+	return set;
 }
 
 struct banner_set *banner_set_default(void)

@@ -53,6 +53,24 @@ extern const size_t banner_defaults_len;
 
 /* The built-in rule set (docs/capture.md lists it). NULL on allocation failure. */
 struct banner_set *banner_set_default(void);
+
+/*
+ * Memory a set is built in without malloc (the shim, when it must build
+ * one on a write path: signal handlers, fork children): a bump pointer
+ * over [base, base+cap), never freed but all at once by its owner. Such a
+ * set is not JIT-compiled (the JIT's allocator takes a lock) and its
+ * banner_set_free does nothing.
+ */
+struct banner_arena {
+	char *base;
+	size_t cap, used;
+};
+/*
+ * The rules of file `path` (NULL or "": the built-in ones) built in arena
+ * a: read with raw system calls, compiled without JIT. NULL when they
+ * cannot be (no room, or the file is bad: the reader checked it first).
+ */
+struct banner_set *banner_set_arena(const char *path, struct banner_arena *a);
 /*
  * Rules from a file. On error returns NULL-set with STATUS_PARSE (a bad line
  * or pattern: si names file, line and the PCRE2 message), STATUS_IO,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,15 +22,17 @@
 #include <unistd.h>
 
 #include "banner.h"
+#include "capfile.h"
 #include "caprec.h"
 #include "mono.h"
 #include "classify.h"
 #include "linebuf.h"
 #include "ring.h"
 
-#define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between frees of ring room */
-#define CONSUME_OUT_CAP (1024 * 1024)
+#define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between writes of records (which free ring room) */
+#define CONSUME_OUT_CAP (1024 * 1024)   /* records are written at the next entry boundary past this */
 #define CONSUME_REC_CAP (256 * 1024)
+
 #define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
 
 /* A write of one fd waiting to be cut into lines: for its commit, or behind one. */
@@ -50,6 +53,7 @@ struct cfd {
 	struct linebuf lb;
 	char *buf;
 	int unknown_next;       /* the next line it completes is uncertain */
+	int skipping;           /* bytes up to the next '\n' end a line the process counted lost */
 	uint64_t mono;          /* time of the bytes that last fed it (the ring's clock) */
 	uint32_t tid;
 	struct cwrite *q;
@@ -88,7 +92,10 @@ struct cring {
 	struct crisk *risk;
 	size_t n_risk, cap_risk;
 	uint64_t lines;
-	int out_fd;
+	uint64_t lost_long;     /* lines longer than kept (added to the ring's lost[] when it is settled) */
+	uint64_t ck_pos;        /* the position of its last checkpoint */
+	int settled;            /* its last records are made: closed once they are written */
+	struct capfile *out;    /* where its records go */
 	int borrowed;           /* consume_attach: the memory is the caller's, no file, no pidfd */
 };
 
@@ -109,12 +116,16 @@ struct consume {
 	size_t n_reaped, cap_reaped;
 	pid_t *parent_ended;        /* pids whose end a parent wrote */
 	size_t n_parent_ended, cap_parent_ended;
-	struct { pid_t pid; int fd; } *pp;   /* per-pid files */
+	struct { pid_t pid; struct capfile *cf; } *pp;   /* per-pid files */
 	size_t n_pp, cap_pp;
 	struct banner_scratch *sc;
+	struct capfile *file;       /* the capture file (not with per_pid_base) */
 	char *out;                  /* records waiting to be written */
 	size_t out_len;
-	int out_to;                 /* the fd they go to */
+	struct capfile_rec *recs;   /* what each of them is */
+	size_t n_recs, cap_recs;
+	struct capfile *out_to;     /* the file they go to */
+	size_t out_cap;             /* bytes of the out area (after the control page) */
 	char *rec, *rec2;           /* record scratch */
 	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
 	/* time stamp counter to CLOCK_MONOTONIC: the first pair and the latest */
@@ -130,77 +141,252 @@ static long long consume_now_ms(void)
 
 /* --- output -------------------------------------------------------------------- */
 
-/* All of buf to fd; a write that fails is counted. */
-static void consume_write_all(struct consume *c, int fd, const char *buf, size_t len)
+/* Lines that bytes p[0..n) touch: their newlines, and the one they leave open. */
+static uint64_t consume_lines_in(const char *p, size_t n)
 {
-	size_t at = 0;
+	uint64_t k = 0;
+	size_t i;
 
-	while (at < len) {
-		ssize_t w = write(fd, buf + at, len - at);
-		if (w < 0 && errno == EINTR)
+	for (i = 0; i < n; i++)
+		k += p[i] == '\n';
+	return k + (n && p[n - 1] != '\n');
+}
+
+/*
+ * A checkpoint of the ring at cr->pos in generation gen (ring.h, struct
+ * ring_ck): what a process taking over needs to go on from there. State
+ * that does not fit is counted: the lines it holds are lost then.
+ */
+static void consume_checkpoint(struct consume *c, struct cring *cr, uint64_t gen)
+{
+	struct ring_hdr *r = cr->r;
+	struct ring_ck *ck = ring_ck_begin(r);
+	size_t i, k;
+
+	(void)c;
+	if (!ck)
+		return;
+	ck->pos = cr->pos;
+	ck->lines = cr->lines;
+	ck->lost_long = cr->lost_long;
+	ck->held_lost = 0;
+	for (i = 0; i < cr->n_risk; i++) {
+		struct ring_ck_risk *rk = ring_ck_add(r, ck, sizeof(*rk));
+		if (!rk) {
+			ck->held_lost += cr->risk[i].lines;
 			continue;
-		if (w <= 0) {
-			c->st.write_errors++;
-			break;
 		}
-		at += (size_t)w;
+		rk->id = cr->risk[i].id;
+		rk->fd = cr->risk[i].fd;
+		rk->lines = cr->risk[i].lines;
+		ck->n_risk++;
+	}
+	for (i = 0; i < cr->n_fds; i++) {
+		struct cfd *f = &cr->fds[i];
+		struct ring_ck_fd *cf;
+		char *b;
+		uint32_t used = ck->used;
+
+		if (!f->lb.len && !f->lb.over && !f->unknown_next && !f->skipping && !f->n_q)
+			continue;
+		cf = ring_ck_add(r, ck, sizeof(*cf));
+		b = cf ? ring_ck_add(r, ck, f->lb.len) : NULL;
+		if (!b && cf && f->lb.len)
+			cf = NULL;
+		for (k = 0; cf && k < f->n_q; k++) {
+			struct cwrite *w = &f->q[k];
+			struct ring_ck_q *q = ring_ck_add(r, ck, sizeof(*q));
+			char *qb = q ? ring_ck_add(r, ck, w->len) : NULL;
+			if (!q || (w->len && !qb)) {
+				cf = NULL;
+				break;
+			}
+			q->id = w->id;
+			q->mono = w->mono;
+			q->tid = w->tid;
+			q->took = w->took;
+			q->len = w->len;
+			q->flags = w->flags;
+			q->committed = (uint8_t)w->committed;
+			q->mark = (w->flags & (RING_M_UNKNOWN | RING_M_CLOSE)) && !w->bytes ? 1 : 0;
+			if (w->len)
+				memcpy(qb, w->bytes, w->len);
+		}
+		if (!cf) {
+			/* it does not fit: its open line and the lines queued behind are lost, and said so */
+			ck->used = used;
+			ck->held_lost += (f->lb.len || f->lb.over) ? 1 : 0;
+			for (k = 0; k < f->n_q; k++)
+				if (f->q[k].bytes)
+					ck->held_lost += consume_lines_in(f->q[k].bytes, f->q[k].len);
+			/* a marker: the rest of that line is to be skipped */
+			if ((cf = ring_ck_add(r, ck, sizeof(*cf)))) {
+				memset(cf, 0, sizeof(*cf));
+				cf->fd = f->fd;
+				cf->flags = RING_CKF_SKIP;
+				ck->n_fds++;
+			}
+			continue;
+		}
+		cf->fd = f->fd;
+		cf->flags = (f->unknown_next ? RING_CKF_UNKNOWN : 0) | (f->lb.over ? RING_CKF_OVER : 0) |
+			    (f->skipping ? RING_CKF_SKIP : 0);
+		cf->mono = f->mono;
+		cf->tid = f->tid;
+		cf->len = (uint32_t)f->lb.len;
+		cf->n_q = (uint32_t)f->n_q;
+		cf->unused = 0;
+		if (f->lb.len)
+			memcpy(b, f->lb.buf, f->lb.len);
+		ck->n_fds++;
+	}
+	ring_ck_commit(ck, gen);
+	cr->ck_pos = cr->pos;
+}
+
+/* Says where the records about to be written go, for a process completing the write if this one is killed. */
+static void consume_before(void *ctx, uint64_t at, size_t len)
+{
+	struct consume *c = ctx;
+
+	c->ctl->out_start = at;
+	c->ctl->out_len = len;
+	atomic_store(&c->ctl->gen_writing, atomic_load(&c->ctl->gen_done) + 1);
+}
+
+/*
+ * The records made so far to their file, with what a process that goes on
+ * without the reader needs: every ring read on gets a checkpoint first,
+ * then the write, then the generation is done and the rings' room is
+ * given back up to their checkpoints (never before: until the records
+ * are in the file, what the ring holds from there on is the only copy).
+ */
+static void consume_flush(struct consume *c)
+{
+	uint64_t gen = atomic_load(&c->ctl->gen_done) + 1;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		if (!cr->done && cr->r && cr->pos != cr->ck_pos) {
+			consume_checkpoint(c, cr, gen);
+			any = 1;
+		}
+	}
+	if (c->n_recs && c->out_to) {
+		long pid = c->o.per_pid_base ? c->recs[0].pid : 0;
+		c->ctl->out_pid = (int32_t)pid;
+		capfile_write(c->out_to, c->out, c->recs, c->n_recs, consume_before, c);
+		atomic_store(&c->ctl->file_failed, (uint32_t)capfile_failed(c->out_to));
+	}
+	c->out_len = 0;
+	c->n_recs = 0;
+	if (any || atomic_load(&c->ctl->gen_writing) == gen) {
+		atomic_store(&c->ctl->gen_writing, gen);
+		atomic_store(&c->ctl->gen_done, gen);
+	}
+	for (i = 0; i < c->n_rings; i++) {
+		struct cring *cr = &c->rings[i];
+		if (cr->done || !cr->r)
+			continue;
+		ring_consumed(cr->r, cr->ck_pos);
+		if (cr->out)
+			atomic_store(&cr->r->reader_unwritten, capfile_unwritten(cr->out, cr->pid));
 	}
 }
 
-static void consume_flush(struct consume *c)
+/* Room for more record descriptions; -1 when there is none. */
+static int consume_grow_recs(struct consume *c)
 {
-	consume_write_all(c, c->out_to, c->out, c->out_len);
-	c->out_len = 0;
+	size_t nc = c->cap_recs ? 2 * c->cap_recs : 16384;
+	struct capfile_rec *nr;
+
+	if (nc > (1u << 22) || !(nr = realloc(c->recs, nc * sizeof(*nr))))
+		return -1;
+	c->recs = nr;
+	c->cap_recs = nc;
+	return 0;
 }
 
-/* One record line (with its '\n') to fd. */
-static void consume_put(struct consume *c, int fd, const char *rec, size_t len)
+/* One record line (with its '\n') of process pid to cf: what it is (enum capfile_kind) and its count. */
+static void consume_put(struct consume *c, struct capfile *cf, const char *rec, size_t len, int kind, pid_t pid,
+			uint64_t count)
 {
-	if (!len || fd < 0)
+	struct capfile_rec *r;
+
+	if (!len || !cf)
 		return;
-	if (c->out_len && (c->out_to != fd || len > CONSUME_OUT_CAP - c->out_len))
+	/* (another file: consume_drain wrote the records before it began another process's ring) */
+	if (c->n_recs && c->out_to != cf)
 		consume_flush(c);
-	c->out_to = fd;
+	c->out_to = cf;
 	c->st.records++;
-	if (len > CONSUME_OUT_CAP) {
-		consume_write_all(c, fd, rec, len);
+	if (len > c->out_cap - c->out_len || (c->n_recs == c->cap_recs && consume_grow_recs(c))) {
+		/* records are written at entry boundaries only: this entry's do not all fit */
+		size_t i;
+		for (i = 0; i < c->n_rings; i++)
+			if (c->rings[i].pid == pid && !c->rings[i].done && c->rings[i].r)
+				atomic_fetch_add(&c->rings[i].r->lost[RING_LOST_HELD], kind == CAPFILE_LOST ? count : kind == CAPFILE_LINES ? count : 0);
 		return;
 	}
 	memcpy(c->out + c->out_len, rec, len);
 	c->out_len += len;
+	r = &c->recs[c->n_recs++];
+	r->len = (uint32_t)len;
+	r->kind = (uint8_t)kind;
+	r->pid = pid;
+	r->count = count;
+}
+
+static void consume_warn(void *ctx, const char *msg)
+{
+	struct consume *c = ctx;
+
+	if (c->o.warn)
+		c->o.warn(c->o.warn_ctx, msg);
 }
 
 /* The file a process's records go to. */
-static int consume_fd_for(struct consume *c, pid_t pid)
+static struct capfile *consume_file_for(struct consume *c, pid_t pid)
 {
 	char path[PATH_MAX + 32];
+	struct capfile *cf = NULL;
 	size_t i;
 	int fd;
 
 	if (!c->o.per_pid_base)
-		return c->o.out_fd;
+		return c->file;
 	for (i = 0; i < c->n_pp; i++)
 		if (c->pp[i].pid == pid)
-			return c->pp[i].fd;
+			return c->pp[i].cf;
 	snprintf(path, sizeof(path), "%s.%ld", c->o.per_pid_base, (long)pid);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (c->o.append ? 0 : O_TRUNC), 0600);
-	if (fd >= 0)
+	if (fd >= 0) {
 		fchmod(fd, 0600);
+		if (capfile_new(fd, path, consume_warn, c, &cf, NULL) != STATUS_OK)
+			cf = NULL;
+		close(fd);
+	} else {
+		char msg[PATH_MAX + 128];
+		snprintf(msg, sizeof(msg), "%s: cannot create the capture file: %s: the records of process %ld are lost",
+			 path, strerror(errno), (long)pid);
+		consume_warn(c, msg);
+	}
 	if (c->n_pp == c->cap_pp) {
 		size_t nc = c->cap_pp ? 2 * c->cap_pp : 16;
 		void *np = realloc(c->pp, nc * sizeof(*c->pp));
 		if (!np) {
-			if (fd >= 0)
-				close(fd);
-			return -1;
+			capfile_free(cf);
+			return NULL;
 		}
 		c->pp = np;
 		c->cap_pp = nc;
 	}
 	c->pp[c->n_pp].pid = pid;
-	c->pp[c->n_pp].fd = fd;
+	c->pp[c->n_pp].cf = cf;
 	c->n_pp++;
-	return fd;
+	return cf;
 }
 
 static void consume_head(struct caprec_head *h, pid_t pid, int fd)
@@ -221,7 +407,7 @@ static void consume_uncertain(struct consume *c, struct cring *cr, int fd, uint6
 	len = caprec_uncertain(c->rec2, CONSUME_REC_CAP, &h, count, why, rec, rec_len);
 	if (!len)
 		len = caprec_uncertain(c->rec2, CONSUME_REC_CAP, &h, count, why, NULL, 0);
-	consume_put(c, cr->out_fd, c->rec2, len);
+	consume_put(c, cr->out, c->rec2, len, CAPFILE_LINES, cr->pid, count);
 	c->st.uncertain += count;
 }
 
@@ -233,7 +419,7 @@ static void consume_lost(struct consume *c, struct cring *cr, int fd, uint64_t c
 	if (!count)
 		return;
 	consume_head(&h, cr->pid, fd);
-	consume_put(c, cr->out_fd, buf, caprec_lost(buf, sizeof(buf), &h, count, why));
+	consume_put(c, cr->out, buf, caprec_lost(buf, sizeof(buf), &h, count, why), CAPFILE_LOST, cr->pid, count);
 	c->st.lost_records++;
 }
 
@@ -247,6 +433,8 @@ static const char consume_why_doubt[] =
 	"a stdio flush failed or went unseen: how much of it reached the fd is not known";
 static const char consume_why_flight[] =
 	"the process ended while the write of this line was in flight";
+static const char consume_why_unsettled[] =
+	"the commit of this write could not go in the capture ring (it stayed full): how much of it reached the fd is not known";
 
 static struct cfd *consume_fd(struct cring *cr, int fd)
 {
@@ -378,7 +566,7 @@ static void consume_line(void *ctx, const char *line, size_t n, int overlong)
 			why = consume_why_unknown;
 	}
 	if (overlong) {
-		atomic_fetch_add(&x->cr->r->lost[RING_LOST_LONG], 1);
+		x->cr->lost_long++;
 		return;
 	}
 	len = consume_format(x->c, x->cr, x->f, line, n, 0);
@@ -387,7 +575,7 @@ static void consume_line(void *ctx, const char *line, size_t n, int overlong)
 	if (why)
 		consume_uncertain(x->c, x->cr, x->f->fd, 1, why, x->c->rec, len - 1);
 	else
-		consume_put(x->c, x->cr->out_fd, x->c->rec, len);
+		consume_put(x->c, x->cr->out, x->c->rec, len, CAPFILE_LINES, x->cr->pid, 1);
 }
 
 /*
@@ -410,6 +598,18 @@ static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, con
 {
 	struct consume_linectx x = { c, cr, f, why, 1 };
 
+	if (f->skipping) {
+		/* the rest of a line the process counted lost */
+		const char *nl = memchr(p, '\n', n);
+		if (!nl)
+			return;
+		f->skipping = 0;
+		cr->lines++;
+		n -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+		if (!n)
+			return;
+	}
 	if (!why && !f->unknown_next && !linebuf_pending(&f->lb) && consume_quiet(c, p, n)) {
 		/* its lines are counted, and a last one left open is kept for the bytes that end it */
 		const char *end = p + n, *q = p, *nl;
@@ -425,6 +625,21 @@ static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, con
 	linebuf_feed(&f->lb, p, n, consume_line, &x);
 	if (why && linebuf_pending(&f->lb))
 		f->unknown_next = 1;
+}
+
+/*
+ * What the process says happened to the fd before these bytes, where no
+ * entry could say it when it happened (RING_F_*): lost bytes, whose lines
+ * it counted; the open line is one of them, and so are the bytes up to the
+ * next '\n' when they left a line open.
+ */
+static void consume_told(struct cfd *f, uint16_t flags)
+{
+	if (flags & RING_F_LOSS) {
+		linebuf_reset(&f->lb);
+		f->unknown_next = 0;
+		f->skipping = (flags & RING_F_SKIP) != 0;
+	}
 }
 
 /*
@@ -482,21 +697,25 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 			struct consume_linectx x = { c, cr, f, NULL, 0 };
 			size_t len;
 
-			if (f->lb.over) {
-				atomic_fetch_add(&cr->r->lost[RING_LOST_LONG], 1);
+			if (w->flags & RING_F_LOSS) {
+				/* lost, and counted: nothing of it is recorded */
+			} else if (f->lb.over) {
+				cr->lost_long++;
 			} else if (f->lb.len && (len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1))) {
 				if (f->unknown_next)
 					consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
 				else
-					consume_put(c, cr->out_fd, c->rec, len);
+					consume_put(c, cr->out, c->rec, len, CAPFILE_LINES, cr->pid, 1);
 			}
 			(void)x;
 			linebuf_reset(&f->lb);
 			f->unknown_next = 0;
+			f->skipping = 0;
 		} else {
 			f->mono = w->mono;
 			f->tid = w->tid;
 			if (w->flags & RING_W_UNLOCKED) {
+				consume_told(f, w->flags);
 				consume_loose(c, cr, f, w->bytes, w->took, 0);
 			} else {
 				/*
@@ -510,12 +729,16 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 					else if (!consume_whole(&f->q[k]))
 						clean = 0;
 				if (k == 1 || clean) {
-					consume_feed(c, cr, f, w->bytes, w->took, (w->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
+					consume_told(f, w->flags);
+					consume_feed(c, cr, f, w->bytes, w->took,
+						     (w->flags & RING_F_UNSETTLED) ? consume_why_unsettled :
+						     (w->flags & RING_W_DOUBT) ? consume_why_doubt : NULL);
 					for (i = 1; i < k; i++) {
 						f->mono = f->q[i].mono;
 						consume_feed(c, cr, f, f->q[i].bytes, f->q[i].took, NULL);
 					}
 				} else {
+					consume_told(f, w->flags);
 					for (i = 0; i < k; i++)
 						consume_loose(c, cr, f, f->q[i].bytes, f->q[i].took, 1);
 				}
@@ -556,9 +779,17 @@ static void consume_commit(struct consume *c, struct cring *cr, const struct rin
 		struct cfd *f = &cr->fds[i];
 		for (k = 0; k < f->n_q; k++)
 			if (f->q[k].id == e->ref && !f->q[k].committed) {
+				size_t j;
 				f->q[k].committed = 1;
-				f->q[k].flags |= e->flags & RING_W_DOUBT;
+				f->q[k].flags |= e->flags & (RING_W_DOUBT | RING_F_LOSS | RING_F_SKIP);
 				f->q[k].took = e->a < f->q[k].len ? e->a : f->q[k].len;
+				/* writes before it whose commits could not go in: whether they were written is not known */
+				for (j = 0; (e->flags & RING_F_UNSETTLED) && j < k; j++)
+					if (!f->q[j].committed) {
+						f->q[j].committed = 1;
+						f->q[j].flags |= RING_F_UNSETTLED;
+						f->q[j].took = f->q[j].len;
+					}
 				consume_apply(c, cr, f);
 				return;
 			}
@@ -595,6 +826,12 @@ static void consume_drain(struct consume *c, struct cring *cr)
 	uint64_t freed = cr->pos, pass;
 	size_t i;
 
+	/* the process took the ring over (it thought the reader gone): it is its own now */
+	if (atomic_load(&cr->r->state) & RING_S_DIRECT)
+		return;
+	/* records go to one file at a time: the other file's now, at an entry boundary */
+	if (c->n_recs && c->out_to != cr->out)
+		consume_flush(c);
 again:
 	pass = cr->pos;
 	while ((e = ring_next(cr->r, &cr->pos))) {
@@ -605,8 +842,11 @@ again:
 
 		switch (e->kind) {
 		case RING_REC:
-			if (e->b <= room)
-				consume_put(c, cr->out_fd, p, e->b);
+			if (e->b <= room) {
+				uint64_t cnt;
+				enum capfile_kind kind = capfile_kind_of(p, e->b, &cnt);
+				consume_put(c, cr->out, p, e->b, (int)kind, cr->pid, cnt);
+			}
 			if (e->flags & RING_F_CHILD_END)
 				consume_parent_ended(c, (pid_t)e->ref);
 			break;
@@ -636,11 +876,16 @@ again:
 					f->mono = wr.mono_ns;
 					f->tid = wr.tid;
 				}
-				if (e->flags & RING_W_UNLOCKED)
-					consume_loose(c, cr, f, p + sizeof(struct ring_wr), took, 0);
-				else
-					consume_feed(c, cr, f, p + sizeof(struct ring_wr), took,
-						     ((e->flags | (nx ? nx->flags : 0)) & RING_W_DOUBT) ? consume_why_doubt : NULL);
+				{
+					uint16_t fl = e->flags | (nx ? nx->flags : 0);
+					if (fl & RING_F_LOSS)
+						consume_told(f, fl);
+					if (e->flags & RING_W_UNLOCKED)
+						consume_loose(c, cr, f, p + sizeof(struct ring_wr), took, 0);
+					else
+						consume_feed(c, cr, f, p + sizeof(struct ring_wr), took,
+							     (fl & RING_W_DOUBT) ? consume_why_doubt : NULL);
+				}
 				break;
 			}
 		queue:
@@ -708,12 +953,13 @@ again:
 			break;
 		}
 		/* free room as the reading goes, not only at its end: writers may be waiting */
-		if (cr->pos - freed >= CONSUME_FREE_EVERY) {
-			ring_consumed(cr->r, cr->pos);
+		if (cr->pos - freed >= CONSUME_FREE_EVERY || c->out_len >= CONSUME_OUT_CAP) {
+			consume_flush(c);
 			freed = cr->pos;
 		}
 	}
-	ring_consumed(cr->r, cr->pos);
+	if (cr->pos - freed >= CONSUME_FREE_EVERY / 4)
+		consume_flush(c);
 	/* rung again while this pass read: read on, as long as there is something to read */
 	if (ring_quiet(cr->r) && cr->pos != pass) {
 		freed = cr->pos;
@@ -851,7 +1097,7 @@ static void consume_end(struct consume *c, struct cring *cr)
 		e.how = "unknown";
 	}
 	consume_head(&h, cr->pid, -1);
-	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
+	consume_put(c, cr->out, buf, caprec_end(buf, sizeof(buf), &h, &e), CAPFILE_END, cr->pid, 0);
 }
 
 /* The end record the process asked for (RING_END), with the lines counted here. */
@@ -865,15 +1111,18 @@ static void consume_own_end(struct consume *c, struct cring *cr)
 
 	for (k = 0; k < RING_LOST__COUNT; k++)
 		lost += atomic_load(&cr->r->lost[k]);
+	/* its records so far to the file: what could not be written is counted in lost */
+	if (cr->out && c->n_recs)
+		consume_flush(c);
 	memset(&e, 0, sizeof(e));
 	e.how = cr->end_how == RING_HOW_EXEC ? "exec" : cr->end_how == RING_HOW__EXIT ? "_exit" : "exit";
 	e.code = cr->end_how == RING_HOW_EXEC ? -1 : cr->end_code;
 	e.by = "shim";
 	e.counts = 1;
 	e.lines = cr->lines;
-	e.lost = lost;
+	e.lost = lost + (cr->out ? capfile_unwritten(cr->out, cr->pid) : 0);
 	consume_head(&h, cr->pid, -1);
-	consume_put(c, cr->out_fd, buf, caprec_end(buf, sizeof(buf), &h, &e));
+	consume_put(c, cr->out, buf, caprec_end(buf, sizeof(buf), &h, &e), CAPFILE_END, cr->pid, 0);
 }
 
 /*
@@ -889,6 +1138,13 @@ static void consume_settle(struct consume *c, struct cring *cr)
 	size_t i, k;
 	int j;
 
+	if (atomic_load(&r->state) & RING_S_DIRECT) {
+		/* the process wrote its own records since: only an end it could not write */
+		if (!atomic_load(&r->direct_end))
+			consume_end(c, cr);
+		cr->settled = 1;
+		return;
+	}
 	consume_drain(c, cr);
 	if (cr->pos != atomic_load(&r->head))
 		consume_uncertain(c, cr, -1, 1, "the process ended while writing records: the rest of its ring could not be read", NULL, 0);
@@ -910,14 +1166,16 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		if (pending) {
 			if (linebuf_pending(&f->lb))
 				consume_uncertain(c, cr, f->fd, 1, consume_why_flight, NULL, 0);
+		} else if ((unsigned)f->fd < RING_FD_MAX && (ring_fdflags(r)[f->fd] & RING_FDF_TELL_LOSS)) {
+			/* bytes after it were lost, and no entry said so: the process counted the line */
 		} else if (f->lb.over) {
-			atomic_fetch_add(&r->lost[RING_LOST_LONG], 1);
+			cr->lost_long++;
 		} else if (f->lb.len) {
 			size_t len = consume_format(c, cr, f, f->lb.buf, f->lb.len, 1);
 			if (len && f->unknown_next)
 				consume_uncertain(c, cr, f->fd, 1, consume_why_unknown, c->rec, len - 1);
 			else if (len)
-				consume_put(c, cr->out_fd, c->rec, len);
+				consume_put(c, cr->out, c->rec, len, CAPFILE_LINES, cr->pid, 1);
 		}
 		linebuf_reset(&f->lb);
 	}
@@ -938,6 +1196,8 @@ static void consume_settle(struct consume *c, struct cring *cr)
 	cr->n_risk = 0;
 	if (cr->ended && cr->end_how == RING_HOW_EXEC && cr->end_lost)
 		atomic_fetch_add(&r->lost[RING_LOST_STDIO_EXEC], cr->end_lost);
+	atomic_fetch_add(&r->lost[RING_LOST_LONG], cr->lost_long);
+	cr->lost_long = 0;
 	for (j = 0; j < RING_LOST__COUNT; j++) {
 		uint64_t total = atomic_load(&r->lost[j]), told = atomic_load(&r->lost_told[j]);
 		if (total > told) {
@@ -949,6 +1209,19 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		consume_own_end(c, cr);
 	else
 		consume_end(c, cr);
+	cr->settled = 1;
+}
+
+static void consume_close(struct cring *cr);
+
+/* Rings settled whose last records are in the file (consume_flush) are closed. */
+static void consume_close_settled(struct consume *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_rings; i++)
+		if (c->rings[i].settled && !c->rings[i].done)
+			consume_close(&c->rings[i]);
 }
 
 static void consume_close(struct cring *cr)
@@ -1003,7 +1276,7 @@ static int consume_map(struct consume *c, struct cring *cr)
 	cr->r = r;
 	cr->size = (size_t)st.st_size;
 	cr->pos = atomic_load(&r->tail);
-	cr->out_fd = consume_fd_for(c, cr->pid);
+	cr->out = consume_file_for(c, cr->pid);
 	cr->pidfd = (int)syscall(SYS_pidfd_open, cr->pid, 0);
 	/* without pidfd_open (Linux < 5.3, valgrind) liveness is polled below */
 	if ((cr->pidfd < 0 && errno == ESRCH) || !consume_same(cr))
@@ -1047,7 +1320,6 @@ static void consume_scan(struct consume *c)
 		cr->pid = (pid_t)pid;
 		cr->seq = seq;
 		cr->pidfd = -1;
-		cr->out_fd = -1;
 		cr->zombie_status = -1;
 		cr->seen_ms = consume_now_ms();
 	}
@@ -1077,8 +1349,14 @@ size_t consume_round(struct consume *c)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
-	if (c->ctl->clock == RING_CLOCK_TSC)
+	if (c->ctl->clock == RING_CLOCK_TSC) {
 		consume_calibrate(&c->tsc1, &c->mono1);
+		/* for a process that goes on without the reader */
+		c->ctl->tsc0 = c->tsc0;
+		c->ctl->mono0 = c->mono0;
+		c->ctl->tsc1 = c->tsc1;
+		c->ctl->mono1 = c->mono1;
+	}
 	if (created != c->created_seen) {
 		consume_scan(c);
 		c->created_seen = created;
@@ -1134,7 +1412,6 @@ size_t consume_round(struct consume *c)
 				cr->superseded = 1;
 				consume_drain(c, cr);
 				consume_settle(c, cr);
-				consume_close(cr);
 				continue;
 			}
 		}
@@ -1148,7 +1425,6 @@ size_t consume_round(struct consume *c)
 			if (cr->reaped || (cr->gone && (cr->ended || consume_parent_told(c, cr->pid))) ||
 			    now - cr->dead_ms >= c->o.settle_ms) {
 				consume_settle(c, cr);
-				consume_close(cr);
 				continue;
 			}
 		}
@@ -1157,6 +1433,7 @@ size_t consume_round(struct consume *c)
 	if ((created & 1) && now - c->odd_since_ms < CONSUME_UNREADY_MS)
 		open++;
 	consume_flush(c);
+	consume_close_settled(c);
 	return open;
 }
 
@@ -1182,7 +1459,7 @@ int consume_attach(struct consume *c, struct ring_hdr *r, pid_t pid)
 	cr->zombie_status = -1;
 	cr->borrowed = 1;
 	cr->pos = atomic_load(&r->tail);
-	cr->out_fd = consume_fd_for(c, pid);
+	cr->out = consume_file_for(c, pid);
 	c->st.processes++;
 	return 0;
 }
@@ -1208,9 +1485,9 @@ void consume_detach(struct consume *c, pid_t pid, int status)
 		cr->dead = 1;
 		cr->zombie_status = status;
 		consume_settle(c, cr);
-		consume_close(cr);
 	}
 	consume_flush(c);
+	consume_close_settled(c);
 }
 
 size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap)
@@ -1260,9 +1537,15 @@ void consume_forget(struct consume *c)
 		consume_close(cr);
 	}
 	if (c->ctl)
-		munmap(c->ctl, 4096);
+		munmap(c->ctl, 4096 + c->out_cap);
 	c->ctl = NULL;
-	c->n_pp = 0;   /* the per-pid files' fds are closed when this process exits */
+	/* the files are the other reader's: nothing written, nothing given back */
+	for (i = 0; i < c->n_pp; i++)
+		capfile_forget(c->pp[i].cf);
+	c->n_pp = 0;
+	capfile_forget(c->file);
+	c->file = NULL;
+	c->n_recs = 0;
 	consume_free(c);
 }
 
@@ -1313,15 +1596,17 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	c->o = *o;
 	if (!c->o.settle_ms)
 		c->o.settle_ms = 200;
-	c->out = malloc(CONSUME_OUT_CAP);
 	c->rec = malloc(CONSUME_REC_CAP);
 	c->rec2 = malloc(CONSUME_REC_CAP);
 	c->sc = malloc(sizeof(*c->sc));
-	if (!c->out || !c->rec || !c->rec2 || !c->sc) {
+	if (consume_grow_recs(c) || !c->rec || !c->rec2 || !c->sc) {
 		st = status_set(si, STATUS_NOMEM, "out of memory");
 		goto fail;
 	}
 	banner_scratch_init(c->sc);
+	if (o->out_fd >= 0 && !o->per_pid_base &&
+	    (st = capfile_new(o->out_fd, o->out_path, consume_warn, c, &c->file, si)) != STATUS_OK)
+		goto fail;
 	if (consume_mkdir(c->dir, sizeof(c->dir))) {
 		st = status_set(si, STATUS_IO, "cannot make a directory for the capture rings in /dev/shm, $TMPDIR or /tmp: %s",
 				strerror(errno));
@@ -1329,11 +1614,18 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	}
 	snprintf(path, sizeof(path), "%s/ctl", c->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, 4096)) {
+	/* the out area is sparse, but a file size limit counts its length: within it */
+	c->out_cap = RING_CTL_OUT_CAP;
+	{
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096 + (rlim_t)c->out_cap)
+			c->out_cap = rl.rlim_cur > 8192 ? (size_t)((rl.rlim_cur - 4096) & ~(rlim_t)4095) : 4096;
+	}
+	if (fd < 0 || ftruncate(fd, (off_t)(4096 + c->out_cap))) {
 		st = status_set(si, STATUS_IO, "%s: cannot create: %s", path, strerror(errno));
 		goto fail;
 	}
-	c->ctl = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	c->ctl = mmap(NULL, 4096 + c->out_cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	fd = -1;
 	if (c->ctl == MAP_FAILED) {
@@ -1341,6 +1633,9 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 		st = status_set(si, STATUS_IO, "%s: cannot map: %s", path, strerror(errno));
 		goto fail;
 	}
+	/* the records wait in the control file, where a process taking over can find them */
+	c->out = (char *)c->ctl + 4096;
+	c->ctl->out_cap = (uint32_t)c->out_cap;
 	c->ctl->consumer_pid = getpid();
 	/* each process puts it in its start record (it may not load the rules itself) */
 	c->ctl->mode_len = (uint32_t)caprec_mode(c->ctl->mode, sizeof(c->ctl->mode), o->all_lines, o->rules,
@@ -1390,23 +1685,25 @@ void consume_free(struct consume *c)
 				if (cr->dead)
 					consume_settle(c, cr);
 			}
-			consume_close(cr);
 		}
-		if (c->out)
-			consume_flush(c);
-		munmap(c->ctl, 4096);
+		/* the live ones' checkpoints with it: their shims go on from there */
+		consume_flush(c);
+		for (i = 0; i < c->n_rings; i++)
+			if (!c->rings[i].done)
+				consume_close(&c->rings[i]);
+		munmap(c->ctl, 4096 + c->out_cap);
 		snprintf(path, sizeof(path), "%s/ctl", c->dir);
 		unlink(path);
 		rmdir(c->dir);
 	}
 	for (i = 0; i < c->n_pp; i++)
-		if (c->pp[i].fd >= 0)
-			close(c->pp[i].fd);
+		capfile_free(c->pp[i].cf);
+	capfile_free(c->file);
 	free(c->pp);
 	free(c->rings);
 	free(c->reaped);
 	free(c->parent_ended);
-	free(c->out);
+	free(c->recs);
 	free(c->rec);
 	free(c->rec2);
 	free(c->sc);

@@ -25,7 +25,8 @@
 #include "status.h"
 
 struct consume_opts {
-	int out_fd;                   /* the capture file, opened O_APPEND (not with per_pid_base) */
+	int out_fd;                   /* the capture file, opened O_APPEND (not with per_pid_base; -1: none) */
+	const char *out_path;         /* its path (absolute): messages, and to make it again if deleted */
 	const char *per_pid_base;     /* one file per process: BASE.<pid> (absolute) */
 	int append;                   /* per-pid files are kept, not emptied */
 	const struct banner_set *rules;   /* how the shim classifies (for partial lines at death) */
@@ -33,6 +34,9 @@ struct consume_opts {
 	const char *rules_from;       /* the rules file (NULL: the built-in rules), for the start records */
 	int settle_ms;                /* how long an ended process's parent has to reap it and say so
 	                                 (default 200) */
+	/* what a user must see (the capture file cannot be written, was deleted), without a prefix */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 struct consume;
@@ -64,7 +68,7 @@ void consume_drain_attached(struct consume *c);
 void consume_detach(struct consume *c, pid_t pid, int status);
 /* Counts, for the caller's summary. */
 struct consume_stats {
-	unsigned long long processes, records, uncertain, lost_records, write_errors;
+	unsigned long long processes, records, uncertain, lost_records;
 };
 void consume_stats(const struct consume *c, struct consume_stats *st);
 /* Settles everything still open as ended, removes the directory, frees. */

@@ -30,6 +30,7 @@ const char *const ring_lost_reason[RING_LOST__COUNT] = {
 	"written through stdio from a signal handler while the shim was busy",
 	"written through a stdio stream the shim could not follow",
 	"in the capture ring when ttaudit capture went away",
+	"more records at once than ttaudit capture could hold before writing them",
 };
 
 void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t starttime, uint32_t clock)
@@ -44,7 +45,7 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
 	r->size = ring_file_size(data_size);
 	r->pid = pid;
 	r->starttime = starttime;
-	r->data_off = ring_file_size(0);
+	r->data_off = RING_DATA_START;
 	r->data_size = data_size;
 	r->clock = clock;
 	/* positions start a lap in: a zeroed header (pos 0) is never taken for a published one */
@@ -70,7 +71,7 @@ uint64_t ring_used(struct ring_hdr *r)
 
 void (*ring_bell_hook)(struct ring_hdr *r);
 
-struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
+static inline struct ring_ent *ring_reserve_in(struct ring_hdr *r, size_t payload, uint64_t keep)
 {
 	uint64_t d = r->data_size, need, h, total, at, pad, t;
 	struct ring_ent *e;
@@ -85,7 +86,7 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 		pad = d - off < need ? d - off : 0;
 		total = pad + need;
 		t = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (h + total - t > d)
+		if (h + total - t > d - keep)
 			return NULL;
 	} while (!atomic_compare_exchange_weak_explicit(&r->head, &h, h + total, memory_order_acq_rel,
 							memory_order_relaxed));
@@ -105,6 +106,16 @@ struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
 	/* pos stays stale until ring_publish: the reader waits for it */
 	e->ref = at;   /* scratch until publish: where the entry is */
 	return e;
+}
+
+struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload)
+{
+	return ring_reserve_in(r, payload, RING_KEEP(r->data_size));
+}
+
+struct ring_ent *ring_reserve_settle(struct ring_hdr *r)
+{
+	return ring_reserve_in(r, 0, 0);
 }
 
 void ring_publish(struct ring_ent *e, uint16_t kind, uint16_t flags, uint64_t ref, uint32_t a,
@@ -193,4 +204,70 @@ int ring_wait_room(struct ring_hdr *r, uint64_t tail, int ms)
 	moved = atomic_load_explicit(&r->tail, memory_order_acquire) != tail;
 	errno = e;
 	return moved ? 0 : -1;
+}
+
+/* --- checkpoints --------------------------------------------------------------- */
+
+struct ring_ck *ring_ck_begin(struct ring_hdr *r)
+{
+	struct ring_ck *a, *b, *ck;
+
+	if (!r->data_size)
+		return NULL;
+	a = ring_ck_slot(r, 0);
+	b = ring_ck_slot(r, 1);
+	ck = atomic_load(&a->gen) <= atomic_load(&b->gen) ? a : b;
+	atomic_store_explicit(&ck->gen, 0, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	ck->used = 0;
+	ck->n_risk = ck->n_fds = 0;
+	return ck;
+}
+
+void *ring_ck_add(struct ring_hdr *r, struct ring_ck *ck, size_t n)
+{
+	size_t need = (n + 7) & ~(size_t)7;
+	char *p;
+
+	if (need > ring_ck_size(r->data_size) - sizeof(*ck) - ck->used)
+		return NULL;
+	p = (char *)(ck + 1) + ck->used;
+	ck->used += (uint32_t)need;
+	return p;
+}
+
+void ring_ck_commit(struct ring_ck *ck, uint64_t gen)
+{
+	atomic_store_explicit(&ck->gen, gen, memory_order_release);
+}
+
+const struct ring_ck *ring_ck_find(struct ring_hdr *r, uint64_t done)
+{
+	const struct ring_ck *best = NULL;
+	uint64_t best_gen = 0;
+	int i;
+
+	if (!r->data_size)
+		return NULL;
+	for (i = 0; i < 2; i++) {
+		struct ring_ck *ck = ring_ck_slot(r, i);
+		uint64_t g = atomic_load_explicit(&ck->gen, memory_order_acquire);
+		if (g && g <= done && g > best_gen && ck->used <= ring_ck_size(r->data_size) - sizeof(*ck)) {
+			best = ck;
+			best_gen = g;
+		}
+	}
+	return best;
+}
+
+const void *ring_ck_next(const struct ring_ck *ck, size_t *at, size_t n)
+{
+	size_t need = (n + 7) & ~(size_t)7;
+	const char *p;
+
+	if (*at > ck->used || need > ck->used - *at)
+		return NULL;
+	p = (const char *)(ck + 1) + *at;
+	*at += need;
+	return p;
 }

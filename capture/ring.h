@@ -72,6 +72,15 @@ enum {
 	RING_M_FORK = 64,       /* RING_MARK: a fork: a child shares the fds (the parent's mark) */
 	RING_M_UNKNOWN = 128,   /* RING_MARK: what came before the next line of fd `a` is not known */
 	RING_E_EXEC_FAILED = 256, /* RING_MARK: the exec after the last end failed: it is void */
+	/*
+	 * On a RING_COMMIT, a RING_WRITE written already (ref 0) or a
+	 * RING_M_CLOSE: what happened to the fd before these bytes, which no
+	 * entry could say when it happened (the ring was full).
+	 */
+	RING_F_LOSS = 512,      /* bytes of the fd were lost (counted): its open line is dropped */
+	RING_F_SKIP = 1024,     /* ... and they left a line open: bytes up to the next '\n' are its rest */
+	RING_F_UNSETTLED = 2048,/* writes of the fd still pending had their commit lost: settle them
+	                           as not known to have reached the fd */
 };
 
 /* The start of a RING_WRITE payload; the bytes follow. */
@@ -121,13 +130,27 @@ enum {
 	RING_FDF_SKIP = 1,      /* no stream was free: drop bytes up to the next '\n' */
 	RING_FDF_UNCERTAIN = 2, /* as RING_SF_UNCERTAIN_NEXT, for an fd without a stream */
 	RING_FDF_OPEN = 4,      /* (ring) the last byte written was not '\n': a line is open */
+	/* (ring) what the fd's next settling entry must tell (RING_F_*), kept by the lock holder */
+	RING_FDF_TELL_LOSS = 8,       /* RING_F_LOSS (RING_F_SKIP with it while LOST_OPEN) */
+	RING_FDF_LOST_OPEN = 16,      /* lost bytes left a line open that no '\n' has ended yet */
+	RING_FDF_TELL_UNSETTLED = 32, /* RING_F_UNSETTLED */
+	RING_FDF_ATTN = RING_FDF_TELL_LOSS | RING_FDF_LOST_OPEN | RING_FDF_TELL_UNSETTLED,
+	RING_FDF_DROP = 64,     /* (no ring) drop bytes up to the next '\n': the rest of a line counted lost */
 };
 
 /* Header states. */
 enum {
-	RING_S_DIRECT = 2,      /* the writer gave the ring up (consumer gone) */
+	RING_S_DIRECT = 2,      /* the writer gave the ring up (consumer gone): it drains it itself */
 	RING_S_KNOCKED = 4,     /* the writer asked the consumer to hurry */
+	RING_S_DRAINING = 8,    /* (with DIRECT) what the ring held is not all in the file yet */
 };
+
+/*
+ * head with this bit: the ring takes no more entries (a process that
+ * drains its own ring sets it, so that every entry that went in is
+ * before it, and every reservation after fails).
+ */
+#define RING_HEAD_CLOSED (1ull << 62)
 
 struct ring_hdr {
 	_Atomic uint64_t magic;        /* stored last by the creator */
@@ -150,7 +173,11 @@ struct ring_hdr {
 	_Atomic uint32_t state;        /* RING_S_* */
 	int32_t fork_parent;           /* the pid this image was forked from, or 0 */
 	uint32_t clock;                /* what struct ring_wr's time counts: RING_CLOCK_* */
-	uint32_t unused;
+	_Atomic uint32_t drain_tid;    /* the thread draining the ring (DIRECT), 0: none */
+	_Atomic uint32_t direct_end;   /* 1: after DIRECT, the process wrote its end record itself */
+	_Atomic uint32_t unused;
+	_Atomic uint64_t reader_unwritten;   /* lines of this process the reader could not write
+	                                        to the capture file (it failed), counted nowhere else */
 	_Atomic uint64_t lost[RING_LOST_MAX];       /* lines lost, by reason */
 	_Atomic uint64_t lost_told[RING_LOST_MAX];  /* of which a lost record was written */
 	struct {
@@ -168,10 +195,21 @@ struct ring_hdr {
 #define RING_STREAMS_OFF (RING_FDFLAGS_OFF + RING_FD_MAX)
 #define RING_DATA_OFF (RING_STREAMS_OFF + RING_STREAMS * (uint32_t)sizeof(struct ring_stream))
 
-/* Size of a file (or private area) whose ring holds data_size bytes. */
+/* Where the ring proper starts. */
+#define RING_DATA_START (((uint64_t)RING_DATA_OFF + 4095) / 4096 * 4096)
+/* Bytes of one of the two checkpoint slots after a ring of data_size bytes (struct ring_ck). */
+static inline uint64_t ring_ck_size(uint64_t data_size)
+{
+	return data_size < 65536 ? 65536 : data_size;
+}
+
+/*
+ * Size of a file (or private area) whose ring holds data_size bytes: the
+ * parts above, the ring, and (with a ring) two checkpoint slots.
+ */
 static inline uint64_t ring_file_size(uint64_t data_size)
 {
-	return ((uint64_t)RING_DATA_OFF + 4095) / 4096 * 4096 + data_size;
+	return RING_DATA_START + data_size + (data_size ? 2 * ring_ck_size(data_size) : 0);
 }
 
 static inline _Atomic uint32_t *ring_locks(struct ring_hdr *r)
@@ -211,6 +249,7 @@ enum ring_lost {
 	RING_LOST_HANDLER,    /* stdio in a signal handler while the shim was busy */
 	RING_LOST_STDIO_WIDE, /* a stdio stream the shim could not follow */
 	RING_LOST_CONSUMER,   /* in the ring when `ttaudit capture` went away */
+	RING_LOST_HELD,       /* more records at once than the reader's out area holds */
 	RING_LOST__COUNT
 };
 extern const char *const ring_lost_reason[RING_LOST__COUNT];
@@ -232,8 +271,99 @@ struct ring_ctl {
 	uint32_t mode_len;       /* bytes of mode (0: none) */
 	char mode[RING_CTL_MODE_CAP];   /* how the capture is made: the start record's "capture"
 	                                   member (caprec_mode), written before magic */
+	/*
+	 * The reader's writes of records, so that the processes that go on
+	 * when it is gone start exactly where it stopped (ring_ck below).
+	 * Its records wait in the out area (RING_CTL_OUT_CAP bytes after this
+	 * page, in the same file) until they are written.
+	 */
+	_Atomic uint64_t gen_done;     /* the last generation whose records are all in the file */
+	_Atomic uint64_t gen_writing;  /* > gen_done: that generation's records are being written */
+	uint64_t out_start;            /* ... at this offset of the file (its size before) */
+	uint64_t out_len;              /* ... these bytes of the out area */
+	int32_t out_pid;               /* with --per-pid, the process whose file it is; 0: the capture file */
+	_Atomic uint32_t file_failed;  /* errno that stopped the reader writing the file (capfile.h), 0 */
+	_Atomic int32_t takeover;      /* 0, a process completing that write, or RING_CTL_TAKEN */
+	uint32_t out_cap;              /* bytes of the out area (RING_CTL_OUT_CAP, less under a file size limit) */
+	/* the reader's time stamp counter calibration (RING_CLOCK_TSC): its first pair and its latest */
+	uint64_t tsc0, tsc1;
+	int64_t mono0, mono1;
 };
 _Static_assert(sizeof(struct ring_ctl) <= 4096, "the control page is one page");
+/*
+ * The out area is large and sparse: records are written at entry
+ * boundaries only (a checkpoint must match them), after about a MiB; an
+ * entry whose records are more than what is left is counted lost.
+ */
+#define RING_CTL_OUT_CAP (64u * 1024 * 1024)
+#define RING_CTL_TAKEN (-1)
+
+/*
+ * A checkpoint: the reader's state for one ring at a position. The
+ * reader writes one for every ring it read on before each write of
+ * records, then the records, then moves the ring's tail to it (never
+ * before: what the ring holds from there on is still there). A process
+ * whose reader is gone takes the newest checkpoint whose generation is
+ * done (ctl gen_done, once the reader's last write is completed) and goes
+ * on from its position with its state: nothing written twice, nothing
+ * missed. Two slots, the older one rewritten (its gen 0 meanwhile).
+ *
+ * After the header: n_risk struct ring_ck_risk, then n_fds times a struct
+ * ring_ck_fd, its partial line's bytes (padded to 8) and its n_q queued
+ * entries, each a struct ring_ck_q and its bytes (padded to 8).
+ */
+struct ring_ck {
+	_Atomic uint64_t gen;   /* 0: being written; else its generation */
+	uint64_t pos;           /* the ring's entries before it: in the file, or held below */
+	uint64_t lines;         /* lines the reader counted before pos */
+	uint64_t lost_long;     /* lines longer than kept, found before pos (not in lost[]) */
+	uint64_t held_lost;     /* lines of state that did not fit in the slot: lost */
+	uint32_t n_risk, n_fds;
+	uint32_t used;          /* bytes after the header */
+	uint32_t unused;
+};
+struct ring_ck_risk {
+	uint64_t id;
+	int32_t fd;
+	uint32_t lines;
+};
+enum {
+	RING_CKF_UNKNOWN = 1,   /* the next line it completes is uncertain */
+	RING_CKF_OVER = 2,      /* its open line is longer than kept */
+	RING_CKF_SKIP = 4,      /* bytes up to the next '\n' end a line counted lost */
+};
+struct ring_ck_fd {
+	int32_t fd;
+	uint32_t flags;         /* RING_CKF_* */
+	uint64_t mono;          /* the ring's clock */
+	uint32_t tid;
+	uint32_t len;           /* bytes of its open line */
+	uint32_t n_q;
+	uint32_t unused;
+};
+struct ring_ck_q {
+	uint64_t id;            /* 0: written already */
+	uint64_t mono;
+	uint32_t tid, took, len;
+	uint16_t flags;         /* RING_W_*, RING_F_*, or a mark's RING_M_* */
+	uint8_t committed;
+	uint8_t mark;           /* 1: a mark (RING_M_CLOSE / RING_M_UNKNOWN), no bytes */
+};
+
+static inline struct ring_ck *ring_ck_slot(struct ring_hdr *r, int i)
+{
+	return (struct ring_ck *)((char *)r + r->data_off + r->data_size + (uint64_t)i * ring_ck_size(r->data_size));
+}
+/* The reader: the slot to write (the older one), emptied and marked as being written; NULL without a ring. */
+struct ring_ck *ring_ck_begin(struct ring_hdr *r);
+/* n more bytes of the slot (8-aligned), or NULL when they do not fit. */
+void *ring_ck_add(struct ring_hdr *r, struct ring_ck *ck, size_t n);
+/* The slot is whole: generation gen. */
+void ring_ck_commit(struct ring_ck *ck, uint64_t gen);
+/* A process taking over: the newest slot of a generation up to done, or NULL. */
+const struct ring_ck *ring_ck_find(struct ring_hdr *r, uint64_t done);
+/* Walks a slot's parts: *at starts at 0; NULL at the end or when what is left is too short. */
+const void *ring_ck_next(const struct ring_ck *ck, size_t *at, size_t n);
 
 /* Writer side. */
 
@@ -245,9 +375,18 @@ void ring_init(struct ring_hdr *r, uint64_t data_size, int64_t pid, uint64_t sta
 /*
  * Reserves an entry with `payload` bytes after its header. Returns the
  * header (fill the payload after it, then ring_publish), or NULL when the
- * ring has no room (or none at all).
+ * ring has no room (or none at all). The last RING_KEEP(data_size) bytes
+ * are left to ring_reserve_settle.
  */
 struct ring_ent *ring_reserve(struct ring_hdr *r, size_t payload);
+/*
+ * An entry without payload that settles what is in the ring already (a
+ * commit, a mark, an end): it may take the room ring_reserve leaves, so
+ * that a write that went in is never left pending for want of room for
+ * its commit while the reader is slow.
+ */
+struct ring_ent *ring_reserve_settle(struct ring_hdr *r);
+#define RING_KEEP(d) ((d) / 32)
 
 /*
  * Called (when set) by the writer whose reservation took the ring past

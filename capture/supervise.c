@@ -31,12 +31,27 @@
 
 static const int supervise_forward[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH };
 
+static struct sigaction supervise_xfsz;   /* SIGXFSZ as the caller had it */
+static int supervise_xfsz_saved;
+
+void supervise_ignore_xfsz(void)
+{
+	struct sigaction ign;
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	if (sigaction(SIGXFSZ, &ign, &supervise_xfsz) == 0)
+		supervise_xfsz_saved = 1;
+}
+
 /* In the child: back to the caller's signal mask, then the command. Never returns. */
 static void supervise_child(char **argv, const sigset_t *mask, int errfd)
 {
 	int e;
 
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (supervise_xfsz_saved)
+		sigaction(SIGXFSZ, &supervise_xfsz, NULL);
 	execvp(argv[0], argv);
 	e = errno;
 	if (write(errfd, &e, sizeof(e)) != (ssize_t)sizeof(e))
@@ -127,6 +142,7 @@ enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct s
 	}
 	if (pid == 0)
 		supervise_child(o->argv, &old, errp[1]);
+
 	close(errp[1]);
 	errp[1] = -1;
 	r = read(errp[0], &e, sizeof(e));

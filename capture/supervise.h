@@ -42,6 +42,13 @@ struct supervise_opts {
  */
 enum status supervise_run(const struct supervise_opts *o, int *wstatus, struct status_info *si);
 /*
+ * Past the file size limit (RLIMIT_FSIZE) a write or ftruncate raises
+ * SIGXFSZ, whose default action would end the reader: call this before
+ * making any file, so that they fail with EFBIG instead (capfile.c); the
+ * command gets back the disposition it had.
+ */
+void supervise_ignore_xfsz(void);
+/*
  * Ends this process the way wstatus says a process ended: the same exit
  * code, or the same signal (raised on itself with its default action and
  * no core file, so that a shell shows 128+N). Returns only if it could not.

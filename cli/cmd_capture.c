@@ -97,6 +97,12 @@ const struct cmd_doc cmd_follow_doc = {
 	.opts = follow_opts,
 };
 
+static void capture_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "ttaudit capture: %s\n", msg);
+}
+
 int cmd_capture(int argc, char **argv)
 {
 	struct launch_opts lo = { 0 };
@@ -135,10 +141,13 @@ int cmd_capture(int argc, char **argv)
 	if (st == STATUS_OK && !(out = launch_absolute(lo.out)))
 		st = status_set(&si, STATUS_NOMEM, "cannot make '%s' absolute (current directory unreadable?)", lo.out);
 	/* the capture file before anything runs: refused, the command never starts */
+	supervise_ignore_xfsz();
 	if (st == STATUS_OK)
 		st = launch_capture_file(out, lo.append, lo.per_pid, &fd, &si);
 	if (st == STATUS_OK) {
 		co.out_fd = fd;
+		co.out_path = out;
+		co.warn = capture_warn;
 		co.per_pid_base = lo.per_pid ? out : NULL;
 		co.append = lo.append;
 		co.rules = rules;

@@ -48,6 +48,7 @@ struct ring_hdr *shim_area;
 int shim_ring_on;
 __thread int shim_depth SHIM_TLS;
 __thread pid_t shim_vfork_mark SHIM_TLS;
+__thread const struct shim_origin *shim_origin SHIM_TLS;
 
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
 static void shim_load_rules(const char *path);
@@ -58,6 +59,8 @@ static struct {
 	char base[PATH_MAX];        /* TTAUDIT_CAPTURE */
 	char path[PATH_MAX + 32];   /* the file this process writes (direct) */
 	char rings[PATH_MAX];       /* TTAUDIT_RINGS: the reader's directory */
+	char rules_path[PATH_MAX];  /* TTAUDIT_RULES at start-up ("": built-in) */
+	char ring_path[PATH_MAX + 64];   /* this image's ring file */
 	int per_pid;
 	int all_lines;
 	char watch[PATH_MAX];       /* TTAUDIT_WATCH */
@@ -86,6 +89,17 @@ static _Atomic int64_t cap_check_ns;   /* monotonic ns of the next periodic chec
 static atomic_int lost_untold;         /* some loss has no lost record yet */
 static _Atomic uint64_t n_lines;
 static atomic_int pend_local_id;       /* ids of pending records kept without a ring */
+static atomic_int cap_failed;          /* the reader had stopped writing the file: errno, 0 */
+static atomic_int cap_final;           /* ... but the last records (lost, end) go in */
+
+/* Records this thread gathers (the drain) before one write. */
+struct shim_batch {
+	char *buf;
+	size_t cap, len;
+	uint64_t n;
+};
+static __thread struct shim_batch *shim_batch_on SHIM_TLS;
+static __thread struct shim_batch shim_batch_mem SHIM_TLS;
 
 /* --- real functions ------------------------------------------------------ */
 
@@ -312,20 +326,73 @@ static int shim_capture_fd(const struct timespec *now)
 	return fd;
 }
 
+/*
+ * Under a file size limit (RLIMIT_FSIZE), a write or ftruncate past it
+ * raises SIGXFSZ, whose default action ends the process: the shim's own
+ * file operations must fail with EFBIG instead, and leave the signal to
+ * the host's own writes. Only then is SIGXFSZ blocked around them, and
+ * one they raised taken back (a raw sigtimedwait: async-signal-safe).
+ */
+static int shim_fsize_limited;
+
+struct shim_xfsz {
+	sigset_t old;
+	int on, was_pending;
+};
+
+static void shim_xfsz_begin(struct shim_xfsz *x)
+{
+	sigset_t one, pend;
+
+	x->on = shim_fsize_limited;
+	if (!x->on)
+		return;
+	sigemptyset(&one);
+	sigaddset(&one, SIGXFSZ);
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, &x->old, 8);
+	sigemptyset(&pend);
+	syscall(SYS_rt_sigpending, &pend, 8);
+	x->was_pending = sigismember(&pend, SIGXFSZ);
+}
+
+static void shim_xfsz_end(struct shim_xfsz *x)
+{
+	int e = errno;
+
+	if (!x->on)
+		return;
+	if (!x->was_pending) {
+		sigset_t one;
+		struct timespec zero = { 0, 0 };
+		sigemptyset(&one);
+		sigaddset(&one, SIGXFSZ);
+		syscall(SYS_rt_sigtimedwait, &one, NULL, &zero, 8);
+	}
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &x->old, NULL, 8);
+	errno = e;
+}
+
 static int shim_write_all(int fd, const char *p, size_t n)
 {
+	struct shim_xfsz x;
+	int rc = 0;
+
+	shim_xfsz_begin(&x);
 	while (n) {
 		ssize_t r = shim_sys_write(fd, p, n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0)
 			errno = EIO;
-		if (r <= 0)
-			return -1;
+		if (r <= 0) {
+			rc = -1;
+			break;
+		}
 		p += r;
 		n -= (size_t)r;
 	}
-	return 0;
+	shim_xfsz_end(&x);
+	return rc;
 }
 
 /*
@@ -333,7 +400,59 @@ static int shim_write_all(int fd, const char *p, size_t n)
  * O_APPEND keeps records of many processes whole. `count`: how many records
  * that is, for the loss count when it fails.
  */
-static void shim_direct(const char *rec, size_t len, uint64_t count)
+static int shim_direct_write(const char *rec, size_t len, uint64_t count);
+
+/* 0 when the records are written (or gathered to be), -1 when not (counted lost). */
+static int shim_direct(const char *rec, size_t len, uint64_t count)
+{
+	struct shim_batch *b = shim_batch_on;
+
+	if (atomic_load_explicit(&cap_failed, memory_order_relaxed) &&
+	    !atomic_load_explicit(&cap_final, memory_order_relaxed)) {
+		/* the file is full or failing: counted, and said in the last records */
+		shim_lost(RING_LOST_WRITE, count);
+		return -1;
+	}
+	if (b) {
+		if (len > b->cap - b->len) {
+			shim_direct_write(b->buf, b->len, b->n);
+			b->len = 0;
+			b->n = 0;
+		}
+		if (len <= b->cap) {
+			memcpy(b->buf + b->len, rec, len);
+			b->len += len;
+			b->n += count;
+			return 0;
+		}
+	}
+	return shim_direct_write(rec, len, count);
+}
+
+void shim_batch_begin(char *buf, size_t cap)
+{
+	shim_batch_mem.buf = buf;
+	shim_batch_mem.cap = cap;
+	shim_batch_mem.len = 0;
+	shim_batch_mem.n = 0;
+	shim_batch_on = &shim_batch_mem;
+}
+
+void shim_batch_end(void)
+{
+	struct shim_batch *b = shim_batch_on;
+
+	shim_batch_on = NULL;
+	if (b && b->len)
+		shim_direct_write(b->buf, b->len, b->n);
+}
+
+void shim_capture_failed(int err)
+{
+	atomic_store(&cap_failed, err);
+}
+
+static int shim_direct_write(const char *rec, size_t len, uint64_t count)
 {
 	struct timespec now;
 	int fd, rc, e;
@@ -342,7 +461,7 @@ static void shim_direct(const char *rec, size_t len, uint64_t count)
 	fd = shim_capture_fd(&now);
 	if (fd < 0) {
 		shim_lost(RING_LOST_OPEN, count);
-		return;
+		return -1;
 	}
 	/* A record cut short by a failed write is ended first, so that it
 	 * costs one malformed line and not the record after it too. */
@@ -362,6 +481,7 @@ static void shim_direct(const char *rec, size_t len, uint64_t count)
 		if (!atomic_exchange(&cap_warned, 1))
 			shim_warn(cfg.path, ": cannot write capture file: ", shim_errstr(e));
 	}
+	return rc ? -1 : 0;
 }
 
 /* --- the ring ------------------------------------------------------------ */
@@ -380,6 +500,7 @@ static int shim_reader_alive(void)
 
 	if (!cfg.ctl)
 		return 0;
+again:
 	pid = (long)cfg.ctl->consumer_pid;
 	alive = kill((pid_t)pid, 0) == 0 || errno == EPERM;
 	if (alive && pid > 0) {
@@ -402,53 +523,100 @@ static int shim_reader_alive(void)
 				alive = 0;
 		}
 	}
+	/* a reader that handed over to a background one ends after naming it: look again */
+	if (!alive && (long)cfg.ctl->consumer_pid != pid)
+		goto again;
 	errno = e;
 	return alive;
 }
 
 /*
- * The reader went away (killed): records go to the capture file from now
- * on, and what it never read from the ring is counted lost.
+ * The reader is gone and this image is done with its ring: the file goes
+ * (its pages with it, when unmapped), and the last one out takes the
+ * directory and its control file too. Raw system calls only: the end of a
+ * process may be an _exit in a vfork child or a signal handler.
  */
+static void shim_clean_up_ring(void)
+{
+	char buf[4096], path[PATH_MAX + 8];
+	long n, i;
+	int fd, others = 0;
+
+	if (!cfg.ring_path[0] || shim_foreign())
+		return;
+	syscall(SYS_unlinkat, AT_FDCWD, cfg.ring_path, 0);
+	cfg.ring_path[0] = '\0';
+	fd = (int)syscall(SYS_openat, AT_FDCWD, cfg.rings, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (!others && (n = (long)syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (i = 0; i < n;) {
+			unsigned short reclen;
+			const char *name = buf + i + 19;   /* struct linux_dirent64: d_ino, d_off, d_reclen, d_type, d_name */
+			memcpy(&reclen, buf + i + 16, sizeof(reclen));
+			if (strcmp(name, ".") && strcmp(name, "..") && strcmp(name, "ctl"))
+				others = 1;
+			i += reclen;
+		}
+	syscall(SYS_close, fd);
+	if (others || strlen(cfg.rings) + 5 >= sizeof(path))
+		return;
+	strcpy(path, cfg.rings);
+	strcat(path, "/ctl");
+	syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+	syscall(SYS_unlinkat, AT_FDCWD, cfg.rings, AT_REMOVEDIR);
+}
+
+/* The reader went away (killed): this process drains its ring itself (drain.c). */
 static void shim_give_up_ring(void)
 {
-	uint64_t pos, n = 0;
-	uint32_t old;
+	shim_take_over();
+}
 
-	old = atomic_fetch_or(&shim_area->state, RING_S_DIRECT);
-	if (old & RING_S_DIRECT)
-		return;
+void shim_set_direct(void)
+{
 	cfg.ringed = 0;
 	shim_ring_on = 0;
-	/* (the banner rules were left to the reader: from here banners are not told apart) */
-	/* the lines it held: the writes' newlines (its own records, a start or a child's end, are not lines) */
-	pos = atomic_load(&shim_area->tail);
-	for (;;) {
-		const struct ring_ent *e = ring_next(shim_area, &pos);
-		if (!e)
-			break;
-		if (e->kind == RING_WRITE && ring_payload_len(e) >= sizeof(struct ring_wr))
-			n += shim_count_lines(ring_payload(e) + sizeof(struct ring_wr),
-					      ring_payload_len(e) - sizeof(struct ring_wr));
-	}
-	if (pos != atomic_load(&shim_area->head))
-		n++;   /* an entry not published (a writer that died inside it): its lines are not known */
-	shim_lost(RING_LOST_CONSUMER, n);
-	shim_warn("the capture reader ended; writing to ", cfg.path, " directly");
+}
+
+struct ring_ctl *shim_ctl(void)
+{
+	return cfg.ctl;
+}
+
+const char *shim_capture_base(void)
+{
+	return cfg.base;
+}
+
+const char *shim_rings_dir(void)
+{
+	return cfg.rings;
+}
+
+int shim_per_pid(void)
+{
+	return cfg.per_pid;
+}
+
+void shim_count_lines_n(uint64_t n)
+{
+	atomic_fetch_add_explicit(&n_lines, n, memory_order_relaxed);
 }
 
 /*
- * An entry with `len` payload bytes. When the ring is full the reader is
+ * An entry with `len` payload bytes (settle: a settling entry, which may
+ * take the room kept for those). When the ring is full the reader is
  * asked to hurry (SIGURG, once per episode) and the writer waits for room
  * up to SHIM_FULL_WAIT_MS; NULL when there is none (count the record lost).
  */
-struct ring_ent *shim_ring_reserve(size_t len)
+static struct ring_ent *shim_ring_wait(size_t len, int settle)
 {
-	struct ring_ent *e = ring_reserve(shim_area, len);
+	struct ring_ent *e = NULL;
 	int waited = 0, e0;
 
-	if (e || !cfg.ringed)
-		return e;
+	if (!cfg.ringed || shim_ring_closed())
+		return NULL;
 	e0 = errno;
 	while (!e && waited < SHIM_FULL_WAIT_MS) {
 		uint64_t tail = atomic_load(&shim_area->tail);
@@ -459,14 +627,30 @@ struct ring_ent *shim_ring_reserve(size_t len)
 			shim_give_up_ring();
 			break;
 		}
+		if (shim_ring_closed())
+			break;
 		/* the reader wakes waiting writers as it frees room */
 		if (ring_wait_room(shim_area, tail, 1) < 0)
 			waited++;
-		e = ring_reserve(shim_area, len);
+		e = settle ? ring_reserve_settle(shim_area) : ring_reserve(shim_area, len);
 	}
 	atomic_fetch_and(&shim_area->state, ~(uint32_t)RING_S_KNOCKED);
 	errno = e0;
 	return e;
+}
+
+struct ring_ent *shim_ring_reserve(size_t len)
+{
+	struct ring_ent *e = ring_reserve(shim_area, len);
+
+	return e ? e : shim_ring_wait(len, 0);
+}
+
+struct ring_ent *shim_ring_reserve_settle(void)
+{
+	struct ring_ent *e = ring_reserve_settle(shim_area);
+
+	return e ? e : shim_ring_wait(0, 1);
 }
 
 /* Writes a lost record for every reason with losses not yet told. */
@@ -491,20 +675,15 @@ static void shim_tell_lost(void)
 		h.tid = 0;
 		h.fd = -1;
 		len = caprec_lost(buf, sizeof(buf), &h, total - told, ring_lost_reason[i]);
-		if (cfg.ringed) {
+		if (cfg.ringed && !shim_ring_closed()) {
 			struct ring_ent *e = len ? ring_reserve(shim_area, len) : NULL;
 			if (e) {
 				memcpy((char *)(e + 1), buf, len);
 				ring_publish(e, RING_REC, 0, 0, 0, (uint32_t)len);
 				continue;
 			}
-		} else if (len) {
-			uint64_t before = atomic_load(&shim_area->lost[RING_LOST_WRITE]) +
-					  atomic_load(&shim_area->lost[RING_LOST_OPEN]);
-			shim_direct(buf, len, 0);
-			if (atomic_load(&shim_area->lost[RING_LOST_WRITE]) +
-			    atomic_load(&shim_area->lost[RING_LOST_OPEN]) == before)
-				continue;
+		} else if (len && shim_direct(buf, len, 0) == 0) {
+			continue;
 		}
 		/* not written: tell it with the next record */
 		atomic_fetch_sub(&shim_area->lost_told[i], total - told);
@@ -539,7 +718,7 @@ void shim_emit(const char *rec, size_t len, uint16_t flags, uint64_t ref)
 			ring_publish(e, RING_REC, flags, ref, 0, (uint32_t)len);
 			return;
 		}
-		if (cfg.ringed) {
+		if (cfg.ringed && !shim_ring_closed()) {
 			shim_lost(RING_LOST_FULL, 1);
 			return;
 		}
@@ -609,9 +788,11 @@ void shim_risk_done(uint64_t id, int fd)
 	if (!id || !cfg.ringed)
 		return;
 	(void)fd;
-	e = shim_ring_reserve(0);
+	e = shim_ring_reserve_settle();
 	if (e)
 		ring_publish(e, RING_COMMIT, 0, id, 0, 0);
+	else if (shim_ring_closed())
+		shim_drain_commit(id, 0, 0);
 }
 
 void shim_uncertain(int fd, uint64_t count, const char *reason, const char *rec, size_t rec_len)
@@ -780,8 +961,20 @@ static struct ring_hdr *shim_make_ring(void)
 			  O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)size)) {
-		e = errno;
+	strcpy(cfg.ring_path, path);
+	{
+		struct shim_xfsz x;
+		int rc;
+
+		shim_xfsz_begin(&x);
+		rc = ftruncate(fd, (off_t)size);
+		shim_xfsz_end(&x);
+		if (rc)
+			e = errno;
+		else
+			e = 0;
+	}
+	if (e) {
 		syscall(SYS_close, fd);
 		unlink(path);
 		errno = e;
@@ -829,7 +1022,8 @@ static struct ring_hdr *shim_make_area(void)
 
 	cfg.ringed = 0;
 	shim_ring_on = 0;
-	if (cfg.ctl) {
+	/* a reader already gone (killed): nobody would read a ring */
+	if (cfg.ctl && shim_reader_alive()) {
 		r = shim_make_ring();
 		if (r) {
 			cfg.ringed = 1;
@@ -854,7 +1048,9 @@ static void shim_map_ctl(void)
 	strcat(path, "/ctl");
 	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		shim_warn(path, ": cannot open the capture reader's control file: ", shim_errstr(errno));
+		/* gone with its reader (killed, and the capture's last process cleaned up): write the file ourselves */
+		if (errno != ENOENT)
+			shim_warn(path, ": cannot open the capture reader's control file: ", shim_errstr(errno));
 		return;
 	}
 	c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -935,8 +1131,15 @@ static void shim_atfork_child(void)
 		atomic_store(&cap_retry_ns, 0);
 		shim_set_path();
 	}
-	if (cfg.ctl && !(atomic_load(&parent->state) & RING_S_DIRECT)) {
+	if (cfg.ctl && parent->data_size && !(atomic_load(&parent->state) & RING_S_DIRECT)) {
 		child = shim_make_area();
+	} else if (parent->data_size) {
+		/* the parent drains its ring itself (its reader is gone): the child writes its own records */
+		child = shim_make_private();
+		cfg.ringed = 0;
+		shim_ring_on = 0;
+		if (!cfg.rules)
+			shim_load_rules(getenv("TTAUDIT_RULES"));
 	} else {
 		/* the private area was copied by fork: start its counts afresh */
 		child = parent;
@@ -949,7 +1152,7 @@ static void shim_atfork_child(void)
 	if (child) {
 		shim_stream_after_fork(parent, child, old_tid, shim_self ? shim_self->tid : 0);
 		shim_area = child;
-		if (was_ringed && child != parent)
+		if ((was_ringed || parent->data_size) && child != parent)
 			munmap(parent, ring_file_size(parent->data_size));
 	}
 	shim_stdio_after_fork(shim_area != parent);
@@ -979,6 +1182,30 @@ static void shim_load_rules(const char *path)
 			  NULL);
 	}
 	cfg.rules = banner_set_default();
+}
+
+/*
+ * The rules for a process that goes on without its reader (drain.c), which
+ * classified for it until then: built on the write path, so in an arena
+ * of their own, without malloc or JIT.
+ */
+void shim_drain_rules(void)
+{
+	struct banner_arena a;
+	void *p;
+
+	if (cfg.rules)
+		return;
+	p = mmap(NULL, 4u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	a.base = p;
+	a.cap = 4u << 20;
+	a.used = 0;
+	/* (a rules file the reader compiled is good; if it is gone now, the built-in ones) */
+	cfg.rules = banner_set_arena(cfg.rules_path, &a);
+	if (!cfg.rules)
+		cfg.rules = banner_set_arena(NULL, &a);
 }
 
 const struct banner_set *shim_rules(void)
@@ -1058,6 +1285,7 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	status_info_clear(&si);
 	if (envlist_add(&cfg.env, v ? v : ENVLIST_DEFAULT, &si) != STATUS_OK)
 		shim_warn("TTAUDIT_ENV: ", si.msg, NULL);
+	shim_fsize_limited = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
 	cfg.fd_floor = 3;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 64)
 		cfg.fd_floor = rl.rlim_cur > 1024 ? 1000 : (int)rl.rlim_cur - 24;
@@ -1073,6 +1301,9 @@ __attribute__((constructor)) static void shim_init(int argc, char **argv, char *
 	if (!shim_area)
 		return;
 	/* with a reader, the reader classifies: the rules are compiled only to write the file ourselves */
+	v = getenv("TTAUDIT_RULES");
+	if (v && strlen(v) < sizeof(cfg.rules_path))
+		strcpy(cfg.rules_path, v);
 	if (!cfg.ringed)
 		shim_load_rules(getenv("TTAUDIT_RULES"));
 	shim_render_tail(argc, argv, envp);
@@ -1101,11 +1332,13 @@ void shim_ring_mark(uint16_t flags, int fd)
 {
 	struct ring_ent *e;
 
-	if (!cfg.ringed)
+	if (!cfg.ringed && !shim_ring_closed())
 		return;
-	e = shim_ring_reserve(0);
+	e = shim_ring_reserve_settle();
 	if (e)
 		ring_publish(e, RING_MARK, flags, 0, (uint32_t)fd, 0);
+	else if (shim_ring_closed())
+		shim_drain_mark(flags, fd);
 }
 
 void shim_write_end(const struct shim_ending *e)
@@ -1127,7 +1360,7 @@ void shim_write_end(const struct shim_ending *e)
 		struct ring_ent *re;
 
 		shim_tell_lost();
-		re = shim_ring_reserve(0);
+		re = shim_ring_reserve_settle();
 		if (re) {
 			uint32_t how = !strcmp(e->how, "exec") ? RING_HOW_EXEC :
 				       !strcmp(e->how, "exit") ? RING_HOW_EXIT : RING_HOW__EXIT;
@@ -1135,6 +1368,13 @@ void shim_write_end(const struct shim_ending *e)
 		}
 		return;
 	}
+	/* after the reader went away: what it would have said of writes still in flight */
+	if (shim_area->data_size) {
+		shim_drain_finish();
+		atomic_store(&shim_area->direct_end, 1);
+		shim_clean_up_ring();
+	}
+	atomic_store(&cap_final, 1);
 	caprec_head_now(&h);
 	h.pid = cfg.pid;
 	h.tid = 0;

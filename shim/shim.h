@@ -12,6 +12,8 @@
  *             those its flushes hand to the fd
  *   proc.c    exit, _exit, exec, wait: how a process ends
  *   io.c      write, writev, open, close, dup: the raw interposers
+ *   drain.c   the reader gone: the process reads its own ring to the file,
+ *             as the reader would have, and goes on without it
  *
  * The design and its limits are in docs/capture.md. Rules for everything
  * reachable from a wrapper: no malloc, no stdio, no pthread lock (signal
@@ -124,6 +126,12 @@ extern int shim_ring_on;
 extern __thread int shim_depth SHIM_TLS;
 /* The pid of a vfork child running on this thread's stack that changed its fds, or 0. */
 extern __thread pid_t shim_vfork_mark SHIM_TLS;
+/* While the drain feeds a write's bytes: when and by whom they were written (NULL: now, this thread). */
+struct shim_origin {
+	struct timespec t, mono;
+	long tid;
+};
+extern __thread const struct shim_origin *shim_origin SHIM_TLS;
 
 void shim_resolve(void);
 
@@ -219,6 +227,8 @@ int shim_ringed(void);
 #define shim_ringed() (shim_ring_on)
 /* An entry with `len` payload bytes (waits a little for room; NULL: none). */
 struct ring_ent *shim_ring_reserve(size_t len);
+/* The same for a settling entry (commit, mark, end: ring_reserve_settle). */
+struct ring_ent *shim_ring_reserve_settle(void);
 /* A RING_MARK entry (flags RING_M_*, RING_E_*). */
 void shim_ring_mark(uint16_t flags, int fd);
 /* A stdio call that may write `lines` complete lines is starting (0: nothing kept). */
@@ -316,6 +326,8 @@ void shim_fd_open_bit(int fd, int open);
 ssize_t shim_ring_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
 /* Bytes that reached fd (a stdio flush), with its lock held; doubt: maybe not all did. */
 void shim_ring_bytes(int fd, const char *p, size_t n, int doubt);
+/* fd closed or replaced (its lock held): the reader ends its open line. */
+void shim_ring_close(int fd);
 /*
  * The two halves of shim_ring_write, for stdio (fd's lock held by the
  * caller): the bytes a call may write go in pending, and after the call
@@ -333,6 +345,62 @@ void shim_ring_settle(struct shim_thread *th, int fd, const struct iovec *iov, i
 		      size_t took, int doubt);
 /* The thread is cancelled inside the call: pending bytes doubtful, the next line unknown, lock released. */
 void shim_ring_cancel_pend(struct shim_thread *th, int fd, struct shim_pend *pd);
+
+/* --- drain.c --------------------------------------------------------------- */
+
+/*
+ * The reader is gone (shim.c saw it): this process closes its ring to new
+ * entries, completes the reader's last write of records if it was cut
+ * short, and drains the ring from the reader's last checkpoint, in ring
+ * order, into the capture file; from then on it writes its records
+ * itself. Done once per process, by the thread that saw it first.
+ */
+void shim_take_over(void);
+/* 1 once the ring takes no more entries: what would go in goes to the drain (below). */
+static inline int shim_ring_closed(void)
+{
+	/* acquire: who sees it closed sees the drain's role taken (drain.c) */
+	return shim_area && (atomic_load_explicit(&shim_area->head, memory_order_acquire) & RING_HEAD_CLOSED);
+}
+/*
+ * What a write that began while the ring was open would have put in it
+ * after it closed: the commit of its pending entry, bytes that reached
+ * the fd (RING_W_* / RING_F_* flags), a mark. 0 when the drain could not
+ * take it (then count it as if the ring were full).
+ */
+int shim_drain_commit(uint64_t id, uint32_t took, uint16_t flags);
+int shim_drain_bytes(int fd, uint16_t flags, const struct iovec *iov, int cnt, size_t from, size_t n,
+		     uint64_t mono);
+int shim_drain_mark(uint16_t flags, int fd);
+/* Writers of records without the ring wait here while the ring is drained (never the drain itself). */
+void shim_drain_wait(void);
+/* The process ends: writes still in flight in the drain's queue are uncertain, stdio calls too. */
+void shim_drain_finish(void);
+
+/* stream.c, for the drain: the fd's stream as direct writes keep it. */
+void shim_drain_feed(struct shim_thread *th, int fd, const char *p, size_t n, const char *why);
+void shim_drain_loose(struct shim_thread *th, int fd, const char *p, size_t n);
+void shim_drain_close(struct shim_thread *th, int fd, int drop);
+void shim_drain_loss(int fd, int skip);
+void shim_drain_fdflag(int fd, uint8_t f);
+int shim_drain_open(int fd);
+int shim_drain_restore(int fd, const char *p, size_t n, int over);
+
+/* shim.c, for the drain. */
+struct ring_ctl *shim_ctl(void);
+const char *shim_capture_base(void);   /* TTAUDIT_CAPTURE (with --per-pid: the files' base) */
+const char *shim_rings_dir(void);      /* TTAUDIT_RINGS as it was at start-up */
+int shim_per_pid(void);
+void shim_count_lines_n(uint64_t n);
+/* The banner rules, built without malloc if the reader had them (it classified). */
+void shim_drain_rules(void);
+/* Records written by this thread gather in buf (cap bytes) until shim_batch_end writes them. */
+void shim_batch_begin(char *buf, size_t cap);
+void shim_batch_end(void);
+/* The reader had stopped writing the file (it failed): records are counted, not written, until the end. */
+void shim_capture_failed(int err);
+/* The ring given up: records from here on are written by this process. */
+void shim_set_direct(void);
 
 /* --- stdio.c --------------------------------------------------------------- */
 

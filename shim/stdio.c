@@ -471,6 +471,14 @@ static long shim_around(FILE *fp, struct shim_handed *h, shim_run_fn run, void *
 			if (shim_fd_lock(th, fd))
 				shim_ring_mark(RING_M_UNKNOWN, fd);
 			shim_ring_pend(th, fd, iov, cnt, before + handed, &pd);
+			if (pd.pended < before && shim_stage_room(f, before)) {
+				/*
+				 * Not in the ring (no room, or it closed): what it writes is
+				 * recorded after the call, and the buffer will have changed.
+				 */
+				memcpy(f->mem, fp->_IO_write_base, before);
+				iov[0].iov_base = f->mem;
+			}
 			if (h->fmt)
 				risk = shim_risk(fd, shim_fmt_risk(h));
 		} else {

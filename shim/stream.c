@@ -180,6 +180,28 @@ static void shim_lb(struct linebuf *lb, struct ring_stream *s)
 	lb->over = s ? (int)s->over : 0;
 }
 
+/*
+ * What the fd's flags still hold of the ring (the process took it over):
+ * lost bytes that no entry told (ringw.c) drop the open line here, and
+ * when they left a line open, the bytes up to the next '\n' too.
+ */
+static void shim_attn(int fd)
+{
+	uint8_t f = shim_flags(fd);
+	struct ring_stream *s;
+
+	if (!(f & RING_FDF_ATTN))
+		return;
+	if (f & RING_FDF_TELL_LOSS) {
+		if ((s = shim_stream_of(fd)))
+			shim_stream_release(fd, s);
+		shim_flag_clear(fd, RING_FDF_UNCERTAIN | RING_FDF_SKIP);
+		if (f & RING_FDF_LOST_OPEN)
+			shim_flag_set(fd, RING_FDF_DROP);
+	}
+	shim_flag_clear(fd, RING_FDF_ATTN);
+}
+
 static void shim_stream_reset(int fd);
 static ssize_t shim_direct_write(int fd, const struct iovec *iov, int cnt, shim_sys_fn sys, void *ctx);
 
@@ -206,6 +228,12 @@ static size_t shim_format_scanned(struct shim_thread *th, int fd, const char *li
 	caprec_head_now(&h);
 	h.pid = shim_pid();
 	h.tid = th->tid;
+	if (shim_origin) {
+		/* drained from the ring: when and by whom it was written */
+		h.t = shim_origin->t;
+		h.mono = shim_origin->mono;
+		h.tid = shim_origin->tid;
+	}
 	h.fd = fd;
 	h.partial = partial;
 	if (res.kind == CLASSIFY_AUDIT)
@@ -245,6 +273,11 @@ static void shim_emit_line(void *ctx_, const char *line, size_t n, int overlong)
 	size_t len;
 
 	shim_count_line();
+	if (flags & RING_FDF_DROP) {
+		/* the rest of a line counted lost already */
+		shim_flag_clear(c->fd, RING_FDF_DROP);
+		return;
+	}
 	if (flags & RING_FDF_SKIP) {
 		/* the rest of a line no stream was free for */
 		shim_flag_clear(c->fd, RING_FDF_SKIP);
@@ -566,7 +599,7 @@ struct shim_plan {
 	uint32_t n_pend;        /* of which with a pending record */
 	uint64_t first_id;
 	size_t end[SHIM_PEND_MAX];
-	uint8_t what[SHIM_PEND_MAX];   /* 0 no record, 1 pending, 2 overlong, 3 skipped */
+	uint8_t what[SHIM_PEND_MAX];   /* 0 no record, 1 pending, 2 overlong, 3 skipped, 4 dropped */
 };
 
 static void shim_plan_line(void *ctx, const char *line, size_t n, int overlong, size_t end)
@@ -581,6 +614,8 @@ static void shim_plan_line(void *ctx, const char *line, size_t n, int overlong, 
 		return;
 	if (pl->n == 0 && (flags & RING_FDF_SKIP)) {
 		what = 3;
+	} else if (pl->n == 0 && (flags & RING_FDF_DROP)) {
+		what = 4;
 	} else if (overlong) {
 		what = 2;
 	} else if (pl->n == 0 && (flags & RING_FDF_UNCERTAIN)) {
@@ -667,6 +702,8 @@ static void shim_settle(struct shim_plan *pl, const char *p, size_t acc, int unc
 		shim_commit(pl->first_id, kp, pl->n_pend, uncertain, pl->fd);
 	if (k && pl->what[0] == 3)
 		shim_flag_clear(pl->fd, RING_FDF_SKIP);
+	if (k && pl->what[0] == 4)
+		shim_flag_clear(pl->fd, RING_FDF_DROP);
 	if (!acc || (pl->one && k == 1 && !pl->stop))
 		return;
 	last = memrchr(p, '\n', acc);
@@ -886,12 +923,14 @@ static ssize_t shim_direct_write(int fd, const struct iovec *iov, int cnt, shim_
 	}
 	if (shim_depth > 0)
 		return shim_handler_write(th, fd, iov, cnt, sys, ctx);
+	shim_drain_wait();
 	shim_depth++;
 	shim_push_held(th, fd);
 	stolen = shim_lock(fd, (uint32_t)th->tid);
 	shim_set_phase(th, SHIM_PHASE_PLAN);
 	if (stolen)
 		shim_stream_reset(fd);
+	shim_attn(fd);
 	if (cnt == 1 && n && n - 1 <= RING_LINE_CAP && ((const char *)iov[0].iov_base)[n - 1] == '\n') {
 		r = shim_write_one(th, fd, iov[0].iov_base, n, sys, ctx, &e);
 		if (r != -2) {
@@ -980,8 +1019,11 @@ int shim_stream_lock(int fd)
 		return 0;
 	if (shim_depth > 0)
 		return -1;   /* a handler inside the shim: nothing fed */
+	shim_drain_wait();
 	if (shim_fd_lock(th, fd))
 		shim_stream_reset(fd);
+	if (!shim_ringed())
+		shim_attn(fd);
 	shim_set_phase(th, SHIM_PHASE_SYSCALL);
 	return 1;
 }
@@ -1051,7 +1093,9 @@ static int shim_record_partial(struct shim_thread *th, int fd, struct ring_strea
 	size_t len;
 	int done = 0;
 
-	if (s->over) {
+	if (shim_flags(fd) & RING_FDF_DROP) {
+		/* the rest of a line counted lost already */
+	} else if (s->over) {
 		shim_lost(RING_LOST_LONG, 1);
 	} else if (s->len) {
 		len = shim_format(th, fd, s->buf, s->len, 1);
@@ -1066,7 +1110,7 @@ static int shim_record_partial(struct shim_thread *th, int fd, struct ring_strea
 	if (keep)
 		return done;
 	shim_stream_release(fd, s);
-	shim_flag_clear(fd, RING_FDF_SKIP | RING_FDF_UNCERTAIN);
+	shim_flag_clear(fd, RING_FDF_SKIP | RING_FDF_UNCERTAIN | RING_FDF_DROP);
 	return done;
 }
 
@@ -1084,17 +1128,17 @@ void shim_stream_close(int fd)
 	shim_lock(fd, (uint32_t)th->tid);
 	if (shim_ringed()) {
 		/* the reader ends the fd's partial line */
-		if (shim_flags(fd) & RING_FDF_OPEN)
-			shim_ring_mark(RING_M_CLOSE, fd);
-		shim_flag_clear(fd, RING_FDF_OPEN);
+		shim_ring_close(fd);
 		shim_unlock(fd);
 		shim_depth--;
 		return;
 	}
+	shim_drain_wait();
+	shim_attn(fd);
 	s = shim_stream_of(fd);
 	if (s)
 		shim_record_partial(th, fd, s, 0);
-	shim_flag_clear(fd, RING_FDF_SKIP | RING_FDF_UNCERTAIN);
+	shim_flag_clear(fd, RING_FDF_SKIP | RING_FDF_UNCERTAIN | RING_FDF_DROP);
 	shim_unlock(fd);
 	shim_depth--;
 }
@@ -1107,6 +1151,7 @@ uint64_t shim_stream_finish_all(int keep)
 
 	if (!th || !shim_area || shim_ringed())
 		return 0;   /* with a reader, the reader records the partial lines at the end */
+	shim_drain_wait();
 	for (i = 0; i < RING_STREAMS; i++) {
 		struct ring_stream *s = ring_stream(shim_area, i);
 		int fd = atomic_load(&s->fd), tries;
@@ -1122,6 +1167,7 @@ uint64_t shim_stream_finish_all(int keep)
 			shim_uncertain(fd, 1, "the fd was being written when the process ended", NULL, 0);
 			continue;
 		}
+		shim_attn(fd);
 		if (atomic_load(&s->fd) == fd)
 			n += (uint64_t)shim_record_partial(th, fd, s, keep);
 		shim_unlock(fd);
@@ -1268,4 +1314,74 @@ void shim_fd_open_bit(int fd, int open)
 		shim_flag_set(fd, RING_FDF_OPEN);
 	else if (shim_flags(fd) & RING_FDF_OPEN)
 		shim_flag_clear(fd, RING_FDF_OPEN);
+}
+
+/* --- for drain.c: the ring's bytes into the streams, without the fd's lock ---- */
+
+/*
+ * (The drain holds no fd lock: while it feeds, direct writers wait for it
+ * (shim_drain_wait), and a write still in the ring holds its fd's lock
+ * and waits for the drain to take its commit.)
+ */
+void shim_drain_feed(struct shim_thread *th, int fd, const char *p, size_t n, const char *why)
+{
+	shim_feed_locked(th, fd, p, n, why != NULL, why);
+}
+
+void shim_drain_loose(struct shim_thread *th, int fd, const char *p, size_t n)
+{
+	shim_emit_loose(th, fd, p, n);
+}
+
+void shim_drain_close(struct shim_thread *th, int fd, int drop)
+{
+	struct ring_stream *s = shim_stream_of(fd);
+
+	if (drop)
+		shim_flag_set(fd, RING_FDF_DROP);
+	if (s)
+		shim_record_partial(th, fd, s, 0);
+	shim_flag_clear(fd, RING_FDF_SKIP | RING_FDF_UNCERTAIN | RING_FDF_DROP);
+}
+
+void shim_drain_loss(int fd, int skip)
+{
+	struct ring_stream *s = shim_stream_of(fd);
+
+	if (s)
+		shim_stream_release(fd, s);
+	shim_flag_clear(fd, RING_FDF_UNCERTAIN | RING_FDF_SKIP | RING_FDF_DROP);
+	if (skip)
+		shim_flag_set(fd, RING_FDF_DROP);
+}
+
+void shim_drain_fdflag(int fd, uint8_t f)
+{
+	shim_flag_set(fd, f);
+}
+
+int shim_drain_open(int fd)
+{
+	struct ring_stream *s = shim_stream_of(fd);
+
+	return s && (s->len || s->over);
+}
+
+int shim_drain_restore(int fd, const char *p, size_t n, int over)
+{
+	struct ring_stream *s = shim_stream_of(fd);
+
+	if (!s)
+		s = shim_stream_take(fd);
+	if (!s) {
+		/* no stream free: the line's rest is dropped when it comes, and counted (as direct writes do) */
+		shim_flag_set(fd, RING_FDF_SKIP);
+		return 0;
+	}
+	if (n > RING_LINE_CAP)
+		n = RING_LINE_CAP, over = 1;
+	memcpy(s->buf, p, n);
+	s->len = (uint32_t)n;
+	s->over = (uint32_t)over;
+	return 1;
 }

@@ -337,6 +337,42 @@ static void test_scratch(void **state)
 	banner_set_free(set);
 }
 
+/*
+ * A set built in an arena (the shim's, on a write path): the same answers
+ * as the malloc'd one, from the built-in rules and from a file; too little
+ * room is no set, and nothing else; freeing it does nothing.
+ */
+static void test_arena(void **state)
+{
+	static char mem[4 << 20];
+	struct banner_arena a = { mem, sizeof(mem), 0 }, small = { mem, 64 * 1024, 0 };
+	struct banner_set *set, *def = banner_set_default();
+	char path[] = "/tmp/test_banner_arena.XXXXXX";
+	int fd;
+
+	(void)state;
+	set = banner_set_arena(NULL, &a);
+	assert_non_null(set);
+	assert_true(a.used > 0 && a.used <= a.cap);
+	assert_int_equal(banner_set_count(set), banner_set_count(def));
+	assert_string_equal(match(set, "QWEN36_MERGE_BATCH_GUARD engaged: merge requires"), "arm:batch");
+	assert_string_equal(match(set, "INFO decode step 9 version engaged KMD"), "-");
+	assert_string_equal(match(set, "(EngineCore_DP0 pid=9) INFO Application startup complete."), "vllm:ready");
+	banner_set_free(set);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "# mine\nmy:hello ^hello from (\\w+)$\n", 35), 35);
+	close(fd);
+	set = banner_set_arena(path, &a);
+	assert_non_null(set);
+	assert_int_equal(banner_set_count(set), 1);
+	assert_string_equal(match(set, "hello from arena"), "my:hello");
+	assert_null(banner_set_arena(NULL, &small));
+	assert_null(banner_set_arena("/nonexistent/rules", &a));
+	unlink(path);
+	banner_set_free(def);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_prefilter_escapes),
 		cmocka_unit_test(test_prefilter_offsets),
 		cmocka_unit_test(test_scratch),
+		cmocka_unit_test(test_arena),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * test_consume.c - the ring reader: bytes cut into lines per fd in the
  * order they reached the kernel, records settled by commits, and what a
  * process that died left (in-flight writes, stdio calls, open lines,
- * stdio buffers) said as uncertain, partial and lost records.
+ * stdio buffers) said as uncertain, partial and lost records, and what a
+ * process that lost bytes to a full ring tells at the fd's next entry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -302,6 +303,117 @@ static void test_quiet_lines(void **state)
 	assert_non_null(strstr(f->out, "\"lines\":11"));
 }
 
+/*
+ * What the process tells the reader at an fd's next settling entry when no
+ * entry could say it in time (the ring stayed full): bytes it lost (and
+ * counted) drop the open line and, when they left a line open, the bytes
+ * up to the next newline; a write whose commit could not go in is
+ * settled, as not known to have reached the fd, by the next commit. No
+ * line is invented from pieces on either side of a loss.
+ */
+static void test_told(void **state)
+{
+	struct fx *f = *state;
+
+	/* lost: `"x":1}\n{"ev":"b",` (two lines counted lost by the process) */
+	wr(f, 0, 1, 0, "{\"ev\":\"a\",");
+	wr(f, 0, 1, RING_F_LOSS | RING_F_SKIP, "\"y\":2}\n{\"ev\":\"c\"}\n");
+	/* lost: `"z":3}\n` (one line); told by the next write's commit */
+	wr(f, 7, 2, 0, "{\"ev\":\"d\",");
+	ent(f, RING_COMMIT, 0, 7, 100, 0);
+	wr(f, 8, 2, 0, "{\"ev\":\"e\"}\n");
+	ent(f, RING_COMMIT, RING_F_LOSS, 8, 100, 0);
+	/* lost with no '\n': the skip goes on into the next write */
+	wr(f, 0, 2, 0, "{\"ev\":\"j\",");
+	wr(f, 0, 2, RING_F_LOSS | RING_F_SKIP, "more of the lost line");
+	wr(f, 0, 2, 0, "end of it}\n{\"ev\":\"k\"}\n");
+	/* a commit that could not go in: the next commit settles it */
+	wr(f, 10, 1, 0, "{\"ev\":\"f\"}\n");
+	wr(f, 11, 1, 0, "{\"ev\":\"g\"}\n");
+	ent(f, RING_COMMIT, RING_F_UNSETTLED, 11, 100, 0);
+	out(f);
+	assert_null(strstr(f->out, "\"a\""));
+	assert_null(strstr(f->out, "\"y\""));
+	assert_null(strstr(f->out, "\"d\""));
+	assert_null(strstr(f->out, "\"j\""));
+	assert_null(strstr(f->out, "end of it"));
+	assert_non_null(strstr(f->out, "\"event\":{\"ev\":\"c\"}}"));
+	assert_non_null(strstr(f->out, "\"event\":{\"ev\":\"e\"}}"));
+	assert_non_null(strstr(f->out, "\"event\":{\"ev\":\"k\"}}"));
+	assert_non_null(strstr(f->out, "\"event\":{\"ev\":\"g\"}}"));
+	assert_non_null(strstr(f->out, "\"reason\":\"the commit of this write could not go in the capture ring"));
+	assert_non_null(strstr(f->out, "\"record\":{\"src\":\"audit\""));
+	assert_int_equal(records(f->out, "uncertain"), 1);
+	/* an fd closed after a loss, and one whose loss was never told: no partial line of either */
+	wr(f, 0, 5, 0, "{\"ev\":\"h\"}");
+	ring_fdflags(f->r)[5] = RING_FDF_TELL_LOSS;
+	wr(f, 0, 6, 0, "{\"ev\":\"i\"}");
+	ent(f, RING_MARK, RING_M_CLOSE | RING_F_LOSS, 0, 6, 0);
+	wr(f, 0, 6, 0, "{\"ev\":\"l\"}");
+	consume_detach(f->c, PID, 0);
+	out(f);
+	assert_null(strstr(f->out, "\"h\""));
+	assert_null(strstr(f->out, "\"i\""));
+	assert_non_null(strstr(f->out, "\"event\":{\"ev\":\"l\"},\"partial\":true"));
+}
+
+/*
+ * Before its records are written the reader checkpoints the ring (what it
+ * holds of it: open lines, writes waiting for a commit, stdio calls in
+ * flight), and gives the ring's room back only up to the checkpoint.
+ */
+static void test_checkpoint(void **state)
+{
+	struct fx *f = *state;
+	const struct ring_ck *ck;
+	const struct ring_ck_fd *cf;
+	const struct ring_ck_q *q;
+	const struct ring_ck_risk *rk;
+	size_t at = 0;
+	int i;
+
+	wr(f, 0, 1, 0, "{\"ev\":\"whole\"}\n{\"ev\":\"open\",");
+	wr(f, 9, 2, 0, "{\"ev\":\"pending\"}\n");
+	ent(f, RING_RISK, 0, 77, 1, 3);
+	out(f);
+	assert_int_equal(records(f->out, "audit"), 1);
+	ck = ring_ck_find(f->r, UINT64_MAX);
+	assert_non_null(ck);
+	assert_int_equal(ck->pos, atomic_load(&f->r->head));
+	assert_int_equal(atomic_load(&f->r->tail), ck->pos);
+	assert_int_equal(ck->lines, 1);
+	assert_int_equal(ck->n_risk, 1);
+	rk = ring_ck_next(ck, &at, sizeof(*rk));
+	assert_int_equal(rk->id, 77);
+	assert_int_equal(rk->lines, 3);
+	assert_int_equal(ck->n_fds, 2);
+	for (i = 0; i < 2; i++) {
+		const char *b;
+		cf = ring_ck_next(ck, &at, sizeof(*cf));
+		assert_non_null(cf);
+		b = cf->len ? ring_ck_next(ck, &at, cf->len) : NULL;
+		if (cf->fd == 1) {
+			assert_int_equal(cf->len, 13);
+			assert_memory_equal(b, "{\"ev\":\"open\",", 13);
+			assert_int_equal(cf->n_q, 0);
+		} else {
+			assert_int_equal(cf->fd, 2);
+			assert_int_equal(cf->len, 0);
+			assert_int_equal(cf->n_q, 1);
+			q = ring_ck_next(ck, &at, sizeof(*q));
+			assert_int_equal(q->id, 9);
+			assert_int_equal(q->committed, 0);
+			assert_memory_equal(ring_ck_next(ck, &at, q->len), "{\"ev\":\"pending\"}\n", q->len);
+		}
+	}
+	/* nothing new read: no new generation */
+	{
+		uint64_t gen = ck->gen;
+		out(f);
+		assert_int_equal(ring_ck_find(f->r, UINT64_MAX)->gen, gen);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +424,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unlocked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_lines, setup_rules, teardown),
+		cmocka_unit_test_setup_teardown(test_told, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* test_ring.c - the capture ring: entries in order, padding at the end of a lap, a full ring, many writers and a reader at once. */
+/* test_ring.c - the capture ring: entries in order, padding at the end of a lap, a full ring, the room kept for settling entries, checkpoints, many writers and a reader at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +107,67 @@ static void test_full(void **state)
 	free(r);
 }
 
+/*
+ * The last RING_KEEP bytes are only for settling entries (commits, marks):
+ * a write that went in always finds room for its commit.
+ */
+static void test_keep(void **state)
+{
+	struct ring_hdr *r = ring_new(4096);
+	int n = 0;
+
+	(void)state;
+	while (ring_reserve(r, 0))
+		n++;
+	assert_int_equal(n, (4096 - RING_KEEP(4096)) / 32);
+	for (n = 0; ring_reserve_settle(r); n++)
+		assert_null(ring_reserve(r, 0));
+	assert_int_equal(n, RING_KEEP(4096) / 32);
+	free(r);
+}
+
+/*
+ * Checkpoints: written into the older slot (its generation 0 meanwhile),
+ * found by the newest generation that is done, walked part by part.
+ */
+static void test_checkpoint(void **state)
+{
+	struct ring_hdr *r = ring_new(1u << 16);
+	struct ring_ck *ck;
+	const struct ring_ck *got;
+	size_t at = 0;
+	uint64_t *p;
+	int i;
+
+	(void)state;
+	assert_null(ring_ck_find(r, 100));
+	for (i = 1; i <= 3; i++) {
+		ck = ring_ck_begin(r);
+		assert_non_null(ck);
+		assert_int_equal(atomic_load(&ck->gen), 0);
+		ck->pos = 1000u * (unsigned)i;
+		p = ring_ck_add(r, ck, 3);   /* padded to 8 */
+		assert_non_null(p);
+		*p = (uint64_t)i;
+		ring_ck_commit(ck, (uint64_t)i);
+	}
+	/* two slots: generations 2 and 3 are there; 3 is not done yet */
+	got = ring_ck_find(r, 2);
+	assert_non_null(got);
+	assert_int_equal(got->pos, 2000);
+	assert_int_equal(*(const uint64_t *)ring_ck_next(got, &at, 3), 2);
+	assert_null(ring_ck_next(got, &at, 1));
+	assert_int_equal(ring_ck_find(r, 9)->pos, 3000);
+	assert_null(ring_ck_find(r, 1));
+	/* being rewritten: not found until committed */
+	ck = ring_ck_begin(r);
+	assert_int_equal(ring_ck_find(r, 9)->pos, 3000);
+	assert_null(ring_ck_add(r, ck, ring_ck_size(r->data_size)));
+	ring_ck_commit(ck, 4);
+	assert_int_equal(ring_ck_find(r, 9)->gen, 4);
+	free(r);
+}
+
 #define WRITERS 4
 #define PER_WRITER 20000
 
@@ -179,6 +240,8 @@ int main(void)
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_laps),
 		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_keep),
+		cmocka_unit_test(test_checkpoint),
 		cmocka_unit_test(test_concurrent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

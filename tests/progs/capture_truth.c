@@ -22,6 +22,12 @@
  *   cancel         a thread cancelled while blocked in write(1) on a full pipe;
  *                  then the main thread writes to fd 1 (it must not hang);
  *                  fd 1's content goes to fd 3
+ *   flood DIR N    raw write()s of audit lines (one in 997 a banner) to fd 1
+ *                  (one in three in two pieces) and, from a second thread, to
+ *                  fd 2; after 1,000
+ *                  lines DIR/flood.started holds the pid; once DIR/flood.go
+ *                  exists, N more lines each and exit 0 (the test stops or
+ *                  kills the reader in between: the writing never waits)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -193,6 +199,80 @@ static int mode_burst(const char *path)
 			}
 		}
 	}
+}
+
+/* --- a flood of raw writes, with something done to the reader meanwhile ----- */
+
+static const char *flood_dir;
+static long flood_after;
+static _Atomic int flood_go;
+
+/* 1 once DIR/NAME exists. */
+static int flood_exists(const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", flood_dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* Lines to fd until N after flood.go (seen by the main thread); `split`: one in three in two writes. */
+static void flood_lines(int fd, int split)
+{
+	char buf[256];
+	long i, last = -1;
+
+	for (i = 0; i < 2000000; i++) {   /* (a bound, should flood.go never come) */
+		int len = i % 997 == 5 ?
+			/* a banner now and then: the reader's rules, or the drain's, must see it */
+			snprintf(buf, sizeof(buf), "INFO fd %d step %ld QWEN36_MERGE_BATCH_GUARD engaged\n", fd, i) :
+			snprintf(buf, sizeof(buf), "MERGE_AUDIT {\"ev\":\"merge\",\"fd\":%d,\"step\":%ld,\"pad\":\"%.*s\"}\n",
+				 fd, i, (int)(i % 61), "-------------------------------------------------------------");
+		if (split && i % 3 == 0) {
+			put_n(fd, buf, 20);
+			put_n(fd, buf + 20, (size_t)len - 20);
+		} else {
+			put_n(fd, buf, (size_t)len);
+		}
+		if (split && i == 1000) {
+			char path[4096], tmp[4096];
+			int f;
+			snprintf(tmp, sizeof(tmp), "%s/flood.started.tmp", flood_dir);
+			snprintf(path, sizeof(path), "%s/flood.started", flood_dir);
+			f = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			if (f >= 0) {
+				dprintf(f, "%ld\n", (long)getpid());
+				close(f);
+				rename(tmp, path);
+			}
+		}
+		if (split && last < 0 && i > 1000 && i % 256 == 0 && flood_exists("flood.go"))
+			flood_go = 1;
+		if (last < 0 && flood_go)
+			last = i + flood_after;
+		if (i == last)
+			return;
+	}
+}
+
+static void *flood_fd2(void *arg)
+{
+	(void)arg;
+	flood_lines(2, 0);
+	return NULL;
+}
+
+static int mode_flood(const char *dir, long n)
+{
+	pthread_t t;
+
+	flood_dir = dir;
+	flood_after = n;
+	if (pthread_create(&t, NULL, flood_fd2, NULL))
+		return 9;
+	flood_lines(1, 1);
+	pthread_join(t, NULL);
+	return 0;
 }
 
 /* --- invalid UTF-8 ----------------------------------------------------------- */
@@ -410,6 +490,8 @@ int main(int argc, char **argv)
 		return mode_cancel();
 	if (!strcmp(mode, "fflush") && argc > 2)
 		return mode_fflush(argv[2]);
+	if (!strcmp(mode, "flood") && argc > 3)
+		return mode_flood(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: capture_truth MODE [ARGS] (see the source)\n");
 	return 2;
 }

@@ -11,10 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static void put(int fd, const char *s)
+static void put_n(int fd, const char *s, size_t n)
 {
-	size_t n = strlen(s);
-
 	while (n) {
 		ssize_t r = write(fd, s, n);
 		if (r < 0 && errno == EINTR)
@@ -24,6 +22,11 @@ static void put(int fd, const char *s)
 		s += r;
 		n -= (size_t)r;
 	}
+}
+
+static void put(int fd, const char *s)
+{
+	put_n(fd, s, strlen(s));
 }
 
 #endif
