@@ -26,10 +26,7 @@ static bool opt_shown(const struct opt *o)
 	return o->kind == OPT_KIND_GROUP || o->help != NULL;
 }
 
-static void opt_error(const struct cmd_doc *d, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void opt_error(const struct cmd_doc *d, const char *fmt, ...)
+void opt_error(const struct cmd_doc *d, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -229,6 +226,10 @@ int opt_parse(const struct cmd_doc *d, int argc, char **argv)
 					return OPT_ERROR;
 				}
 				continue;
+			}
+			if (d->flags & CMD_NO_OPERANDS) {
+				opt_error(d, "unexpected argument '%s'", a);
+				return OPT_ERROR;
 			}
 			argv[n_ops++] = a;
 			if (d->flags & (CMD_OPTS_FIRST | CMD_SUBCOMMANDS))
@@ -449,7 +450,9 @@ void opt_help(const struct cmd_doc *d, FILE *f)
 		if (!opt_shown(o))
 			continue;
 		if (o->kind == OPT_KIND_GROUP) {
-			fprintf(f, "\n%s:\n", o->name);
+			snprintf(head, sizeof(head), "%s:", o->name);
+			fputc('\n', f);
+			opt_wrap(f, head, 0, 0);
 			continue;
 		}
 		len = opt_head(o, head, sizeof(head));

@@ -96,6 +96,8 @@ enum {
 	/* The command takes sub-commands (report timeline ...): the first operand
 	 * ends the options shared by all, as with CMD_OPTS_FIRST. */
 	CMD_SUBCOMMANDS = 1 << 1,
+	/* The command takes no operand: one is a usage error. */
+	CMD_NO_OPERANDS = 1 << 2,
 };
 
 struct cmd_doc {
@@ -136,6 +138,10 @@ enum { OPT_HELP_SHOWN = -1, OPT_ERROR = -2 };
  * hint on stderr. Variables of options not given are left as they were.
  */
 int opt_parse(const struct cmd_doc *d, int argc, char **argv);
+
+/* "PROG CMD: <message>" and the hint opt_parse gives, on stderr: for the
+ * usage errors a command finds after parsing (an operand too many). */
+void opt_error(const struct cmd_doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* 0 for OPT_HELP_SHOWN, 2 for OPT_ERROR. */
 int opt_exit(int parse_result);

@@ -298,7 +298,7 @@ static void test_help(void **state)
  * What ttsim's tables use: another program's name in help, man page and
  * messages; an int variable (bounds past int refused, not wrapped); a
  * callback that writes the variable its line names; a hidden option (parsed,
- * absent from help, man page and hints).
+ * absent from help, man page and hints); no operand taken.
  */
 static int t_var_cb(const struct opt *o, const char *arg, char *err, size_t n)
 {
@@ -320,7 +320,7 @@ static void test_program(void **state)
 		OPT_END(),
 	};
 	static const struct cmd_doc d = { .prog = "ttsim", .name = "serve", .usage = t_usage,
-					  .opts = opts };
+					  .opts = opts, .flags = CMD_NO_OPERANDS };
 	char *av[16], err[512];
 	const char *h;
 	FILE *saved = stderr, *f;
@@ -336,13 +336,16 @@ static void test_program(void **state)
 	assert_non_null(f);
 	stderr = f;
 	assert_int_equal(t_parse(&d, av, "serve", "--small", "2147483648", NULL), OPT_ERROR);
+	assert_int_equal(small, INT32_MAX);      /* refused, not wrapped */
 	assert_int_equal(t_parse(&d, av, "serve", "--secret-flg", NULL), OPT_ERROR);
+	assert_int_equal(t_parse(&d, av, "serve", "--small", "1", "extra", NULL), OPT_ERROR);
 	stderr = saved;
 	fclose(f);
-	assert_int_equal(small, INT32_MAX);
 	assert_non_null(strstr(err, "ttsim serve: option '--small' wants an integer"));
 	assert_non_null(strstr(err, "see 'ttsim serve --help'"));
 	assert_null(strstr(err, "did you mean"));
+	assert_non_null(strstr(err, "ttsim serve: unexpected argument 'extra'"));
+	assert_int_equal(small, 1);
 	h = t_render(opt_help, &d);
 	assert_non_null(strstr(h, "usage: ttsim t [options] FILE...\n"));
 	assert_null(strstr(h, "secret"));
