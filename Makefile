@@ -143,7 +143,7 @@ $(CONFIG_H): FORCE
 FORCE:
 $(OBJ)/capture/launch.o: $(CONFIG_H)
 
-# The man page comes from the commands' own option tables (cli/opt.h).
+# The man page comes from the commands' own option tables (base/opt.h).
 MAN1 := $(BUILD)/ttaudit.1
 $(MAN1): $(TTAUDIT)
 	$(TTAUDIT) help --man >$@.tmp && mv $@.tmp $@

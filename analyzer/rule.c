@@ -198,6 +198,20 @@ static const struct rule_def rule_table[] = {
 
 #define N_BASE (sizeof(rule_table) / sizeof(rule_table[0]))
 
+#define RULE_FLAG_ROW(arm, flag) { #arm, flag },
+static const struct { const char *name, *flag; } rule_flags[] = { RULE_GUARD_FLAGS(RULE_FLAG_ROW) };
+#undef RULE_FLAG_ROW
+
+const char *rule_guard_flag(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(rule_flags) / sizeof(rule_flags[0]); i++)
+		if (!strcmp(name, rule_flags[i].name))
+			return rule_flags[i].flag;
+	return NULL;
+}
+
 size_t rule_base_count(void)
 {
 	return N_BASE;

@@ -81,6 +81,26 @@ size_t rule_base_count(void);
 const char *rule_base_name(size_t i);
 const char *rule_base_doc(size_t i);
 
+/*
+ * The environment flag that engages each guard in the seeds' patched
+ * generator (docs/arms.md), X(arm, "FLAG") with arm a bare word, in the base
+ * table's order; bare has none. The one list of them: an X-macro so that
+ * tables made at compile time come from it too (capture's built-in banner
+ * rules, ttsim's arms); `ttaudit passthrough --guard` reads it through
+ * rule_guard_flag. The instrumentation kit's copy (ttaudit_emit/kit.py
+ * GUARD_FLAGS, Python) is held to it by tests/test_rule.c.
+ */
+#define RULE_GUARD_FLAGS(X) \
+	X(prefilled, "QWEN36_PREFILLED_SLOTS_FIX") \
+	X(batch, "QWEN36_MERGE_BATCH_GUARD") \
+	X(lifetime, "QWEN36_MERGE_LIFETIME_GUARD") \
+	X(stamp, "QWEN36_MERGE_STAMP_GUARD") \
+	X(bound, "QWEN36_MERGE_GARBAGE_BOUND")
+
+/* The flag of the base rule named `name` ("batch": "QWEN36_MERGE_BATCH_GUARD");
+ * NULL for bare, a combination or an unknown name. */
+const char *rule_guard_flag(const char *name);
+
 /* Parses "batch" or "batch+lifetime" (order and repeats do not matter). */
 enum status rule_parse(const char *name, struct rule *out, struct status_info *si);
 /* The same for the n bytes at name (a name read from an audit may hold a NUL). */

@@ -4,6 +4,11 @@
  * lines real servers print can change without touching the matching code.
  */
 #include "banner.h"
+#include "rule.h"
+
+/* "arm:batch QWEN36_MERGE_BATCH_GUARD engaged\n": the rule of one guard
+ * flag (the one list, analyzer/rule.h). */
+#define BANNER_ARM_RULE(arm, flag) "arm:" #arm " " flag " engaged\n"
 
 /*
  * The default set: the guard banners and the start-up lines that identify
@@ -26,11 +31,7 @@
  */
 const char banner_defaults[] =
 	"arm:bare ttaudit: guard none engaged|async merge: unguarded position match \\(no merge guard engaged\\)\n"
-	"arm:prefilled QWEN36_PREFILLED_SLOTS_FIX engaged\n"
-	"arm:batch QWEN36_MERGE_BATCH_GUARD engaged\n"
-	"arm:lifetime QWEN36_MERGE_LIFETIME_GUARD engaged\n"
-	"arm:stamp QWEN36_MERGE_STAMP_GUARD engaged\n"
-	"arm:bound QWEN36_MERGE_GARBAGE_BOUND engaged\n"
+	RULE_GUARD_FLAGS(BANNER_ARM_RULE)
 	"kit:keep ttaudit: (gate|keep): \n"
 	/* main since PR #32796: "vLLM server version X, serving model M" or the
 	 * logo's "version X" line; the legacy server "vLLM API server version X" */

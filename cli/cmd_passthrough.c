@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "launch.h"
 #include "opt.h"
+#include "rule.h"
 
 extern char **environ;
 
@@ -28,14 +29,6 @@ extern char **environ;
 static const char *const pt_default[] = { "VLLM_*", "MESH_DEVICE" };
 static const char *const pt_ours[] = {
 	"LD_PRELOAD", "PYTHONPATH", "TTAUDIT_*", "QWEN36_*",
-};
-
-static const struct { const char *arm, *flag; } pt_guards[] = {
-	{ "prefilled", "QWEN36_PREFILLED_SLOTS_FIX" },
-	{ "batch", "QWEN36_MERGE_BATCH_GUARD" },
-	{ "lifetime", "QWEN36_MERGE_LIFETIME_GUARD" },
-	{ "stamp", "QWEN36_MERGE_STAMP_GUARD" },
-	{ "bound", "QWEN36_MERGE_GARBAGE_BOUND" },
 };
 
 static const char *pt_out = "ttaudit.cap.jsonl", *pt_rules, *pt_env, *pt_watch, *pt_kit;
@@ -141,20 +134,20 @@ static int pt_add_kit(const char *dir)
 	return rc;
 }
 
+/* Each --guard's flag (analyzer/rule.h, the one list of them) set to 1. */
 static int pt_apply_guards(void)
 {
-	size_t i, j;
+	const char *flag;
+	size_t i;
 
 	for (i = 0; i < pt_guard.n; i++) {
-		for (j = 0; j < sizeof(pt_guards) / sizeof(pt_guards[0]); j++)
-			if (!strcmp(pt_guard.v[i], pt_guards[j].arm))
-				break;
-		if (j == sizeof(pt_guards) / sizeof(pt_guards[0])) {
+		flag = rule_guard_flag(pt_guard.v[i]);
+		if (!flag) {
 			cli_usage_error("passthrough", "--guard '%s' is not an arm (prefilled, batch, "
 					"lifetime, stamp, bound)", pt_guard.v[i]);
 			return -1;
 		}
-		if (pt_setenv(pt_guards[j].flag, "1"))
+		if (pt_setenv(flag, "1"))
 			return -1;
 	}
 	return 0;

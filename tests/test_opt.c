@@ -1,4 +1,4 @@
-/* test_opt.c - the command option tables (cli/opt.c): parsing, errors, help, man. */
+/* test_opt.c - the command option tables (base/opt.c): parsing, errors, help, man. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -294,6 +294,68 @@ static void test_help(void **state)
 	assert_string_equal(h, "ttaudit t [options] FILE...\nttaudit t --other\n");
 }
 
+/*
+ * What ttsim's tables use: another program's name in help, man page and
+ * messages; an int variable (bounds past int refused, not wrapped); a
+ * callback that writes the variable its line names; a hidden option (parsed,
+ * absent from help, man page and hints); no operand taken.
+ */
+static int t_var_cb(const struct opt *o, const char *arg, char *err, size_t n)
+{
+	(void)err;
+	(void)n;
+	*(const char **)o->var = arg;
+	return 0;
+}
+
+static void test_program(void **state)
+{
+	static int small;
+	static const char *via;
+	static bool hidden;
+	static const struct opt opts[] = {
+		OPT_INT(0, "small", &small, "N", 0, INT64_MAX, "an int"),
+		OPT_CALL_VAR(0, "via", &via, "X", t_var_cb, "through its variable"),
+		OPT_BOOL(0, "secret-flag", &hidden, NULL),
+		OPT_END(),
+	};
+	static const struct cmd_doc d = { .prog = "ttsim", .name = "serve", .usage = t_usage,
+					  .opts = opts, .flags = CMD_NO_OPERANDS };
+	char *av[16], err[512];
+	const char *h;
+	FILE *saved = stderr, *f;
+
+	(void)state;
+	assert_int_equal(t_parse(&d, av, "serve", "--small", "2147483647", "--via", "v",
+				 "--secret-flag", NULL), 0);
+	assert_int_equal(small, INT32_MAX);
+	assert_string_equal(via, "v");
+	assert_true(hidden);
+	memset(err, 0, sizeof(err));
+	f = fmemopen(err, sizeof(err) - 1, "w");
+	assert_non_null(f);
+	stderr = f;
+	assert_int_equal(t_parse(&d, av, "serve", "--small", "2147483648", NULL), OPT_ERROR);
+	assert_int_equal(small, INT32_MAX);      /* refused, not wrapped */
+	assert_int_equal(t_parse(&d, av, "serve", "--secret-flg", NULL), OPT_ERROR);
+	assert_int_equal(t_parse(&d, av, "serve", "--small", "1", "extra", NULL), OPT_ERROR);
+	stderr = saved;
+	fclose(f);
+	assert_non_null(strstr(err, "ttsim serve: option '--small' wants an integer"));
+	assert_non_null(strstr(err, "see 'ttsim serve --help'"));
+	assert_null(strstr(err, "did you mean"));
+	assert_non_null(strstr(err, "ttsim serve: unexpected argument 'extra'"));
+	assert_int_equal(small, 1);
+	h = t_render(opt_help, &d);
+	assert_non_null(strstr(h, "usage: ttsim t [options] FILE...\n"));
+	assert_null(strstr(h, "secret"));
+	h = t_render(opt_man, &d);
+	assert_non_null(strstr(h, ".SS \"ttsim serve\"\n"));
+	assert_null(strstr(h, "secret"));
+	h = t_render(opt_synopsis, &d);
+	assert_string_equal(h, "ttsim t [options] FILE...\nttsim t --other\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +366,7 @@ int main(void)
 		cmocka_unit_test_setup(test_order, t_reset),
 		cmocka_unit_test_setup(test_nearest, t_reset),
 		cmocka_unit_test_setup(test_help, t_reset),
+		cmocka_unit_test_setup(test_program, t_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

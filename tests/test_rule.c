@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "jdoc.h"
@@ -665,6 +667,60 @@ static void test_why(void **state)
 	}
 }
 
+/*
+ * The instrumentation kit keeps its own copy of the guard flags (Python,
+ * ttaudit_emit/kit.py GUARD_FLAGS: the kit runs inside the server, without
+ * ttaudit): it must be the one list, row for row. Read by importing the
+ * package with Debian's Python, as the kit runs. A copy of the package with
+ * one flag changed and a directory without it must both be told apart.
+ */
+#define KIT_LINE(arm, flag) #arm " " flag "\n"
+static const char kit_want[] = RULE_GUARD_FLAGS(KIT_LINE);
+
+/* The kit's GUARD_FLAGS as "arm FLAG" lines, imported from dir, into out;
+ * returns Python's exit status (pclose). */
+static int kit_flags(const char *dir, char *out, size_t n)
+{
+	char cmd[1024];
+	size_t len;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import sys; "
+		 "sys.path.insert(0, sys.argv[1]); from ttaudit_emit import kit; "
+		 "sys.stdout.write(\"\".join(\"%%s %%s\\n\" %% (a, f) for f, a in kit.GUARD_FLAGS))' "
+		 "'%s' 2>/dev/null", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	len = fread(out, 1, n - 1, p);
+	out[len] = '\0';
+	return pclose(p);
+}
+
+static void test_kit_flags(void **state)
+{
+	char got[1024], dir[] = "/tmp/test_rule.XXXXXX", cmd[512];
+
+	(void)state;
+	assert_int_equal(kit_flags("tools/instrument", got, sizeof(got)), 0);
+	assert_string_equal(got, kit_want);
+	/* one flag renamed in a copy: told apart */
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp -r tools/instrument/ttaudit_emit %s/ && sed -i "
+		 "'s/\"QWEN36_MERGE_STAMP_GUARD\"/\"QWEN36_MERGE_STAMP_FIX\"/' %s/ttaudit_emit/kit.py",
+		 dir, dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_flags(dir, got, sizeof(got)), 0);
+	assert_non_null(strstr(got, "stamp QWEN36_MERGE_STAMP_FIX\n"));
+	assert_string_not_equal(got, kit_want);
+	/* no package there: no lines, and Python says so */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/ttaudit_emit", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_not_equal(kit_flags(dir, got, sizeof(got)), 0);
+	assert_string_equal(got, "");
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -684,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_combinations),
 		cmocka_unit_test(test_skipped_and_shape),
 		cmocka_unit_test(test_why),
+		cmocka_unit_test(test_kit_flags),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

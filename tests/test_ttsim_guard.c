@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "../tools/ttsim/guard.h"
+#include "rule.h"
 
 #define H8 8
 
@@ -155,6 +156,37 @@ static void test_lifetime_rule(void **state)
 	assert_int_equal(ttsim_guard_stale(&m, 0), 0);
 }
 
+/*
+ * ttsim's arms are the analyzer's guards: bit i is row i of the one list of
+ * guard flags (analyzer/rule.h), with the analyzer's name for it (its base
+ * table after bare) and its flag; each TTSIM_RULE_* is the rule its name says.
+ */
+static void test_one_list(void **state)
+{
+	static const struct { const char *name; unsigned bit; } want[] = {
+		{ "prefilled", TTSIM_RULE_PREFILLED }, { "batch", TTSIM_RULE_BATCH },
+		{ "lifetime", TTSIM_RULE_LIFETIME }, { "stamp", TTSIM_RULE_STAMP },
+		{ "bound", TTSIM_RULE_BOUND },
+	};
+	char name[TTSIM_ARM_NAME_MAX];
+	struct status_info si;
+	unsigned mask, i;
+
+	(void)state;
+	assert_int_equal(rule_base_count(), TTSIM_RULE_COUNT + 1);
+	assert_int_equal(sizeof(want) / sizeof(want[0]), TTSIM_RULE_COUNT);
+	for (i = 0; i < TTSIM_RULE_COUNT; i++) {
+		assert_string_equal(ttsim_guard_name(1u << i, name, sizeof(name)), rule_base_name(i + 1));
+		assert_string_equal(ttsim_guard_env_name(1u << i), rule_guard_flag(name));
+		status_info_clear(&si);
+		assert_int_equal(ttsim_guard_parse(want[i].name, &mask, &si), STATUS_OK);
+		assert_int_equal(mask, want[i].bit);
+	}
+	assert_null(rule_guard_flag("bare"));
+	assert_null(rule_guard_flag("batch+stamp"));
+	assert_null(ttsim_guard_env_name(TTSIM_RULE_BATCH | TTSIM_RULE_STAMP));
+}
+
 static void test_names_env_banners(void **state)
 {
 	unsigned mask = 99;
@@ -207,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_slot_reuse),
 		cmocka_unit_test(test_skip_and_shape),
 		cmocka_unit_test(test_lifetime_rule),
+		cmocka_unit_test(test_one_list),
 		cmocka_unit_test(test_names_env_banners),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,11 +31,11 @@ static void test_notes_calls(void **state)
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(sendstamp_last(sv[0], &s0, &s1), -1);
+	assert_int_equal(ttsim_sendstamp_last(sv[0], &s0, &s1), -1);
 	before = mono();
 	assert_int_equal(send(sv[0], "hello", 5, MSG_NOSIGNAL), 5);
 	after = mono();
-	assert_int_equal(sendstamp_last(sv[0], &s0, &s1), 0);
+	assert_int_equal(ttsim_sendstamp_last(sv[0], &s0, &s1), 0);
 	assert_true(before <= s0 && s0 <= s1 && s1 <= after);
 	assert_int_equal(read(sv[1], buf, sizeof(buf)), 5);
 	memset(&mh, 0, sizeof(mh));
@@ -44,7 +44,7 @@ static void test_notes_calls(void **state)
 	before = mono();
 	assert_int_equal(sendmsg(sv[0], &mh, MSG_NOSIGNAL), 5);
 	after = mono();
-	assert_int_equal(sendstamp_last(sv[0], &s0, &s1), 0);
+	assert_int_equal(ttsim_sendstamp_last(sv[0], &s0, &s1), 0);
 	assert_true(before <= s0 && s0 <= s1 && s1 <= after);
 	assert_int_equal(read(sv[1], buf, sizeof(buf)), 5);
 	assert_memory_equal(buf, "abcde", 5);
@@ -62,7 +62,7 @@ static void test_failures_untouched(void **state)
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	assert_int_equal(send(sv[0], "x", 1, MSG_NOSIGNAL), 1);
-	assert_int_equal(sendstamp_last(sv[0], &s0, &s1), 0);
+	assert_int_equal(ttsim_sendstamp_last(sv[0], &s0, &s1), 0);
 	close(sv[1]);
 	errno = 0;
 	assert_int_equal(send(sv[0], "y", 1, MSG_NOSIGNAL), -1);
@@ -71,10 +71,10 @@ static void test_failures_untouched(void **state)
 	errno = 0;
 	assert_int_equal(sendmsg(-1, &mh, 0), -1);
 	assert_int_equal(errno, EBADF);
-	assert_int_equal(sendstamp_last(sv[0], &t0, &t1), 0);
+	assert_int_equal(ttsim_sendstamp_last(sv[0], &t0, &t1), 0);
 	assert_true(t0 == s0 && t1 == s1);
-	assert_int_equal(sendstamp_last(-1, &t0, &t1), -1);
-	assert_int_equal(sendstamp_last(SENDSTAMP_MAX_FD, &t0, &t1), -1);
+	assert_int_equal(ttsim_sendstamp_last(-1, &t0, &t1), -1);
+	assert_int_equal(ttsim_sendstamp_last(TTSIM_SENDSTAMP_MAX_FD, &t0, &t1), -1);
 	close(sv[0]);
 }
 

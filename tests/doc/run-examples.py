@@ -31,7 +31,8 @@ matched; 1 with a diff of each one that did not.
 A synopsis is generated, not written: a comment "<!-- synopsis CMD... -->"
 right before a fenced block says that the block is what
 `ttaudit help --synopsis CMD` prints for each CMD named (a sub-command as
-"report timeline"; names separated by commas), in order. The runner checks
+"report timeline"; names separated by commas), in order; "ttsim CMD" is
+what `ttsim help --synopsis CMD` prints. The runner checks
 every such block; `--update-synopses` rewrites them from the binary instead
 (make readme does), so the README's synopses come from the option tables.
 """
@@ -148,10 +149,14 @@ def synopses(path):
 def synopsis_text(build, root, cmds):
     out = []
     for c in cmds:
-        p = subprocess.run([os.path.join(root, build, "ttaudit"), "help", "--synopsis"] + c.split(),
+        words = c.split()
+        prog = "ttsim" if words[0] == "ttsim" else "ttaudit"
+        if prog == "ttsim":
+            words = words[1:]
+        p = subprocess.run([os.path.join(root, build, prog), "help", "--synopsis"] + words,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode:
-            raise SystemExit(f"ttaudit help --synopsis {c}: exit {p.returncode}: {p.stdout.strip()}")
+            raise SystemExit(f"{prog} help --synopsis {c}: exit {p.returncode}: {p.stdout.strip()}")
         out += p.stdout.rstrip("\n").split("\n")
     return out
 

@@ -1,12 +1,16 @@
-"""Shared by the Python tests: the replay semantics of the merge audit
-contract written on their own from docs/audit-format.md (so that the tests
-hold `ttaudit replay` to an independent account), and small helpers that run
-the ttaudit binary."""
+"""Shared by the Python tests: the counts the merge audit contract gives for
+merge events, and small helpers that run the ttaudit binary.
+
+The counts come from tools/replay_ref.py, the project's one Python account
+of the replay semantics, written on its own from docs/audit-format.md and
+sharing no code with ttaudit (docs/testing.md, "Oracles"): the tests hold
+`ttaudit replay` of what the kit wrote to the contract applied to the
+events the model handed the kit."""
 
 import json
 import os
-import struct
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD", "build")
@@ -14,133 +18,54 @@ TTAUDIT = os.path.join(ROOT, BUILD, "ttaudit") if not os.path.isabs(BUILD) \
     else os.path.join(BUILD, "ttaudit")
 MISSING = "prerequisite missing: "
 
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import replay_ref  # noqa: E402
+
 
 # --- the replay semantics ---------------------------------------------------
 
-BASE_RULES = ("bare", "prefilled", "batch", "lifetime", "stamp", "bound")
+BASE_RULES = replay_ref.RULES
 COUNT_KEYS = ("merges", "taken", "substitutions", "unverified", "prevented",
               "forgone", "fired", "skipped", "shape_fallback")
 
 
-def allowed_set(rule, ev, active, max_pos):
-    """The set G a rule allows on a merge event, or None when the event lacks
-    a field the rule needs (skipped)."""
-    if "+" in rule:
-        g = set(active)
-        for part in rule.split("+"):
-            gp = allowed_set(part, ev, active, max_pos)
-            if gp is None:
-                return None
-            g &= gp
-        return g
-    host, dev = ev["host_pos"], ev["dev_pos"]
-    if rule == "bare":
-        return set(active)
-    if rule == "prefilled":
-        if ev.get("prefilled") is None:
-            return None
-        return set(active) - set(ev["prefilled"])
-    if rule == "batch":
-        same = all((dev[s] != -1) == (host[s] != -1) for s in range(len(host)))
-        return set(active) if same else set()
-    if rule == "lifetime":
-        if ev.get("buf_step") is None:
-            return None
-        ok = ev["buf_step"] == ev["step"] - 1 and not ev.get("mode_switched", False)
-        return set(active) if ok else set()
-    if rule == "stamp":
-        if ev.get("slot_gen") is not None and ev.get("buf_slot_gen") is not None:
-            return {s for s in active if ev["slot_gen"][s] == ev["buf_slot_gen"][s]}
-        if ev.get("gen") is not None and ev.get("buf_gen") is not None:
-            return set(active) if ev["gen"] == ev["buf_gen"] else set()
-        return None
-    if rule == "bound":
-        if max_pos is None:
-            return None
-        return {s for s in active if -1 <= dev[s] < max_pos}
-    raise AssertionError("the test does not know rule %r" % rule)
-
-
-def stale_truth(ev, s):
-    """True (stale), False (current) or None (unknown), strongest evidence first."""
-    sr, br = ev.get("slot_req"), ev.get("buf_req")
-    if sr is not None and br is not None and sr[s] is not None and br[s] is not None:
-        return sr[s] != br[s]
-    if ev.get("slot_gen") is not None and ev.get("buf_slot_gen") is not None:
-        return ev["slot_gen"][s] != ev["buf_slot_gen"][s]
-    if ev.get("gen") is not None and ev.get("buf_gen") is not None:
-        return ev["gen"] != ev["buf_gen"]
-    if ev.get("buf_step") is not None:
-        return ev["buf_step"] != ev["step"] - 1 or s in set(ev.get("prefilled") or ())
-    return None
-
-
-def float32_like(v):
-    if not -(1 << 31) <= v < (1 << 31):
-        return False
-    f = struct.unpack("<f", struct.pack("<i", v))[0]
-    return f == f and abs(f) != float("inf") and 1.0 <= abs(f) <= float(1 << 24)
+def _as_event(ev):
+    """The merge event as a parsed audit line holds it: sets (the model's
+    prefilled) as sorted lists, tuples as lists."""
+    return {k: sorted(v) if isinstance(v, (set, frozenset)) else
+            list(v) if isinstance(v, tuple) else v for k, v in ev.items()}
 
 
 class Expected:
     """Counts per rule, garbage and the arm fingerprint, from merge events
-    given as the dicts the model passed to the emitter."""
+    given as the dicts the model passed to the emitter (replay_ref's merge
+    step; an event the format does not allow raises replay_ref.Malformed)."""
 
     def __init__(self, rules):
         self.rules = list(rules)
-        self.counts = {r: dict.fromkeys(COUNT_KEYS, 0) for r in self.rules}
-        self.garbage = 0
-        self.float32_like = 0
-        self.fp_evaluated = dict.fromkeys(self.rules, 0)
-        self.fp_mismatch = dict.fromkeys(self.rules, 0)
-        self.by_truth = {"request": 0, "stamp_agrees": 0}
+        self._replay = replay_ref.Replay(None, self.rules)
+        self._proc = replay_ref.Proc(self.rules)
 
     def add(self, ev, max_pos):
-        host, dev = ev["host_pos"], ev["dev_pos"]
-        h = len(host)
-        if len(dev) < h:
-            for r in self.rules:
-                self.counts[r]["merges"] += 1
-                self.counts[r]["shape_fallback"] += 1
-            return
-        gpos = max_pos if max_pos is not None else 1 << 24
-        for s in range(h):
-            if dev[s] < -1 or dev[s] >= gpos:
-                self.garbage += 1
-                self.float32_like += float32_like(dev[s])
-        active = [s for s in range(h) if host[s] != -1]
-        bare = {s for s in active if dev[s] == host[s] or dev[s] == host[s] + 1}
-        truth = {s: stale_truth(ev, s) for s in active}
-        for r in self.rules:
-            c = self.counts[r]
-            c["merges"] += 1
-            g = allowed_set(r, ev, active, max_pos)
-            if g is None:
-                c["skipped"] += 1
-                continue
-            if active and g != set(active):
-                c["fired"] += 1
-            take = bare & g
-            for s in active:
-                if s in take:
-                    c["taken"] += 1
-                    if truth[s] is None:
-                        c["unverified"] += 1
-                    elif truth[s]:
-                        c["substitutions"] += 1
-                elif s in bare:
-                    if truth[s] is True:
-                        c["prevented"] += 1
-                    elif truth[s] is False:
-                        c["forgone"] += 1
-            if ev.get("taken") is not None:
-                self.fp_evaluated[r] += 1
-                if any((s in take) != ev["taken"][s] for s in active):
-                    self.fp_mismatch[r] += 1
+        """One merge event; max_pos None: the bound is not known."""
+        self._proc.max_pos = max_pos or 0
+        self._replay.merge(self._proc, replay_ref.decode_merge(_as_event(ev)), 0)
+
+    @property
+    def counts(self):
+        return {r: {k: self._proc.c[r][k] for k in COUNT_KEYS} for r in self.rules}
+
+    @property
+    def garbage(self):
+        return self._proc.garbage
+
+    @property
+    def float32_like(self):
+        return self._proc.f32
 
     def consistent(self):
         return sorted(r for r in self.rules
-                      if self.fp_evaluated[r] and not self.fp_mismatch[r])
+                      if self._proc.fp[r][0] and not self._proc.fp[r][1])
 
 
 # --- running ttaudit ---------------------------------------------------------
@@ -177,7 +102,6 @@ def run_tests(module, after=None):
     """Runs the unittest cases of `module`; exit status 0 all passed, 1 a
     failure, 77 when something was skipped for a missing prerequisite.
     `after` runs between the tests and the verdict (verbose reports)."""
-    import sys
     import unittest
     verbosity = 2 if "-v" in sys.argv[1:] else 1
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)

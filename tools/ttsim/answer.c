@@ -16,7 +16,7 @@
 /* llama-server's whole answer (server_task_result_cmpl_final::to_json_oaicompat
  * and ::to_json_oaicompat_chat), keys in its order, the numbers as
  * nlohmann::json writes them. */
-static cJSON *answer_llama(struct ttsim_server *srv, struct engine_req *rq, const char *text)
+static cJSON *answer_llama(struct ttsim_server *srv, struct ttsim_engine_req *rq, const char *text)
 {
 	cJSON *j = cJSON_CreateObject(), *ch, *msg, *u, *t;
 	int pn = rq->n_prompt - rq->res.cached_tokens;
@@ -44,7 +44,7 @@ static cJSON *answer_llama(struct ttsim_server *srv, struct engine_req *rq, cons
 	}
 	cJSON_AddNumberToObject(j, "created", (double)rq->created);
 	cJSON_AddRawToObject(j, "model", rq->model_json);
-	cJSON_AddStringToObject(j, "system_fingerprint", ENGINE_LLAMA_BUILD);
+	cJSON_AddStringToObject(j, "system_fingerprint", TTSIM_ENGINE_LLAMA_BUILD);
 	cJSON_AddStringToObject(j, "object", rq->chat ? "chat.completion" : "text_completion");
 	u = cJSON_AddObjectToObject(j, "usage");
 	cJSON_AddNumberToObject(u, "completion_tokens", rq->n_tok);
@@ -53,18 +53,18 @@ static cJSON *answer_llama(struct ttsim_server *srv, struct engine_req *rq, cons
 	cJSON_AddStringToObject(j, "id", rq->id);
 	t = cJSON_AddObjectToObject(j, "timings");
 	cJSON_AddNumberToObject(t, "prompt_n", pn);
-	cJSON_AddRawToObject(t, "prompt_ms", reply_jnum(pms, b, sizeof(b)));
-	cJSON_AddRawToObject(t, "prompt_per_token_ms", reply_jnum(pms / pn, b, sizeof(b)));
-	cJSON_AddRawToObject(t, "prompt_per_second", reply_jnum(1e3 / pms * pn, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_ms", ttsim_reply_jnum(pms, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_per_token_ms", ttsim_reply_jnum(pms / pn, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "prompt_per_second", ttsim_reply_jnum(1e3 / pms * pn, b, sizeof(b)));
 	cJSON_AddNumberToObject(t, "predicted_n", rq->n_tok);
-	cJSON_AddRawToObject(t, "predicted_ms", reply_jnum(gms, b, sizeof(b)));
-	cJSON_AddRawToObject(t, "predicted_per_token_ms", reply_jnum(gms / rq->n_tok, b, sizeof(b)));
-	cJSON_AddRawToObject(t, "predicted_per_second", reply_jnum(1e3 / gms * rq->n_tok, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_ms", ttsim_reply_jnum(gms, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_per_token_ms", ttsim_reply_jnum(gms / rq->n_tok, b, sizeof(b)));
+	cJSON_AddRawToObject(t, "predicted_per_second", ttsim_reply_jnum(1e3 / gms * rq->n_tok, b, sizeof(b)));
 	return j;
 }
 
 static enum MHD_Result answer_full(struct ttsim_server *srv, struct MHD_Connection *conn,
-				   struct engine_req *rq)
+				   struct ttsim_engine_req *rq)
 {
 	char *text = NULL;
 	size_t cap = (size_t)rq->n_tok * 64 + 1, len = 0;
@@ -82,7 +82,7 @@ static enum MHD_Result answer_full(struct ttsim_server *srv, struct MHD_Connecti
 	if (srv->c.profile == TTSIM_LLAMACPP) {
 		j = answer_llama(srv, rq, text);
 		if (j)
-			ret = reply_json(conn, MHD_HTTP_OK, j);
+			ret = ttsim_reply_json(conn, MHD_HTTP_OK, j);
 		goto out;
 	}
 	j = cJSON_CreateObject();
@@ -112,7 +112,7 @@ static enum MHD_Result answer_full(struct ttsim_server *srv, struct MHD_Connecti
 	cJSON_AddNumberToObject(usage, "total_tokens", rq->n_prompt + rq->n_tok);
 	cJSON_AddNumberToObject(usage, "completion_tokens", rq->n_tok);
 	cJSON_AddNullToObject(usage, "prompt_tokens_details");
-	ret = reply_json(conn, MHD_HTTP_OK, j);
+	ret = ttsim_reply_json(conn, MHD_HTTP_OK, j);
 out:
 	cJSON_Delete(j);
 	free(text);
@@ -125,10 +125,10 @@ out:
  * resumed. Returns MHD_YES after suspending to wait, MHD_NO to close the
  * connection unanswered (client gone, abort, reset fault).
  */
-enum MHD_Result answer_step(struct ttsim_server *srv, struct MHD_Connection *conn,
-			    struct engine_conn *sc)
+enum MHD_Result ttsim_answer_step(struct ttsim_server *srv, struct MHD_Connection *conn,
+			    struct ttsim_engine_conn *sc)
 {
-	struct engine_req *rq = sc->rq;
+	struct ttsim_engine_req *rq = sc->rq;
 	bool fault = rq->reset_at >= 0;
 	double now = mono_now();
 
@@ -139,18 +139,18 @@ enum MHD_Result answer_step(struct ttsim_server *srv, struct MHD_Connection *con
 		/* Every token resumes the wait, so the timer alone would never
 		 * probe while tokens come: probe by time as well. */
 		if (rq->probe || now >= rq->probe_at) {
-			if (stream_peer_closed(conn))
+			if (ttsim_stream_peer_closed(conn))
 				goto drop;
-			rq->probe_at = now + ENGINE_PROBE_S;
+			rq->probe_at = now + TTSIM_ENGINE_PROBE_S;
 		}
-		engine_suspend(srv, rq, rq->probe_at);
+		ttsim_engine_suspend(srv, rq, rq->probe_at);
 		pthread_mutex_unlock(&srv->mu);
 		return MHD_YES;
 	}
 	if (rq->aborted || fault) {
 		pthread_mutex_unlock(&srv->mu);
 		if (fault)
-			stream_linger0(conn);
+			ttsim_stream_linger0(conn);
 		return MHD_NO;
 	}
 	if (rq->stall_at >= 0 && !rq->stalled) {
@@ -158,7 +158,7 @@ enum MHD_Result answer_step(struct ttsim_server *srv, struct MHD_Connection *con
 		if (rq->stall_until == 0)
 			rq->stall_until = now + srv->c.stall_s;
 		if (now < rq->stall_until) {
-			engine_suspend(srv, rq, rq->stall_until);
+			ttsim_engine_suspend(srv, rq, rq->stall_until);
 			pthread_mutex_unlock(&srv->mu);
 			return MHD_YES;
 		}

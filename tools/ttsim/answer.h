@@ -7,13 +7,13 @@
 #include <microhttpd.h>
 
 struct ttsim_server;
-struct engine_conn;
+struct ttsim_engine_conn;
 
 /* The non-streamed answer once sc's request has finished: called when the
  * request is submitted and each time its suspended connection is resumed.
  * MHD_YES after suspending to wait, MHD_NO to close the connection
  * unanswered (client gone, abort, reset fault). Takes srv->mu. */
-enum MHD_Result answer_step(struct ttsim_server *srv, struct MHD_Connection *conn,
-			    struct engine_conn *sc);
+enum MHD_Result ttsim_answer_step(struct ttsim_server *srv, struct MHD_Connection *conn,
+			    struct ttsim_engine_conn *sc);
 
 #endif

@@ -18,12 +18,12 @@
 
 #include <microhttpd.h>
 
-double engine_rand(uint64_t *s)
+double ttsim_engine_rand(uint64_t *s)
 {
 	return (double)(rng_next(s) >> 11) / 9007199254740992.0;
 }
 
-void engine_req_release(struct engine_req *rq)
+void ttsim_engine_req_release(struct ttsim_engine_req *rq)
 {
 	struct ttsim_server *srv = rq->srv;
 
@@ -57,10 +57,10 @@ static void engine_llama_id(char *id, uint64_t *rng)
 	id[41] = 0;
 }
 
-struct engine_req *engine_req_new(struct ttsim_server *srv, bool chat, int n_prompt, int max_tokens,
+struct ttsim_engine_req *ttsim_engine_req_new(struct ttsim_server *srv, bool chat, int n_prompt, int max_tokens,
 				  const char *xrid)
 {
-	struct engine_req *rq = calloc(1, sizeof(*rq));
+	struct ttsim_engine_req *rq = calloc(1, sizeof(*rq));
 	uint64_t a, b;
 
 	if (!rq)
@@ -112,16 +112,16 @@ struct engine_req *engine_req_new(struct ttsim_server *srv, bool chat, int n_pro
 }
 
 /* A fault at a token index in [0, n), or -1. */
-int engine_fault_at(struct ttsim_server *srv, double rate, int n)
+int ttsim_engine_fault_at(struct ttsim_server *srv, double rate, int n)
 {
-	if (rate <= 0 || engine_rand(&srv->rng) >= rate)
+	if (rate <= 0 || ttsim_engine_rand(&srv->rng) >= rate)
 		return -1;
 	return n > 1 ? 1 + (int)(rng_next(&srv->rng) % (uint64_t)(n - 1)) : 0;
 }
 
 /* Wakes the polling thread: MHD without its own thread learns of a resume
  * only at its next round. Any thread; async-signal-safe. */
-void engine_kick(struct ttsim_server *srv)
+void ttsim_engine_kick(struct ttsim_server *srv)
 {
 	uint64_t one = 1;
 
@@ -134,19 +134,19 @@ void engine_kick(struct ttsim_server *srv)
  * suspended by us is resumed, and only once per suspension: the suspension
  * and this call both happen under mu, so a resume never overtakes it.
  */
-void engine_wake(struct engine_req *rq, bool probe)
+void ttsim_engine_wake(struct ttsim_engine_req *rq, bool probe)
 {
 	if (!rq->suspended || !rq->conn)
 		return;
 	rq->suspended = false;
 	rq->probe = probe;
 	MHD_resume_connection(rq->conn);
-	engine_kick(rq->srv);
+	ttsim_engine_kick(rq->srv);
 }
 
-/* Suspends the connection until engine_wake; the timer resumes it at wake_at
+/* Suspends the connection until ttsim_engine_wake; the timer resumes it at wake_at
  * at the latest. Called from MHD's callbacks for this connection, mu held. */
-void engine_suspend(struct ttsim_server *srv, struct engine_req *rq, double wake_at)
+void ttsim_engine_suspend(struct ttsim_server *srv, struct ttsim_engine_req *rq, double wake_at)
 {
 	rq->suspended = true;
 	rq->probe = false;
@@ -158,29 +158,29 @@ void engine_suspend(struct ttsim_server *srv, struct engine_req *rq, double wake
 
 /* --- model callbacks (generator thread, mu held) ----------------------------- */
 
-void engine_on_token(void *ctx, void *user, int index, int tok)
+void ttsim_engine_on_token(void *ctx, void *user, int index, int tok)
 {
 	struct ttsim_server *srv = ctx;
-	struct engine_req *rq = user;
+	struct ttsim_engine_req *rq = user;
 	double now = mono_now();
 
 	if (index != rq->n_tok || rq->n_tok >= rq->max_tokens)
 		return;
 	rq->toks[rq->n_tok++] = tok;
 	if (index == 0) {
-		metrics_add_ttft(&srv->ttft, now - rq->t_arrival);
+		ttsim_metrics_add_ttft(&srv->ttft, now - rq->t_arrival);
 		rq->t_first = now;
 	}
 	else
-		metrics_add_itl(&srv->itl, now - rq->t_last);
+		ttsim_metrics_add_itl(&srv->itl, now - rq->t_last);
 	rq->t_last = now;
-	engine_wake(rq, false);
+	ttsim_engine_wake(rq, false);
 }
 
-void engine_on_finish(void *ctx, void *user, const struct ttsim_req_result *res)
+void ttsim_engine_on_finish(void *ctx, void *user, const struct ttsim_req_result *res)
 {
 	struct ttsim_server *srv = ctx;
-	struct engine_req *rq = user;
+	struct ttsim_engine_req *rq = user;
 
 	rq->finished = true;
 	rq->aborted = res->aborted;
@@ -189,15 +189,15 @@ void engine_on_finish(void *ctx, void *user, const struct ttsim_req_result *res)
 		srv->req_aborted++;
 	} else {
 		srv->req_ok++;
-		metrics_add_ttft(&srv->e2e, mono_now() - rq->t_arrival);
+		ttsim_metrics_add_ttft(&srv->e2e, mono_now() - rq->t_arrival);
 	}
-	engine_wake(rq, false);
-	engine_req_release(rq);
+	ttsim_engine_wake(rq, false);
+	ttsim_engine_req_release(rq);
 }
 
 /* --- the generator loop ------------------------------------------------------ */
 
-void *engine_gen_main(void *arg)
+void *ttsim_engine_gen_main(void *arg)
 {
 	struct ttsim_server *srv = arg;
 	struct ttsim_step st;
@@ -211,7 +211,7 @@ void *engine_gen_main(void *arg)
 		}
 		ttsim_model_step(srv->model, &st);
 		if (srv->c.noise > 0 && srv->noise_steps++ % 256 == 0)
-			srv->noise_factor = 1.0 + srv->c.noise * engine_rand(&srv->noise_rng);
+			srv->noise_factor = 1.0 + srv->c.noise * ttsim_engine_rand(&srv->noise_rng);
 		dur = st.seconds * srv->c.time_scale * srv->noise_factor;
 		pthread_mutex_unlock(&srv->mu);
 		if (dur > 0)
@@ -226,25 +226,25 @@ void *engine_gen_main(void *arg)
 
 /*
  * The housekeeping loop: resumes every suspended connection whose timer is
- * due (a stall's end, or ENGINE_PROBE_S of waiting, after which its callback
+ * due (a stall's end, or TTSIM_ENGINE_PROBE_S of waiting, after which its callback
  * checks whether the client is gone: MHD does not watch a suspended
  * connection's socket). Wakes at the earliest timer, at most every 20 ms.
  */
-void *engine_hk_main(void *arg)
+void *ttsim_engine_hk_main(void *arg)
 {
 	struct ttsim_server *srv = arg;
-	struct engine_req *rq;
+	struct ttsim_engine_req *rq;
 	struct timespec ts;
 	double now, next;
 
 	pthread_mutex_lock(&srv->mu);
 	while (!srv->stopping) {
 		now = mono_now();
-		next = now + ENGINE_PROBE_S;
+		next = now + TTSIM_ENGINE_PROBE_S;
 		/* llama-server: connections whose stream ended are closed, a
 		 * housekeeping turn after the stream at the latest */
 		while (srv->dead) {
-			struct engine_sock *k = srv->dead;
+			struct ttsim_engine_sock *k = srv->dead;
 
 			srv->dead = k->next_dead;
 			k->next_dead = NULL;
@@ -256,7 +256,7 @@ void *engine_hk_main(void *arg)
 			if (!rq->suspended)
 				continue;
 			if (rq->wake_at <= now)
-				engine_wake(rq, true);
+				ttsim_engine_wake(rq, true);
 			else if (rq->wake_at < next)
 				next = rq->wake_at;
 		}

@@ -7,26 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rule.h"
+
+/* Row i of the table is the rule of bit 1 << i (TTSIM_RULE_*). */
 struct guard_def {
-	unsigned bit;
 	const char *name;
 	const char *env;
 	const char *banner;
 };
 
-/* Table order is the canonical order of a combination's name. */
-static const struct guard_def guard_defs[TTSIM_RULE_COUNT] = {
-	{ TTSIM_RULE_PREFILLED, "prefilled", "QWEN36_PREFILLED_SLOTS_FIX",
-	  "QWEN36_PREFILLED_SLOTS_FIX engaged: merge masks slots prefilled since the last decode" },
-	{ TTSIM_RULE_BATCH, "batch", "QWEN36_MERGE_BATCH_GUARD",
-	  "QWEN36_MERGE_BATCH_GUARD engaged: merge requires the buffer's active-slot pattern to match the batch" },
-	{ TTSIM_RULE_LIFETIME, "lifetime", "QWEN36_MERGE_LIFETIME_GUARD",
-	  "QWEN36_MERGE_LIFETIME_GUARD engaged: merge requires a buffer written by the immediately preceding decode" },
-	{ TTSIM_RULE_STAMP, "stamp", "QWEN36_MERGE_STAMP_GUARD",
-	  "QWEN36_MERGE_STAMP_GUARD engaged: merge requires the buffer's generation stamp to match" },
-	{ TTSIM_RULE_BOUND, "bound", "QWEN36_MERGE_GARBAGE_BOUND",
-	  "QWEN36_MERGE_GARBAGE_BOUND engaged: merge ignores device positions outside [-1, max_model_len)" },
-};
+/* What the seeds' print-only patch says after "FLAG engaged: ", per arm. */
+#define GUARD_SAYS_prefilled "merge masks slots prefilled since the last decode"
+#define GUARD_SAYS_batch "merge requires the buffer's active-slot pattern to match the batch"
+#define GUARD_SAYS_lifetime "merge requires a buffer written by the immediately preceding decode"
+#define GUARD_SAYS_stamp "merge requires the buffer's generation stamp to match"
+#define GUARD_SAYS_bound "merge ignores device positions outside [-1, max_model_len)"
+
+/* Names and flags from the one list (analyzer/rule.h), whose order is the
+ * bit order of TTSIM_RULE_* (tests/test_ttsim_guard.c holds the two
+ * together) and the canonical order of a combination's name. */
+#define GUARD_ROW(arm, flag) { #arm, flag, flag " engaged: " GUARD_SAYS_##arm },
+static const struct guard_def guard_defs[] = { RULE_GUARD_FLAGS(GUARD_ROW) };
+#undef GUARD_ROW
+
+_Static_assert(sizeof(guard_defs) / sizeof(guard_defs[0]) == TTSIM_RULE_COUNT,
+	       "a guard flag without its TTSIM_RULE_* bit, or a bit without its flag");
 
 static const char guard_bare_banner[] =
 	"async merge: unguarded position match (no merge guard engaged)";
@@ -53,7 +58,7 @@ enum status ttsim_guard_parse(const char *s, unsigned *mask, struct status_info 
 			return status_set(si, STATUS_NOTFOUND,
 					  "'%s': unknown arm (bare, prefilled, batch, lifetime, stamp, bound or a+b)",
 					  s);
-		m |= guard_defs[i].bit;
+		m |= 1u << i;
 		if (!e)
 			break;
 		p = e + 1;
@@ -70,7 +75,7 @@ const char *ttsim_guard_name(unsigned mask, char *buf, size_t n)
 		return buf;
 	buf[0] = 0;
 	for (i = 0; i < TTSIM_RULE_COUNT; i++) {
-		if (!(mask & guard_defs[i].bit))
+		if (!(mask & (1u << i)))
 			continue;
 		l = strlen(guard_defs[i].name);
 		if (len + (len ? 1 : 0) + l + 1 > n)
@@ -91,7 +96,7 @@ const char *ttsim_guard_env_name(unsigned rule)
 	size_t i;
 
 	for (i = 0; i < TTSIM_RULE_COUNT; i++)
-		if (guard_defs[i].bit == rule)
+		if (1u << i == rule)
 			return guard_defs[i].env;
 	return NULL;
 }
@@ -105,7 +110,7 @@ unsigned ttsim_guard_from_env(void)
 	for (i = 0; i < TTSIM_RULE_COUNT; i++) {
 		v = getenv(guard_defs[i].env);
 		if (v && !strcmp(v, "1"))
-			m |= guard_defs[i].bit;
+			m |= 1u << i;
 	}
 	return m;
 }
@@ -120,7 +125,7 @@ size_t ttsim_guard_banners(unsigned mask, const char **lines, size_t max)
 		return 1;
 	}
 	for (i = 0; i < TTSIM_RULE_COUNT; i++)
-		if (mask & guard_defs[i].bit) {
+		if (mask & (1u << i)) {
 			if (n < max)
 				lines[n] = guard_defs[i].banner;
 			n++;
@@ -191,9 +196,9 @@ enum ttsim_guard_eval ttsim_guard_take(unsigned mask, const struct ttsim_merge *
 		return TTSIM_GUARD_SKIPPED;
 	memset(allow, 1, H);
 	for (i = 0; i < TTSIM_RULE_COUNT; i++) {
-		if (!(mask & guard_defs[i].bit))
+		if (!(mask & (1u << i)))
 			continue;
-		if (!guard_allow_one(guard_defs[i].bit, m, one))
+		if (!guard_allow_one(1u << i, m, one))
 			return TTSIM_GUARD_SKIPPED;
 		for (s = 0; s < H; s++)
 			allow[s] &= one[s];

@@ -7,6 +7,12 @@
  *
  * An arm is a bit mask of rules; 0 is `bare` (no guard). A combination
  * allows the intersection of its rules' allowed sets.
+ *
+ * The semantics are written here apart from the analyzer's (analyzer/rule.c)
+ * on purpose: this plays the server's guard, whose decisions (`taken`) the
+ * analyzer judges; sharing its code would let a rule's bug confirm itself
+ * (docs/testing.md, "Oracles"). The names and flags are the analyzer's one
+ * list (RULE_GUARD_FLAGS).
  */
 #ifndef TTSIM_GUARD_H
 #define TTSIM_GUARD_H

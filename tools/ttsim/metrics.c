@@ -19,7 +19,7 @@ static const double metrics_itl_buckets[] = { 0.01, 0.025, 0.05, 0.075, 0.1, 0.1
 #define METRICS_NB_TTFT (sizeof(metrics_ttft_buckets) / sizeof(metrics_ttft_buckets[0]))
 #define METRICS_NB_ITL (sizeof(metrics_itl_buckets) / sizeof(metrics_itl_buckets[0]))
 
-static void metrics_hist_add(struct metrics_hist *h, const double *b, size_t nb, double v)
+static void metrics_hist_add(struct ttsim_metrics_hist *h, const double *b, size_t nb, double v)
 {
 	size_t i;
 
@@ -30,12 +30,12 @@ static void metrics_hist_add(struct metrics_hist *h, const double *b, size_t nb,
 			h->bucket[i]++;
 }
 
-void metrics_add_ttft(struct metrics_hist *h, double v)
+void ttsim_metrics_add_ttft(struct ttsim_metrics_hist *h, double v)
 {
 	metrics_hist_add(h, metrics_ttft_buckets, METRICS_NB_TTFT, v);
 }
 
-void metrics_add_itl(struct metrics_hist *h, double v)
+void ttsim_metrics_add_itl(struct ttsim_metrics_hist *h, double v)
 {
 	metrics_hist_add(h, metrics_itl_buckets, METRICS_NB_ITL, v);
 }
@@ -66,7 +66,7 @@ static void metrics_put(struct metrics_buf *b, const char *fmt, ...)
 }
 
 static void metrics_hist_put(struct metrics_buf *b, const char *name, const char *help, const char *lbl,
-			     const struct metrics_hist *h, const double *bk, size_t nb)
+			     const struct ttsim_metrics_hist *h, const double *bk, size_t nb)
 {
 	size_t i;
 
@@ -78,12 +78,12 @@ static void metrics_hist_put(struct metrics_buf *b, const char *name, const char
 	metrics_put(b, "%s_count{%s} %llu.0\n", name, lbl, h->count);
 }
 
-enum MHD_Result metrics_vllm(struct ttsim_server *srv, struct MHD_Connection *conn)
+enum MHD_Result ttsim_metrics_vllm(struct ttsim_server *srv, struct MHD_Connection *conn)
 {
 	struct metrics_buf b = { NULL, 0, 256 * 1024, false };
 	struct ttsim_model_stats st;
 	const struct ttsim_model_config *mc = &srv->c.model;
-	char lbl[2 * ENGINE_NAME_MAX + 64];
+	char lbl[2 * TTSIM_ENGINE_NAME_MAX + 64];
 	enum MHD_Result ret;
 	int running, waiting;
 
@@ -148,7 +148,7 @@ enum MHD_Result metrics_vllm(struct ttsim_server *srv, struct MHD_Connection *co
 	metrics_hist_put(&b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in "
 		"seconds.", lbl, &srv->e2e, metrics_ttft_buckets, METRICS_NB_TTFT);
 	pthread_mutex_unlock(&srv->mu);
-	ret = reply_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.s, b.len);
+	ret = ttsim_reply_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.s, b.len);
 	free(b.s);
 	return ret;
 }
@@ -156,7 +156,7 @@ enum MHD_Result metrics_vllm(struct ttsim_server *srv, struct MHD_Connection *co
 /* llama-server's /metrics (with --metrics): llamacpp:* names, no *_info
  * gauge, no prefix-cache counter, and rates that read `inf` before any
  * time was measured. */
-enum MHD_Result metrics_llama(struct ttsim_server *srv, struct MHD_Connection *conn)
+enum MHD_Result ttsim_metrics_llama(struct ttsim_server *srv, struct MHD_Connection *conn)
 {
 	struct metrics_buf b = { NULL, 0, 16 * 1024, false };
 	struct ttsim_model_stats st;
@@ -185,7 +185,7 @@ enum MHD_Result metrics_llama(struct ttsim_server *srv, struct MHD_Connection *c
 		   "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n", running);
 	metrics_put(&b, "# HELP llamacpp:requests_deferred Number of requests deferred.\n"
 		   "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred %d\n", waiting);
-	ret = reply_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", b.s, b.len);
+	ret = ttsim_reply_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", b.s, b.len);
 	free(b.s);
 	return ret;
 }

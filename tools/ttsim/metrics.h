@@ -8,19 +8,19 @@
 
 #include <microhttpd.h>
 
-struct metrics_hist {
+struct ttsim_metrics_hist {
 	unsigned long long count, bucket[32];
 	double sum;
 };
 
 /* One observation (seconds) in time-to-first-token (also e2e) or
  * inter-token buckets. srv->mu held. */
-void metrics_add_ttft(struct metrics_hist *h, double v);
-void metrics_add_itl(struct metrics_hist *h, double v);
+void ttsim_metrics_add_ttft(struct ttsim_metrics_hist *h, double v);
+void ttsim_metrics_add_itl(struct ttsim_metrics_hist *h, double v);
 
 struct ttsim_server;
 /* Answer GET /metrics on conn: vLLM's, llama-server's. Take srv->mu. */
-enum MHD_Result metrics_vllm(struct ttsim_server *srv, struct MHD_Connection *conn);
-enum MHD_Result metrics_llama(struct ttsim_server *srv, struct MHD_Connection *conn);
+enum MHD_Result ttsim_metrics_vllm(struct ttsim_server *srv, struct MHD_Connection *conn);
+enum MHD_Result ttsim_metrics_llama(struct ttsim_server *srv, struct MHD_Connection *conn);
 
 #endif

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* An integer-valued JSON number within [lo, hi]. */
-bool prompt_json_int(const cJSON *v, long long lo, long long hi, long long *out)
+bool ttsim_prompt_json_int(const cJSON *v, long long lo, long long hi, long long *out)
 {
 	double d;
 
@@ -67,7 +67,7 @@ static char *prompt_content_text(const cJSON *content)
  * "messages" (chat template). On failure *err names the problem and *param
  * the field. Caller frees *toks.
  */
-bool prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const char **param,
+bool ttsim_prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const char **param,
 		   char *err, size_t errn)
 {
 	const cJSON *prompt, *msgs, *m, *role, *v;
@@ -98,7 +98,7 @@ bool prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const char *
 			}
 			i = 0;
 			cJSON_ArrayForEach(v, prompt) {
-				if (!prompt_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
+				if (!ttsim_prompt_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
 					snprintf(err, errn, "prompt[%zu]: Input should be a valid token id "
 						 "(0..%d); a list of strings is not supported", i,
 						 TTSIM_VOCAB_SIZE - 1);

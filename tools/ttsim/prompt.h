@@ -11,11 +11,11 @@
 #include <cjson/cJSON.h>
 
 /* An integer-valued JSON number within [lo, hi] in *out; false otherwise. */
-bool prompt_json_int(const cJSON *v, long long lo, long long hi, long long *out);
+bool ttsim_prompt_json_int(const cJSON *v, long long lo, long long hi, long long *out);
 /* The prompt of req as tokens: "prompt" (string or token id array) or, with
  * chat, "messages" (chat template). On failure err (errn bytes) names the
  * problem and *param the field. Caller frees *toks. */
-bool prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const char **param,
+bool ttsim_prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const char **param,
 		   char *err, size_t errn);
 
 #endif

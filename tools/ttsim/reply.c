@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum MHD_Result reply_send(struct MHD_Connection *conn, unsigned code, const char *ctype,
+enum MHD_Result ttsim_reply_send(struct MHD_Connection *conn, unsigned code, const char *ctype,
 			   const char *body, size_t len)
 {
 	struct MHD_Response *r;
@@ -28,14 +28,14 @@ enum MHD_Result reply_send(struct MHD_Connection *conn, unsigned code, const cha
 	return ret;
 }
 
-enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned code, cJSON *j)
+enum MHD_Result ttsim_reply_json(struct MHD_Connection *conn, unsigned code, cJSON *j)
 {
 	char *s = cJSON_PrintUnformatted(j);
 	enum MHD_Result ret;
 
 	if (!s)
 		return MHD_NO;
-	ret = reply_send(conn, code, "application/json", s, strlen(s));
+	ret = ttsim_reply_send(conn, code, "application/json", s, strlen(s));
 	free(s);
 	return ret;
 }
@@ -98,7 +98,7 @@ static cJSON *reply_error_body(const struct ttsim_server *srv, unsigned code, co
 	return j;
 }
 
-enum MHD_Result reply_error(const struct ttsim_server *srv, struct MHD_Connection *conn,
+enum MHD_Result ttsim_reply_error(const struct ttsim_server *srv, struct MHD_Connection *conn,
 			    unsigned code, const char *param, const char *fmt, ...)
 {
 	char msg[1024];
@@ -112,22 +112,22 @@ enum MHD_Result reply_error(const struct ttsim_server *srv, struct MHD_Connectio
 	j = reply_error_body(srv, code, param, msg);
 	if (!j)
 		return MHD_NO;
-	ret = reply_json(conn, code, j);
+	ret = ttsim_reply_json(conn, code, j);
 	cJSON_Delete(j);
 	return ret;
 }
 
-enum MHD_Result reply_detail(struct MHD_Connection *conn, unsigned code, const char *detail)
+enum MHD_Result ttsim_reply_detail(struct MHD_Connection *conn, unsigned code, const char *detail)
 {
 	char body[128];
 	int n = snprintf(body, sizeof(body), "{\"detail\":\"%s\"}", detail);
 
-	return reply_send(conn, code, "application/json", body, (size_t)n);
+	return ttsim_reply_send(conn, code, "application/json", body, (size_t)n);
 }
 
 /* A double as nlohmann::json dumps it: the shortest form that reads back the
  * same, with ".0" when integral; null when not finite. */
-const char *reply_jnum(double v, char *buf, size_t n)
+const char *ttsim_reply_jnum(double v, char *buf, size_t n)
 {
 	int p;
 

@@ -76,7 +76,7 @@ static bool route_needs_host(const cJSON *req)
 }
 
 static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Connection *conn,
-					struct engine_conn *sc, bool chat)
+					struct ttsim_engine_conn *sc, bool chat)
 {
 	cJSON *req = NULL, *v, *so;
 	const char *param = NULL, *perr;
@@ -85,7 +85,7 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	long long max_tokens = srv->c.default_max_tokens, n;
 	bool stream = false, include_usage = false, continuous = false, token_ids = false;
 	const char *xrid;
-	struct engine_req *rq;
+	struct ttsim_engine_req *rq;
 	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -101,23 +101,23 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 		req = NULL;
 	}
 	if (!req) {
-		ret = reply_error(srv, conn, 400, NULL, "JSON decode error at byte %ld",
+		ret = ttsim_reply_error(srv, conn, 400, NULL, "JSON decode error at byte %ld",
 				perr && sc->body && perr >= sc->body ? (long)(perr - sc->body) + 1 : 1L);
 		goto out;
 	}
 	if (!cJSON_IsObject(req)) {
-		ret = reply_error(srv, conn, 400, NULL, "body: Input should be a valid dictionary");
+		ret = ttsim_reply_error(srv, conn, 400, NULL, "body: Input should be a valid dictionary");
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "model");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsString(v)) {
-			ret = reply_error(srv, conn, 400, "model", "model: Input should be a valid string");
+			ret = ttsim_reply_error(srv, conn, 400, "model", "model: Input should be a valid string");
 			goto out;
 		}
 		/* llama-server serves whatever name a request gives */
 		if (srv->c.profile == TTSIM_VLLM && strcmp(v->valuestring, srv->model_name)) {
-			ret = reply_error(srv, conn, 404, "model", "The model `%s` does not exist.",
+			ret = ttsim_reply_error(srv, conn, 404, "model", "The model `%s` does not exist.",
 					v->valuestring);
 			goto out;
 		}
@@ -125,7 +125,7 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	v = cJSON_GetObjectItemCaseSensitive(req, "stream");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsBool(v)) {
-			ret = reply_error(srv, conn, 400, "stream", "stream: Input should be a valid boolean");
+			ret = ttsim_reply_error(srv, conn, 400, "stream", "stream: Input should be a valid boolean");
 			goto out;
 		}
 		stream = cJSON_IsTrue(v);
@@ -134,13 +134,13 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	if (so && !cJSON_IsNull(so)) {
 		v = cJSON_GetObjectItemCaseSensitive(so, "include_usage");
 		if (!cJSON_IsObject(so) || (v && !cJSON_IsBool(v) && !cJSON_IsNull(v))) {
-			ret = reply_error(srv, conn, 400, "stream_options",
+			ret = ttsim_reply_error(srv, conn, 400, "stream_options",
 					"stream_options: Input should be a valid dictionary with a "
 					"boolean include_usage");
 			goto out;
 		}
 		if (!stream) {
-			ret = reply_error(srv, conn, 400, "stream_options",
+			ret = ttsim_reply_error(srv, conn, 400, "stream_options",
 					"Stream options can only be defined when `stream=True`.");
 			goto out;
 		}
@@ -149,8 +149,8 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	}
 	token_ids = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "return_token_ids"));
 	v = cJSON_GetObjectItemCaseSensitive(req, "n");
-	if (v && !cJSON_IsNull(v) && (!prompt_json_int(v, 1, 1, &n))) {
-		ret = reply_error(srv, conn, 400, "n", "n: only n=1 is supported");
+	if (v && !cJSON_IsNull(v) && (!ttsim_prompt_json_int(v, 1, 1, &n))) {
+		ret = ttsim_reply_error(srv, conn, 400, "n", "n: only n=1 is supported");
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "max_tokens");
@@ -158,23 +158,23 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 		v = cJSON_GetObjectItemCaseSensitive(req, "max_completion_tokens");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble)) {
-			ret = reply_error(srv, conn, 400, "max_tokens",
+			ret = ttsim_reply_error(srv, conn, 400, "max_tokens",
 					"max_tokens: Input should be a valid integer");
 			goto out;
 		}
 		if (v->valuedouble < 1) {
-			ret = reply_error(srv, conn, 400, "max_tokens",
+			ret = ttsim_reply_error(srv, conn, 400, "max_tokens",
 					"max_tokens must be at least 1, got %.0f.", v->valuedouble);
 			goto out;
 		}
 		max_tokens = v->valuedouble > 1e15 ? (long long)1e15 : (long long)v->valuedouble;
 	}
-	if (!prompt_tokens(req, chat, &toks, &n_prompt, &param, err, sizeof(err))) {
-		ret = reply_error(srv, conn, 400, param, "%s", err);
+	if (!ttsim_prompt_tokens(req, chat, &toks, &n_prompt, &param, err, sizeof(err))) {
+		ret = ttsim_reply_error(srv, conn, 400, param, "%s", err);
 		goto out;
 	}
 	if (n_prompt + max_tokens > srv->c.model.max_model_len) {
-		ret = reply_error(srv, conn, 400, NULL,
+		ret = ttsim_reply_error(srv, conn, 400, NULL,
 				"'max_tokens' or 'max_completion_tokens' is too large: %lld. This "
 				"model's maximum context length is %lld tokens and your request has %d "
 				"input tokens (%lld > %lld - %d).", max_tokens,
@@ -184,24 +184,24 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	}
 
 	pthread_mutex_lock(&srv->mu);
-	if (srv->c.error_rate > 0 && engine_rand(&srv->rng) < srv->c.error_rate) {
+	if (srv->c.error_rate > 0 && ttsim_engine_rand(&srv->rng) < srv->c.error_rate) {
 		srv->req_errors++;
 		pthread_mutex_unlock(&srv->mu);
-		ret = reply_error(srv, conn, 500, NULL, "EngineCore encountered an issue (injected fault)");
+		ret = ttsim_reply_error(srv, conn, 500, NULL, "EngineCore encountered an issue (injected fault)");
 		goto out;
 	}
 	xrid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-	rq = engine_req_new(srv, chat, n_prompt, (int)max_tokens, xrid);
+	rq = ttsim_engine_req_new(srv, chat, n_prompt, (int)max_tokens, xrid);
 	if (!rq) {
 		pthread_mutex_unlock(&srv->mu);
-		ret = reply_error(srv, conn, 500, NULL, "out of memory");
+		ret = ttsim_reply_error(srv, conn, 500, NULL, "out of memory");
 		goto out;
 	}
 	/* llama-server echoes the request's model (params_from_json_cmpl:
 	 * oaicompat_model), else its alias */
 	snprintf(rq->model_json, sizeof(rq->model_json), "%s", srv->model_json);
 	v = cJSON_GetObjectItemCaseSensitive(req, "model");
-	if (srv->c.profile == TTSIM_LLAMACPP && cJSON_IsString(v) && strlen(v->valuestring) < ENGINE_NAME_MAX) {
+	if (srv->c.profile == TTSIM_LLAMACPP && cJSON_IsString(v) && strlen(v->valuestring) < TTSIM_ENGINE_NAME_MAX) {
 		char *mj = cJSON_PrintUnformatted(v);
 
 		if (mj && strlen(mj) < sizeof(rq->model_json))
@@ -216,22 +216,22 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	rq->continuous_usage = continuous && srv->c.profile == TTSIM_VLLM;
 	rq->return_token_ids = token_ids && srv->c.profile == TTSIM_VLLM && srv->c.vllm_minor != 10;
 	if (stream)
-		rq->error_at = engine_fault_at(srv, srv->c.stream_error_rate, (int)max_tokens);
-	rq->reset_at = engine_fault_at(srv, srv->c.reset_rate, (int)max_tokens);
-	rq->stall_at = engine_fault_at(srv, srv->c.stall_rate, (int)max_tokens);
-	rq->truncate_at = engine_fault_at(srv, srv->c.truncate_rate, (int)max_tokens);
+		rq->error_at = ttsim_engine_fault_at(srv, srv->c.stream_error_rate, (int)max_tokens);
+	rq->reset_at = ttsim_engine_fault_at(srv, srv->c.reset_rate, (int)max_tokens);
+	rq->stall_at = ttsim_engine_fault_at(srv, srv->c.stall_rate, (int)max_tokens);
+	rq->truncate_at = ttsim_engine_fault_at(srv, srv->c.truncate_rate, (int)max_tokens);
 	sc->rq = rq;
 	if (!srv->c.never_generate) {
 		if (ttsim_model_submit(srv->model, rq->eid, toks, n_prompt, (int)max_tokens, rq,
 				       &rq->handle, &si)) {
 			pthread_mutex_unlock(&srv->mu);
-			ret = reply_error(srv, conn, 400, NULL, "%s", si.msg);
+			ret = ttsim_reply_error(srv, conn, 400, NULL, "%s", si.msg);
 			goto out;
 		}
 		if (route_needs_host(req))
 			ttsim_model_host_sample(srv->model, rq->handle);
 		rq->submitted = true;
-		rq->refs++;  /* the model's reference, dropped in engine_on_finish */
+		rq->refs++;  /* the model's reference, dropped in ttsim_engine_on_finish */
 		pthread_cond_signal(&srv->work_cv);
 	}
 	if (stream) {
@@ -243,7 +243,7 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 		}
 		pthread_mutex_unlock(&srv->mu);
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, ROUTE_BLOCK,
-							 stream_read, rq, NULL);
+							 ttsim_stream_read, rq, NULL);
 		if (!resp) {
 			ret = MHD_NO;
 			goto out;
@@ -262,8 +262,8 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	pthread_mutex_unlock(&srv->mu);
 	/* Non-streaming: the connection waits, suspended, for the whole answer. */
 	sc->wait_full = true;
-	rq->probe_at = mono_now() + ENGINE_PROBE_S;
-	ret = answer_step(srv, conn, sc);
+	rq->probe_at = mono_now() + TTSIM_ENGINE_PROBE_S;
+	ret = ttsim_answer_step(srv, conn, sc);
 out:
 	free(toks);
 	cJSON_Delete(req);
@@ -271,7 +271,7 @@ out:
 }
 
 static enum MHD_Result route_tokenize(struct ttsim_server *srv, struct MHD_Connection *conn,
-				      struct engine_conn *sc)
+				      struct ttsim_engine_conn *sc)
 {
 	cJSON *req = NULL, *out = NULL, *arr;
 	const char *param = NULL;
@@ -282,7 +282,7 @@ static enum MHD_Result route_tokenize(struct ttsim_server *srv, struct MHD_Conne
 
 	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	if (!req || !cJSON_IsObject(req)) {
-		ret = reply_error(srv, conn, 400, NULL, "JSON decode error or body not an object");
+		ret = ttsim_reply_error(srv, conn, 400, NULL, "JSON decode error or body not an object");
 		goto out;
 	}
 	if (srv->c.profile == TTSIM_LLAMACPP) {
@@ -300,17 +300,17 @@ static enum MHD_Result route_tokenize(struct ttsim_server *srv, struct MHD_Conne
 			cJSON *tmp = cJSON_CreateObject();
 
 			cJSON_AddStringToObject(tmp, "prompt", c->valuestring);
-			if (prompt_tokens(tmp, false, &toks, &n, &param, err, sizeof(err)))
+			if (ttsim_prompt_tokens(tmp, false, &toks, &n, &param, err, sizeof(err)))
 				for (i = 0; i < n; i++)
 					cJSON_AddItemToArray(arr, cJSON_CreateNumber(toks[i]));
 			cJSON_Delete(tmp);
 		}
-		ret = reply_json(conn, MHD_HTTP_OK, out);
+		ret = ttsim_reply_json(conn, MHD_HTTP_OK, out);
 		goto out;
 	}
 	chat = cJSON_GetObjectItemCaseSensitive(req, "messages") != NULL;
-	if (!prompt_tokens(req, chat, &toks, &n, &param, err, sizeof(err))) {
-		ret = reply_error(srv, conn, 400, param, "%s", err);
+	if (!ttsim_prompt_tokens(req, chat, &toks, &n, &param, err, sizeof(err))) {
+		ret = ttsim_reply_error(srv, conn, 400, param, "%s", err);
 		goto out;
 	}
 	out = cJSON_CreateObject();
@@ -324,7 +324,7 @@ static enum MHD_Result route_tokenize(struct ttsim_server *srv, struct MHD_Conne
 	for (i = 0; i < n; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateNumber(toks[i]));
 	cJSON_AddNullToObject(out, "token_strs");
-	ret = reply_json(conn, MHD_HTTP_OK, out);
+	ret = ttsim_reply_json(conn, MHD_HTTP_OK, out);
 out:
 	free(toks);
 	cJSON_Delete(out);
@@ -333,7 +333,7 @@ out:
 }
 
 static enum MHD_Result route_detokenize(struct ttsim_server *srv, struct MHD_Connection *conn,
-					struct engine_conn *sc)
+					struct ttsim_engine_conn *sc)
 {
 	cJSON *req = NULL, *arr, *v, *out = NULL;
 	char *text = NULL;
@@ -344,7 +344,7 @@ static enum MHD_Result route_detokenize(struct ttsim_server *srv, struct MHD_Con
 	req = cJSON_ParseWithLengthOpts(sc->body ? sc->body : "", sc->len + 1, NULL, 1);
 	arr = req ? cJSON_GetObjectItemCaseSensitive(req, "tokens") : NULL;
 	if (!cJSON_IsArray(arr)) {
-		ret = reply_error(srv, conn, 400, "tokens", "tokens: Input should be a valid list");
+		ret = ttsim_reply_error(srv, conn, 400, "tokens", "tokens: Input should be a valid list");
 		goto out;
 	}
 	cap = (size_t)cJSON_GetArraySize(arr) * 64 + 1;
@@ -355,8 +355,8 @@ static enum MHD_Result route_detokenize(struct ttsim_server *srv, struct MHD_Con
 	}
 	text[0] = 0;
 	cJSON_ArrayForEach(v, arr) {
-		if (!prompt_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
-			ret = reply_error(srv, conn, 400, "tokens", "tokens[%zu]: not a token id (0..%d)", i,
+		if (!ttsim_prompt_json_int(v, 0, TTSIM_VOCAB_SIZE - 1, &id)) {
+			ret = ttsim_reply_error(srv, conn, 400, "tokens", "tokens[%zu]: not a token id (0..%d)", i,
 					TTSIM_VOCAB_SIZE - 1);
 			goto out;
 		}
@@ -371,7 +371,7 @@ static enum MHD_Result route_detokenize(struct ttsim_server *srv, struct MHD_Con
 	/* vLLM {"prompt"}; llama-server format_detokenized_response {"content"} */
 	cJSON_AddStringToObject(out, srv->c.profile == TTSIM_LLAMACPP ? "content" : "prompt",
 				len ? text + 1 : "");
-	ret = reply_json(conn, MHD_HTTP_OK, out);
+	ret = ttsim_reply_json(conn, MHD_HTTP_OK, out);
 out:
 	free(text);
 	cJSON_Delete(out);
@@ -404,7 +404,7 @@ static enum MHD_Result route_models(struct ttsim_server *srv, struct MHD_Connect
 		cJSON_AddNumberToObject(p, "n_embd", 4096);
 		cJSON_AddNumberToObject(p, "n_params", 8030261248.0);
 		cJSON_AddNumberToObject(p, "size", 4920733696.0);
-		ret = reply_json(conn, MHD_HTTP_OK, j);
+		ret = ttsim_reply_json(conn, MHD_HTTP_OK, j);
 		cJSON_Delete(j);
 		return ret;
 	}
@@ -419,7 +419,7 @@ static enum MHD_Result route_models(struct ttsim_server *srv, struct MHD_Connect
 	cJSON_AddStringToObject(p, "object", "model_permission");
 	cJSON_AddBoolToObject(p, "allow_sampling", 1);
 	cJSON_AddBoolToObject(p, "allow_logprobs", 1);
-	ret = reply_json(conn, MHD_HTTP_OK, j);
+	ret = ttsim_reply_json(conn, MHD_HTTP_OK, j);
 	cJSON_Delete(j);
 	return ret;
 }
@@ -431,29 +431,29 @@ static enum MHD_Result route_models(struct ttsim_server *srv, struct MHD_Connect
  * the models needs it; an unknown route is 404 "File Not Found".
  */
 static enum MHD_Result route_llama(struct ttsim_server *srv, struct MHD_Connection *conn,
-				   const char *q, bool get, bool post, struct engine_conn *sc)
+				   const char *q, bool get, bool post, struct ttsim_engine_conn *sc)
 {
 	bool models = !strcmp(q, "/v1/models") || !strcmp(q, "/models");
 
 	if (route_loading(srv))
-		return reply_error(srv, conn, 503, NULL, "Loading model");
+		return ttsim_reply_error(srv, conn, 503, NULL, "Loading model");
 	if (srv->c.api_key && strcmp(q, "/health") && !models && strcmp(q, "/")) {
 		const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 
 		if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->c.api_key))
-			return reply_error(srv, conn, 401, NULL, "Invalid API Key");
+			return ttsim_reply_error(srv, conn, 401, NULL, "Invalid API Key");
 	}
 	if (get && !strcmp(q, "/health"))
-		return reply_send(conn, MHD_HTTP_OK, "application/json; charset=utf-8", "{\"status\":\"ok\"}", 15);
+		return ttsim_reply_send(conn, MHD_HTTP_OK, "application/json; charset=utf-8", "{\"status\":\"ok\"}", 15);
 	if (get && models)
 		return route_models(srv, conn);
 	if (get && !strcmp(q, "/metrics"))
-		return srv->c.metrics ? metrics_llama(srv, conn) :
-		       reply_error(srv, conn, 501, NULL, "This server does not support metrics endpoint. "
+		return srv->c.metrics ? ttsim_metrics_llama(srv, conn) :
+		       ttsim_reply_error(srv, conn, 501, NULL, "This server does not support metrics endpoint. "
 				 "Start it with `--metrics`");
 	if (post && sc->too_big && (!strcmp(q, "/v1/completions") || !strcmp(q, "/v1/chat/completions") ||
 				    !strcmp(q, "/tokenize") || !strcmp(q, "/detokenize")))
-		return reply_error(srv, conn, 400, NULL, "request body exceeds %u bytes", ROUTE_BODY_MAX);
+		return ttsim_reply_error(srv, conn, 400, NULL, "request body exceeds %u bytes", ROUTE_BODY_MAX);
 	if (post && !strcmp(q, "/v1/completions"))
 		return route_completion(srv, conn, sc, false);
 	if (post && !strcmp(q, "/v1/chat/completions"))
@@ -462,58 +462,58 @@ static enum MHD_Result route_llama(struct ttsim_server *srv, struct MHD_Connecti
 		return route_tokenize(srv, conn, sc);
 	if (post && !strcmp(q, "/detokenize"))
 		return route_detokenize(srv, conn, sc);
-	return reply_error(srv, conn, 404, NULL, "File Not Found");
+	return ttsim_reply_error(srv, conn, 404, NULL, "File Not Found");
 }
 
 static enum MHD_Result route_dispatch(struct ttsim_server *srv, struct MHD_Connection *conn,
-				      const char *url, const char *method, struct engine_conn *sc)
+				      const char *url, const char *method, struct ttsim_engine_conn *sc)
 {
 	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
 	char q[64];
 	size_t ul = strcspn(url, "?");
 
 	if (ul >= sizeof(q))
-		return reply_detail(conn, 404, "Not Found");
+		return ttsim_reply_detail(conn, 404, "Not Found");
 	memcpy(q, url, ul);
 	q[ul] = 0;
 	if (srv->c.profile == TTSIM_LLAMACPP)
 		return route_llama(srv, conn, q, get, post, sc);
 	if (!strcmp(q, "/health") || !strcmp(q, "/ping")) {
 		if (!get && !post)
-			return reply_detail(conn, 405, "Method Not Allowed");
+			return ttsim_reply_detail(conn, 405, "Method Not Allowed");
 		if (route_loading(srv))
-			return reply_send(conn, 503, "application/json", "", 0);
-		return reply_send(conn, MHD_HTTP_OK, "application/json", "", 0);
+			return ttsim_reply_send(conn, 503, "application/json", "", 0);
+		return ttsim_reply_send(conn, MHD_HTTP_OK, "application/json", "", 0);
 	}
 	if (route_loading(srv))
-		return reply_error(srv, conn, 503, NULL, "the model is still loading");
+		return ttsim_reply_error(srv, conn, 503, NULL, "the model is still loading");
 	if (srv->c.api_key && !strncmp(q, "/v1/", 4)) {
 		/* vLLM's --api-key (entrypoints/openai/api_server.py): 401 on /v1 */
 		const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 
 		if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->c.api_key))
-			return reply_send(conn, 401, "application/json", "{\"error\":\"Unauthorized\"}", 24);
+			return ttsim_reply_send(conn, 401, "application/json", "{\"error\":\"Unauthorized\"}", 24);
 	}
 	if (!strcmp(q, "/metrics"))
-		return get ? metrics_vllm(srv, conn) : reply_detail(conn, 405, "Method Not Allowed");
+		return get ? ttsim_metrics_vllm(srv, conn) : ttsim_reply_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/v1/models"))
-		return get ? route_models(srv, conn) : reply_detail(conn, 405, "Method Not Allowed");
+		return get ? route_models(srv, conn) : ttsim_reply_detail(conn, 405, "Method Not Allowed");
 	if (!strcmp(q, "/version") && srv->c.profile == TTSIM_VLLM) {
 		char vb[64];
 		int vn = snprintf(vb, sizeof(vb), "{\"version\":\"%s\"}", ttsim_server_version(&srv->c));
 
-		return get ? reply_send(conn, MHD_HTTP_OK, "application/json", vb, (size_t)vn)
-			   : reply_detail(conn, 405, "Method Not Allowed");
+		return get ? ttsim_reply_send(conn, MHD_HTTP_OK, "application/json", vb, (size_t)vn)
+			   : ttsim_reply_detail(conn, 405, "Method Not Allowed");
 	}
 	if (!post) {
 		if (!strcmp(q, "/v1/completions") || !strcmp(q, "/v1/chat/completions") ||
 		    !strcmp(q, "/tokenize") || !strcmp(q, "/detokenize") ||
 		    !strcmp(q, "/reset_prefix_cache"))
-			return reply_detail(conn, 405, "Method Not Allowed");
-		return reply_detail(conn, 404, "Not Found");
+			return ttsim_reply_detail(conn, 405, "Method Not Allowed");
+		return ttsim_reply_detail(conn, 404, "Not Found");
 	}
 	if (sc->too_big)
-		return reply_error(srv, conn, 400, NULL, "request body exceeds %u bytes", ROUTE_BODY_MAX);
+		return ttsim_reply_error(srv, conn, 400, NULL, "request body exceeds %u bytes", ROUTE_BODY_MAX);
 	if (!strcmp(q, "/v1/completions"))
 		return route_completion(srv, conn, sc, false);
 	if (!strcmp(q, "/v1/chat/completions"))
@@ -526,17 +526,17 @@ static enum MHD_Result route_dispatch(struct ttsim_server *srv, struct MHD_Conne
 		pthread_mutex_lock(&srv->mu);
 		ttsim_model_reset_prefix_cache(srv->model);
 		pthread_mutex_unlock(&srv->mu);
-		return reply_send(conn, MHD_HTTP_OK, "application/json", "", 0);
+		return ttsim_reply_send(conn, MHD_HTTP_OK, "application/json", "", 0);
 	}
-	return reply_detail(conn, 404, "Not Found");
+	return ttsim_reply_detail(conn, 404, "Not Found");
 }
 
-enum MHD_Result route_handler(void *cls, struct MHD_Connection *conn, const char *url,
+enum MHD_Result ttsim_route_handler(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version,
 			      const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct ttsim_server *srv = cls;
-	struct engine_conn *sc = *con_cls;
+	struct ttsim_engine_conn *sc = *con_cls;
 	char *nb;
 	size_t need;
 
@@ -544,7 +544,7 @@ enum MHD_Result route_handler(void *cls, struct MHD_Connection *conn, const char
 	if (!sc) {
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
 			MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-		const struct engine_sock *k = ci ? ci->socket_context : NULL;
+		const struct ttsim_engine_sock *k = ci ? ci->socket_context : NULL;
 
 		/* a request on a connection llama-server has finished with: it
 		 * never reaches the server; the connection closes unanswered */
@@ -576,16 +576,16 @@ enum MHD_Result route_handler(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	}
 	if (sc->wait_full)
-		return answer_step(srv, conn, sc);
+		return ttsim_answer_step(srv, conn, sc);
 	return route_dispatch(srv, conn, url, method, sc);
 }
 
 /* The connection is done (answered, failed, or the client left). */
-void route_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+void ttsim_route_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		     enum MHD_RequestTerminationCode toe)
 {
 	struct ttsim_server *srv = cls;
-	struct engine_conn *sc = *con_cls;
+	struct ttsim_engine_conn *sc = *con_cls;
 
 	(void)toe;
 	if (!sc)
@@ -596,7 +596,7 @@ void route_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		 * reaches it finds it dead (its request is never read) */
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
 			MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-		struct engine_sock *k = ci ? ci->socket_context : NULL;
+		struct ttsim_engine_sock *k = ci ? ci->socket_context : NULL;
 
 		if (k && !k->dead) {
 			pthread_mutex_lock(&srv->mu);
@@ -607,12 +607,12 @@ void route_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		}
 	}
 	if (sc->rq) {
-		stream_log_stamps(srv, sc->rq);
+		ttsim_stream_log_stamps(srv, sc->rq);
 		pthread_mutex_lock(&srv->mu);
 		sc->rq->conn = NULL;
 		if (sc->rq->submitted && !sc->rq->finished)
 			ttsim_model_abort(srv->model, sc->rq->handle);  /* drops the model's ref */
-		engine_req_release(sc->rq);
+		ttsim_engine_req_release(sc->rq);
 		pthread_mutex_unlock(&srv->mu);
 	}
 	free(sc->body);

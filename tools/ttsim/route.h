@@ -10,11 +10,11 @@
 #include <microhttpd.h>
 
 /* MHD_AccessHandlerCallback; cls is the server. */
-enum MHD_Result route_handler(void *cls, struct MHD_Connection *conn, const char *url,
+enum MHD_Result ttsim_route_handler(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version,
 			      const char *upload_data, size_t *upload_data_size, void **con_cls);
 /* MHD_RequestCompletedCallback; cls is the server. */
-void route_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+void ttsim_route_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		     enum MHD_RequestTerminationCode toe);
 
 #endif

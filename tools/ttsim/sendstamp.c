@@ -11,7 +11,7 @@
 /* Nanoseconds of CLOCK_MONOTONIC per descriptor, 0: none. Written by the
  * sending thread, possibly read by others: atomic. Static, so untouched
  * pages cost nothing. */
-static _Atomic int64_t ss_start[SENDSTAMP_MAX_FD], ss_end[SENDSTAMP_MAX_FD];
+static _Atomic int64_t ss_start[TTSIM_SENDSTAMP_MAX_FD], ss_end[TTSIM_SENDSTAMP_MAX_FD];
 
 static int64_t sendstamp_now(void)
 {
@@ -23,17 +23,17 @@ static int64_t sendstamp_now(void)
 
 static void sendstamp_note(int fd, int64_t start, ssize_t got)
 {
-	if (got <= 0 || fd < 0 || fd >= SENDSTAMP_MAX_FD)
+	if (got <= 0 || fd < 0 || fd >= TTSIM_SENDSTAMP_MAX_FD)
 		return;
 	atomic_store_explicit(&ss_start[fd], start, memory_order_relaxed);
 	atomic_store_explicit(&ss_end[fd], sendstamp_now(), memory_order_relaxed);
 }
 
-int sendstamp_last(int fd, double *start, double *end)
+int ttsim_sendstamp_last(int fd, double *start, double *end)
 {
 	int64_t e;
 
-	if (fd < 0 || fd >= SENDSTAMP_MAX_FD)
+	if (fd < 0 || fd >= TTSIM_SENDSTAMP_MAX_FD)
 		return -1;
 	e = atomic_load_explicit(&ss_end[fd], memory_order_relaxed);
 	if (!e)

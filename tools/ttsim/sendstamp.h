@@ -16,16 +16,16 @@
  * unchanged: return value and errno.
  *
  * A caller reads the time for its connection's descriptor; descriptors at
- * or above SENDSTAMP_MAX_FD are not noted (sendstamp_last gives 0).
+ * or above TTSIM_SENDSTAMP_MAX_FD are not noted (ttsim_sendstamp_last gives 0).
  */
 #ifndef TTSIM_SENDSTAMP_H
 #define TTSIM_SENDSTAMP_H
 
-#define SENDSTAMP_MAX_FD 65536
+#define TTSIM_SENDSTAMP_MAX_FD 65536
 
 /* CLOCK_MONOTONIC seconds at which the latest send on fd that took bytes
  * started and returned: 0, or -1 when none has. The pair is consistent when
  * read by the thread that sends on fd. */
-int sendstamp_last(int fd, double *start, double *end);
+int ttsim_sendstamp_last(int fd, double *start, double *end);
 
 #endif

@@ -24,7 +24,7 @@
  * the epoll descriptor and our own wake descriptor, then runs one
  * non-blocking round (MHD_run, whose epoll waits have timeout 0).
  *
- * Locking: one mutex (srv->mu) guards the model, every struct engine_req
+ * Locking: one mutex (srv->mu) guards the model, every struct ttsim_engine_req
  * and the counters. The generator thread holds it while it steps the model, and
  * releases it while it sleeps the step's duration. The polling thread holds
  * it while it submits, takes tokens, or formats a chunk, never while it takes
@@ -71,7 +71,7 @@ void ttsim_server_config_default(struct ttsim_server_config *c)
 const char *ttsim_server_version(const struct ttsim_server_config *c)
 {
 	if (c->profile == TTSIM_LLAMACPP)
-		return ENGINE_LLAMA_BUILD;
+		return TTSIM_ENGINE_LLAMA_BUILD;
 	return c->vllm_minor == 10 ? "0.10.1+ttsim" : "0.16.0+ttsim";
 }
 /* Socket contexts: one per connection, for the llama-server profile. */
@@ -79,7 +79,7 @@ static void server_notify_conn(void *cls, struct MHD_Connection *conn, void **so
 			       enum MHD_ConnectionNotificationCode toe)
 {
 	struct ttsim_server *srv = cls;
-	struct engine_sock *k = *socket_context, **pp;
+	struct ttsim_engine_sock *k = *socket_context, **pp;
 	const union MHD_ConnectionInfo *ci;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -161,11 +161,11 @@ static int server_listen_now(struct ttsim_server *srv)
 	/* epoll, driven by our polling thread (see the top of this file),
 	 * connections suspended while they wait */
 	d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-			     route_handler, srv,
+			     ttsim_route_handler, srv,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_CONNECTION_LIMIT, srv->c.max_connections,
 			     MHD_OPTION_CONNECTION_TIMEOUT, 0u,
-			     MHD_OPTION_NOTIFY_COMPLETED, route_completed, srv,
+			     MHD_OPTION_NOTIFY_COMPLETED, ttsim_route_completed, srv,
 			     MHD_OPTION_NOTIFY_CONNECTION, server_notify_conn, srv,
 			     MHD_OPTION_END);
 	if (!d)
@@ -258,8 +258,8 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 	st = ttsim_model_new(&srv->c.model, &srv->model, si);
 	if (st)
 		goto fail;
-	sink.token = engine_on_token;
-	sink.finish = engine_on_finish;
+	sink.token = ttsim_engine_on_token;
+	sink.finish = ttsim_engine_on_finish;
 	sink.ctx = srv;
 	ttsim_model_set_sink(srv->model, &sink);
 	ttsim_model_set_audit(srv->model, c->audit);
@@ -270,15 +270,15 @@ enum status ttsim_server_start(const struct ttsim_server_config *c, struct ttsim
 					   strerror(errno));
 			goto fail;
 		}
-		/* full buffering: stream_log_stamps flushes a request's lines at once */
+		/* full buffering: ttsim_stream_log_stamps flushes a request's lines at once */
 		setvbuf(srv->send_log, NULL, _IOFBF, 1u << 16);
 	}
-	if (pthread_create(&srv->gen_thread, NULL, engine_gen_main, srv)) {
+	if (pthread_create(&srv->gen_thread, NULL, ttsim_engine_gen_main, srv)) {
 		st = status_set(si, STATUS_NOMEM, "cannot start the generator thread");
 		goto fail;
 	}
 	srv->gen_started = true;
-	if (pthread_create(&srv->hk_thread, NULL, engine_hk_main, srv)) {
+	if (pthread_create(&srv->hk_thread, NULL, ttsim_engine_hk_main, srv)) {
 		st = status_set(si, STATUS_NOMEM, "cannot start the housekeeping thread");
 		goto fail;
 	}
@@ -328,7 +328,7 @@ int ttsim_server_port(const struct ttsim_server *s)
 
 void ttsim_server_stop(struct ttsim_server *srv)
 {
-	struct engine_req *rq, *next;
+	struct ttsim_engine_req *rq, *next;
 
 	if (!srv)
 		return;
@@ -347,7 +347,7 @@ void ttsim_server_stop(struct ttsim_server *srv)
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	if (srv->poll_started) {
-		engine_kick(srv);
+		ttsim_engine_kick(srv);
 		pthread_join(srv->poll_thread, NULL);
 	}
 	if (srv->d) {
@@ -355,7 +355,7 @@ void ttsim_server_stop(struct ttsim_server *srv)
 		 * MHD_stop_daemon then closes every connection. */
 		pthread_mutex_lock(&srv->mu);
 		for (rq = srv->live; rq; rq = rq->next)
-			engine_wake(rq, false);
+			ttsim_engine_wake(rq, false);
 		pthread_mutex_unlock(&srv->mu);
 		MHD_stop_daemon(srv->d);
 	}

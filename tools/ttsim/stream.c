@@ -25,7 +25,7 @@
 #define STREAM_MERGE_MAX 64             /* tokens one chunk carries at most */
 
 /* True when the client has closed its end (a readable socket with EOF). */
-bool stream_peer_closed(struct MHD_Connection *conn)
+bool ttsim_stream_peer_closed(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci;
 	char b;
@@ -41,7 +41,7 @@ bool stream_peer_closed(struct MHD_Connection *conn)
 }
 
 /* Abortive close: the peer sees a reset, as when a proxy or server dies. */
-void stream_linger0(struct MHD_Connection *conn)
+void ttsim_stream_linger0(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
 		MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -51,9 +51,9 @@ void stream_linger0(struct MHD_Connection *conn)
 		(void)setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
-static void stream_chunk(struct engine_req *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void stream_chunk(struct ttsim_engine_req *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void stream_chunk(struct engine_req *rq, const char *fmt, ...)
+static void stream_chunk(struct ttsim_engine_req *rq, const char *fmt, ...)
 {
 	va_list ap;
 	int w;
@@ -66,9 +66,9 @@ static void stream_chunk(struct engine_req *rq, const char *fmt, ...)
 }
 
 /* Appends printf output to rq->chunk (truncated at the cap, never overrun). */
-static void stream_cat(struct engine_req *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void stream_cat(struct ttsim_engine_req *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void stream_cat(struct engine_req *rq, const char *fmt, ...)
+static void stream_cat(struct ttsim_engine_req *rq, const char *fmt, ...)
 {
 	va_list ap;
 	int w;
@@ -86,14 +86,14 @@ static void stream_cat(struct engine_req *rq, const char *fmt, ...)
 /* The usage object: prompt, total, completion, in vLLM's field order
  * (UsageInfo); with details, its prompt_tokens_details null as
  * exclude_unset=False dumps it. */
-static void stream_cat_usage(struct engine_req *rq, int n_out, bool details)
+static void stream_cat_usage(struct ttsim_engine_req *rq, int n_out, bool details)
 {
 	stream_cat(rq, "{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d%s}",
 		rq->n_prompt, rq->n_prompt + n_out, n_out, details ? ",\"prompt_tokens_details\":null" : "");
 }
 
 /* The text of tokens [lo, hi] as a JSON string's inside; token_ids as a list. */
-static void stream_token_text(const struct engine_req *rq, int lo, int hi, char *text, size_t cap, char *ids,
+static void stream_token_text(const struct ttsim_engine_req *rq, int lo, int hi, char *text, size_t cap, char *ids,
 			      size_t ids_cap)
 {
 	size_t tl = 0, il = 0;
@@ -122,7 +122,7 @@ static void stream_token_text(const struct engine_req *rq, int lo, int hi, char 
  * stop_reason, prompt_token_ids and token_ids in every chunk), llama-server
  * (keys in nlohmann::json's sorted order, no stop_reason).
  */
-static void stream_token_chunk(struct ttsim_server *srv, struct engine_req *rq, int lo, int hi)
+static void stream_token_chunk(struct ttsim_server *srv, struct ttsim_engine_req *rq, int lo, int hi)
 {
 	char text[STREAM_MERGE_MAX * 24 + 8], ids[STREAM_MERGE_MAX * 8 + 8];
 	bool last = rq->finished && !rq->aborted && hi == rq->n_tok - 1;
@@ -139,12 +139,12 @@ static void stream_token_chunk(struct ttsim_server *srv, struct engine_req *rq, 
 			stream_cat(rq, "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
 				"{\"content\":\"%s\"}}],\"created\":%ld,\"id\":\"%s\",\"model\":%s,"
 				"\"system_fingerprint\":\"%s\",\"object\":\"chat.completion.chunk\"}\n\n",
-				text, rq->created, rq->id, rq->model_json, ENGINE_LLAMA_BUILD);
+				text, rq->created, rq->id, rq->model_json, TTSIM_ENGINE_LLAMA_BUILD);
 		else
 			stream_cat(rq, "data: {\"choices\":[{\"text\":\"%s\",\"index\":0,\"logprobs\":null,"
 				"\"finish_reason\":null}],\"created\":%ld,\"model\":%s,\"system_fingerprint\":"
 				"\"%s\",\"object\":\"text_completion\",\"id\":\"%s\"}\n\n", text,
-				rq->created, rq->model_json, ENGINE_LLAMA_BUILD, rq->id);
+				rq->created, rq->model_json, TTSIM_ENGINE_LLAMA_BUILD, rq->id);
 	} else if (rq->chat) {
 		stream_cat(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
 			"\"model\":%s,\"choices\":[{\"index\":0,\"delta\":{\"%s\":\"%s\"},\"logprobs\":null,"
@@ -179,7 +179,7 @@ static void stream_token_chunk(struct ttsim_server *srv, struct engine_req *rq, 
 
 /* result_timings::to_json, from the server's own clock: prompt processing
  * (uncached prompt tokens) until the first token, generation after it. */
-static void stream_cat_timings(struct engine_req *rq)
+static void stream_cat_timings(struct ttsim_engine_req *rq)
 {
 	int pn = rq->n_prompt - rq->res.cached_tokens;
 	double pms = (rq->t_first - rq->t_arrival) * 1e3, gms = (rq->t_last - rq->t_first) * 1e3;
@@ -190,14 +190,14 @@ static void stream_cat_timings(struct engine_req *rq)
 	stream_cat(rq, "\"timings\":{\"prompt_n\":%d,\"prompt_ms\":%s,\"prompt_per_token_ms\":%s,"
 		"\"prompt_per_second\":%s,\"predicted_n\":%d,\"predicted_ms\":%s,"
 		"\"predicted_per_token_ms\":%s,\"predicted_per_second\":%s}", pn,
-		reply_jnum(pms, a, sizeof(a)), reply_jnum(pms / pn, b, sizeof(b)),
-		reply_jnum(1e3 / pms * pn, c, sizeof(c)), rq->n_tok, reply_jnum(gms, d, sizeof(d)),
-		reply_jnum(gms / rq->n_tok, e, sizeof(e)), reply_jnum(1e3 / gms * rq->n_tok, f, sizeof(f)));
+		ttsim_reply_jnum(pms, a, sizeof(a)), ttsim_reply_jnum(pms / pn, b, sizeof(b)),
+		ttsim_reply_jnum(1e3 / pms * pn, c, sizeof(c)), rq->n_tok, ttsim_reply_jnum(gms, d, sizeof(d)),
+		ttsim_reply_jnum(gms / rq->n_tok, e, sizeof(e)), ttsim_reply_jnum(1e3 / gms * rq->n_tok, f, sizeof(f)));
 }
 
 /* llama-server's last chunk (server_task_result_cmpl_final): no text, the
  * finish, usage (sent without include_usage too) and timings. */
-static void stream_llama_final(struct ttsim_server *srv, struct engine_req *rq)
+static void stream_llama_final(struct ttsim_server *srv, struct ttsim_engine_req *rq)
 {
 	(void)srv;
 	rq->chunk_len = rq->chunk_off = 0;
@@ -205,11 +205,11 @@ static void stream_llama_final(struct ttsim_server *srv, struct engine_req *rq)
 		stream_cat(rq, "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],"
 			"\"created\":%ld,\"id\":\"%s\",\"model\":%s,\"system_fingerprint\":\"%s\","
 			"\"object\":\"chat.completion.chunk\",", rq->created, rq->id, rq->model_json,
-			ENGINE_LLAMA_BUILD);
+			TTSIM_ENGINE_LLAMA_BUILD);
 	else
 		stream_cat(rq, "data: {\"choices\":[{\"text\":\"\",\"index\":0,\"logprobs\":null,"
 			"\"finish_reason\":\"length\"}],\"created\":%ld,\"model\":%s,\"system_fingerprint\":"
-			"\"%s\",\"object\":\"text_completion\",", rq->created, rq->model_json, ENGINE_LLAMA_BUILD);
+			"\"%s\",\"object\":\"text_completion\",", rq->created, rq->model_json, TTSIM_ENGINE_LLAMA_BUILD);
 	stream_cat(rq, "\"usage\":{\"completion_tokens\":%d,\"prompt_tokens\":%d,\"total_tokens\":%d},",
 		rq->n_tok, rq->n_prompt, rq->n_prompt + rq->n_tok);
 	if (!rq->chat)
@@ -224,7 +224,7 @@ static void stream_llama_final(struct ttsim_server *srv, struct engine_req *rq)
  * to look again at the latest), 0 at the clean end, -1 to drop the
  * connection, -2 to end the stream early (truncation fault). mu held.
  */
-static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, double *wake_at)
+static int stream_next_chunk(struct ttsim_server *srv, struct ttsim_engine_req *rq, double *wake_at)
 {
 	double now;
 	int hi, lim;
@@ -235,16 +235,16 @@ static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, do
 		if (srv->stopping)
 			return -1;
 		switch (rq->phase) {
-		case ENGINE_SP_ROLE:
+		case TTSIM_ENGINE_SP_ROLE:
 			if (!rq->chat || srv->c.profile == TTSIM_LLAMACPP) {
-				rq->phase = ENGINE_SP_TOKENS;
+				rq->phase = TTSIM_ENGINE_SP_TOKENS;
 				continue;
 			}
 			/* vLLM sends the role when the engine's first output arrives,
 			 * not before the prefill */
 			if (!rq->n_tok && !rq->finished)
 				break;
-			rq->phase = ENGINE_SP_TOKENS;
+			rq->phase = TTSIM_ENGINE_SP_TOKENS;
 			stream_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
 				  "\"created\":%ld,\"model\":%s,\"choices\":[{\"index\":0,"
 				  "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
@@ -256,10 +256,10 @@ static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, do
 			}
 			stream_cat(rq, "%s}\n\n", srv->c.vllm_minor == 10 ? "" : ",\"prompt_token_ids\":null");
 			return 1;
-		case ENGINE_SP_TOKENS:
+		case TTSIM_ENGINE_SP_TOKENS:
 			if (rq->n_sent < rq->n_tok) {
 				if (rq->error_at == rq->n_sent) {
-					rq->phase = ENGINE_SP_ERROR;
+					rq->phase = TTSIM_ENGINE_SP_ERROR;
 					continue;
 				}
 				if (rq->reset_at == rq->n_sent)
@@ -316,19 +316,19 @@ static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, do
 			if (rq->finished) {
 				if (rq->aborted)
 					return -1;
-				rq->phase = srv->c.profile == TTSIM_LLAMACPP ? ENGINE_SP_FINAL : ENGINE_SP_USAGE;
+				rq->phase = srv->c.profile == TTSIM_LLAMACPP ? TTSIM_ENGINE_SP_FINAL : TTSIM_ENGINE_SP_USAGE;
 				continue;
 			}
 			break;
-		case ENGINE_SP_FINAL:
-			rq->phase = ENGINE_SP_DONE;
+		case TTSIM_ENGINE_SP_FINAL:
+			rq->phase = TTSIM_ENGINE_SP_DONE;
 			stream_llama_final(srv, rq);
 			return 1;
-		case ENGINE_SP_ERROR:
+		case TTSIM_ENGINE_SP_ERROR:
 			/* the engine failed the request inside the stream: vLLM sends
 			 * the error as a data chunk (json.dumps separators), llama-server
 			 * as an error field; both then end with [DONE] */
-			rq->phase = ENGINE_SP_DONE;
+			rq->phase = TTSIM_ENGINE_SP_DONE;
 			if (srv->c.profile == TTSIM_LLAMACPP)
 				/* update_slots' llama_decode failure, to every slot
 				 * (send_error, ERROR_TYPE_SERVER), as an "error" event */
@@ -342,8 +342,8 @@ static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, do
 				stream_chunk(rq, "data: {\"error\": {\"message\": \"Internal server error\", "
 					  "\"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n");
 			return 1;
-		case ENGINE_SP_USAGE:
-			rq->phase = ENGINE_SP_DONE;
+		case TTSIM_ENGINE_SP_USAGE:
+			rq->phase = TTSIM_ENGINE_SP_DONE;
 			if (rq->include_usage) {
 				stream_chunk(rq, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%ld,"
 					  "\"model\":%s,\"choices\":[],\"usage\":", rq->id,
@@ -354,16 +354,16 @@ static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, do
 				return 1;
 			}
 			continue;
-		case ENGINE_SP_DONE:
-			rq->phase = ENGINE_SP_END;
+		case TTSIM_ENGINE_SP_DONE:
+			rq->phase = TTSIM_ENGINE_SP_END;
 			stream_chunk(rq, "data: [DONE]\n\n");
 			return 1;
-		case ENGINE_SP_END:
+		case TTSIM_ENGINE_SP_END:
 			return 0;
 		}
 		/* Nothing to send yet: wait for a token, probing for a gone client
 		 * now and then. */
-		*wake_at = mono_now() + ENGINE_PROBE_S;
+		*wake_at = mono_now() + TTSIM_ENGINE_PROBE_S;
 		return 2;
 	}
 }
@@ -374,7 +374,7 @@ static int stream_next_chunk(struct ttsim_server *srv, struct engine_req *rq, do
  * a request's lines are written together when its stream ends, so the
  * per-token path has no stdio and no lock.
  */
-void stream_log_stamps(struct ttsim_server *srv, struct engine_req *rq)
+void ttsim_stream_log_stamps(struct ttsim_server *srv, struct ttsim_engine_req *rq)
 {
 	char *buf;
 	size_t cap, len = 0;
@@ -423,9 +423,9 @@ void stream_log_stamps(struct ttsim_server *srv, struct engine_req *rq)
  * with a thousand streams.) Every piece is followed by such a call: the
  * stream always ends with one that returns its end.
  */
-ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+ssize_t ttsim_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct engine_req *rq = cls;
+	struct ttsim_engine_req *rq = cls;
 	struct ttsim_server *srv = rq->srv;
 	size_t n = 0, k;
 	int r = 1, tok_lo = -1, tok_hi = -1, i;
@@ -434,7 +434,7 @@ ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	if (rq->pend_lo <= rq->pend_hi) {
 		t = t0 = mono_now();
-		if (!sendstamp_last(rq->fd, &s0, &s1) && s0 >= rq->pend_at && s1 <= t) {
+		if (!ttsim_sendstamp_last(rq->fd, &s0, &s1) && s0 >= rq->pend_at && s1 <= t) {
 			t0 = s0;
 			t = s1;
 		}
@@ -449,7 +449,7 @@ ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	pthread_mutex_lock(&srv->mu);
 	if (rq->probe) {
 		rq->probe = false;
-		if (stream_peer_closed(rq->conn))
+		if (ttsim_stream_peer_closed(rq->conn))
 			rq->term = -1;
 	}
 	while (n < max && !rq->term) {
@@ -476,7 +476,7 @@ ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 	if (!n) {
 		if (!rq->term) {
-			engine_suspend(srv, rq, wake_at);
+			ttsim_engine_suspend(srv, rq, wake_at);
 			pthread_mutex_unlock(&srv->mu);
 			return 0;
 		}
@@ -484,9 +484,9 @@ ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		pthread_mutex_unlock(&srv->mu);
 		/* Written before MHD ends the response: a client that saw the end
 		 * of the stream finds its stamps in the log. */
-		stream_log_stamps(srv, rq);
+		ttsim_stream_log_stamps(srv, rq);
 		if (r == -1) {
-			stream_linger0(rq->conn);
+			ttsim_stream_linger0(rq->conn);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		return MHD_CONTENT_READER_END_OF_STREAM;

@@ -52,6 +52,8 @@ RANK_VAR = "TTAUDIT_RANK"
 
 # Guard flags of the seeds' patched generator and the arm each engages
 # (docs/arms.md, interfaces B). Upstream prints no banner for any of them.
+# A copy of the C list (analyzer/rule.h RULE_GUARD_FLAGS), the kit running
+# without ttaudit; tests/test_rule.c holds the two together row for row.
 GUARD_FLAGS = (
     ("QWEN36_PREFILLED_SLOTS_FIX", "prefilled"),
     ("QWEN36_MERGE_BATCH_GUARD", "batch"),

@@ -14,18 +14,27 @@
 #define OPT_WIDTH 79        /* help text is wrapped to this many columns */
 #define OPT_COL 24          /* where an option's help starts */
 
-static void opt_error(const struct cmd_doc *d, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* The program d belongs to: "ttaudit" unless its table names another. */
+static const char *opt_prog(const struct cmd_doc *d)
+{
+	return d->prog ? d->prog : "ttaudit";
+}
 
-static void opt_error(const struct cmd_doc *d, const char *fmt, ...)
+/* An option help and the man page show (a NULL help hides one). */
+static bool opt_shown(const struct opt *o)
+{
+	return o->kind == OPT_KIND_GROUP || o->help != NULL;
+}
+
+void opt_error(const struct cmd_doc *d, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ttaudit %s: ", d->name);
+	fprintf(stderr, "%s %s: ", opt_prog(d), d->name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nsee 'ttaudit %s --help'\n", d->name);
+	fprintf(stderr, "\nsee '%s %s --help'\n", opt_prog(d), d->name);
 }
 
 static bool opt_takes_value(const struct opt *o)
@@ -71,12 +80,16 @@ static int opt_store(const struct cmd_doc *d, const struct opt *o, const char *a
 
 		errno = 0;
 		v = strtoll(arg, &end, 10);
-		if (!*arg || *end || errno || v < o->imin || v > o->imax) {
+		if (!*arg || *end || errno || v < o->imin || v > o->imax ||
+		    (o->size == sizeof(int) && (v < INT_MIN || v > INT_MAX))) {
 			opt_error(d, "option '%s' wants an integer from %lld to %lld, not '%s'",
 				  label, o->imin, o->imax, arg);
 			return -1;
 		}
-		*(long long *)o->var = v;
+		if (o->size == sizeof(int))
+			*(int *)o->var = (int)v;
+		else
+			*(long long *)o->var = v;
 		return 0;
 	}
 	case OPT_KIND_NUM: {
@@ -184,7 +197,7 @@ static void opt_unknown(const struct cmd_doc *d, const char *arg, size_t n)
 
 	snprintf(want, sizeof(want), "%.*s", (int)(n < 70 ? n : 70), arg);
 	for (o = d->opts; o->kind != OPT_KIND_END && k < 127; o++)
-		if (o->kind != OPT_KIND_GROUP && o->name)
+		if (o->kind != OPT_KIND_GROUP && o->name && o->help)
 			names[k++] = o->name;
 	names[k++] = "help";
 	near = opt_nearest(want, names, k);
@@ -213,6 +226,10 @@ int opt_parse(const struct cmd_doc *d, int argc, char **argv)
 					return OPT_ERROR;
 				}
 				continue;
+			}
+			if (d->flags & CMD_NO_OPERANDS) {
+				opt_error(d, "unexpected argument '%s'", a);
+				return OPT_ERROR;
 			}
 			argv[n_ops++] = a;
 			if (d->flags & (CMD_OPTS_FIRST | CMD_SUBCOMMANDS))
@@ -382,7 +399,7 @@ void opt_usage(const struct cmd_doc *d, FILE *f)
 	size_t i;
 
 	for (i = 0; d->usage && d->usage[i]; i++)
-		fprintf(f, "%s ttaudit %s\n", i ? "      " : "usage:", d->usage[i]);
+		fprintf(f, "%s %s %s\n", i ? "      " : "usage:", opt_prog(d), d->usage[i]);
 }
 
 /* "  -o, --output FILE" into buf; returns its length. */
@@ -423,14 +440,19 @@ void opt_help(const struct cmd_doc *d, FILE *f)
 			fprintf(f, "  %-12s", sp ? sp + 1 : d->subs[i]->name);
 			opt_wrap(f, d->subs[i]->summary ? d->subs[i]->summary : "", 14, 14);
 		}
-		fprintf(f, "\n'ttaudit %s COMMAND --help' shows a command's options.\n", d->name);
+		fprintf(f, "\n'%s %s COMMAND --help' shows a command's options.\n", opt_prog(d),
+			d->name);
 	}
 	fprintf(f, "\noptions:\n");
 	for (o = d->opts; o && o->kind != OPT_KIND_END; o++) {
 		size_t len;
 
+		if (!opt_shown(o))
+			continue;
 		if (o->kind == OPT_KIND_GROUP) {
-			fprintf(f, "\n%s:\n", o->name);
+			snprintf(head, sizeof(head), "%s:", o->name);
+			fputc('\n', f);
+			opt_wrap(f, head, 0, 0);
 			continue;
 		}
 		len = opt_head(o, head, sizeof(head));
@@ -442,7 +464,7 @@ void opt_help(const struct cmd_doc *d, FILE *f)
 			fprintf(f, "%*s", (int)(OPT_COL - len), "");
 			len = OPT_COL;
 		}
-		opt_wrap(f, o->help ? o->help : "", OPT_COL, len);
+		opt_wrap(f, o->help, OPT_COL, len);
 	}
 	fprintf(f, "  -h, --help%*sshow this help\n", OPT_COL - 12, "");
 	fprintf(f, "\nexit status: 0 ok");
@@ -481,9 +503,9 @@ void opt_man(const struct cmd_doc *d, FILE *f)
 	const char *s;
 	size_t i;
 
-	fprintf(f, ".SS \"ttaudit %s\"\n", d->name);
+	fprintf(f, ".SS \"%s %s\"\n", opt_prog(d), d->name);
 	for (i = 0; d->usage && d->usage[i]; i++) {
-		fputs(".nf\n\\fBttaudit\\fR ", f);
+		fprintf(f, ".nf\n\\fB%s\\fR ", opt_prog(d));
 		opt_roff_z(f, d->usage[i]);
 		fputs("\n.fi\n", f);
 	}
@@ -511,6 +533,8 @@ void opt_man(const struct cmd_doc *d, FILE *f)
 			break;
 	}
 	for (o = d->opts; o && o->kind != OPT_KIND_END; o++) {
+		if (!opt_shown(o))
+			continue;
 		if (o->kind == OPT_KIND_GROUP) {
 			fputs(".PP\n\\fI", f);
 			opt_roff_z(f, o->name);
@@ -531,7 +555,7 @@ void opt_man(const struct cmd_doc *d, FILE *f)
 			fputs("\\fR", f);
 		}
 		fputc('\n', f);
-		opt_roff_z(f, o->help ? o->help : "");
+		opt_roff_z(f, o->help);
 		fputc('\n', f);
 	}
 	fputs(".PP\nExit status: 0 ok", f);
@@ -561,10 +585,10 @@ void opt_synopsis(const struct cmd_doc *d, FILE *f)
 	size_t i;
 
 	for (i = 0; d->usage && d->usage[i]; i++)
-		fprintf(f, "ttaudit %s\n", d->usage[i]);
+		fprintf(f, "%s %s\n", opt_prog(d), d->usage[i]);
 	for (i = 0; d->subs && d->subs[i]; i++) {
 		size_t j;
 		for (j = 0; d->subs[i]->usage && d->subs[i]->usage[j]; j++)
-			fprintf(f, "ttaudit %s\n", d->subs[i]->usage[j]);
+			fprintf(f, "%s %s\n", opt_prog(d->subs[i]), d->subs[i]->usage[j]);
 	}
 }
