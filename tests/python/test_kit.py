@@ -277,12 +277,18 @@ class TestBanners(unittest.TestCase):
         self.assertEqual(got, [
             "ttaudit: guard QWEN36_MERGE_BATCH_GUARD engaged (env QWEN36_MERGE_BATCH_GUARD=1)",
             "ttaudit: guard QWEN36_MERGE_LIFETIME_GUARD off (env QWEN36_MERGE_LIFETIME_GUARD=0)",
-            "ttaudit: guard QWEN36_MERGE_STAMP_GUARD value not understood, not engaged "
-            "(env QWEN36_MERGE_STAMP_GUARD=maybe)"])
-        got = kit.guard_banners({"QWEN36_PREFILLED_SLOTS_FIX": "true",
-                                 "QWEN36_MERGE_GARBAGE_BOUND": "1"})
-        self.assertEqual(len(got), 2)
-        self.assertTrue(all(" engaged (env " in g for g in got))
+            "ttaudit: guard QWEN36_MERGE_STAMP_GUARD not engaged: the patch engages it on 1 "
+            "only (env QWEN36_MERGE_STAMP_GUARD=maybe)"])
+        # the seeds' patches read `== "1"`: "true", "yes", " 1" engage nothing,
+        # and the banner must not say they do
+        for v in ("true", "yes", "on", " 1", "01"):
+            got = kit.guard_banners({"QWEN36_PREFILLED_SLOTS_FIX": v,
+                                     "QWEN36_MERGE_GARBAGE_BOUND": "1"})
+            self.assertEqual(got, [
+                "ttaudit: guard QWEN36_PREFILLED_SLOTS_FIX not engaged: the patch engages it on "
+                "1 only (env QWEN36_PREFILLED_SLOTS_FIX=%s)" % v,
+                "ttaudit: guard QWEN36_MERGE_GARBAGE_BOUND engaged (env "
+                "QWEN36_MERGE_GARBAGE_BOUND=1)"], v)
 
     def test_rank(self):
         self.assertEqual(kit.initial_rank({"TTAUDIT_RANK": "3", "OMPI_COMM_WORLD_RANK": "1"}), 3)

@@ -61,7 +61,8 @@ GUARD_FLAGS = (
     ("QWEN36_MERGE_STAMP_GUARD", "stamp"),
     ("QWEN36_MERGE_GARBAGE_BOUND", "bound"),
 )
-_TRUE = ("1", "true", "yes", "on")
+# The seeds' patches engage a guard on exactly "1" (os.environ.get(F) ==
+# "1"): any other value leaves it off, whatever it looks like.
 _FALSE = ("0", "false", "no", "off", "")
 
 _MISSING = object()
@@ -75,14 +76,14 @@ def guard_banners(env):
         v = env.get(flag)
         if v is None:
             continue
-        if v.strip().lower() in _TRUE:
+        if v == "1":
             out.append("ttaudit: guard %s engaged (env %s=%s)" % (flag, flag, v))
             engaged += 1
         elif v.strip().lower() in _FALSE:
             out.append("ttaudit: guard %s off (env %s=%s)" % (flag, flag, v))
         else:
-            out.append("ttaudit: guard %s value not understood, not engaged (env %s=%s)"
-                       % (flag, flag, v))
+            out.append("ttaudit: guard %s not engaged: the patch engages it on 1 only "
+                       "(env %s=%s)" % (flag, flag, v))
     if not engaged:
         out.append("ttaudit: guard none engaged (unguarded merge)")
     return out
