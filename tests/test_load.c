@@ -462,6 +462,23 @@ static void test_fixtures(void **state)
 		assert_int_equal(f.r.n_chunks, 2);
 		assert_int_equal(f.r.usage_completion, 2);
 		fix_done(&f);
+
+		/* recorded from a running llama-server (fixtures/sse/README.md): a
+		 * prompt past the slot's context, with context shift off, is an
+		 * `error:` event in a 200 stream and no token */
+		fix_replay(&f, "llamacpp-recorded-context-error.sse", LOAD_API_COMPLETIONS, step);
+		assert_int_equal(f.r.fail, LOAD_FAIL_SERVER);
+		assert_non_null(strstr(f.r.reason, "the request exceeds the available context size"));
+		assert_int_equal(f.r.n_tokens, 0);
+		fix_done(&f);
+
+		fix_replay(&f, "llamacpp-recorded-completions.sse", LOAD_API_COMPLETIONS, step);
+		assert_int_equal(f.r.fail, LOAD_OK);
+		assert_int_equal(f.r.n_chunks, 3);
+		assert_int_equal(f.r.usage_completion, 3);
+		assert_int_equal(f.r.usage_prompt, 3);
+		assert_string_equal(f.r.text, " thr or kettle");
+		fix_done(&f);
 	}
 }
 

@@ -226,12 +226,44 @@ static void test_many_samples(void **state)
 	prom_free(p);
 }
 
+/* llama-server's /metrics page as recorded (fixtures/llamacpp/metrics.prom):
+ * twelve llamacpp:* samples, `inf` throughputs while no time was measured, the
+ * token counters the interop tests compare with the responses' usage. */
+static void test_llamacpp_recorded(void **state)
+{
+	char buf[8192];
+	size_t n;
+	FILE *fp;
+	struct prom *p = NULL;
+	struct status_info si = { 0 };
+	const struct prom_sample *s;
+
+	(void)state;
+	fp = fopen("fixtures/llamacpp/metrics.prom", "rb");
+	assert_non_null(fp);
+	n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	assert_int_equal(prom_parse(buf, n, &p, &si), STATUS_OK);
+	assert_int_equal(prom_n_samples(p), 12);
+	s = prom_find(p, "llamacpp:tokens_predicted_total", NULL, 0);
+	assert_non_null(s);
+	assert_true(s->value == 3.0);
+	s = prom_find(p, "llamacpp:prompt_tokens_total", NULL, 0);
+	assert_non_null(s);
+	assert_true(s->value == 3.0);
+	s = prom_find(p, "llamacpp:predicted_tokens_seconds", NULL, 0);
+	assert_non_null(s);
+	assert_true(isinf(s->value) && s->value > 0);
+	prom_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vllm_page),
 		cmocka_unit_test(test_escapes_and_specials),
 		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_llamacpp_recorded),
 		cmocka_unit_test(test_name_in_label_is_not_metric),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_errors),
