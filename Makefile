@@ -98,7 +98,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Keep objects make would otherwise delete as intermediates after a link.
 .SECONDARY:
 
-.PHONY: FORCE all demo check check-run deps deps-check test unit e2e doc readme asan fuzz bench \
+.PHONY: FORCE all demo check check-run deps deps-check test unit e2e interop check-stress doc readme asan fuzz bench \
 	install uninstall clean _demo
 all: _all
 # The part archives' rules come first in the file: `make` alone must still build all.
@@ -191,7 +191,7 @@ check: deps-check
 
 # unit + e2e + the documents' examples on the normal build, then the sanitizer
 # build, then the fuzzer.
-check-run: _all unit e2e doc asan fuzz
+check-run: _all unit e2e interop doc asan fuzz
 	@echo "make check: all stages passed"
 
 unit: $(TEST_BIN)
@@ -210,6 +210,12 @@ readme: _all
 	@$(PYTHON) tests/doc/run-examples.py --build $(BUILD) --update-synopses $(DOCS)
 
 test: unit e2e
+
+# A real llama.cpp llama-server built from its source (LLAMA_CPP_TARBALL=
+# overrides ../shared/upstream/...; skipped without it, failed with CI=true)
+# and the tests of tests/interop/ against it (tests/interop/run.sh).
+interop: _all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) LLAMA_CPP_TARBALL='$(LLAMA_CPP_TARBALL)' sh tests/interop/run.sh
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
