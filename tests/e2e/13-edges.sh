@@ -187,15 +187,34 @@ expect_rc 2 "$TTAUDIT" replay --max-depth 0 "$T/deep.jsonl"
 expect_rc 2 "$TTAUDIT" replay --max-slots 70000 "$T/deep.jsonl"
 
 # 12. the scanner and the tree read every fixture the same, serial or in parallel
+# Two runs that both print nothing (a crash, a command that did not run)
+# would compare equal: each must exit 0, 1 or 2 and say something, a JSON
+# report on stdout or a message on stderr (--explain of a step a file lacks).
+# replay_json OUT RUN...: RUN's exit status in OUT.rc, its stderr in OUT's .err
+replay_json() {
+	out=$1; shift
+	set +e; "$@" >"$out" 2>"${out%.json}.err"; echo $? >"$out.rc"; set -e
+	[ "$(cat "$out.rc")" -le 2 ] || fail "'$*' exited $(cat "$out.rc")"
+	if [ -s "$out" ]; then
+		jq -e 'type == "object"' "$out" >/dev/null 2>&1 || fail "'$*': stdout is not a JSON report"
+	else
+		[ -s "${out%.json}.err" ] || fail "'$*' printed nothing"
+	fi
+}
+n=0
 for f in "$FIX"/audit/*.jsonl "$FIX"/audit/*.jsonl.gz "$FIX"/bad/*.jsonl "$T"/*.jsonl; do
-	"$TTAUDIT" replay --json --explain 141 "$f" >"$T/scan.json" 2>"$T/scan.err" || true
-	"$TTAUDIT" replay --json --explain 141 --tree "$f" >"$T/tree.json" 2>"$T/tree.err" || true
+	replay_json "$T/scan.json" "$TTAUDIT" replay --json --explain 141 "$f"
+	replay_json "$T/tree.json" "$TTAUDIT" replay --json --explain 141 --tree "$f"
+	cmp -s "$T/scan.json.rc" "$T/tree.json.rc" || fail "$f: the scanner and the tree exit differently"
 	cmp -s "$T/scan.json" "$T/tree.json" || fail "$f: the scanner and the tree differ"
 	cmp -s "$T/scan.err" "$T/tree.err" || fail "$f: the scanner and the tree say different things"
+	n=$((n + 1))
 done
+[ $n -gt 10 ] || fail "only $n files compared"
 set -- "$FIX"/audit/*.jsonl "$FIX"/audit/*.jsonl.gz "$FIX"/bad/*.jsonl "$T"/cut2.jsonl.gz "$A" "$T/copy.jsonl"
-"$TTAUDIT" replay --json "$@" >"$T/serial.json" 2>"$T/serial.err" || true
-"$TTAUDIT" replay --json --jobs 3 "$@" >"$T/par.json" 2>"$T/par.err" || true
+replay_json "$T/serial.json" "$TTAUDIT" replay --json "$@"
+replay_json "$T/par.json" "$TTAUDIT" replay --json --jobs 3 "$@"
+cmp -s "$T/serial.json.rc" "$T/par.json.rc" || fail "--jobs 3 and serial exit differently"
 cmp -s "$T/serial.json" "$T/par.json" || fail "--jobs 3 and serial differ"
 cmp -s "$T/serial.err" "$T/par.err" || fail "--jobs 3 and serial say different things"
 

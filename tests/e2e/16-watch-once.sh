@@ -4,7 +4,7 @@
 # library, fed line by line); a plain vLLM-format log replays to the counts
 # of its capture; a file without audit events says what it looked like.
 . tests/e2e/lib.sh
-"$TTAUDIT" watch --help >/dev/null 2>&1 || skip "ttaudit watch is not built"
+"$TTAUDIT" watch --help >/dev/null 2>&1 || fail "ttaudit watch --help failed: the command is part of the build"
 CMP="$PYTHON tests/e2e/expo-vs-replay.py"
 
 n=0

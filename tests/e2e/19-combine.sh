@@ -4,7 +4,7 @@
 # fingerprints, per-process rows, notes on files), and in text; combining
 # again is the same; parts of other rule lists, or not reports, exit 2.
 . tests/e2e/lib.sh
-"$TTAUDIT" combine --help >/dev/null 2>&1 || skip "ttaudit combine is not built"
+"$TTAUDIT" combine --help >/dev/null 2>&1 || fail "ttaudit combine --help failed: the command is part of the build"
 TTSIM="$PWD/$BUILD/ttsim"
 
 # a corpus: every fixture, a gzip one, captures of several processes, and ttsim runs under arms

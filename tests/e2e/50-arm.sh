@@ -4,7 +4,7 @@
 # control's banner where the treatment was declared; /metrics unreachable;
 # the server's environment from a capture. Every failure must be a FAIL.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built: the arm end-to-end test needs the simulator"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built: the arm end-to-end test needs the simulator"
 . tests/e2e/ttsim.inc
 SPEC="$FIX/arm/arms.json"
 P='-s -H Content-Type:application/json'
@@ -12,7 +12,7 @@ unset QWEN36_PREFILLED_SLOTS_FIX QWEN36_MERGE_BATCH_GUARD QWEN36_MERGE_LIFETIME_
 	QWEN36_MERGE_STAMP_GUARD QWEN36_MERGE_GARBAGE_BOUND
 
 # traffic that makes reset_batch merges with rows reused by other requests (as
-# in 71-ttsim-faults): 96 concurrent completions in ttsim.inc's chain of shapes
+# in 77-ttsim-faults): 96 concurrent completions in ttsim.inc's chain of shapes
 load() {
 	sim_load 96   # enough merges that one separates the arms, however the requests batch
 }
@@ -141,7 +141,7 @@ eq "$(item 0 verdict)" source-unreachable "empty log"
 
 # 7. the environment the server really had, from a capture (the shim is not ASan-built)
 case "$BUILD" in *asan*) echo "capture part skipped under sanitizers"; exit 0 ;; esac
-[ -e "$BUILD/libttaudit-shim.so" ] || { echo "capture part skipped: no shim"; exit 0; }
+[ -e "$BUILD/libttaudit-shim.so" ] || fail "no $BUILD/libttaudit-shim.so: make builds it"
 cat >"$T/env.json" <<'JSON'
 {"arms": {"batch": {
   "env": {"QWEN36_MERGE_BATCH_GUARD": "1"},

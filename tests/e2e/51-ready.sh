@@ -3,7 +3,7 @@
 # /health but never generates, a gateway that answers 400, unparseable
 # metrics and a closed port. Only a generated token passes the last rung.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built: the readiness end-to-end test needs the simulator"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built: the readiness end-to-end test needs the simulator"
 . tests/e2e/ttsim.inc
 rung() { jget "$T/out" ".rungs[] | select(.rung == \"$1\") | .$2"; }
 

@@ -4,9 +4,9 @@
 # the treatment makes none. Then ttaudit pair and ttaudit report on the same
 # boots, and the SVG figures parsed as XML with their marks counted.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "no $BUILD/ttsim"
-[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
+[ -x "$BUILD/ttsim" ] || fail "no $BUILD/ttsim"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+[ -f "$BUILD/libttaudit-shim.so" ] || fail "no capture shim"
 
 TTSIM="$PWD/$BUILD/ttsim"
 SERVE="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1"

@@ -4,9 +4,9 @@
 # batch passes the composition guard and substitutes; the lifetime guard
 # stops it.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "no $BUILD/ttsim"
-[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
+[ -x "$BUILD/ttsim" ] || fail "no $BUILD/ttsim"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+[ -f "$BUILD/libttaudit-shim.so" ] || fail "no capture shim"
 
 # each boot notes whether the host lock is held while it runs
 SERVE="test -d $T/lock && touch $T/held-\$TTAUDIT_AB_ROLE; exec $PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1"

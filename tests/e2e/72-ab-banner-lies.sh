@@ -5,9 +5,9 @@
 # report is written, the boot's records are set aside. A server that never
 # writes its port, and one that ignores the stop signals, stop it too.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "no $BUILD/ttsim"
-[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
+[ -x "$BUILD/ttsim" ] || fail "no $BUILD/ttsim"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+[ -f "$BUILD/libttaudit-shim.so" ] || fail "no capture shim"
 
 jq '.arms.stamp.env.TTSIM_FAULT = "banner-only"' "$FIX/ab/arms.json" >"$T/arms.json"
 SERVE="$PWD/$BUILD/ttsim serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale 0.01 --seed 1 \${TTSIM_FAULT:+--fault \$TTSIM_FAULT}"

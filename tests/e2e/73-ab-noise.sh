@@ -5,9 +5,9 @@
 # noise and with a sensitivity arm three times slower it is published, and
 # every delta inside the floor reads "flat, not a win".
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "no $BUILD/ttsim"
-[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim"
+[ -x "$BUILD/ttsim" ] || fail "no $BUILD/ttsim"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+[ -f "$BUILD/libttaudit-shim.so" ] || fail "no capture shim"
 
 TTSIM="$PWD/$BUILD/ttsim"
 # every step scaled by the arm's TTSIM_SCALE_X (the sensitivity arms set it)

@@ -12,7 +12,7 @@
 . tests/e2e/lib.sh
 BROWSER=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$BROWSER" ] || skip "no chromium: the figures are checked as XML only (60-70s tests)"
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built"
 . tests/e2e/ttsim.inc
 
 # render SVG PNG: the figure at its own size
@@ -104,8 +104,8 @@ set -- $(colours "$T/report-corpus.png" f4b6b6 d62728 1f77b4 orangish)
 [ "$3" -gt 500 ] && [ "$4" -gt 5000 ] || fail "corpus page: prevented/forgone $3/$4"
 
 # the bundled A/B example (README.md): three rounds, a sensitivity arm, cost published
-[ -f "$BUILD/libttaudit-shim.so" ] || skip "no capture shim: the A/B page is not rendered"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
+[ -f "$BUILD/libttaudit-shim.so" ] || fail "no capture shim: the A/B page is not rendered"
 ( cd "$T" && "$TTAUDIT" ab --control bare --treatment stamp --sensitivity slow --spec "$FIX/ab/arms.json" \
 	--suite "$FIX/ab/suite.jsonl" --concurrency 16 --vendor-neutral --no-docker --lock "$T/lock" \
 	--serve "$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale \$(awk \"BEGIN{print 0.04*\${TTSIM_SCALE_X:-1}}\") --seed 1" \

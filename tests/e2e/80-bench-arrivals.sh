@@ -3,13 +3,13 @@
 # from usage and from counted chunks, the chat role chunk never taken for the
 # first token, and the --json summary.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 # modeled time at 1/50: a prefill is long enough that a role chunk sent at
 # once arrives well before the first token is sent
 # one token per chunk (--no-merge): the checks below join each chunk's time
-# with the send log's token; merged chunks are 70-ttsim-surfaces' and 84's
+# with the send log's token; merged chunks are 76-ttsim-surfaces' and 84's
 sim_start s --seed 2 --time-scale 0.02 --slots 8 --send-log "$T/send.jsonl" --no-merge
 B="$TTAUDIT bench --url $URL --no-progress"
 

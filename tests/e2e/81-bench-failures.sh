@@ -3,7 +3,7 @@
 # failures with a reason each, counted per cause; a run with failures says so
 # on its first line and exits 1. A clean server gives none of it.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 sim_start clean --seed 4 --time-scale 0 --slots 8

@@ -7,7 +7,7 @@
 # catch them, and pass the same workload under `--arm stamp`. An `expect`
 # string missing is a wrong answer, told apart from divergent phrasing.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 SUITE="$FIX/bench/slot-reuse.jsonl"

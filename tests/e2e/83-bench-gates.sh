@@ -5,7 +5,7 @@
 # invalidated when the prefix cache serves a "cold" run; UNSTABLE when the
 # server is noisy on purpose; bad suites refused with file and line.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 SPEC="$FIX/bench/arms.json"

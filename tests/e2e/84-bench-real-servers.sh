@@ -6,7 +6,7 @@
 # vLLM with a reasoning parser (thinking text in delta.reasoning) against
 # ttsim's send log; vLLM's in-stream error chunk.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 # 1. llama-server: no failure manufactured by reused connections, counts from

@@ -8,7 +8,7 @@
 # same workload under `--arm stamp` is clean. Chat as well as completions;
 # llama-server's surfaces (no token ids); the verdicts' JSON twin; bad usage.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 SIM="--seed 3 --time-scale 0 --slots 4"

@@ -8,7 +8,7 @@
 # with the canary, under `--arm bare` the leaks are exactly the audit's
 # substitutions, and under `--arm stamp` no level has any.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 SIM="--seed 3 --time-scale 0 --slots 4 --cache-blocks 64"

@@ -12,7 +12,7 @@
 #                   "the token before it repeated"
 #   oov             canary with --vocab-size: token ids past the vocabulary
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 SIM="--seed 3 --time-scale 0 --slots 4 --cache-blocks 64 --arm stamp"

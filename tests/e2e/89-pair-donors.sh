@@ -6,7 +6,7 @@
 # ttsim's audits are the ground truth: the substitutions it made (the
 # requests whose finish event counts them) and its defect events.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 SIM="--seed 3 --time-scale 0 --slots 4"

@@ -7,7 +7,7 @@
 # not; `--arm stamp` against the same control is not told apart at any
 # level. Ids past the vocabulary fail the stage. The bundled set runs too.
 . tests/e2e/lib.sh
-[ -x "$BUILD/ttsim" ] || skip "$BUILD/ttsim is not built (the simulator is a prerequisite)"
+[ -x "$BUILD/ttsim" ] || fail "$BUILD/ttsim is not built (the simulator is a prerequisite)"
 . tests/e2e/ttsim.inc
 
 # the user's own suite: 48 copy tasks of many lengths, each with its exact answer
