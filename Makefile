@@ -194,6 +194,11 @@ check: deps-check
 check-run: _all unit e2e interop doc asan fuzz
 	@echo "make check: all stages passed"
 
+# The whole suite with a busy loop pinned to each core (tests/stress.sh):
+# what must hold on a loaded CI machine.
+check-stress: deps-check
+	@MAKE='$(MAKE)' sh tests/stress.sh
+
 unit: $(TEST_BIN)
 	@sh tests/run-unit.sh $(TEST_BIN)
 

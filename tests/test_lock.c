@@ -197,6 +197,22 @@ static void test_run_exit_code(void **state)
 	lock_free(l);
 }
 
+/* pid has a child process (/proc/PID/task/PID/children not empty). */
+static int has_child(pid_t pid)
+{
+	char path[64], buf[32];
+	size_t n = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return 0;
+	n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	return n > 0;
+}
+
 /* SIGTERM to the holder: the command is stopped, the lock released, and the holder exits. */
 static void test_run_sigterm(void **state)
 {
@@ -222,10 +238,13 @@ static void test_run_sigterm(void **state)
 		lock_run(l, argv, &code, &si);
 		_exit(91);   /* reached only if the handler returned */
 	}
-	for (i = 0; i < 200 && !exists(dir); i++)
+	/* ordering, not a pause: lock_run installs its handler before it forks
+	 * the command, so once the holder has a child the SIGTERM is handled
+	 * (a fixed 100 ms pause raced a slow holder on a loaded machine) */
+	for (i = 0; i < 3000 && !(exists(dir) && has_child(holder)); i++)
 		usleep(10000);
 	assert_true(exists(dir));
-	usleep(100000);
+	assert_true(has_child(holder));
 	kill(holder, SIGTERM);
 	waitpid(holder, &wst, 0);
 	assert_true(WIFEXITED(wst));

@@ -39,7 +39,9 @@ eq "$(jget "$T/b.json" '.figures.ttft_staircase_s | length')" 6 "staircase entri
 jq -e '.figures.batch_prefill_tok_s > 0 and
        (.figures.batch_prefill_tok_s - .figures.prompt_tokens / .figures.max_ttft_s | fabs) < 1e-6' \
 	"$T/b.json" >/dev/null || fail "batch prefill is not prompt tokens / max(ttft)"
-jq -s -e '[.[] | select(.kind == "request") | .t_launch] | (max - min) < 0.05' "$T/batch.jsonl" >/dev/null ||
+# together: every request launched before any ended (an ordering, which a
+# preempted client cannot break; a 50 ms window could)
+jq -s -e '[.[] | select(.kind == "request")] | (map(.t_launch) | max) < (map(.t_sent + .e2e_s) | min)' "$T/batch.jsonl" >/dev/null ||
 	fail "batch requests not launched together"
 
 # poisson: the seed and every scheduled arrival recorded; same seed, same schedule
@@ -52,11 +54,18 @@ eq "$(jget "$T/p.json" .arrival.seed)" 9 "poisson seed"
 gaps() { jq -s -c '[.[] | select(.kind == "request")] | sort_by(.index) | [.[].t_sched] as $t |
 	[range(1; $t | length) | ($t[.] - $t[. - 1]) * 1e6 | round]' "$1"; }
 eq "$(gaps "$T/p1.jsonl")" "$(gaps "$T/p2.jsonl")" "poisson schedule from the seed"
+# the schedule is drawn from the seed, not measured: no load moves it
 jq -s -e '[.[] | select(.kind == "request")] | sort_by(.index) | [.[].t_sched] as $t |
 	(($t[-1] - $t[0]) / (($t | length) - 1)) as $mean | $mean > 0.002 and $mean < 0.05' "$T/p1.jsonl" >/dev/null ||
 	fail "poisson mean inter-arrival far from 1/rate"
-jq -s -e '[.[] | select(.kind == "request") | .t_launch - .t_sched] | max < 0.02' "$T/p1.jsonl" >/dev/null ||
-	fail "poisson launches late"
+# launches: never before they are due, in the order they are due; how late
+# is the client's share of two loaded cores, recorded (sched_lag_s), not
+# asserted. 1 s only catches a loop that waits for responses (20 requests of
+# 4 tokens behind each other): a runnable process is not kept off a core that
+# long by CFS, whatever the load
+jq -s -e '[.[] | select(.kind == "request")] | (map(.t_launch - .t_sched) | min) >= 0 and (map(.t_launch - .t_sched) | max) < 1 and
+	(sort_by(.t_sched) | map(.index)) == (sort_by(.t_launch) | map(.index))' "$T/p1.jsonl" >/dev/null ||
+	fail "poisson launches early, out of order or behind responses"
 # open loop: latency from when each request was due as well as from its
 # write (coordinated omission, guidellm #1048): never shorter, and the wait
 # between the two recorded per request and per run
@@ -103,14 +112,20 @@ jq -s -e '[.[] | select(.kind == "request") | ((.t_sent + .ttft_s) - .token_t[0]
 jq -s -e '[.[] | select(.kind == "request") | .t_sent >= .t_launch] | all' \
 	"$T/chat.jsonl" >/dev/null || fail "a request written before it was launched"
 jq -s -r '.[] | select(.kind == "request") | "\(.id) \(.t_sent + .ttft_s) \(.t_launch)"' "$T/chat.jsonl" | sort >"$T/first.txt"
-jq -r 'select(.i == 0) | "\(.req) \(.mono)"' "$T/send.jsonl" | sort >"$T/sent0.txt"
+jq -r 'select(.i == 0) | "\(.req) \(.mono_start)"' "$T/send.jsonl" | sort >"$T/sent0.txt"
 join "$T/first.txt" "$T/sent0.txt" >"$T/j.txt"
 eq "$(wc -l <"$T/j.txt" | tr -d ' ')" 4 "chat requests joined with the send log"
-# fields: id, first content token received, launched, first token sent. The
-# check can fail: the server sends the role chunk at once and the first token
-# only after the prefill, which the first condition makes sure is long.
+# fields: id, first content token received, launched, the send of the first
+# token began. The check can fail: the server sends the role chunk at once and
+# the first token only after the prefill, which the first condition makes sure
+# is long (ttsim sleeps it: load only lengthens it). An ordering, not a time
+# budget: ttsim stamps mono_start before its send(2) and the kernel stamps the
+# packet inside it, so the receive is never before the stamp however the
+# server thread is preempted (a stamp taken after the send returned was
+# beaten by 0.5 ms under load). 0.1 ms: the receive stamp's realtime-to-
+# monotonic relation, from the narrowest of 16 clock brackets (microseconds).
 awk '$4 - $3 < 0.003 { short = short " " $1 }
-     $2 + 0.0005 < $4 { bad = bad " " $1 }
+     $2 + 0.0001 < $4 { bad = bad " " $1 }
      END { if (short != "") { print "prefill too short to tell the role chunk apart:" short; exit 1 }
 	   if (bad != "") { print "first token before it was sent:" bad; exit 1 } }' \
 	"$T/j.txt" || fail "ttft taken before the first content token was sent (role chunk counted?)"
@@ -128,11 +143,13 @@ eq "$(wc -l <"$T/tj.txt" | tr -d ' ')" 24 "chat tokens joined with the send log"
 # packet inside the sender's send(2), so no token is timed before its send
 # began, and most fall inside the call: a token still unread when the next
 # one of its stream arrived is stamped late (the ASan build's slower client
-# had 4 of 24 so), and a wrong clock conversion would move them all
+# had 4 of 24 so), and a wrong clock conversion would move them all: so at
+# least one inside, not a share of them, which a client kept off its core
+# while tokens pile up (a loaded 2-core machine) lowers without any bug
 awk '$2 + 0.0001 < $3 { early = early " " $1 }
      $2 >= $3 - 0.0001 && $2 <= $4 + 0.0001 { inside++ }
      END { if (early != "") { print "timed before it was sent:" early; exit 1 }
-	   if (inside < 0.5 * NR) { print inside " of " NR " tokens timed within 100 us of their send call"; exit 1 } }' \
+	   if (inside < 1) { print inside " of " NR " tokens timed within 100 us of their send call"; exit 1 } }' \
 	"$T/tj.txt" || fail "token times are not the kernel's receive times"
 expect_rc 0 $B --input-tokens 16 --output-tokens 5 --prompts 2 --concurrency 2 --loop-times -o "$T/lt.jsonl"
 eq "$(jq -s -r '[.[] | select(.kind == "run")][0].client_loop | "\(.stamped_kernel) \(.stamped_loop)"' "$T/lt.jsonl")" \
