@@ -5,7 +5,8 @@
 # token) equals the growth of its llamacpp:tokens_predicted_total; a prompt
 # past the slot's context (context shift off) is answered with an SSE `error:`
 # event inside a 200 and counted a failure with the server's message; the
-# server killed (SIGKILL) mid-run: every unfinished request a failure.
+# server killed (SIGKILL) mid-run: every unfinished request a failure; a 401
+# body (--api-key) fails the gate, naming the status.
 . tests/e2e/lib.sh
 . tests/interop/llama.inc
 
@@ -84,3 +85,25 @@ nall=$(jq -s '[.[] | select(.kind == "request")] | length' "$T/kill.jsonl")
 eq "$((nok + nf))" "$nall" "every request either ok or failed"
 [ "$nok" -lt 400 ] || fail "all 400 requests ok though the server was killed"
 echo "kill: $nall requests recorded, $nok ok before SIGKILL, $nf failed; failures $(jq -c .failures "$T/kill.json")"
+
+# 4. a 4xx body: a server started with --api-key answers 401 with a JSON
+# error body (byte for byte the recorded one); bench without the key, or
+# with a wrong one, fails its gate naming the status and the key, and writes
+# no request; with the key it runs, and the key is nowhere in its records
+llama_start key -np 2 -c 1024 -t 2 --metrics --api-key interop-key-7
+code=$(curl -s -o "$T/401.json" -w '%{http_code}' "$LURL/v1/completions" -d '{"prompt":"a","max_tokens":1}')
+eq "$code" 401 "completion without the key"
+cmp "$T/401.json" "$FIX/llamacpp/api-key-401.json" || fail "the 401 body differs from the recorded one"
+B="$TTAUDIT bench --url $LURL --no-arm-check --no-progress --input-tokens 8 --output-tokens 4 --prompts 2 --ready-timeout 10 --json"
+expect_rc 1 env -u TTAUDIT_API_KEY -u OPENAI_API_KEY $B -o "$T/nokey.jsonl"
+eq "$(jget "$T/out" .gate_failed)" true "gate without the key"
+contains "$T/err" "answered 401: the server wants an API key (set TTAUDIT_API_KEY)"
+eq "$(jget "$T/out" .requests)" 0 "requests past a failed gate"
+expect_rc 1 env -u OPENAI_API_KEY TTAUDIT_API_KEY=wrong-key $B -o "$T/badkey.jsonl"
+contains "$T/err" "answered 401: the server wants an API key and refused the one given"
+expect_rc 0 env -u OPENAI_API_KEY TTAUDIT_API_KEY=interop-key-7 $B -o "$T/key.jsonl"
+eq "$(jget "$T/out" .failed)" 0 "failures with the key"
+eq "$(jget "$T/out" .requests)" 2 "requests with the key"
+! grep -q interop-key-7 "$T/key.jsonl" "$T/out" "$T/err" || fail "the API key was recorded"
+echo "api key: 401 without the key and with a wrong one (gate failed, 0 requests), 2 ok with it, key not recorded"
+llama_stop
