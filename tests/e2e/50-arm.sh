@@ -111,7 +111,7 @@ eq "$(jget "$T/out" .verdict)" FAIL "metrics unreachable"
 # a /metrics that answers 200 with something that is not Prometheus text
 "$PYTHON" tests/e2e/gateway-stub.py badmetrics "$T/gw.port" &
 E2E_PIDS="$E2E_PIDS $!"
-n=0; while [ ! -s "$T/gw.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+n=0; while [ ! -s "$T/gw.port" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "stub did not start in 30 s"; sleep 0.05; done
 expect_rc 1 "$TTAUDIT" arm --json --spec "$T/metrics.json" --arm batch --url "http://127.0.0.1:$(cat "$T/gw.port")"
 eq "$(item 0 verdict)" source-unreachable "unparseable metrics"
 case "$(item 0 reason)" in *"does not parse"*) ;; *) fail "unparseable metrics reason: $(item 0 reason)" ;; esac
@@ -127,7 +127,7 @@ expect_rc 1 "$TTAUDIT" arm --json --spec "$T/absent.json" --arm bf8 --url "http:
 eq "$(item 0 verdict)" source-unreachable "metrics item on unparseable metrics"
 "$PYTHON" tests/e2e/gateway-stub.py gateway400 "$T/gw2.port" &
 E2E_PIDS="$E2E_PIDS $!"
-n=0; while [ ! -s "$T/gw2.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+n=0; while [ ! -s "$T/gw2.port" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "stub did not start in 30 s"; sleep 0.05; done
 expect_rc 1 "$TTAUDIT" arm --json --spec "$T/absent.json" --arm bf8 --url "http://127.0.0.1:$(cat "$T/gw2.port")"
 eq "$(item 0 verdict)" absent "metrics label value not served"
 case "$(item 0 reason)" in *"1 sample(s) of vllm:num_requests_running, none with these labels"*) ;; *) fail "metrics absent reason: $(item 0 reason)" ;; esac
@@ -157,7 +157,7 @@ start_captured() {
 		--time-scale 0 >"$T/cap.err" 2>&1 &
 	SIMPID=$!
 	E2E_PIDS="$E2E_PIDS $SIMPID"
-	n=0; while [ ! -s "$T/cap.port" ]; do n=$((n + 1)); [ $n -lt 200 ] || fail "captured ttsim did not start"; sleep 0.05; done
+	n=0; while [ ! -s "$T/cap.port" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "captured ttsim did not start in 30 s"; sleep 0.05; done
 	URL="http://127.0.0.1:$(cat "$T/cap.port")"
 }
 start_captured env QWEN36_MERGE_BATCH_GUARD=1

@@ -65,7 +65,7 @@ sim_stop
 # a gateway that answers 400 to completions must not pass
 "$PYTHON" tests/e2e/gateway-stub.py gateway400 "$T/gw.port" &
 E2E_PIDS="$E2E_PIDS $!"
-n=0; while [ ! -s "$T/gw.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+n=0; while [ ! -s "$T/gw.port" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "stub did not start in 30 s"; sleep 0.05; done
 GW="http://127.0.0.1:$(cat "$T/gw.port")"
 expect_rc 1 "$TTAUDIT" ready --url "$GW" --timeout 1.5 --interval 0.2 --json
 eq "$(jget "$T/out" .failed_rung)" generate "gateway 400"
@@ -73,7 +73,7 @@ eq "$(rung generate last_status)" 400 "gateway status"
 contains "$T/out" "model is not loaded yet"
 "$PYTHON" tests/e2e/gateway-stub.py badmetrics "$T/gw2.port" &
 E2E_PIDS="$E2E_PIDS $!"
-n=0; while [ ! -s "$T/gw2.port" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "stub did not start"; sleep 0.05; done
+n=0; while [ ! -s "$T/gw2.port" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "stub did not start in 30 s"; sleep 0.05; done
 expect_rc 1 "$TTAUDIT" ready --url "http://127.0.0.1:$(cat "$T/gw2.port")" --timeout 1 --interval 0.2 --json
 eq "$(jget "$T/out" .failed_rung)" metrics "unparseable metrics"
 case "$(rung metrics last_error)" in *"do not parse"*) ;; *) fail "metrics error: $(rung metrics last_error)" ;; esac

@@ -55,7 +55,7 @@ expect_rc 2 "$TTAUDIT" lock --lock "$L"
 "$TTAUDIT" lock --lock "$L" -- sleep 30 &
 HOLDER=$!
 E2E_PIDS="$E2E_PIDS $HOLDER"
-n=0; while [ ! -s "$L/owner" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "lock not taken"; sleep 0.05; done
+n=0; while [ ! -s "$L/owner" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "lock not taken in 30 s"; sleep 0.05; done
 expect_rc 1 "$TTAUDIT" lock --lock "$L" -- true
 contains "$T/err" "held by pid $HOLDER"
 expect_rc 1 "$TTAUDIT" lock --lock "$L" --status --json

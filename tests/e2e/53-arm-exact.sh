@@ -30,7 +30,7 @@ PY
 "$PYTHON" "$T/srv.py" "$T/port.tmp" &
 E2E_PIDS="$E2E_PIDS $!"
 n=0
-while [ ! -s "$T/port.tmp" ]; do n=$((n + 1)); [ $n -lt 200 ] || fail "server did not start"; sleep 0.05; done
+while [ ! -s "$T/port.tmp" ]; do n=$((n + 1)); [ $n -lt 600 ] || fail "server did not start in 30 s"; sleep 0.05; done
 URL="http://127.0.0.1:$(cat "$T/port.tmp")"
 expect_rc 0 "$TTAUDIT" arm --json --spec "$T/spec.json" --arm exact --url "$URL"
 eq "$(jget "$T/out" '.items[0].verdict')" met "the same integer"

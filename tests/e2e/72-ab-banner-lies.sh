@@ -68,7 +68,7 @@ kill -KILL "$pid"
 abpid=$!
 E2E_PIDS="$abpid"
 i=0
-while [ ! -s "$T/int/boot-00.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -s "$T/int/boot-00.port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 [ -s "$T/int/boot-00.port" ] || fail "the server never wrote its port"
 sleep 0.5
 kill -TERM "$abpid"

@@ -110,7 +110,7 @@ contains "$T/err" "one of --concurrency, --batch, --rate"
 sim_start s --seed 1 --time-scale 0.01 --no-audit
 i=0
 until grep -q 'guard none engaged' "$T/s.err"; do
-	i=$((i + 1)); [ $i -lt 100 ] || fail "no banner from ttsim"; sleep 0.05
+	i=$((i + 1)); [ $i -lt 600 ] || fail "no banner from ttsim in 30 s"; sleep 0.05
 done
 grep -v 'guard none engaged' "$T/s.err" >"$T/late.log"
 ( sleep 0.6; grep 'guard none engaged' "$T/s.err" >>"$T/late.log" ) &
