@@ -1,7 +1,7 @@
 #!/bin/sh
 # The interop stage: a real llama.cpp llama-server, built from its source
 # tarball by llama-server.sh (about 4 minutes on 2 cores, once; cached), and
-# the tests of tests/interop/ plus the e2e tests that need it run against it.
+# the tests of tests/interop/ run against it.
 #   LLAMA_CPP_TARBALL  the source (default: ../shared/upstream/ beside the tree)
 #   LLAMA_SERVER_SH    the build script (default: ../shared/tools/llama-server.sh)
 # Without the source it says "skipped: no llama.cpp source (PATH)" and passes;
@@ -33,4 +33,4 @@ CACHE=$(nice bash "$W/tools/llama-server.sh" | tail -n 1) && [ -x "$CACHE/bin/ll
 	{ echo "interop: FAILED: llama-server.sh could not build llama-server" >&2; exit 1; }
 # the tests fail, never skip, when the server is missing under this stage
 export TTAUDIT_LLAMA_CACHE="$CACHE" TTAUDIT_INTEROP=1
-sh tests/run-e2e.sh $(ls tests/interop/[0-9]*.sh | sort) tests/e2e/87-bench-canary-llama.sh
+sh tests/run-e2e.sh $(ls tests/interop/[0-9]*.sh | sort)
