@@ -50,7 +50,8 @@ struct margins_keep {
 	char *url, *model;
 	char *prompt;              /* NULL: chat (not evaluable) */
 	char *text;                /* the output up to and including its divergent token */
-	size_t char_off;           /* characters of prompt + output before the divergent token */
+	size_t char_off;           /* characters of prompt + output before the first differing byte */
+	char ref_rest[64];         /* the reference from that byte on */
 	bool past_vocab, duplicate;
 };
 
@@ -151,12 +152,15 @@ static bool margins_past_vocab(const struct load_result *r, size_t c, long vocab
 	return false;
 }
 
-enum status margins_collect(struct margins *m, size_t arm, const char *url, const char *model,
+enum status margins_collect(struct margins *m, size_t arm, const char *base, const char *model,
 			    char *const *bodies, const struct load_run *run, const struct load_run *ref,
 			    const struct correct_report *corr, struct status_info *si)
 {
+	char url[HTTP_MAX_URL];
 	size_t i;
 
+	if (http_join(base, "/v1/completions", url, sizeof(url)))
+		return status_set(si, STATUS_LIMIT, "%s: url too long", base);
 	for (i = 0; i < corr->n && i < run->n; i++) {
 		const struct correct_item *ci = &corr->items[i];
 		const struct load_result *g = &run->res[i], *r;
@@ -199,6 +203,8 @@ enum status margins_collect(struct margins *m, size_t arm, const char *url, cons
 		rc = correct_chunk_at(r, a0);
 		if (margins_chunk(r, rc, &r0, &r1) && r0 == a0)
 			margins_copy(k->it.ref_tok, sizeof(k->it.ref_tok), r->text + r0, r1 - r0);
+		margins_copy(k->ref_rest, sizeof(k->ref_rest), r->text ? r->text + off : "",
+			     r->text_len > off ? r->text_len - off : 0);
 		k->past_vocab = margins_past_vocab(g, c, m->vocab, &k->it.id);
 		k->url = strdup(url);
 		k->model = model ? strdup(model) : NULL;
@@ -215,7 +221,8 @@ enum status margins_collect(struct margins *m, size_t arm, const char *url, cons
 		p = cJSON_GetObjectItemCaseSensitive(b, "prompt");
 		if (cJSON_IsString(p) && strlen(p->valuestring) < MARGINS_MAX_PROMPT) {
 			k->prompt = strdup(p->valuestring);
-			k->char_off = k->prompt ? margins_chars(k->prompt, strlen(k->prompt)) + margins_chars(k->text, a0) : 0;
+			k->char_off = k->prompt ? margins_chars(k->prompt, strlen(k->prompt)) +
+				      margins_chars(k->text, off < a1 ? off : a1) : 0;
 		}
 		cJSON_Delete(b);
 		m->n++;
@@ -315,14 +322,31 @@ void margins_read(const char *body, size_t n, size_t char_off, const char *ref_t
 	snprintf(ob->got_tok, sizeof(ob->got_tok), "%s", t->valuestring);
 	ob->lp_got = e->valuedouble;
 	ob->lp_top = ob->lp_got;
-	cJSON_ArrayForEach(e, cJSON_GetArrayItem(top, (int)i)) {
-		if (!cJSON_IsNumber(e) || !e->string)
-			continue;
-		if (e->valuedouble > ob->lp_top)
-			ob->lp_top = e->valuedouble;
-		if (ref_tok && ref_tok[0] && !strcmp(e->string, ref_tok)) {
-			ob->ref_known = true;
-			ob->lp_ref = e->valuedouble;
+	{
+		/* what the reference has from this token's start: the part
+		 * before the first differing byte is the token's own (common to
+		 * both), then the reference's rest */
+		cJSON *o = cJSON_GetArrayItem(offs, (int)i);
+		size_t head = pos - (size_t)o->valuedouble, hb = 0, best = 0;
+		char cont[192];
+
+		for (; t->valuestring[hb] && head; head--)
+			for (hb++; ((unsigned char)t->valuestring[hb] & 0xc0) == 0x80; hb++)
+				;
+		snprintf(cont, sizeof(cont), "%.*s%s", (int)hb, t->valuestring, ref_tok ? ref_tok : "");
+		cJSON_ArrayForEach(e, cJSON_GetArrayItem(top, (int)i)) {
+			size_t kl;
+
+			if (!cJSON_IsNumber(e) || !e->string)
+				continue;
+			if (e->valuedouble > ob->lp_top)
+				ob->lp_top = e->valuedouble;
+			kl = strlen(e->string);
+			if (kl > best && kl > hb && !strncmp(cont, e->string, kl)) {
+				best = kl;
+				ob->ref_known = true;
+				ob->lp_ref = e->valuedouble;
+			}
 		}
 	}
 	ob->why = MARGINS_WHY_NONE;
@@ -396,7 +420,7 @@ enum status margins_run(struct margins *m, double timeout_s, struct margins_repo
 				snprintf(it->ob.detail, sizeof(it->ob.detail), "http %ld: %s", res.status,
 					 http_excerpt(res.body, res.n_body, 100, ex, sizeof(ex)));
 			} else {
-				margins_read(res.body, res.n_body, k->char_off, it->ref_tok, &it->ob);
+				margins_read(res.body, res.n_body, k->char_off, k->ref_rest, &it->ob);
 			}
 			http_response_release(&res);
 		}

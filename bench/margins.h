@@ -88,10 +88,11 @@ struct margins_obs {
 
 /*
  * Reads a completions answer (body, n bytes) with echo and logprobs: the
- * position whose text_offset is char_off (characters from the start of the
- * echoed text; the token covering it when no token starts there) and, among
- * its top alternatives, the one whose text is ref_tok. Fills ob; ob->why
- * says what was missing.
+ * token covering character char_off of the echoed text (the first byte
+ * where the output leaves the reference) and, among its top alternatives,
+ * the reference's token: the longest whose text the reference continues
+ * with from that token's start (ref_tok: the reference's text from
+ * char_off on). Fills ob; ob->why says what was missing.
  */
 void margins_read(const char *body, size_t n, size_t char_off, const char *ref_tok, struct margins_obs *ob);
 
@@ -131,10 +132,10 @@ void margins_free(struct margins *m);
  * Keeps what the pass needs of run's diverged requests (corr): the prompt
  * (from the JSON body each request sent; bodies[i] for run->res[i]'s
  * request index), the output up to its divergent token, the reference's
- * token there. url is the completions endpoint of arm, model its name (NULL
- * none); both copied. Call after correct_compare, before run is freed.
+ * token there. base is arm's server URL (the pass posts to its
+ * /v1/completions), model its name (NULL none); both copied. Call after correct_compare, before run is freed.
  */
-enum status margins_collect(struct margins *m, size_t arm, const char *url, const char *model,
+enum status margins_collect(struct margins *m, size_t arm, const char *base, const char *model,
 			    char *const *bodies, const struct load_run *run, const struct load_run *ref,
 			    const struct correct_report *corr, struct status_info *si);
 

@@ -145,6 +145,10 @@ struct ttsim_model_config {
 				     * byte-identical across runs of one seed) */
 	unsigned faults;            /* TTSIM_FAULT_* defect modes on */
 	bool no_async;              /* async scheduling off (vLLM --no-async-scheduling): no keep */
+	/* chance a position of a sequence is a near tie (ttsim_model_score):
+	 * there a decode with more than one row takes the runner-up, as batch
+	 * arithmetic can flip a near tie (vllm #4091); a request alone never does */
+	double near_ties;
 };
 
 /* The rules the running keep applies: the engaged arm, and on the generic
@@ -246,6 +250,18 @@ int ttsim_model_waiting(const struct ttsim_model *m);
 void ttsim_model_stats(const struct ttsim_model *m, struct ttsim_model_stats *out);
 const struct ttsim_model_config *ttsim_model_config(const struct ttsim_model *m);
 void ttsim_model_reset_prefix_cache(struct ttsim_model *m);
+
+/*
+ * What the model's next-token distribution is after toks[0..pos) (pos >= 1),
+ * as an echo with logprobs reports it: its greedy token *top (a copy task's
+ * next piece after the piece before it, else the hash of the sequence), a
+ * runner-up *alt, and whether the two are a near tie there (chance
+ * near_ties, drawn from the sequence's hash). Logprobs: ttsim_model_lp.
+ */
+void ttsim_model_score(unsigned long long seed, double near_ties, const int *toks, int n, int pos, int *top,
+		       int *alt, bool *near);
+/* The logprob the distribution above gives tok. */
+double ttsim_model_lp(int tok, int top, int alt, bool near);
 
 /* The output `n` tokens of a prompt alone, without substitution: the
  * sequential reference. */
