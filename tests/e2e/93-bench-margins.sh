@@ -14,9 +14,18 @@ SIM="--seed 3 --time-scale 0 --slots 16 --arm stamp"
 RUN="--no-progress --suite $SUITE --concurrency 16 --requests 48 --correctness --seed 11 --margins"
 labels() { jq -r 'select(.kind == "margin") | .label' "$1" | sort | uniq -c | awk '{ print $2 "=" $1 }' | tr '\n' ' '; }
 
-# near ties: every divergence is one, each with both logprobs within epsilon
+# near ties: every divergence is one, each with both logprobs within epsilon.
+# Through a recording proxy: what the client sent, in arrival order
 sim_start tie $SIM --near-ties 0.3
-expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/tie.jsonl"
+"$PYTHON" tests/e2e/record-proxy.py "$PORT" "$T/proxy.port" "$T/sent.jsonl" 2>"$T/proxy.err" &
+PROXYPID=$!
+E2E_PIDS="$E2E_PIDS $PROXYPID"
+n=0
+while [ ! -s "$T/proxy.port" ]; do
+	n=$((n + 1)); [ $n -lt 200 ] || { cat "$T/proxy.err"; fail "proxy did not start"; }; sleep 0.05
+done
+expect_rc 1 $TTAUDIT bench --url "http://127.0.0.1:$(cat "$T/proxy.port")" $RUN -o "$T/tie.jsonl"
+kill "$PROXYPID"
 sim_stop
 n_div=$(jq -s '[.[] | select(.kind == "request" and .phase == "correctness" and .verdict == "diverged")] | length' "$T/tie.jsonl")
 [ "$n_div" -gt 0 ] || fail "near-ties: no divergence"
@@ -24,6 +33,16 @@ eq "$(labels "$T/tie.jsonl")" "near-tie=$n_div " "near-ties: labels"
 jq -s -e '[.[] | select(.kind == "margin") | (.logprob_reference - .logprob_output | fabs) < .epsilon] | all' \
 	"$T/tie.jsonl" >/dev/null || fail "near-ties: a near tie outside epsilon"
 contains "$T/out" "MARGINS: $n_div divergences re-scored"
+# logprobs and echo only in the quiet pass: no load request carries either,
+# each margin request does, one per divergence, every one after the last
+# load request (sync-forcing parameters would turn off the path under test)
+jq -s -e '[.[] | select(.body != null and (.xid // "" | test("-margin$") | not)) |
+	(.body | has("logprobs") or has("echo") or has("prompt_logprobs"))] | any | not' "$T/sent.jsonl" >/dev/null ||
+	fail "a load request asked for logprobs or echo"
+eq "$(jq -s '[.[] | select(.xid // "" | test("-margin$")) | select(.body.echo == true and .body.logprobs > 0)] | length' 	"$T/sent.jsonl")" "$n_div" "margin requests with echo and logprobs"
+jq -s -e '([.[] | select(.xid // "" | test("-correctness-.*[0-9]$")) | .seq] | max) <
+	([.[] | select(.xid // "" | test("-margin$")) | .seq] | min)' "$T/sent.jsonl" >/dev/null ||
+	fail "a margin request before the end of the load"
 # a smaller epsilon than the tie makes the same divergences low-probability
 sim_start tie2 $SIM --near-ties 0.3
 expect_rc 1 $TTAUDIT bench --url "$URL" $RUN --margin-eps 0.001 -o "$T/tie2.jsonl"
@@ -37,6 +56,36 @@ sim_stop
 n_div=$(jq -s '[.[] | select(.kind == "request" and .phase == "correctness" and .verdict == "diverged")] | length' "$T/red.jsonl")
 [ "$n_div" -gt 0 ] || fail "redecode: no divergence"
 eq "$(labels "$T/red.jsonl")" "duplicated-token=$n_div " "redecode: labels"
+
+# low-probability: a moved row computes with the state of the request that
+# left it (condense-state under churn): a token the model did not want
+sim_start cs $SIM --fault condense-state
+expect_rc 1 $TTAUDIT bench --url "$URL" $RUN --workload churn --max-num-seqs 4 -o "$T/cs.jsonl"
+sim_stop
+n_div=$(jq -s '[.[] | select(.kind == "request" and .phase == "correctness" and .verdict == "diverged")] | length' "$T/cs.jsonl")
+[ "$n_div" -gt 0 ] || fail "condense-state: no divergence"
+eq "$(labels "$T/cs.jsonl")" "low-probability=$n_div " "condense-state: labels"
+jq -s -e '[.[] | select(.kind == "margin") | .logprob_reference - .logprob_output >= .epsilon] | all' \
+	"$T/cs.jsonl" >/dev/null || fail "condense-state: a low-probability label within epsilon"
+
+# past the vocabulary: oov ids in batched decodes (the reference, alone, has none)
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	printf '{"id":"l%s","prompt":"a longer prompt number %s about rivers and stones","max_tokens":12}\n' "$i" "$i"
+done >"$T/long.jsonl"
+sim_start oov $SIM --fault oov
+expect_rc 1 $TTAUDIT bench --url "$URL" --no-progress --suite "$T/long.jsonl" --concurrency 12 --requests 36 \
+	--correctness --seed 11 --margins --vocab-size 32768 -o "$T/oov.jsonl"
+# without the vocabulary the id is not judged: no past-vocabulary label
+expect_rc 1 $TTAUDIT bench --url "$URL" --no-progress --suite "$T/long.jsonl" --concurrency 12 --requests 36 \
+	--correctness --seed 11 --margins -o "$T/oov2.jsonl"
+sim_stop
+n_div=$(jq -s '[.[] | select(.kind == "request" and .phase == "correctness" and .verdict == "diverged")] | length' "$T/oov.jsonl")
+[ "$n_div" -gt 0 ] || fail "oov: no divergence"
+eq "$(labels "$T/oov.jsonl")" "past-vocabulary=$n_div " "oov: labels"
+jq -s -e '[.[] | select(.kind == "margin") | .token_id >= 32768] | all' "$T/oov.jsonl" >/dev/null ||
+	fail "oov: the id past the vocabulary not recorded"
+jq -s -e '[.[] | select(.kind == "margin") | .label != "past-vocabulary"] | all' "$T/oov2.jsonl" >/dev/null ||
+	fail "oov: past-vocabulary without a vocabulary size"
 
 # clean: no divergence, no label
 sim_start clean $SIM

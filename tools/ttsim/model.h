@@ -85,8 +85,9 @@
  *                   request whose prefix hits it computes its first token from
  *                   that block's owner (tenstorrent/vllm #415)
  *   OOV             out-of-vocabulary ids: an on-device-sampled token at output
- *                   index TTSIM_OOV_AT is an id past the vocabulary, read from
- *                   memory no one wrote (tt-metal #52176)
+ *                   index TTSIM_OOV_AT, in a decode of more than one row, is an
+ *                   id past the vocabulary, read from memory no one wrote
+ *                   (tt-metal #52176); a request decoded alone never gets one
  */
 enum {
 	TTSIM_FAULT_ABORT_REUSE = 1u << 0,
