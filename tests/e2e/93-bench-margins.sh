@@ -43,6 +43,12 @@ eq "$(jq -s '[.[] | select(.xid // "" | test("-margin$")) | select(.body.echo ==
 jq -s -e '([.[] | select(.xid // "" | test("-correctness-.*[0-9]$")) | .seq] | max) <
 	([.[] | select(.xid // "" | test("-margin$")) | .seq] | min)' "$T/sent.jsonl" >/dev/null ||
 	fail "a margin request before the end of the load"
+# the page of the run draws the labels
+expect_rc 0 $TTAUDIT report html "$T/tie.jsonl" -o "$T/tie.html"
+grep -q "margins</div><div class=\"value\">$n_div re-scored</div><div>$n_div near-tie, 0 low-probability" "$T/tie.html" ||
+	fail "report html: no margins box"
+grep -q "correctness</div><div class=\"value\">FAIL" "$T/tie.html" || fail "report html: no correctness box"
+
 # a smaller epsilon than the tie makes the same divergences low-probability
 sim_start tie2 $SIM --near-ties 0.3
 expect_rc 1 $TTAUDIT bench --url "$URL" $RUN --margin-eps 0.001 -o "$T/tie2.jsonl"
@@ -72,7 +78,7 @@ jq -s -e '[.[] | select(.kind == "margin") | .logprob_reference - .logprob_outpu
 for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
 	printf '{"id":"l%s","prompt":"a longer prompt number %s about rivers and stones","max_tokens":12}\n' "$i" "$i"
 done >"$T/long.jsonl"
-sim_start oov $SIM --fault oov
+sim_start oov $SIM --fault oov --oov-batched
 expect_rc 1 $TTAUDIT bench --url "$URL" --no-progress --suite "$T/long.jsonl" --concurrency 12 --requests 36 \
 	--correctness --seed 11 --margins --vocab-size 32768 -o "$T/oov.jsonl"
 # without the vocabulary the id is not judged: no past-vocabulary label

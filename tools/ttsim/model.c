@@ -1122,9 +1122,9 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 			m->st.defects++;
 			ttsim_audit_defect(m->audit, "redecode", m->step, active[i], r->id, NULL, r->n_gen, next);
 		}
-		if ((m->c.faults & TTSIM_FAULT_OOV) && ods && n_active > 1 && r->n_gen == TTSIM_OOV_AT) {
-			/* read from trace memory no one wrote: past the vocabulary;
-			 * only in a batch, so a request alone (a reference) is clean */
+		if ((m->c.faults & TTSIM_FAULT_OOV) && ods && r->n_gen == TTSIM_OOV_AT &&
+		    (!m->c.oov_batched || n_active > 1)) {
+			/* read from trace memory no one wrote: past the vocabulary */
 			next = (int)(0x40000000u + (unsigned)(rng_mix(r->h ^ 0x6f6f76ull) & 0x3fffffffu));
 			m->st.defects++;
 			ttsim_audit_defect(m->audit, "oov", m->step, active[i], r->id, NULL, r->n_gen, next);

@@ -85,9 +85,9 @@
  *                   request whose prefix hits it computes its first token from
  *                   that block's owner (tenstorrent/vllm #415)
  *   OOV             out-of-vocabulary ids: an on-device-sampled token at output
- *                   index TTSIM_OOV_AT, in a decode of more than one row, is an
- *                   id past the vocabulary, read from memory no one wrote
- *                   (tt-metal #52176); a request decoded alone never gets one
+ *                   index TTSIM_OOV_AT is an id past the vocabulary, read from
+ *                   memory no one wrote (tt-metal #52176); with oov_batched
+ *                   only in a decode of more than one row
  */
 enum {
 	TTSIM_FAULT_ABORT_REUSE = 1u << 0,
@@ -150,6 +150,8 @@ struct ttsim_model_config {
 	 * there a decode with more than one row takes the runner-up, as batch
 	 * arithmetic can flip a near tie (vllm #4091); a request alone never does */
 	double near_ties;
+	bool oov_batched;           /* OOV only in decodes of more than one row: a request
+				     * alone (a reference) is clean */
 };
 
 /* The rules the running keep applies: the engaged arm, and on the generic
