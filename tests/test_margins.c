@@ -44,6 +44,13 @@ static void t_near_tie(void **s)
 	/* output " sat" at character 7, the reference " ran" 0.05 nats above */
 	assert_int_equal(judge(echo_body(-0.75, -0.70), 7, " ran", false, false, &w), MARGINS_NEAR_TIE);
 	assert_int_equal(w, MARGINS_WHY_NONE);
+	/* the reference goes on past its token: the alternative it continues with */
+	assert_int_equal(judge(echo_body(-0.75, -0.70), 7, " ran off", false, false, &w), MARGINS_NEAR_TIE);
+	/* the first differing byte inside the token (" sat" / " ran" part at
+	 * the space): the token's own head, then the reference's rest */
+	assert_int_equal(judge(echo_body(-0.75, -0.70), 8, "ran off", false, false, &w), MARGINS_NEAR_TIE);
+	assert_int_equal(judge(echo_body(-0.75, -0.70), 8, "rat", false, false, &w), MARGINS_NOT_EVALUABLE);
+	assert_int_equal(w, MARGINS_WHY_REF_ABSENT);
 }
 
 static void t_low_prob(void **s)
