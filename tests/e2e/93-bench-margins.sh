@@ -103,7 +103,6 @@ eq "$(labels "$T/clean.jsonl")" "" "clean: labels"
 # llama-server refuses echo (Unsupported param): not evaluable, said why
 sim_start llama $SIM --near-ties 0.3 --profile llamacpp --metrics
 expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/llama.jsonl"
-sim_stop
 n_div=$(jq -s '[.[] | select(.kind == "request" and .phase == "correctness" and .verdict == "diverged")] | length' "$T/llama.jsonl")
 [ "$n_div" -gt 0 ] || fail "llamacpp: no divergence"
 eq "$(labels "$T/llama.jsonl")" "not-evaluable=$n_div " "llamacpp: labels"
@@ -111,5 +110,46 @@ jq -s -e '[.[] | select(.kind == "margin") | .not_evaluable == "refused" and (.d
 	"$T/llama.jsonl" >/dev/null || fail "llamacpp: not said why"
 contains "$T/out" "margins not evaluable (refused): http 500"
 
+# ttsim's refusal is the real one, byte for byte (recorded from llama-server
+# c392e509: fixtures/bench/llamacpp-echo-refused.json)
+ECHO='{"prompt":"the quiet river","echo":true,"logprobs":5,"max_tokens":1}'
+code=$(curl -s -o "$T/echo.json" -w '%{http_code}' "$URL/v1/completions" -d "$ECHO")
+eq "$code" 500 "llamacpp: echo refused with"
+cmp "$T/echo.json" "$FIX/bench/llamacpp-echo-refused.json" || fail "llamacpp: not llama-server's refusal"
 expect_rc 2 $TTAUDIT bench --url "$URL" --no-progress --suite "$SUITE" --margins -o "$T/x.jsonl"
+sim_stop
+
+# the real llama-server, when one is built: the same refusal, and a margin
+# pass that labels nothing but not-evaluable
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ttaudit/llama"
+if [ -x "$CACHE/bin/llama-server" ] && [ -s "$CACHE/tiny.gguf" ]; then
+	LPORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	ulimit -c 0
+	"$CACHE/bin/llama-server" -m "$CACHE/tiny.gguf" --host 127.0.0.1 --port "$LPORT" -np 4 -c 2048 -t 2 --metrics \
+		>"$T/llama.log" 2>&1 &
+	LPID=$!
+	E2E_PIDS="$E2E_PIDS $LPID"
+	n=0
+	until curl -sf "http://127.0.0.1:$LPORT/health" >/dev/null 2>&1; do
+		n=$((n + 1))
+		kill -0 "$LPID" 2>/dev/null || { cat "$T/llama.log" >&2; fail "llama-server exited"; }
+		[ $n -lt 600 ] || fail "llama-server not ready in 60 s"
+		sleep 0.1
+	done
+	code=$(curl -s -o "$T/echo-real.json" -w '%{http_code}' "http://127.0.0.1:$LPORT/v1/completions" -d "$ECHO")
+	eq "$code" 500 "llama-server: echo refused with"
+	cmp "$T/echo-real.json" "$FIX/bench/llamacpp-echo-refused.json" || fail "llama-server: refusal changed"
+	set +e
+	$TTAUDIT bench --url "http://127.0.0.1:$LPORT" --no-progress --suite "$SUITE" --concurrency 4 --requests 24 \
+		--correctness --seed 3 --margins -o "$T/real.jsonl" >"$T/out" 2>"$T/err"
+	rc=$?
+	set -e
+	[ $rc -le 1 ] || { cat "$T/err"; fail "llama-server: bench exited $rc"; }
+	contains "$T/out" "MARGINS: "
+	jq -s -e '[.[] | select(.kind == "margin") | .label == "not-evaluable" and .not_evaluable == "refused"] | all' \
+		"$T/real.jsonl" >/dev/null || fail "llama-server: a label without prompt logprobs"
+	kill "$LPID"
+else
+	echo "(no built llama-server in $CACHE: the real server's part skipped)"
+fi
 echo "ok"
