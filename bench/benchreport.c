@@ -66,6 +66,11 @@ char *benchreport_json(const struct driver_report *rep)
 	for (k = 1; f && k < LOAD_FAIL__COUNT; k++)
 		if (rep->n_fail[k])
 			cJSON_AddNumberToObject(f, load_fail_name((enum load_fail)k), (double)rep->n_fail[k]);
+	if (rep->margins) {
+		x = record_margins_json(&rep->mrep);
+		if (x)
+			cJSON_AddItemToObject(o, "margins", x);
+	}
 	if (rep->correctness) {
 		x = cJSON_AddObjectToObject(o, "correctness");
 		if (x) {
@@ -312,6 +317,26 @@ static void benchreport_fail_list(const size_t *n_fail, char *buf, size_t n)
 						load_fail_name((enum load_fail)k), n_fail[k]);
 }
 
+/* The margin pass: its counts, and why the first not evaluable one was. */
+static void benchreport_margins(const struct margins_report *m, FILE *f)
+{
+	size_t k, i;
+
+	fprintf(f, "MARGINS: %zu divergences re-scored by the server's echo logprobs after the load (epsilon %g):",
+		m->n, m->eps);
+	for (k = 0; k < MARGINS__LABELS; k++)
+		fprintf(f, "%s %zu %s", k ? "," : "", m->n_label[k], margins_label_name((enum margins_label)k));
+	if (m->n_dropped)
+		fprintf(f, "; %zu more not scored (cap)", m->n_dropped);
+	fprintf(f, "\n");
+	for (i = 0; i < m->n; i++)
+		if (m->items[i].label == MARGINS_NOT_EVALUABLE) {
+			fprintf(f, "margins not evaluable (%s)%s%.160s\n", margins_why_name(m->items[i].why),
+				m->items[i].ob.detail[0] ? ": " : "", m->items[i].ob.detail);
+			break;
+		}
+}
+
 void benchreport_print(const struct driver_report *rep, FILE *f)
 {
 	char buf[256], lv[32], vs[96];
@@ -438,6 +463,8 @@ void benchreport_print(const struct driver_report *rep, FILE *f)
 				(unsigned long long)rep->transitions[k]);
 		fprintf(f, "\n");
 	}
+	if (rep->margins)
+		benchreport_margins(&rep->mrep, f);
 	fprintf(f, "suite %s (%zu prompts, %s, sizing %s), %s arrivals, %s\n", rep->suite_source, rep->suite_n,
 		rep->suite_hash, rep->sizing, record_arrival_name(rep->arrival),
 		rep->correctness ? "correctness stage" : rep->canary ? "canary stage" : rep->warm ? "warm" : "cold");

@@ -79,6 +79,7 @@ struct driver_ctx {
 	struct record *rec;
 	char host[256];
 	struct driver_prog prog;
+	struct margins *mg;         /* --margins: the diverged outputs kept for the pass */
 	struct canary_set *can;     /* --correctness canary: the run's markers */
 	size_t can_next;            /* the next sent marker */
 };
@@ -154,7 +155,7 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 	bo.ignore_eos = o->ignore_eos;
 	bo.no_usage = o->no_usage;
 	/* canary: each request its own entry, its marker keeps it cold */
-	bo.return_token_ids = nonce_mode == 3 || o->accuracy;
+	bo.return_token_ids = nonce_mode == 3 || o->accuracy || o->margins;
 	for (i = 0; i < n; i++) {
 		p = nonce_mode == 3 ? entry + i : i % c->suite->n;
 		if (p >= c->suite->n)
@@ -489,7 +490,7 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	lo.timeout_s = o->timeout_s;
 	lo.stall_s = o->stall_s;
 	lo.keep_text = keep_text || dcan || o->accuracy;
-	lo.keep_ids = dcan != NULL || o->accuracy;
+	lo.keep_ids = dcan != NULL || o->accuracy || o->margins;
 	lo.loop_times = o->loop_times;
 	if (o->progress) {
 		c->prog.f = o->progress;
@@ -510,6 +511,9 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 		goto out;
 	if (ref) {
 		st = correct_compare(c->suite, ref, *out_run, corr, si);
+		if (!st && c->mg)
+			st = margins_collect(c->mg, a, c->as[a].id.url, c->as[a].model[0] ? c->as[a].model : NULL,
+					     rq.bodies, *out_run, ref, corr, si);
 		if (st)
 			goto out;
 	}
@@ -1028,6 +1032,8 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->suite_n = c.suite->n;
 	driver_fill_identity(&c);
 	st = record_open(&c.rec, o->out, si);
+	if (!st && o->margins && o->correctness)
+		st = margins_new(o->margin_eps, o->vocab_size, &c.mg, si);
 	if (st)
 		goto out;
 	/* 3. the reference; the canary's calibration */
@@ -1152,6 +1158,15 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	}
 	if (o->accuracy)
 		driver_accuracy_verdicts(rep, o->n_levels);
+	/* the quiet pass: after every load, one request at a time */
+	if (c.mg) {
+		st = margins_run(c.mg, o->timeout_s, &rep->mrep, si);
+		rep->margins = !st;
+		if (!st)
+			st = record_margins(c.rec, &rep->mrep, si);
+		if (st)
+			goto out;
+	}
 	{
 		char *js = benchreport_json(rep);
 
@@ -1183,6 +1198,7 @@ out:
 	}
 	suite_free(c.suite);
 	canary_set_free(c.can);
+	margins_free(c.mg);
 	canary_report_release(&crep);
 	arm_spec_free(spec);
 	return st;
@@ -1198,6 +1214,7 @@ void driver_report_release(struct driver_report *rep)
 	}
 	free(rep->cells);
 	free(rep->arm_report);
+	margins_report_release(&rep->mrep);
 	memset(rep, 0, sizeof(*rep));
 }
 

@@ -33,6 +33,7 @@
 #include "canary.h"
 #include "churn.h"
 #include "load.h"
+#include "margins.h"
 #include "stats.h"
 #include "status.h"
 #include "suite.h"
@@ -75,6 +76,11 @@ struct driver_opts {
 	/* --workload churn (churn.h): mixed max_tokens, client aborts,
 	 * sync-forcing requests, a shared prefix evicted and sent again */
 	bool churn;
+	/* --margins: after the run, the quiet echo pass over every diverged
+	 * output of the correctness stage (margins.h), epsilon margin_eps
+	 * (<= 0: the default) */
+	bool margins;
+	double margin_eps;
 	long vocab_size;            /* the model's vocabulary, for ids past it; 0 unknown */
 	unsigned max_num_seqs;      /* the server's, when known (churn's levels cross it); 0 unknown */
 	size_t churn_pressure;      /* words of each pressure request's preface (0: default 512) */
@@ -187,6 +193,8 @@ struct driver_report {
 	bool gate_failed;           /* a readiness gate or an arm check failed: nothing ran */
 	char gate_message[1024];
 	char *arm_report;           /* the failed arm check, printed (owned), or NULL */
+	bool margins;               /* the margin pass ran: its labels (owned) */
+	struct margins_report mrep;
 };
 
 /*

@@ -120,6 +120,75 @@ enum status record_line(struct record *w, const char *json, struct status_info *
 	return STATUS_OK;
 }
 
+static void record_str(cJSON *o, const char *k, const char *v);
+
+/* A number, or null when not finite. */
+static void record_num(cJSON *o, const char *k, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+enum status record_margins(struct record *w, const struct margins_report *m, struct status_info *si)
+{
+	size_t i;
+	enum status st = STATUS_OK;
+
+	for (i = 0; i < m->n && !st; i++) {
+		const struct margins_item *it = &m->items[i];
+		cJSON *o = cJSON_CreateObject();
+		char *js;
+
+		if (!o)
+			return status_set(si, STATUS_NOMEM, "out of memory");
+		cJSON_AddStringToObject(o, "kind", "margin");
+		cJSON_AddStringToObject(o, "request_id", it->request_id);
+		cJSON_AddNumberToObject(o, "arm_index", (double)it->arm);
+		cJSON_AddNumberToObject(o, "prompt_index", (double)it->prompt_index);
+		cJSON_AddNumberToObject(o, "diverged_at", (double)it->at);
+		cJSON_AddStringToObject(o, "label", margins_label_name(it->label));
+		record_str(o, "not_evaluable", it->why ? margins_why_name(it->why) : NULL);
+		record_str(o, "detail", it->ob.detail[0] ? it->ob.detail : NULL);
+		cJSON_AddStringToObject(o, "output_token", it->out_tok);
+		cJSON_AddStringToObject(o, "reference_token", it->ref_tok);
+		record_str(o, "echo_token", it->ob.got_tok[0] ? it->ob.got_tok : NULL);
+		record_num(o, "logprob_output", it->ob.why ? NAN : it->ob.lp_got);
+		record_num(o, "logprob_reference", it->ob.why || !it->ob.ref_known ? NAN : it->ob.lp_ref);
+		record_num(o, "logprob_top", it->ob.why ? NAN : it->ob.lp_top);
+		if (it->id >= 0)
+			cJSON_AddNumberToObject(o, "token_id", (double)it->id);
+		else
+			cJSON_AddNullToObject(o, "token_id");
+		cJSON_AddNumberToObject(o, "epsilon", m->eps);
+		js = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		if (!js)
+			return status_set(si, STATUS_NOMEM, "out of memory");
+		st = record_line(w, js, si);
+		free(js);
+	}
+	return st;
+}
+
+struct cJSON *record_margins_json(const struct margins_report *m)
+{
+	cJSON *o = cJSON_CreateObject(), *l;
+	size_t k;
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "epsilon", m->eps);
+	cJSON_AddNumberToObject(o, "scored", (double)m->n);
+	cJSON_AddNumberToObject(o, "requests", (double)m->n_requests);
+	cJSON_AddNumberToObject(o, "dropped", (double)m->n_dropped);
+	l = cJSON_AddObjectToObject(o, "labels");
+	for (k = 0; l && k < MARGINS__LABELS; k++)
+		cJSON_AddNumberToObject(l, margins_label_name((enum margins_label)k), (double)m->n_label[k]);
+	return o;
+}
+
 /* Adds a string or null. */
 static void record_str(cJSON *o, const char *k, const char *v)
 {

@@ -28,6 +28,7 @@
 #include "churn.h"
 #include "correct.h"
 #include "load.h"
+#include "margins.h"
 #include "stats.h"
 #include "status.h"
 
@@ -114,6 +115,16 @@ enum status record_gate(const struct record_identity *id, struct status_info *si
 enum status record_run(struct record *w, const struct record_identity *id,
 		       const struct record_cell *cell, const struct load_run *run,
 		       const struct stats_run *st, bool token_times, struct status_info *si);
+
+/*
+ * The margin pass's labels: one `margin` record per diverged request scored
+ * (request_id, arm_index, prompt_index, diverged_at, label, not_evaluable
+ * (why, or null), detail, the output's, reference's and echo's tokens there,
+ * their logprobs (null where the server gave none), token_id, epsilon).
+ */
+enum status record_margins(struct record *w, const struct margins_report *m, struct status_info *si);
+/* The pass's counts as a cJSON object (for summaries); NULL on allocation failure. */
+struct cJSON *record_margins_json(const struct margins_report *m);
 
 /* Writes a prepared JSON object text (a summary) as one line. */
 enum status record_line(struct record *w, const char *json, struct status_info *si);

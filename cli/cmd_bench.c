@@ -192,6 +192,14 @@ static const struct opt bench_opts[] = {
 		 "compared with it; canary: every request its own marker to repeat, every output searched "
 		 "for every request's marker; accuracy: graded tasks at every level, the last --url the "
 		 "synchronous control (docs/bench.md)"),
+	OPT_BOOL(0, "margins", &bench_o.margins,
+		 "after the load, one quiet request per diverged output (--correctness) re-scores it with "
+		 "the server's echo logprobs and labels the divergence: near-tie, low-probability, "
+		 "duplicated-token, past-vocabulary or not-evaluable (why); logprobs are never asked for "
+		 "under load (docs/bench.md)"),
+	OPT_NUM(0, "margin-eps", &bench_o.margin_eps, "E", 1e-9, 1e6,
+		"--margins: a divergence whose two tokens' logprobs differ by less than E nats is a near "
+		"tie (default 0.1)"),
 	OPT_NUM(0, "baseline", &bench_o.baseline, "P", 1e-12, 0.999999,
 		"the failure rate per request a clean correctness stage must rule out (0.0048 for 0.48%): "
 		"0 failing of too few requests is INCONCLUSIVE, with the number that would do"),
@@ -277,6 +285,11 @@ int cmd_bench(int argc, char **argv)
 	if (o->baseline > 0 && !o->correctness && !o->canary)
 		return cli_usage_error("bench", "--baseline is the failure rate the correctness stage must rule "
 				       "out: it needs --correctness");
+	if ((o->margins || o->margin_eps > 0) && !o->correctness)
+		return cli_usage_error("bench", "--margins re-scores the divergences of --correctness (the "
+				       "reference check): it needs --correctness");
+	if (o->margin_eps > 0 && !o->margins)
+		return cli_usage_error("bench", "--margin-eps belongs to --margins");
 	if (bench_workload && strcmp(bench_workload, "plain") && strcmp(bench_workload, "churn"))
 		return cli_usage_error("bench", "--workload '%s': want plain or churn", bench_workload);
 	o->churn = bench_workload && !strcmp(bench_workload, "churn");

@@ -79,11 +79,18 @@ static double bp_num(const cJSON *o, const char *k, double dflt)
 	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* The first object member named k: the summary has "correctness" twice, a
+ * boolean (the stage ran) and then the stage's object. */
 static const cJSON *bp_obj(const cJSON *o, const char *k)
 {
-	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+	const cJSON *v;
 
-	return cJSON_IsObject(v) ? v : NULL;
+	if (!o)
+		return NULL;
+	cJSON_ArrayForEach(v, o)
+		if (cJSON_IsObject(v) && v->string && !strcmp(v->string, k))
+			return v;
+	return NULL;
 }
 
 static const char *bp_str(const cJSON *o, const char *k)
@@ -211,6 +218,18 @@ static void bp_box(FILE *f, struct html_stats *st, const char *verdict, const ch
 	svg_escape(f, label);
 	fputs("</div><div class=\"value\">", f);
 	svg_escape(f, verdict);
+	fputs("</div><div>", f);
+	svg_escape(f, detail);
+	fputs("</div></div>\n", f);
+}
+
+/* A box of counts that is no verdict: plain, and not the page's headline. */
+static void bp_label_box(FILE *f, const char *value, const char *label, const char *detail)
+{
+	fputs("<div class=\"verdict plain\"><div>", f);
+	svg_escape(f, label);
+	fputs("</div><div class=\"value\">", f);
+	svg_escape(f, value);
 	fputs("</div><div>", f);
 	svg_escape(f, detail);
 	fputs("</div></div>\n", f);
@@ -414,6 +433,18 @@ enum status benchpage_write(FILE *f, const char *path, struct html_stats *st, st
 	}
 	if ((x = bp_obj(b.summary, "correctness")))
 		bp_box(f, st, bp_str(x, "verdict"), "correctness", "against the reference");
+	if ((x = bp_obj(b.summary, "margins"))) {
+		/* labels, not a verdict: drawn plain, after the correctness box */
+		const cJSON *l = bp_obj(x, "labels");
+		char v[64];
+
+		snprintf(d, sizeof(d), "%.0f near-tie, %.0f low-probability, %.0f duplicated-token, %.0f "
+			 "past-vocabulary, %.0f not-evaluable (epsilon %g)", bp_num(l, "near-tie", 0),
+			 bp_num(l, "low-probability", 0), bp_num(l, "duplicated-token", 0),
+			 bp_num(l, "past-vocabulary", 0), bp_num(l, "not-evaluable", 0), bp_num(x, "epsilon", 0));
+		snprintf(v, sizeof(v), "%.0f re-scored", bp_num(x, "scored", 0));
+		bp_label_box(f, v, "margins", d);
+	}
 	if (!b.summary)
 		bp_box(f, st, "INCONCLUSIVE", "summary", "no summary record: the run did not finish");
 	fputs("</div>\n", f);

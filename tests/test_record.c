@@ -122,11 +122,73 @@ static void test_write(void **state)
 	assert_int_equal(record_open(&w, "/nonexistent/dir/run.jsonl", NULL), STATUS_IO);
 }
 
+/* The margin pass's records: a label with its figures, and a not-evaluable
+ * one whose missing logprobs are null, never 0. */
+static void test_margins(void **state)
+{
+	struct margins_item it[2];
+	struct margins_report m = { .items = it, .n = 2, .eps = 0.25 };
+	struct record *w = NULL;
+	char path[128], line[4096];
+	FILE *f;
+	cJSON *o;
+
+	(void)state;
+	memset(it, 0, sizeof(it));
+	snprintf(it[0].request_id, sizeof(it[0].request_id), "r-1");
+	it[0].at = 3;
+	it[0].label = MARGINS_NEAR_TIE;
+	it[0].ob.lp_got = -0.7;
+	it[0].ob.lp_ref = -0.69;
+	it[0].ob.lp_top = -0.69;
+	it[0].ob.ref_known = true;
+	it[0].id = -1;
+	snprintf(it[1].request_id, sizeof(it[1].request_id), "r-2");
+	it[1].label = MARGINS_NOT_EVALUABLE;
+	it[1].why = MARGINS_WHY_REFUSED;
+	it[1].ob.why = MARGINS_WHY_REFUSED;
+	snprintf(it[1].ob.detail, sizeof(it[1].ob.detail), "http 500: Unsupported param: echo");
+	it[1].id = 40000;
+	snprintf(path, sizeof(path), "/tmp/test_record_margins.%ld.jsonl", (long)getpid());
+	assert_int_equal(record_open(&w, path, NULL), STATUS_OK);
+	assert_int_equal(record_margins(w, &m, NULL), STATUS_OK);
+	assert_int_equal(record_close(w, NULL), STATUS_OK);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	o = cJSON_Parse(line);
+	assert_string_equal(cJSON_GetObjectItem(o, "kind")->valuestring, "margin");
+	assert_string_equal(cJSON_GetObjectItem(o, "label")->valuestring, "near-tie");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "not_evaluable")));
+	assert_true(cJSON_GetObjectItem(o, "logprob_reference")->valuedouble == -0.69);
+	assert_true(cJSON_GetObjectItem(o, "epsilon")->valuedouble == 0.25);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "token_id")));
+	cJSON_Delete(o);
+	assert_non_null(fgets(line, sizeof(line), f));
+	o = cJSON_Parse(line);
+	assert_string_equal(cJSON_GetObjectItem(o, "label")->valuestring, "not-evaluable");
+	assert_string_equal(cJSON_GetObjectItem(o, "not_evaluable")->valuestring, "refused");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "logprob_output")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "logprob_reference")));
+	assert_int_equal(cJSON_GetObjectItem(o, "token_id")->valueint, 40000);
+	cJSON_Delete(o);
+	assert_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	unlink(path);
+	m.n_label[MARGINS_NEAR_TIE] = 1;
+	m.n_label[MARGINS_NOT_EVALUABLE] = 1;
+	o = record_margins_json(&m);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "labels"), "not-evaluable")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(o, "scored")->valueint, 2);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_write),
+		cmocka_unit_test(test_margins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

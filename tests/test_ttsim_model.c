@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "../tools/ttsim/model.h"
+#include "../tools/ttsim/vocab.h"
 #include "../tools/ttsim/run.h"
 
 #define OUT_MAX 256
@@ -779,10 +780,53 @@ static void test_host_sampled_stretch(void **state)
 	free_audit(v, n);
 }
 
+/* The echo's distribution agrees with generation: a prompt's reference output
+ * is the greedy top at every position (a copy task's pieces too), the
+ * runner-up is never the top, and near ties come only where asked for. */
+static void test_score_matches_generation(void **state)
+{
+	int seq[40], i, top, alt, n_near = 0, k;
+	bool near;
+
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		static const char copy[] = "please copy this Code: AB12 CD34 EF56 and then stop";
+
+		for (i = 0; i < 10; i++)
+			seq[i] = 100 + 7 * i;
+		if (k == 1)
+			assert_int_equal(ttsim_vocab_tokenize(copy, strlen(copy), seq, 10), 10);
+		ttsim_model_reference(7, seq, 10, 30, seq + 10);
+		for (i = 10; i < 40; i++) {
+			ttsim_model_score(7, 0, seq, 40, i, &top, &alt, &near);
+			assert_int_equal(top, seq[i]);
+			assert_int_not_equal(alt, top);
+			assert_false(near);
+			assert_true(ttsim_model_lp(seq[i], top, alt, near) > ttsim_model_lp(alt, top, alt, near));
+		}
+	}
+	for (i = 10; i < 40; i++) {
+		ttsim_model_score(7, 0.5, seq, 40, i, &top, &alt, &near);
+		n_near += near;
+	}
+	assert_true(n_near == 0);   /* the copy task above: no near ties in a copy */
+	for (i = 0; i < 10; i++)
+		seq[i] = 100 + 7 * i;
+	ttsim_model_reference(7, seq, 10, 30, seq + 10);
+	for (i = 10; i < 40; i++) {
+		ttsim_model_score(7, 0.5, seq, 40, i, &top, &alt, &near);
+		n_near += near;
+		if (near)
+			assert_true(ttsim_model_lp(top, top, alt, near) - ttsim_model_lp(alt, top, alt, near) < 0.05);
+	}
+	assert_true(n_near > 3 && n_near < 27);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slot_reuse_bare),
+		cmocka_unit_test(test_score_matches_generation),
 		cmocka_unit_test(test_fresh_takes_harmless),
 		cmocka_unit_test(test_defect_and_stamp),
 		cmocka_unit_test(test_engaged_equals_rule),

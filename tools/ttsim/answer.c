@@ -10,8 +10,12 @@
 #include "stream.h"
 #include "vocab.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
 
 /* llama-server's whole answer (server_task_result_cmpl_final::to_json_oaicompat
  * and ::to_json_oaicompat_chat), keys in its order, the numbers as
@@ -63,6 +67,89 @@ static cJSON *answer_llama(struct ttsim_server *srv, struct ttsim_engine_req *rq
 	return j;
 }
 
+/*
+ * vLLM's echoed logprobs (serving_completion.py _create_completion_logprobs):
+ * per token of prompt + output its text, its logprob (null for the first),
+ * the top alternatives keyed by text, and text_offset, the running length
+ * of the tokens' text. A prompt token's text is its piece with the white
+ * space before it, so the tokens' text is the echoed text; the model's
+ * distribution is ttsim_model_score's.
+ */
+static cJSON *answer_echo_logprobs(struct ttsim_server *srv, struct ttsim_engine_req *rq)
+{
+	cJSON *lp = cJSON_CreateObject(), *offs, *tlp, *tk, *top;
+	int n = rq->n_prompt + rq->n_tok, i, *all = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+	const char *p = rq->echo_text;
+	size_t off = 0, len;
+	char buf[256];
+
+	if (!lp || !all) {
+		cJSON_Delete(lp);
+		free(all);
+		return NULL;
+	}
+	memcpy(all, rq->echo_toks, (size_t)rq->n_prompt * sizeof(int));
+	memcpy(all + rq->n_prompt, rq->toks, (size_t)rq->n_tok * sizeof(int));
+	offs = cJSON_AddArrayToObject(lp, "text_offset");
+	tlp = cJSON_AddArrayToObject(lp, "token_logprobs");
+	tk = cJSON_AddArrayToObject(lp, "tokens");
+	top = cJSON_AddArrayToObject(lp, "top_logprobs");
+	for (i = 0; i < n; i++) {
+		int t, a;
+		bool near;
+		cJSON *d;
+
+		if (i < rq->n_prompt) {
+			const char *q = p;
+
+			while (*q && isspace((unsigned char)*q))
+				q++;
+			while (*q && !isspace((unsigned char)*q))
+				q++;
+			len = (size_t)(q - p) < sizeof(buf) ? (size_t)(q - p) : sizeof(buf) - 1;
+			memcpy(buf, p, len);
+			buf[len] = 0;
+			p = q;
+		} else {
+			len = 0;
+			buf[0] = 0;
+			ttsim_vocab_append(all[i], buf, sizeof(buf), &len);
+		}
+		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+		cJSON_AddItemToArray(tk, cJSON_CreateString(buf));
+		off += len;
+		if (!i) {
+			cJSON_AddItemToArray(tlp, cJSON_CreateNull());
+			cJSON_AddItemToArray(top, cJSON_CreateNull());
+			continue;
+		}
+		ttsim_model_score(srv->c.model.seed, srv->c.model.near_ties, all, n, i, &t, &a, &near);
+		cJSON_AddItemToArray(tlp, cJSON_CreateNumber(ttsim_model_lp(all[i], t, a, near)));
+		d = cJSON_CreateObject();
+		cJSON_AddItemToArray(top, d);
+		if (rq->echo_lp > 0) {
+			char w[128];
+			size_t wl = 0;
+
+			w[0] = 0;
+			ttsim_vocab_append(t, w, sizeof(w), &wl);
+			cJSON_AddNumberToObject(d, w, ttsim_model_lp(t, t, a, near));
+			if (rq->echo_lp > 1) {
+				wl = 0;
+				w[0] = 0;
+				ttsim_vocab_append(a, w, sizeof(w), &wl);
+				if (!cJSON_GetObjectItemCaseSensitive(d, w))
+					cJSON_AddNumberToObject(d, w, ttsim_model_lp(a, t, a, near));
+			}
+		}
+		/* the chosen token is always there (vLLM adds it to the top N) */
+		if (!cJSON_GetObjectItemCaseSensitive(d, buf))
+			cJSON_AddNumberToObject(d, buf, ttsim_model_lp(all[i], t, a, near));
+	}
+	free(all);
+	return lp;
+}
+
 static enum MHD_Result answer_full(struct ttsim_server *srv, struct MHD_Connection *conn,
 				   struct ttsim_engine_req *rq)
 {
@@ -101,10 +188,27 @@ static enum MHD_Result answer_full(struct ttsim_server *srv, struct MHD_Connecti
 		cJSON_AddStringToObject(msg, "role", "assistant");
 		cJSON_AddStringToObject(msg, "content", text);
 		cJSON_AddArrayToObject(msg, "tool_calls");
+	} else if (rq->echo) {
+		char *full = malloc(strlen(rq->echo_text) + len + 1);
+
+		if (!full)
+			goto out;
+		strcpy(full, rq->echo_text);
+		strcat(full, text);
+		cJSON_AddStringToObject(ch, "text", full);
+		free(full);
 	} else {
 		cJSON_AddStringToObject(ch, "text", text);
 	}
-	cJSON_AddNullToObject(ch, "logprobs");
+	if (rq->echo && rq->echo_lp >= 0) {
+		cJSON *lp = answer_echo_logprobs(srv, rq);
+
+		if (!lp)
+			goto out;
+		cJSON_AddItemToObject(ch, "logprobs", lp);
+	} else {
+		cJSON_AddNullToObject(ch, "logprobs");
+	}
 	cJSON_AddStringToObject(ch, "finish_reason", "length");
 	cJSON_AddNullToObject(ch, "stop_reason");
 	usage = cJSON_AddObjectToObject(j, "usage");

@@ -151,6 +151,11 @@ static const struct opt serve_opts[] = {
 	OPT_NUM(0, "truncate-rate", &serve_c.truncate_rate, "P", 0, 1, "end a stream early without [DONE]"),
 	OPT_NUM(0, "noise", &serve_c.noise, "P", 0, 100, "step time x (1 + P*u), u redrawn every 256 steps"),
 	OPT_NUM(0, "load-time", &serve_c.load_time_s, "S", 0, 86400, "every route answers 503 for S seconds"),
+	OPT_BOOL(0, "oov-batched", &serve_c.model.oov_batched,
+		 "--fault oov only in decodes of more than one row: a request alone (a reference) is clean"),
+	OPT_NUM(0, "near-ties", &serve_c.model.near_ties, "P", 0, 1,
+		"a chance P of each position being a near tie, flipped to the runner-up in a decode "
+		"of more than one row (benign batch variance; echo logprobs show the tie)"),
 	OPT_BOOL(0, "never-generate", &serve_c.never_generate, "accept requests, never produce a token"),
 	OPT_NUM(0, "stream-error-rate", &serve_c.stream_error_rate, "P", 0, 1,
 		"end a stream with an in-stream error after a token"),

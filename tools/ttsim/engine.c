@@ -36,6 +36,8 @@ void ttsim_engine_req_release(struct ttsim_engine_req *rq)
 	if (rq->next)
 		rq->next->prev = rq->prev;
 	free(rq->stamps);
+	free(rq->echo_toks);
+	free(rq->echo_text);
 	free(rq->toks);
 	free(rq);
 }

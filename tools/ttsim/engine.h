@@ -50,6 +50,12 @@ struct ttsim_engine_req {
 	bool return_token_ids;       /* return_token_ids: token_ids in every chunk */
 	int error_at;                /* stream error fault: after this many tokens, -1 = none */
 	int n_prompt, max_tokens;
+	/* completions with echo: the prompt's tokens and text (owned), and the
+	 * logprobs asked for (-1: none), for the answer's echoed logprobs */
+	bool echo;
+	int *echo_toks;
+	char *echo_text;
+	int echo_lp;
 	int *toks, n_tok;            /* delivered by the model, cap max_tokens */
 	int n_sent;                  /* token chunks formatted for the client */
 	bool submitted, finished, aborted;

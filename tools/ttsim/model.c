@@ -186,6 +186,20 @@ static int model_token_at(const int *copy, int n_copy, int index, uint64_t h)
 	return n_copy > 0 ? copy[index % n_copy] : model_greedy(h);
 }
 
+/* Is the position after a sequence whose hash is h a near tie (chance p)? */
+static bool model_near(uint64_t h, double p)
+{
+	return p > 0 && (double)(rng_mix(h ^ 0x6e656172ull) >> 11) / 9007199254740992.0 < p;
+}
+
+/* The runner-up after a sequence whose hash is h, never its greedy top. */
+static int model_alt(uint64_t h, int top)
+{
+	int a = (int)(rng_mix(h ^ 0x616c74ull) % TTSIM_VOCAB_WORDS);
+
+	return a == top ? (a + 1) % TTSIM_VOCAB_WORDS : a;
+}
+
 /* The next token of r: at output index n_gen, after the pending one. */
 static int model_next(const struct mreq *r)
 {
@@ -248,6 +262,8 @@ enum status ttsim_model_new(const struct ttsim_model_config *c, struct ttsim_mod
 		return status_set(si, STATUS_USAGE, "dp %d: must divide the %d slots", c->dp, c->slots);
 	if (!(c->garbage_rate >= 0 && c->garbage_rate <= 1))
 		return status_set(si, STATUS_USAGE, "garbage rate: must be in [0, 1]");
+	if (!(c->near_ties >= 0 && c->near_ties <= 1))
+		return status_set(si, STATUS_USAGE, "near ties %g: want a chance in [0, 1]", c->near_ties);
 	if (!(c->host_sampling >= 0 && c->host_sampling <= 1))
 		return status_set(si, STATUS_USAGE, "host sampling rate: must be in [0, 1]");
 	if (c->n_buckets < 0 || c->n_buckets > TTSIM_MAX_BUCKETS)
@@ -1094,13 +1110,20 @@ static void model_decode(struct ttsim_model *m, struct ttsim_step *st)
 		r = m->row[active[i]];
 		model_deliver(m, r, r->n_gen - 1, r->pending);
 		next = r->forced >= 0 ? r->forced : model_next(r);
+		if (m->c.near_ties > 0 && n_active > 1 && r->forced < 0 && !r->n_copy &&
+		    model_near(r->h, m->c.near_ties)) {
+			/* batch arithmetic flips a near tie: the runner-up */
+			next = model_alt(r->h, next);
+			ttsim_audit_defect(m->audit, "near-tie", m->step, active[i], r->id, NULL, r->n_gen, next);
+		}
 		if ((m->c.faults & TTSIM_FAULT_REDECODE) && moved[active[i]] && r->forced < 0) {
 			/* the pending token decoded again after the layout change */
 			next = r->pending;
 			m->st.defects++;
 			ttsim_audit_defect(m->audit, "redecode", m->step, active[i], r->id, NULL, r->n_gen, next);
 		}
-		if ((m->c.faults & TTSIM_FAULT_OOV) && ods && r->n_gen == TTSIM_OOV_AT) {
+		if ((m->c.faults & TTSIM_FAULT_OOV) && ods && r->n_gen == TTSIM_OOV_AT &&
+		    (!m->c.oov_batched || n_active > 1)) {
 			/* read from trace memory no one wrote: past the vocabulary */
 			next = (int)(0x40000000u + (unsigned)(rng_mix(r->h ^ 0x6f6f76ull) & 0x3fffffffu));
 			m->st.defects++;
@@ -1163,6 +1186,39 @@ void ttsim_model_stats(const struct ttsim_model *m, struct ttsim_model_stats *ou
 const struct ttsim_model_config *ttsim_model_config(const struct ttsim_model *m)
 {
 	return &m->c;
+}
+
+void ttsim_model_score(unsigned long long seed, double near_ties, const int *toks, int n, int pos, int *top,
+		       int *alt, bool *near)
+{
+	uint64_t h = model_prompt_hash(seed, toks, pos);
+	int *copy, n_copy = model_copy_code(toks, n, &copy), j;
+
+	*near = false;
+	if (n_copy > 0) {
+		/* a copy task's next piece follows the piece before it; the
+		 * first comes after the prompt's words */
+		*top = copy[0];
+		for (j = 0; j < n_copy; j++)
+			if (toks[pos - 1] == copy[j]) {
+				*top = copy[(j + 1) % n_copy];
+				break;
+			}
+	} else {
+		*top = model_greedy(h);
+		*near = model_near(h, near_ties);
+	}
+	*alt = model_alt(h, *top);
+	free(copy);
+}
+
+double ttsim_model_lp(int tok, int top, int alt, bool near)
+{
+	if (tok == top)
+		return near ? -0.69 : -0.05;
+	if (tok == alt)
+		return near ? -0.70 : -4.0;
+	return -14.0;
 }
 
 void ttsim_model_reference(unsigned long long seed, const int *prompt, int n_prompt, int n,

@@ -86,7 +86,8 @@
  *                   that block's owner (tenstorrent/vllm #415)
  *   OOV             out-of-vocabulary ids: an on-device-sampled token at output
  *                   index TTSIM_OOV_AT is an id past the vocabulary, read from
- *                   memory no one wrote (tt-metal #52176)
+ *                   memory no one wrote (tt-metal #52176); with oov_batched
+ *                   only in a decode of more than one row
  */
 enum {
 	TTSIM_FAULT_ABORT_REUSE = 1u << 0,
@@ -145,6 +146,12 @@ struct ttsim_model_config {
 				     * byte-identical across runs of one seed) */
 	unsigned faults;            /* TTSIM_FAULT_* defect modes on */
 	bool no_async;              /* async scheduling off (vLLM --no-async-scheduling): no keep */
+	/* chance a position of a sequence is a near tie (ttsim_model_score):
+	 * there a decode with more than one row takes the runner-up, as batch
+	 * arithmetic can flip a near tie (vllm #4091); a request alone never does */
+	double near_ties;
+	bool oov_batched;           /* OOV only in decodes of more than one row: a request
+				     * alone (a reference) is clean */
 };
 
 /* The rules the running keep applies: the engaged arm, and on the generic
@@ -246,6 +253,18 @@ int ttsim_model_waiting(const struct ttsim_model *m);
 void ttsim_model_stats(const struct ttsim_model *m, struct ttsim_model_stats *out);
 const struct ttsim_model_config *ttsim_model_config(const struct ttsim_model *m);
 void ttsim_model_reset_prefix_cache(struct ttsim_model *m);
+
+/*
+ * What the model's next-token distribution is after toks[0..pos) (pos >= 1),
+ * as an echo with logprobs reports it: its greedy token *top (a copy task's
+ * next piece after the piece before it, else the hash of the sequence), a
+ * runner-up *alt, and whether the two are a near tie there (chance
+ * near_ties, drawn from the sequence's hash). Logprobs: ttsim_model_lp.
+ */
+void ttsim_model_score(unsigned long long seed, double near_ties, const int *toks, int n, int pos, int *top,
+		       int *alt, bool *near);
+/* The logprob the distribution above gives tok. */
+double ttsim_model_lp(int tok, int top, int alt, bool near);
 
 /* The output `n` tokens of a prompt alone, without substitution: the
  * sequential reference. */

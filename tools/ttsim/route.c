@@ -83,7 +83,8 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 	char err[512];
 	int *toks = NULL, n_prompt = 0;
 	long long max_tokens = srv->c.default_max_tokens, n;
-	bool stream = false, include_usage = false, continuous = false, token_ids = false;
+	bool stream = false, include_usage = false, continuous = false, token_ids = false, echo = false;
+	int echo_lp = -1;
 	const char *xrid;
 	struct ttsim_engine_req *rq;
 	const union MHD_ConnectionInfo *ci;
@@ -147,6 +148,33 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 		include_usage = cJSON_IsTrue(v);
 		continuous = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "continuous_usage_stats"));
 	}
+	/* llama-server's OpenAI completions refuse echo whatever its value
+	 * (utils.hpp oaicompat_completion_params_parse: "best_of", "echo",
+	 * "suffix" are unsupported params, thrown and answered 500) */
+	if (!chat && srv->c.profile == TTSIM_LLAMACPP) {
+		static const char *const unsupported[] = { "best_of", "echo", "suffix" };
+		size_t u;
+
+		for (u = 0; u < 3; u++)
+			if (cJSON_GetObjectItemCaseSensitive(req, unsupported[u])) {
+				ret = ttsim_reply_error(srv, conn, 500, NULL, "Unsupported param: %s", unsupported[u]);
+				goto out;
+			}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "echo");
+	if (!chat && cJSON_IsTrue(v) && srv->c.profile == TTSIM_VLLM) {
+		echo = true;
+		if (stream) {
+			ret = ttsim_reply_error(srv, conn, 400, "echo", "ttsim answers echo only unstreamed");
+			goto out;
+		}
+		v = cJSON_GetObjectItemCaseSensitive(req, "logprobs");
+		if (v && !cJSON_IsNull(v) && !ttsim_prompt_json_int(v, 0, 20, &n)) {
+			ret = ttsim_reply_error(srv, conn, 400, "logprobs", "logprobs: want an integer 0..20");
+			goto out;
+		}
+		echo_lp = v && !cJSON_IsNull(v) ? (int)n : -1;
+	}
 	token_ids = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "return_token_ids"));
 	v = cJSON_GetObjectItemCaseSensitive(req, "n");
 	if (v && !cJSON_IsNull(v) && (!ttsim_prompt_json_int(v, 1, 1, &n))) {
@@ -207,6 +235,20 @@ static enum MHD_Result route_completion(struct ttsim_server *srv, struct MHD_Con
 		if (mj && strlen(mj) < sizeof(rq->model_json))
 			snprintf(rq->model_json, sizeof(rq->model_json), "%s", mj);
 		free(mj);
+	}
+	if (echo) {
+		const cJSON *pv = cJSON_GetObjectItemCaseSensitive(req, "prompt");
+
+		rq->echo = true;
+		rq->echo_lp = echo_lp;
+		rq->echo_toks = malloc((size_t)n_prompt * sizeof(int));
+		rq->echo_text = strdup(cJSON_IsString(pv) ? pv->valuestring : "");
+		if (!rq->echo_toks || !rq->echo_text) {
+			pthread_mutex_unlock(&srv->mu);
+			ret = ttsim_reply_error(srv, conn, 500, NULL, "out of memory");
+			goto out;
+		}
+		memcpy(rq->echo_toks, toks, (size_t)n_prompt * sizeof(int));
 	}
 	rq->conn = conn;
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);

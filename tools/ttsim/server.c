@@ -371,6 +371,8 @@ void ttsim_server_stop(struct ttsim_server *srv)
 	for (rq = srv->live; rq; rq = next) {
 		next = rq->next;
 		free(rq->stamps);
+		free(rq->echo_toks);
+		free(rq->echo_text);
 		free(rq->toks);
 		free(rq);
 	}
