@@ -111,16 +111,17 @@ static enum status http_do(const char *url, const char *json, const char *reques
 		snprintf(res->error, sizeof(res->error), "libcurl handle allocation failed");
 		return status_set(si, STATUS_NOMEM, "%s", res->error);
 	}
-	cf->easy_setopt(h, CURLOPT_URL, url);
-	cf->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	cf->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	cf->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	/* 0 ms means "no timeout" to libcurl: a tiny budget must stay a budget. */
 	ms = timeout_s > 0 ? (long)(timeout_s * 1000) : 30000;
 	if (ms < 1)
 		ms = 1;
-	cf->easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	cf->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
+	rc = curlfn_easy_setup(cf, h, ms, ms < 10000 ? ms : 10000L);
+	if (rc != CURLE_OK) {
+		snprintf(res->error, sizeof(res->error), "%s", cf->easy_strerror(rc));
+		st = status_set(si, STATUS_HTTP, "%s: libcurl: %s", url, res->error);
+		goto out;
+	}
+	cf->easy_setopt(h, CURLOPT_URL, url);
 	cf->easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write);
 	cf->easy_setopt(h, CURLOPT_WRITEDATA, &sink);
 	if (json) {
