@@ -1,5 +1,6 @@
 #include "http.h"
 #include "curlfn.h"
+#include "alloc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,18 +48,9 @@ static size_t http_write(char *data, size_t size, size_t nmemb, void *ctx)
 		keep = k->max - res->n_body;
 		res->truncated = true;
 	}
-	if (res->n_body + keep + 1 > k->cap) {
-		size_t ncap = k->cap ? k->cap : 4096;
-		char *nb;
-
-		while (ncap < res->n_body + keep + 1)
-			ncap *= 2;
-		nb = realloc(res->body, ncap);
-		if (!nb)
-			return 0;   /* curl reports a write error */
-		res->body = nb;
-		k->cap = ncap;
-	}
+	/* the cap on the body bounds the buffer; a failure makes curl report a write error */
+	if (ALLOC_GROW_MAX(res->body, res->n_body + keep + 1, k->cap, k->max + 1) < 0)
+		return 0;
 	memcpy(res->body + res->n_body, data, keep);
 	res->n_body += keep;
 	res->body[res->n_body] = '\0';
