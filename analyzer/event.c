@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
+
 /*
  * The members of the last line of one kind ("ev" value), in order: writers
  * emit the same keys in the same order on every line, so the next line's
@@ -984,14 +986,9 @@ static int scan_event(struct event_decoder *dec, const char *s, size_t n, unsign
 	uint32_t i = 0, read = 0, zn;
 	const char *z;
 	int rc, id = -1;
-	if (dec->cap_arena < n + 1) {
-		size_t cap = n + 1 < 4096 ? 4096 : n + 1;
-		char *a = realloc(dec->arena, cap);
-		if (!a)
-			return -1;
-		dec->arena = a;
-		dec->cap_arena = cap;
-	}
+	/* the scanner's strings: as long as the line at most */
+	if (ALLOC_GROW(dec->arena, n + 1 < 4096 ? 4096 : n + 1, dec->cap_arena) < 0)
+		return -1;
 	jdoc_scan_init(&sc, s, n, max_depth, dec->arena, dec->cap_arena);
 	if (jdoc_scan_object(&sc) != 1)
 		return 0;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -72,25 +74,22 @@ static int32_t jp_node(struct jp *p, enum jtype t)
 	if (!d)
 		return 0;
 	if (d->n_nodes == d->cap_nodes) {
-		size_t cap = d->cap_nodes ? d->cap_nodes * 2 : 256;
-		struct jval *nn;
-		if (cap > d->max_len + 1)
-			cap = d->max_len + 1;
-		if (cap <= d->n_nodes || cap > INT32_MAX) {
+		/* a value takes a byte at least; node indexes are int32_t */
+		size_t max = d->max_len < INT32_MAX ? d->max_len + 1 : INT32_MAX;
+		size_t want = d->n_nodes + 1 < 256 ? 256 : d->n_nodes + 1;
+
+		if (d->n_nodes + 1 > max) {
 			p->err_st = STATUS_LIMIT;
 			p->err = "too many values";
 			p->err_off = p->i;
 			return -1;
 		}
-		nn = realloc(d->nodes, cap * sizeof(*nn));
-		if (!nn) {
+		if (ALLOC_GROW_MAX(d->nodes, want < max ? want : max, d->cap_nodes, max) < 0) {
 			p->err_st = STATUS_NOMEM;
 			p->err = "out of memory";
 			p->err_off = p->i;
 			return -1;
 		}
-		d->nodes = nn;
-		d->cap_nodes = cap;
 	}
 	v = &d->nodes[d->n_nodes];
 	v->type = t;
@@ -561,13 +560,8 @@ enum status jdoc_parse(struct jdoc *d, const char *s, size_t n, struct status_in
 	if (n > d->max_len)
 		return status_set_at(si, STATUS_LIMIT, NULL, si ? si->line : 0, (long)d->max_len + 1,
 				     "line longer than %zu bytes", d->max_len);
-	if (d->cap_strs < n + 1) {
-		char *ns = realloc(d->strs, n + 1);
-		if (!ns)
-			return status_set(si, STATUS_NOMEM, "out of memory");
-		d->strs = ns;
-		d->cap_strs = n + 1;
-	}
+	if (ALLOC_GROW(d->strs, n + 1, d->cap_strs) < 0)
+		return status_set(si, STATUS_NOMEM, "out of memory");
 	memset(&p, 0, sizeof(p));
 	p.s = s;
 	p.n = n;

@@ -1,40 +1,25 @@
 /*
- * driver.c - a bench run (driver.h): the gates of every arm (readiness, the
- * arm confirmed from the server's output), the prompts, each cell's repeats
- * through the load loop, correctness against a reference, and the records.
- * /metrics is srvmetrics.c, sizing sizer.c, the report benchreport.c.
+ * driver.c - a bench run (driver.h), stage by stage: the gates of every
+ * server (driver_gate.c), the prompts, the canary's calibration and the
+ * correctness reference, each cell's repeats through the load loop, the
+ * medians and verdicts (driver_verdict.c), the records. /metrics is
+ * srvmetrics.c, sizing sizer.c, the report benchreport.c.
  */
-#include "driver.h"
+#include "driver_priv.h"
 
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "anomaly.h"
-#include "arms.h"
 #include "benchreport.h"
-#include "correct.h"
 #include "graded.h"
 #include "http.h"
-#include "prom.h"
-#include "rate.h"
-#include "ready.h"
-#include "record.h"
 #include "sizer.h"
 #include "srvmetrics.h"
 
 /* --- progress ------------------------------------------------------------- */
-
-struct driver_prog {
-	FILE *f;
-	char label[96];
-	bool drawn;
-};
 
 static void driver_progress(void *ctx, const struct load_progress *p)
 {
@@ -60,29 +45,7 @@ static void driver_progress_end(struct driver_prog *g)
 	g->drawn = false;
 }
 
-/* --- the run -------------------------------------------------------------- */
-
-struct driver_arm_state {
-	struct record_identity id;
-	char model[256];
-	char config_hash[32];
-	char *ready_json;
-	char *arm_json;
-	struct load_run *ref;       /* correctness reference, or NULL */
-};
-
-struct driver_ctx {
-	const struct driver_opts *o;
-	struct driver_report *rep;
-	struct suite *suite;
-	struct driver_arm_state as[DRIVER_MAX_ARMS];
-	struct record *rec;
-	char host[256];
-	struct driver_prog prog;
-	struct margins *mg;         /* --margins: the diverged outputs kept for the pass */
-	struct canary_set *can;     /* --correctness canary: the run's markers */
-	size_t can_next;            /* the next sent marker */
-};
+/* --- one load run ------------------------------------------------------- */
 
 /* A canary run: which markers its requests carry, and where its verdicts go. */
 struct driver_can {
@@ -91,6 +54,32 @@ struct driver_can {
 	size_t first;               /* its first marker of that kind */
 	const struct canary_calib *cal;
 	struct canary_report *rep;  /* SENT: the verdicts */
+};
+
+/* How the prompts of a run are kept from the server's prefix cache. */
+enum driver_nonce {
+	DRIVER_NONCE_PER_REQUEST,   /* cold: every request its own nonce, from cell and request */
+	DRIVER_NONCE_PER_PROMPT,    /* correctness: the reference and the run under test send the
+				     * same body for a prompt */
+	DRIVER_NONCE_SHARED,        /* warm: one nonce for the whole run */
+	DRIVER_NONCE_NONE,          /* canary: request i is the suite's entry `entry` + i, whose
+				     * unique marker keeps it cold */
+};
+
+/* The settings of one load run of one server (driver_one). */
+struct driver_req {
+	size_t arm;                 /* index in driver_opts.arms */
+	const char *phase;          /* "bench", "correctness", "canary", "accuracy" (runs under
+				     * test), "reference", "calibration": in run ids and records */
+	enum load_arrival arrival;
+	double level;               /* concurrency, batch size or rate */
+	unsigned repeat;
+	size_t n;                   /* requests */
+	enum driver_nonce nonce;    /* DRIVER_NONCE_NONE whenever can is set */
+	double temperature;
+	bool keep_text;             /* keep outputs (a reference, a run compared with one) */
+	const struct load_run *ref; /* the reference to compare with, or NULL */
+	const struct driver_can *can;   /* a canary run, or NULL */
 };
 
 static uint64_t driver_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
@@ -124,17 +113,12 @@ static void driver_requests_free(struct driver_reqs *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/*
- * nonce_mode: 0 per request (cold: key from cell and request), 1 per prompt
- * (correctness: the reference and the run under test send the same body),
- * 2 shared (warm), 3 none, request i the suite's entry `entry` + i (canary:
- * its marker is unique).
- */
-static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int nonce_mode,
-				   uint64_t cell_key, double temperature, size_t entry,
+/* The n requests of run q: bodies and urls, the nonces q->nonce says. */
+static enum status driver_requests(struct driver_ctx *c, const struct driver_req *q, uint64_t cell_key,
 				   struct churn_plan *plan, struct driver_reqs *r, struct status_info *si)
 {
 	const struct driver_opts *o = c->o;
+	const size_t a = q->arm, n = q->n, entry = q->can ? q->can->entry : 0;
 	struct suite_body_opts bo;
 	char nonce[SUITE_NONCE_LEN + 1], url[HTTP_MAX_URL];
 	const char *route;
@@ -151,23 +135,23 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 	memset(&bo, 0, sizeof(bo));
 	bo.model = c->as[a].model[0] ? c->as[a].model : NULL;
 	bo.nonce = nonce;
-	bo.temperature = temperature;
+	bo.temperature = q->temperature;
 	bo.ignore_eos = o->ignore_eos;
 	bo.no_usage = o->no_usage;
 	/* canary: each request its own entry, its marker keeps it cold */
-	bo.return_token_ids = nonce_mode == 3 || o->accuracy || o->margins;
+	bo.return_token_ids = q->nonce == DRIVER_NONCE_NONE || o->accuracy || o->margins;
 	for (i = 0; i < n; i++) {
-		p = nonce_mode == 3 ? entry + i : i % c->suite->n;
+		p = q->nonce == DRIVER_NONCE_NONE ? entry + i : i % c->suite->n;
 		if (p >= c->suite->n)
 			return status_set(si, STATUS_USAGE, "request %zu past the %zu prompts", i, c->suite->n);
-		if (nonce_mode == 0)
+		if (q->nonce == DRIVER_NONCE_PER_REQUEST)
 			key = driver_key(o->corpus_seed, cell_key, i, 1, 0);
-		else if (nonce_mode == 1)
+		else if (q->nonce == DRIVER_NONCE_PER_PROMPT)
 			key = driver_key(o->corpus_seed, p, 2, 0, 0);
 		else
 			key = driver_key(o->corpus_seed, 3, 0, 0, 0);
 		suite_nonce(key, nonce);
-		bo.nonce = nonce_mode == 3 ? NULL : nonce;
+		bo.nonce = q->nonce == DRIVER_NONCE_NONE ? NULL : nonce;
 		if (plan) {
 			churn_resolve(plan, i, c->suite->e[p].max_tokens);
 			bo.max_tokens = plan->r[i].max_tokens;
@@ -188,217 +172,6 @@ static enum status driver_requests(struct driver_ctx *c, size_t a, size_t n, int
 	return STATUS_OK;
 }
 
-static void driver_say(const struct driver_opts *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void driver_say(const struct driver_opts *o, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!o->log_to)
-		return;
-	va_start(ap, fmt);
-	vfprintf(o->log_to, fmt, ap);
-	va_end(ap);
-	fputc('\n', o->log_to);
-}
-
-/* Readiness and arm confirmation of arm a. false: the gate failed (said in rep). */
-#define DRIVER_ARM_SETTLE_TRIES 20        /* 20 x 0.15 s: 3 s at most */
-#define DRIVER_ARM_SETTLE_NS 150000000L
-
-/* 1 when the check failed only for want of required lines a log or capture may still receive. */
-static int driver_arm_in_flight(const struct arm_result *r)
-{
-	size_t i;
-	int absent = 0;
-
-	for (i = 0; i < r->n_items; i++) {
-		const struct arm_item_result *it = &r->items[i];
-
-		if (it->verdict == ARM_FORBIDDEN_PRESENT)
-			return 0;
-		/* a line, or the start record that holds a process's environment */
-		if (it->verdict == ARM_ABSENT && !it->forbid && (it->kind == ARM_LOG || it->kind == ARM_ENV))
-			absent = 1;
-		else if (it->verdict == ARM_ABSENT || it->verdict == ARM_UNREACHABLE)
-			return 0;
-	}
-	return absent;
-}
-
-static enum status driver_gate(struct driver_ctx *c, size_t a, struct arm_spec *spec, bool *passed,
-			       struct status_info *si)
-{
-	const struct driver_opts *o = c->o;
-	const struct driver_arm *da = &o->arms[a];
-	struct driver_arm_state *s = &c->as[a];
-	struct driver_arm_info *info = &c->rep->arms[a];
-	struct ready_opts ro;
-	struct ready_report rr;
-	struct arm_sources src;
-	struct arm_result *ar = NULL;
-	struct http_response res;
-	struct status_info esi;
-	enum status st;
-	char *buf = NULL, idp[64];
-	size_t bufsz = 0, k;
-	FILE *mf;
-
-	*passed = false;
-	s->id.tool_version = TTAUDIT_VERSION;
-	s->id.url = da->url;
-	s->id.arm = da->arm;
-	s->id.host = c->host;
-	snprintf(info->url, sizeof(info->url), "%s", da->url);
-	snprintf(info->arm, sizeof(info->arm), "%s", da->arm ? da->arm : "");
-	info->arm_state = "none";
-	memset(&ro, 0, sizeof(ro));
-	ro.url = da->url;
-	ro.model = o->model;
-	ro.timeout = o->ready_timeout;
-	ro.interval = 0.2;
-	snprintf(idp, sizeof(idp), "%016" PRIx64 "-a%zu", o->corpus_seed, a);
-	ro.request_id_prefix = idp;
-	status_info_clear(&esi);
-	st = ready_wait(&ro, &rr, &esi);
-	s->ready_json = ready_report_json(&rr);
-	if (st) {
-		c->rep->gate_failed = true;
-		snprintf(c->rep->gate_message, sizeof(c->rep->gate_message),
-			 "%s: not ready: rung %s did not pass: %s", da->url, ready_rung_name(rr.failed),
-			 rr.rung[rr.failed < READY__COUNT ? rr.failed : 0].last_error[0]
-				 ? rr.rung[rr.failed < READY__COUNT ? rr.failed : 0].last_error : esi.msg);
-		return STATUS_OK;
-	}
-	s->id.ready = true;
-	s->id.ready_json = s->ready_json;
-	snprintf(s->model, sizeof(s->model), "%s", rr.model);
-	s->id.model = s->model;
-	snprintf(info->model, sizeof(info->model), "%s", rr.model);
-	driver_say(o, "%s: ready in %.1f s, model %s", da->url, rr.total, rr.model);
-	/* the server configuration, from its *_info samples */
-	if (!srvmetrics_get(da->url, &res, NULL) &&
-	    !srvmetrics_config_hash(res.body, res.n_body, s->config_hash, sizeof(s->config_hash), NULL) &&
-	    s->config_hash[0]) {
-		s->id.config_hash = s->config_hash;
-		snprintf(info->config_hash, sizeof(info->config_hash), "%s", s->config_hash);
-	}
-	http_response_release(&res);
-	if (!da->arm) {
-		s->id.arm_state = RECORD_ARM_NONE;
-		*passed = true;
-		return STATUS_OK;
-	}
-	if (o->no_arm_check) {
-		s->id.arm_state = RECORD_ARM_UNCONFIRMED;
-		info->arm_state = "unconfirmed";
-		driver_say(o, "arm '%s' at %s: not checked (--no-arm-check), records say unconfirmed",
-			   da->arm, da->url);
-		*passed = true;
-		return STATUS_OK;
-	}
-	ar = calloc(1, sizeof(*ar));
-	if (!ar)
-		return status_set(si, STATUS_NOMEM, "out of memory");
-	memset(&src, 0, sizeof(src));
-	src.url = da->url;
-	src.log = da->log;
-	src.capture = da->capture;
-	st = arm_check(spec, da->arm, &src, ar, si);
-	/* A server's log and capture are written while it runs, by its processes
-	 * in their own time: a start-up line the engine process has not written
-	 * yet when the API already answers is in flight, not absent. Only what
-	 * is missing is waited for, a little; forbidden evidence already found
-	 * never waits. */
-	for (k = 0; !st && !ar->confirmed && (da->log || da->capture) && k < DRIVER_ARM_SETTLE_TRIES &&
-		    driver_arm_in_flight(ar); k++) {
-		struct timespec ts = { 0, DRIVER_ARM_SETTLE_NS };
-
-		nanosleep(&ts, NULL);
-		st = arm_check(spec, da->arm, &src, ar, si);
-	}
-	if (st) {
-		free(ar);
-		return st;
-	}
-	s->arm_json = arm_result_json(ar);
-	s->id.arm_evidence = s->arm_json;
-	if (!ar->confirmed) {
-		s->id.arm_state = RECORD_ARM_FAILED;
-		info->arm_state = "failed";
-		c->rep->gate_failed = true;
-		snprintf(c->rep->gate_message, sizeof(c->rep->gate_message),
-			 "arm '%s' at %s: FAIL, not confirmed by the server's output; no record written",
-			 da->arm, da->url);
-		mf = open_memstream(&buf, &bufsz);
-		if (mf) {
-			arm_result_print(ar, mf);
-			fclose(mf);
-			free(c->rep->arm_report);
-			c->rep->arm_report = buf;
-		}
-		free(ar);
-		return STATUS_OK;
-	}
-	free(ar);
-	s->id.arm_state = RECORD_ARM_CONFIRMED;
-	info->arm_state = "confirmed";
-	driver_say(o, "arm '%s' at %s: CONFIRMED", da->arm, da->url);
-	*passed = true;
-	return STATUS_OK;
-}
-
-static void driver_fill_identity(struct driver_ctx *c)
-{
-	size_t a;
-
-	for (a = 0; a < c->o->n_arms; a++) {
-		c->as[a].id.suite_hash = c->suite->hash;
-		c->as[a].id.suite_source = c->suite->source;
-		c->as[a].id.sizing = c->suite->sizing;
-		c->as[a].id.corpus_seed = c->o->corpus_seed;
-	}
-}
-
-/*
- * The accuracy verdict of every treatment cell against the control's cell
- * at its level (driver.h): FAIL when the treatment is less accurate and
- * Fisher's exact test (two-sided) separates the two at 1 - C, or when its
- * outputs hold ids past the vocabulary or a special token repeated; PASS
- * otherwise. Without a control there is no test: NAN, the verdict on the
- * anomalies alone.
- */
-static void driver_accuracy_verdicts(struct driver_report *rep, size_t n_levels)
-{
-	size_t i;
-
-	rep->acc_verdict = DRIVER_PASS;
-	for (i = 0; i < rep->n_cells; i++) {
-		struct driver_cell *dc = &rep->cells[i], *cc;
-		double at, ac;
-
-		dc->acc_fisher_p = NAN;
-		dc->acc_verdict = DRIVER_PASS;
-		if (dc->an_past_vocab || dc->an_special)
-			dc->acc_verdict = DRIVER_FAIL;
-		if (rep->control != SIZE_MAX && dc->arm_index != rep->control) {
-			cc = &rep->cells[rep->control * n_levels + i % n_levels];
-			dc->acc_fisher_p = rate_fisher(dc->acc_right, dc->acc_n, cc->acc_right, cc->acc_n);
-			at = dc->acc_n ? (double)dc->acc_right / (double)dc->acc_n : 0;
-			ac = cc->acc_n ? (double)cc->acc_right / (double)cc->acc_n : 0;
-			if (at < ac && dc->acc_fisher_p < 1 - rep->confidence)
-				dc->acc_verdict = DRIVER_FAIL;
-		}
-		if (!dc->acc_n && dc->acc_verdict == DRIVER_PASS)
-			dc->acc_verdict = DRIVER_INCONCLUSIVE;   /* nothing graded */
-		if (dc->arm_index == rep->control)
-			continue;
-		if (dc->acc_verdict == DRIVER_FAIL ||
-		    (dc->acc_verdict == DRIVER_INCONCLUSIVE && rep->acc_verdict == DRIVER_PASS))
-			rep->acc_verdict = dc->acc_verdict;
-	}
-}
-
 /* The largest max_tokens of the suite's entries: churn's M. */
 static long driver_max_tokens(const struct suite *su)
 {
@@ -411,38 +184,155 @@ static long driver_max_tokens(const struct suite *su)
 	return m;
 }
 
-/* The token anomalies of a run's outputs into its cell. */
-static void driver_tally_anomalies(struct driver_cell *dc, const struct load_run *run, long vocab)
+/* The cell of arm a at `level`, or NULL for a level no cell has (a reference, a calibration). */
+static struct driver_cell *driver_cell_of(struct driver_ctx *c, size_t a, double level)
 {
-	struct anomaly an;
-	size_t i;
+	struct driver_cell *dc = NULL;
+	size_t li;
 
-	for (i = 0; i < run->n; i++) {
-		const struct load_result *r = &run->res[i];
+	for (li = 0; li < c->o->n_levels; li++)
+		if (c->o->levels[li] == level)
+			dc = &c->rep->cells[a * c->o->n_levels + li];
+	return dc;
+}
 
-		anomaly_of(r, vocab, &an);
-		dc->an_outputs++;
-		dc->an_with_ids += an.ids_seen;
-		dc->an_past_vocab += an.ids_past_vocab > 0;
-		dc->an_empty_tokens += an.empty_tokens > 0;
-		dc->an_special += an.special_repeated > 0;
-		dc->an_empty += an.empty_content;
-		if (!dc->first_anomaly[0] && (an.ids_past_vocab || an.special_repeated))
-			snprintf(dc->first_anomaly, sizeof(dc->first_anomaly), "%.80s: %s at output token %ld",
-				 r->xid[0] ? r->xid : r->id,
-				 an.ids_past_vocab ? "a token id past the vocabulary" : "a special token repeated",
-				 an.ids_past_vocab ? an.first_past_vocab : 0L);
+/* Churn shapes the runs under test, never a reference or a calibration. */
+static bool driver_under_test(const char *phase)
+{
+	return !strcmp(phase, "bench") || !strcmp(phase, "canary") || !strcmp(phase, "correctness") ||
+	       !strcmp(phase, "accuracy");
+}
+
+/* The load loop's options for run q. */
+static void driver_load_opts(struct driver_ctx *c, const struct driver_req *q, const char *run_id,
+			     struct load_opts *lo)
+{
+	const struct driver_opts *o = c->o;
+
+	memset(lo, 0, sizeof(*lo));
+	lo->request_id_prefix = run_id;
+	lo->arrival = q->arrival;
+	lo->concurrency = q->arrival == LOAD_CLOSED ? (unsigned)q->level : 0;
+	lo->rate = q->arrival == LOAD_POISSON ? q->level : 0;
+	lo->seed = o->arrival_seed + q->repeat;
+	lo->timeout_s = o->timeout_s;
+	lo->stall_s = o->stall_s;
+	lo->keep_text = q->keep_text || q->can || o->accuracy;
+	lo->keep_ids = q->can != NULL || o->accuracy || o->margins;
+	lo->loop_times = o->loop_times;
+	if (o->progress) {
+		c->prog.f = o->progress;
+		snprintf(c->prog.label, sizeof(c->prog.label), "%s%s%.24s %s%g rep %u", q->phase,
+			 o->arms[q->arm].arm ? " " : "", o->arms[q->arm].arm ? o->arms[q->arm].arm : "",
+			 q->arrival == LOAD_CLOSED ? "c=" : q->arrival == LOAD_BATCH ? "b=" : "r=", q->level,
+			 q->repeat + 1);
+		lo->progress = driver_progress;
+		lo->progress_ctx = &c->prog;
 	}
 }
 
-/* One load run of arm a; records it; hands back the run and its figures. */
-static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase, enum load_arrival arr,
-			      double level, unsigned rep, size_t n, int nonce_mode, double temperature,
-			      bool keep_text, const struct load_run *ref, const struct driver_can *dcan,
-			      struct load_run **out_run, struct stats_run *out_st, struct correct_report *corr,
-			      struct status_info *si)
+/*
+ * The grade of every request of an accuracy run: "failed", "cut" (cut short
+ * by design: no answer to grade), "wrong" (missing[i]: the expected string
+ * not found) or "right". *grades and *missing are the caller's to free.
+ */
+static enum status driver_grade(struct driver_ctx *c, const struct load_run *run, const struct churn_plan *plan,
+				const char ***grades, const char ***missing, struct status_info *si)
+{
+	size_t i;
+
+	*grades = calloc(run->n ? run->n : 1, sizeof(**grades));
+	*missing = calloc(run->n ? run->n : 1, sizeof(**missing));
+	if (!*grades || !*missing)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	for (i = 0; i < run->n; i++) {
+		const struct load_result *x = &run->res[i];
+		const struct suite_entry *e = &c->suite->e[x->prompt_index];
+
+		if (x->fail)
+			(*grades)[i] = "failed";
+		else if (x->aborted || (plan && plan->r[i].max_tokens < plan->r[i].entry_max))
+			(*grades)[i] = "cut";
+		else
+			(*grades)[i] = ((*missing)[i] = correct_missing(e, x->text)) ? "wrong" : "right";
+	}
+	return STATUS_OK;
+}
+
+/* A canary run: every request's end noted, then (SENT) its outputs checked. */
+static enum status driver_canary_run(struct driver_ctx *c, const struct driver_can *dcan,
+				     const struct load_run *run, struct status_info *si)
+{
+	size_t i;
+
+	/* every request's end first: a donor in this run is then known */
+	for (i = 0; i < run->n; i++) {
+		const struct load_result *x = &run->res[i];
+
+		/* a donor has finished once its last token came (or the
+		 * client cancelled it), not only at [DONE] */
+		canary_note(c->can, dcan->kind, dcan->first + i, x->xid[0] ? x->xid : x->id,
+			    x->aborted || !x->t_last ? x->t_end : x->t_last, x->aborted);
+	}
+	if (!dcan->rep)
+		return STATUS_OK;
+	return canary_check(c->can, dcan->cal, run, dcan->first, dcan->rep, si);
+}
+
+/* What a run adds to its cell and to the report once recorded: accuracy
+ * grades and anomalies, churn's transitions, the cold claim. */
+static void driver_count(struct driver_ctx *c, const struct driver_req *q, const struct load_run *run,
+			 const char *const *grades, const struct churn_plan *plan, bool hits_ok, double hits)
+{
+	struct driver_cell *dc;
+	size_t i, k;
+
+	if (grades && (dc = driver_cell_of(c, q->arm, q->level))) {
+		for (i = 0; i < run->n; i++) {
+			dc->acc_cut += !strcmp(grades[i], "cut");
+			dc->acc_failed += !strcmp(grades[i], "failed");
+			if (!strcmp(grades[i], "right") || !strcmp(grades[i], "wrong")) {
+				dc->acc_n++;
+				dc->acc_right += !strcmp(grades[i], "right");
+			}
+		}
+		driver_tally_anomalies(dc, run, c->o->vocab_size);
+	}
+	if (plan) {
+		for (i = 0; i < run->n; i++) {
+			unsigned t = churn_transitions(plan, i, &run->res[i]);
+
+			for (k = 0; k < CHURN_T__COUNT; k++)
+				c->rep->transitions[k] += (t >> k) & 1u;
+		}
+		return;
+	}
+	/* the runs that claim to be cold: the prefix cache must not have hit */
+	if (q->nonce == DRIVER_NONCE_PER_REQUEST || (q->can && q->can->kind == CANARY_SENT)) {
+		dc = driver_cell_of(c, q->arm, q->level);
+		if (dc) {
+			if (!hits_ok)
+				dc->n_cold_unchecked++;
+			else if (hits > 0)
+				dc->n_cold_invalid++;
+			dc->prefix_hits += hits_ok ? hits : 0;
+		}
+	}
+}
+
+/*
+ * One load run q: its requests built, sent through the load loop, compared
+ * with q->ref, graded or checked for markers, recorded, counted into its
+ * cell. Hands back the run (*out_run, the caller's to load_run_free), its
+ * figures (*out_st) and its comparison (*corr; empty without q->ref), both
+ * the caller's to release; on error nothing is handed back.
+ */
+static enum status driver_one(struct driver_ctx *c, const struct driver_req *req, struct load_run **out_run,
+			      struct stats_run *out_st, struct correct_report *corr, struct status_info *si)
 {
 	const struct driver_opts *o = c->o;
+	struct driver_req q = *req;
+	const size_t a = q.arm;
 	struct driver_reqs rq;
 	struct load_opts lo;
 	struct record_cell cell;
@@ -453,53 +343,33 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	double h0 = 0, h1 = 0;
 	bool h0_ok, h1_ok;
 	enum status st;
-	uint64_t cell_key = driver_key(a, (uint64_t)(level * 1000), rep, phase[0], 7);
+	uint64_t cell_key = driver_key(a, (uint64_t)(q.level * 1000), q.repeat, q.phase[0], 7);
 
 	*out_run = NULL;
 	memset(out_st, 0, sizeof(*out_st));
 	memset(corr, 0, sizeof(*corr));
 	memset(&plan, 0, sizeof(plan));
 	memset(&rq, 0, sizeof(rq));
-	if (dcan)
-		nonce_mode = 3;
-	/* churn shapes the runs under test, never a reference or a calibration */
-	if (o->churn && (!strcmp(phase, "bench") || !strcmp(phase, "canary") || !strcmp(phase, "correctness") ||
-			 !strcmp(phase, "accuracy"))) {
+	if (q.can)
+		q.nonce = DRIVER_NONCE_NONE;
+	if (o->churn && driver_under_test(q.phase)) {
 		/* accuracy: the same plan for every server at a level, so the
 		 * control sees the treatment's workload */
 		st = churn_plan_make(&plan, driver_key(o->corpus_seed, o->accuracy ?
-							driver_key((uint64_t)(level * 1000), rep, 5, 0, 0) : cell_key,
-							11, 0, 0), n,
+							driver_key((uint64_t)(q.level * 1000), q.repeat, 5, 0, 0) :
+							cell_key, 11, 0, 0), q.n,
 				     driver_max_tokens(c->suite), o->max_num_seqs,
 				     o->churn_pressure ? o->churn_pressure : 512, !o->correctness, si);
 		if (st)
 			goto out;
 		have_plan = true;
 	}
-	st = driver_requests(c, a, n, nonce_mode, cell_key, temperature, dcan ? dcan->entry : 0,
-			     have_plan ? &plan : NULL, &rq, si);
+	st = driver_requests(c, &q, cell_key, have_plan ? &plan : NULL, &rq, si);
 	if (st)
 		goto out;
-	snprintf(run_id, sizeof(run_id), "%016" PRIx64 "-%s-a%zu-%g-r%u", o->corpus_seed, phase, a, level, rep);
-	memset(&lo, 0, sizeof(lo));
-	lo.request_id_prefix = run_id;
-	lo.arrival = arr;
-	lo.concurrency = arr == LOAD_CLOSED ? (unsigned)level : 0;
-	lo.rate = arr == LOAD_POISSON ? level : 0;
-	lo.seed = o->arrival_seed + rep;
-	lo.timeout_s = o->timeout_s;
-	lo.stall_s = o->stall_s;
-	lo.keep_text = keep_text || dcan || o->accuracy;
-	lo.keep_ids = dcan != NULL || o->accuracy || o->margins;
-	lo.loop_times = o->loop_times;
-	if (o->progress) {
-		c->prog.f = o->progress;
-		snprintf(c->prog.label, sizeof(c->prog.label), "%s%s%.24s %s%g rep %u", phase,
-			 o->arms[a].arm ? " " : "", o->arms[a].arm ? o->arms[a].arm : "",
-			 arr == LOAD_CLOSED ? "c=" : arr == LOAD_BATCH ? "b=" : "r=", level, rep + 1);
-		lo.progress = driver_progress;
-		lo.progress_ctx = &c->prog;
-	}
+	snprintf(run_id, sizeof(run_id), "%016" PRIx64 "-%s-a%zu-%g-r%u", o->corpus_seed, q.phase, a, q.level,
+		 q.repeat);
+	driver_load_opts(c, &q, run_id, &lo);
 	h0_ok = srvmetrics_read_hits(c->as[a].id.url, &h0);
 	st = load_run_exec(&lo, rq.rq, rq.n, out_run, si);
 	driver_progress_end(&c->prog);
@@ -509,125 +379,55 @@ static enum status driver_one(struct driver_ctx *c, size_t a, const char *phase,
 	st = stats_run_compute(*out_run, out_st, si);
 	if (st)
 		goto out;
-	if (ref) {
-		st = correct_compare(c->suite, ref, *out_run, corr, si);
+	if (q.ref) {
+		st = correct_compare(c->suite, q.ref, *out_run, corr, si);
 		if (!st && c->mg)
 			st = margins_collect(c->mg, a, c->as[a].id.url, c->as[a].model[0] ? c->as[a].model : NULL,
-					     rq.bodies, *out_run, ref, corr, si);
+					     rq.bodies, *out_run, q.ref, corr, si);
 		if (st)
 			goto out;
 	}
-	if (o->accuracy && !strcmp(phase, "accuracy")) {
-		size_t i;
-
-		grades = calloc((*out_run)->n ? (*out_run)->n : 1, sizeof(*grades));
-		missing = calloc((*out_run)->n ? (*out_run)->n : 1, sizeof(*missing));
-		if (!grades || !missing) {
-			st = status_set(si, STATUS_NOMEM, "out of memory");
+	if (o->accuracy && !strcmp(q.phase, "accuracy")) {
+		st = driver_grade(c, *out_run, have_plan ? &plan : NULL, &grades, &missing, si);
+		if (st)
 			goto out;
-		}
-		for (i = 0; i < (*out_run)->n; i++) {
-			const struct load_result *x = &(*out_run)->res[i];
-			const struct suite_entry *e = &c->suite->e[x->prompt_index];
-
-			if (x->fail)
-				grades[i] = "failed";
-			else if (x->aborted || (have_plan && plan.r[i].max_tokens < plan.r[i].entry_max))
-				grades[i] = "cut";   /* cut short by design: no answer to grade */
-			else
-				grades[i] = (missing[i] = correct_missing(e, x->text)) ? "wrong" : "right";
-		}
 	}
-	if (dcan) {
-		size_t i;
-
-		/* every request's end first: a donor in this run is then known */
-		for (i = 0; i < (*out_run)->n; i++) {
-			const struct load_result *x = &(*out_run)->res[i];
-
-			/* a donor has finished once its last token came (or the
-			 * client cancelled it), not only at [DONE] */
-			canary_note(c->can, dcan->kind, dcan->first + i, x->xid[0] ? x->xid : x->id,
-				    x->aborted || !x->t_last ? x->t_end : x->t_last, x->aborted);
-		}
-		if (dcan->rep) {
-			st = canary_check(c->can, dcan->cal, *out_run, dcan->first, dcan->rep, si);
-			if (st)
-				goto out;
-		}
+	if (q.can) {
+		st = driver_canary_run(c, q.can, *out_run, si);
+		if (st)
+			goto out;
 	}
 	memset(&cell, 0, sizeof(cell));
 	cell.run_id = run_id;
-	cell.phase = phase;
+	cell.phase = q.phase;
 	cell.arm_index = a;
-	cell.repeat = rep;
-	cell.arrival = arr;
-	cell.concurrency = arr == LOAD_CLOSED ? (unsigned)level : 0;
-	cell.batch = arr == LOAD_BATCH ? (unsigned)level : 0;
-	cell.rate = arr == LOAD_POISSON ? level : 0;
+	cell.repeat = q.repeat;
+	cell.arrival = q.arrival;
+	cell.concurrency = q.arrival == LOAD_CLOSED ? (unsigned)q.level : 0;
+	cell.batch = q.arrival == LOAD_BATCH ? (unsigned)q.level : 0;
+	cell.rate = q.arrival == LOAD_POISSON ? q.level : 0;
 	cell.arrival_seed = lo.seed;
 	/* churn sends a shared prefix on purpose: no cold claim to check */
-	cell.cache_claim = have_plan ? "shared-prefix" : nonce_mode == 0 || nonce_mode == 3 ? "cold" : "warm";
+	cell.cache_claim = have_plan ? "shared-prefix" :
+			   q.nonce == DRIVER_NONCE_PER_REQUEST || q.nonce == DRIVER_NONCE_NONE ? "cold" : "warm";
 	cell.prefix_known = h1_ok;
 	cell.prefix_hits_delta = h1 - h0;
 	cell.cold_claim_valid = h1_ok && h1 - h0 <= 0;
-	cell.temperature = temperature;
-	cell.correct = ref ? corr : NULL;
-	cell.canary = dcan ? dcan->rep : NULL;
-	cell.canary_set = dcan ? c->can : NULL;
-	cell.canary_first = dcan ? dcan->first : 0;
-	cell.canary_kind = dcan ? (int)dcan->kind : 0;
+	cell.temperature = q.temperature;
+	cell.correct = q.ref ? corr : NULL;
+	cell.canary = q.can ? q.can->rep : NULL;
+	cell.canary_set = q.can ? c->can : NULL;
+	cell.canary_first = q.can ? q.can->first : 0;
+	cell.canary_kind = q.can ? (int)q.can->kind : 0;
 	cell.churn = have_plan ? &plan : NULL;
-	cell.anomalies = dcan != NULL || grades;
+	cell.anomalies = q.can != NULL || grades;
 	cell.grades = grades;
 	cell.grade_missing = missing;
 	cell.vocab_size = o->vocab_size;
 	st = record_run(c->rec, &c->as[a].id, &cell, *out_run, out_st, o->token_times, si);
 	if (st)
 		goto out;
-	if (grades) {
-		size_t i, li;
-		struct driver_cell *dc = NULL;
-
-		for (li = 0; li < o->n_levels; li++)
-			if (o->levels[li] == level)
-				dc = &c->rep->cells[a * o->n_levels + li];
-		for (i = 0; dc && i < (*out_run)->n; i++) {
-			dc->acc_cut += !strcmp(grades[i], "cut");
-			dc->acc_failed += !strcmp(grades[i], "failed");
-			if (!strcmp(grades[i], "right") || !strcmp(grades[i], "wrong")) {
-				dc->acc_n++;
-				dc->acc_right += !strcmp(grades[i], "right");
-			}
-		}
-		if (dc)
-			driver_tally_anomalies(dc, *out_run, o->vocab_size);
-	}
-	if (have_plan) {
-		size_t i, k;
-
-		for (i = 0; i < (*out_run)->n; i++) {
-			unsigned t = churn_transitions(&plan, i, &(*out_run)->res[i]);
-
-			for (k = 0; k < CHURN_T__COUNT; k++)
-				c->rep->transitions[k] += (t >> k) & 1u;
-		}
-	}
-	if (!have_plan && (nonce_mode == 0 || (nonce_mode == 3 && dcan->kind == CANARY_SENT))) {
-		struct driver_cell *dc = NULL;
-		size_t li;
-
-		for (li = 0; li < o->n_levels; li++)
-			if (o->levels[li] == level)
-				dc = &c->rep->cells[a * o->n_levels + li];
-		if (dc) {
-			if (!h1_ok)
-				dc->n_cold_unchecked++;
-			else if (h1 - h0 > 0)
-				dc->n_cold_invalid++;
-			dc->prefix_hits += h1_ok ? h1 - h0 : 0;
-		}
-	}
+	driver_count(c, &q, *out_run, grades, have_plan ? &plan : NULL, h1_ok, h1 - h0);
 out:
 	driver_requests_free(&rq);
 	churn_plan_release(&plan);
@@ -657,113 +457,7 @@ static enum status driver_keep(struct stats_run *dst, const struct stats_run *sr
 	return STATUS_OK;
 }
 
-static void driver_tally(struct driver_cell *dc, const struct load_run *run, const struct stats_run *st,
-			 const struct correct_report *corr, bool correctness)
-{
-	size_t i;
-
-	dc->n_requests += st->n;
-	dc->n_failed += st->n_failed;
-	dc->stamped_kernel += run->n_stamp_kernel;
-	dc->retried += run->n_retried;
-	dc->stamped_loop += run->n_stamp_loop;
-	for (i = 0; i < run->n; i++)
-		if (run->res[i].t_sent > 0 && run->res[i].t_sent - run->res[i].t_launch > dc->send_delay_max)
-			dc->send_delay_max = run->res[i].t_sent - run->res[i].t_launch;
-	for (i = 0; i < LOAD_FAIL__COUNT; i++)
-		dc->n_fail[i] += st->n_fail[i];
-	for (i = 0; i < run->n && !dc->first_failure[0]; i++)
-		if (run->res[i].fail)
-			snprintf(dc->first_failure, sizeof(dc->first_failure), "%.60s: %.170s",
-				 run->res[i].id[0] ? run->res[i].id : "(no id)", run->res[i].reason);
-	if (!correctness)
-		return;
-	dc->corr_requests += corr->n;
-	dc->corr_failing += corr->n_failing;
-	dc->corr_diverged += corr->n_diverged;
-	dc->corr_duplicate += corr->n_duplicate;
-	dc->corr_wrong += corr->n_wrong;
-	dc->corr_failed += corr->n_failed + corr->n_no_reference;
-	for (i = 0; i < corr->n && !dc->first_divergence[0]; i++) {
-		const struct correct_item *it = &corr->items[i];
-
-		if (it->verdict == CORRECT_DIVERGED)
-			snprintf(dc->first_divergence, sizeof(dc->first_divergence),
-				 "%.60s prompt %zu diverged at token %zu%s: reference \"%.40s\", got \"%.40s\"",
-				 run->res[i].id, it->prompt_index, it->at,
-				 it->duplicate ? " (the token before it repeated)" : "", it->ref_excerpt,
-				 it->got_excerpt);
-		else if (it->verdict == CORRECT_WRONG)
-			snprintf(dc->first_divergence, sizeof(dc->first_divergence),
-				 "%.60s prompt %zu wrong: \"%.100s\" missing", run->res[i].id, it->prompt_index,
-				 it->missing);
-	}
-}
-
-static void driver_tally_canary(struct driver_cell *dc, const struct canary_report *cr,
-				const struct load_run *run, const struct canary_set *can)
-{
-	size_t i;
-
-	dc->can_requests += cr->n;
-	dc->can_clean += cr->n_clean;
-	dc->can_leaked += cr->n_leaked;
-	dc->can_lost += cr->n_lost;
-	dc->can_failed += cr->n_failed;
-	dc->can_own_checked += cr->n_own_checked;
-	dc->can_decoy += cr->n_decoy_outputs;
-	dc->can_id_checked += cr->n_id_checked;
-	dc->can_donor_finished += cr->n_donor_finished;
-	for (i = 0; i < cr->n && !dc->first_leak[0]; i++) {
-		const struct canary_item *it = &cr->items[i];
-
-		if (it->verdict == CANARY_LEAKED)
-			snprintf(dc->first_leak, sizeof(dc->first_leak),
-				 "%.70s leaked: a piece of %s marker %zu (request %.70s, %s) at output token %zu (%s)",
-				 run->res[i].xid[0] ? run->res[i].xid : run->res[i].id,
-				 canary_kind_name(it->leak.kind), it->leak.donor,
-				 it->leak.donor_id[0] ? it->leak.donor_id : "?",
-				 it->leak.donor_aborted ? "aborted before" :
-				 it->leak.donor_finished ? "finished before" : "still streaming",
-				 it->leak.at, it->leak.by_id ? "token id" : it->leak.group);
-		else if (it->verdict == CANARY_LOST)
-			snprintf(dc->first_leak, sizeof(dc->first_leak),
-				 "%.70s lost its own marker \"%s\" (%zu of %d groups in %zu tokens)",
-				 run->res[i].xid[0] ? run->res[i].xid : run->res[i].id,
-				 canary_text(can, CANARY_SENT, it->marker), it->own_groups, CANARY_GROUPS,
-				 run->res[i].n_tokens);
-	}
-}
-
-/*
- * The canary verdict of a cell: FAIL with a lost marker, or a leak (when
- * decoys were found too, only when leaked outputs outnumber decoy outputs by
- * Fisher's one-sided test at 1 - C: else chance could have made them);
- * INCONCLUSIVE with decoys found, or when 0 leaked of n cannot rule out the
- * baseline; PASS otherwise.
- */
-static void driver_canary_verdict(const struct driver_report *rep, struct driver_cell *dc)
-{
-	dc->can_n_to_bound = 0;
-	dc->can_fisher_p = 1;
-	if (dc->can_decoy)
-		dc->can_fisher_p = rate_fisher_greater(dc->can_leaked, dc->can_requests, dc->can_decoy,
-							dc->can_requests);
-	if (dc->can_lost || dc->an_past_vocab || dc->an_special ||
-	    (dc->can_leaked && (!dc->can_decoy || dc->can_fisher_p < 1 - rep->confidence))) {
-		dc->can_verdict = DRIVER_FAIL;
-		return;
-	}
-	dc->can_verdict = dc->can_decoy || dc->can_leaked ? DRIVER_INCONCLUSIVE : DRIVER_PASS;
-	if (dc->can_verdict == DRIVER_PASS && rep->baseline > 0) {
-		uint64_t n = rate_n_to_bound(rep->baseline, 1 - (1 - rep->confidence) / 2);
-
-		if (dc->can_requests < n) {
-			dc->can_verdict = DRIVER_INCONCLUSIVE;
-			dc->can_n_to_bound = n;
-		}
-	}
-}
+/* --- what the stages need ------------------------------------------------ */
 
 /* Requests of a run at `level` (the suite's n for the usual stage). */
 static size_t driver_cell_n(const struct driver_opts *o, double level, size_t suite_n)
@@ -779,6 +473,7 @@ static size_t driver_cell_n(const struct driver_opts *o, double level, size_t su
 		return o->arrival == LOAD_POISSON || level < 32 ? 32 : (size_t)ceil(level);
 	return suite_n > (size_t)level ? suite_n : (size_t)ceil(level);
 }
+
 
 /*
  * The canary's markers by the server's tokenizer, for the search of token
@@ -878,67 +573,27 @@ static enum status driver_check_opts(const struct driver_opts *o, struct status_
 	return STATUS_OK;
 }
 
-const char *driver_verdict_name(enum driver_verdict v)
+static void driver_fill_identity(struct driver_ctx *c)
 {
-	switch (v) {
-	case DRIVER_PASS: return "PASS";
-	case DRIVER_FAIL: return "FAIL";
-	default: return "INCONCLUSIVE";
+	size_t a;
+
+	for (a = 0; a < c->o->n_arms; a++) {
+		c->as[a].id.suite_hash = c->suite->hash;
+		c->as[a].id.suite_source = c->suite->source;
+		c->as[a].id.sizing = c->suite->sizing;
+		c->as[a].id.corpus_seed = c->o->corpus_seed;
 	}
 }
 
-/* The correctness verdict of a cell (driver.h), with the baseline rule of `ttaudit plan`. */
-static void driver_verdict_of(const struct driver_report *rep, struct driver_cell *dc)
+/* --- the stages of a run -------------------------------------------------- */
+
+/* The report's settings and its cells (arm-major), and the figures kept per repeat. */
+static enum status driver_report_init(struct driver_ctx *c, struct status_info *si)
 {
-	const struct driver_arm_info *ai = &rep->arms[dc->arm_index];
+	const struct driver_opts *o = c->o;
+	struct driver_report *rep = c->rep;
+	size_t i;
 
-	dc->corr_n_to_bound = 0;
-	if (dc->corr_failing || ai->ref_wrong || ai->ref_failed) {
-		dc->corr_verdict = DRIVER_FAIL;
-		return;
-	}
-	dc->corr_verdict = DRIVER_PASS;
-	if (rep->baseline > 0) {
-		uint64_t n = rate_n_to_bound(rep->baseline, 1 - (1 - rep->confidence) / 2);
-
-		if (dc->corr_requests < n) {
-			dc->corr_verdict = DRIVER_INCONCLUSIVE;
-			dc->corr_n_to_bound = n;
-		}
-	}
-}
-
-enum status driver_run(const struct driver_opts *o, struct driver_report *rep, struct status_info *si)
-{
-	struct driver_ctx c;
-	struct arm_spec *spec = NULL;
-	struct suite_sizer sz;
-	struct load_run *run = NULL;
-	struct stats_run st_run;
-	struct correct_report corr;
-	enum status st;
-	size_t a, li, n, i;
-	unsigned r;
-	bool passed;
-	double temp;
-	struct stats_run *keep = NULL;    /* [cell][repeat] figures */
-	struct canary_report crep;
-
-	memset(rep, 0, sizeof(*rep));
-	memset(&crep, 0, sizeof(crep));
-	memset(&c, 0, sizeof(c));
-	memset(&st_run, 0, sizeof(st_run));
-	memset(&corr, 0, sizeof(corr));
-	st = driver_check_opts(o, si);
-	if (st)
-		return st;
-	/* the ready gate takes a failed exchange for a server not ready: a
-	 * missing libcurl is said as what it is first */
-	st = http_init(si);
-	if (st)
-		return st;
-	c.o = o;
-	c.rep = rep;
 	rep->n_arms = o->n_arms;
 	rep->arrival = o->arrival;
 	rep->correctness = o->correctness;
@@ -952,175 +607,243 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	rep->baseline = o->baseline > 0 && o->baseline < 1 ? o->baseline : 0;
 	rep->warm = o->warm;
 	rep->corpus_seed = o->corpus_seed;
-	if (gethostname(c.host, sizeof(c.host) - 1))
-		snprintf(c.host, sizeof(c.host), "unknown");
+	if (gethostname(c->host, sizeof(c->host) - 1))
+		snprintf(c->host, sizeof(c->host), "unknown");
 	rep->n_cells = o->n_arms * o->n_levels;
 	rep->cells = calloc(rep->n_cells, sizeof(*rep->cells));
-	keep = calloc(rep->n_cells * o->repeats, sizeof(*keep));
-	if (!rep->cells || !keep) {
-		st = status_set(si, STATUS_NOMEM, "out of memory");
-		goto out;
-	}
+	c->keep = calloc(rep->n_cells * o->repeats, sizeof(*c->keep));
+	if (!rep->cells || !c->keep)
+		return status_set(si, STATUS_NOMEM, "out of memory");
 	for (i = 0; i < rep->n_cells; i++) {
 		rep->cells[i].arm_index = i / o->n_levels;
 		rep->cells[i].level = o->levels[i % o->n_levels];
 		rep->cells[i].tok_s = calloc(o->repeats, sizeof(double));
-		if (!rep->cells[i].tok_s) {
-			st = status_set(si, STATUS_NOMEM, "out of memory");
-			goto out;
-		}
+		if (!rep->cells[i].tok_s)
+			return status_set(si, STATUS_NOMEM, "out of memory");
 	}
-	/* bad input is refused before any server is waited for */
-	if (o->suite) {
-		st = suite_load(&c.suite, o->suite, si);
-		if (st)
-			goto out;
-	}
-	/* 1. gates */
+	return STATUS_OK;
+}
+
+/* Stage 1: every server's gate, in order; the first that fails stops the
+ * run (rep->gate_failed says why). */
+static enum status driver_gates(struct driver_ctx *c, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	struct arm_spec *spec = NULL;
+	bool passed = true;
+	enum status st = STATUS_OK;
+	size_t a;
+
 	if (o->spec && !o->no_arm_check) {
 		st = arm_spec_load(o->spec, &spec, si);
 		if (st)
-			goto out;
+			return st;
 	}
-	for (a = 0; a < o->n_arms; a++) {
-		st = driver_gate(&c, a, spec, &passed, si);
-		if (st)
-			goto out;
-		if (!passed)
-			goto out;   /* rep->gate_failed says why */
-	}
-	/* 2. prompts */
-	if (o->canary) {
-		size_t total = 0;
+	for (a = 0; a < o->n_arms && passed && !st; a++)
+		st = driver_gate(c, a, spec, &passed, si);
+	arm_spec_free(spec);
+	return st;
+}
 
+/* Stage 2: the prompts: the canary's, the graded set, or a suite generated
+ * and sized with the first server's tokenizer (a --suite was loaded before
+ * the gates). */
+static enum status driver_prompts(struct driver_ctx *c, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	struct driver_report *rep = c->rep;
+	enum status st = STATUS_OK;
+	size_t li, total = 0;
+	unsigned r;
+
+	if (o->canary) {
 		for (r = 0; r < o->repeats; r++)
 			for (li = 0; li < o->n_levels; li++)
 				total += o->n_arms * driver_cell_n(o, o->levels[li], 0);
-		st = canary_set_new(o->corpus_seed, total, CANARY_CALIBRATION * o->n_arms, &c.can, si);
+		st = canary_set_new(o->corpus_seed, total, CANARY_CALIBRATION * o->n_arms, &c->can, si);
 		if (!st)
-			st = canary_suite(c.can, o->gen.chat, o->gen.max_tokens > 0 ? o->gen.max_tokens : 16,
-					  &c.suite, si);
-		if (st)
-			goto out;
+			st = canary_suite(c->can, o->gen.chat, o->gen.max_tokens > 0 ? o->gen.max_tokens : 16,
+					  &c->suite, si);
 	} else if (o->accuracy && !o->suite) {
 		st = graded_suite(o->corpus_seed, o->gen.chat, o->gen.max_tokens > 0 ? o->gen.max_tokens : 48,
-				  &c.suite, si);
-		if (st)
-			goto out;
+				  &c->suite, si);
 	} else if (!o->suite) {
+		struct suite_sizer sz;
 		struct sizer *z = NULL;
-
 		char idp[64];
 
 		/* its requests named like the load's (the corpus seed first) */
 		snprintf(idp, sizeof(idp), "%016" PRIx64, o->corpus_seed);
-		st = sizer_new(&z, o->arms[0].url, c.as[0].model[0] ? c.as[0].model : NULL, idp, si);
+		st = sizer_new(&z, o->arms[0].url, c->as[0].model[0] ? c->as[0].model : NULL, idp, si);
 		if (st)
-			goto out;
+			return st;
 		sizer_bind(z, &sz);
-		st = suite_generate(&c.suite, &o->gen, &sz, si);
+		st = suite_generate(&c->suite, &o->gen, &sz, si);
 		/* how the server's tokenizer was asked, or why it was not used */
 		if (!st)
-			sizer_refine(z, c.suite->sizing, sizeof(c.suite->sizing));
+			sizer_refine(z, c->suite->sizing, sizeof(c->suite->sizing));
 		sizer_free(z);
-		if (st)
-			goto out;
 	}
-	snprintf(rep->suite_hash, sizeof(rep->suite_hash), "%s", c.suite->hash);
-	snprintf(rep->suite_source, sizeof(rep->suite_source), "%s", c.suite->source);
-	snprintf(rep->sizing, sizeof(rep->sizing), "%s", c.suite->sizing);
-	rep->suite_n = c.suite->n;
-	driver_fill_identity(&c);
-	st = record_open(&c.rec, o->out, si);
-	if (!st && o->margins && o->correctness)
-		st = margins_new(o->margin_eps, o->vocab_size, &c.mg, si);
+	if (st)
+		return st;
+	snprintf(rep->suite_hash, sizeof(rep->suite_hash), "%s", c->suite->hash);
+	snprintf(rep->suite_source, sizeof(rep->suite_source), "%s", c->suite->source);
+	snprintf(rep->sizing, sizeof(rep->sizing), "%s", c->suite->sizing);
+	rep->suite_n = c->suite->n;
+	driver_fill_identity(c);
+	return STATUS_OK;
+}
+
+/* Stage 3a: the canary's calibration of every server (markers it is never
+ * sent), then the markers' token ids. */
+static enum status driver_calibration(struct driver_ctx *c, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	struct load_run *run = NULL;
+	struct stats_run st_run;
+	struct correct_report corr;
+	enum status st;
+	size_t a;
+
+	for (a = 0; a < o->n_arms; a++) {
+		struct driver_can dcan = { canary_count(c->can, CANARY_SENT) + a * CANARY_CALIBRATION,
+					   CANARY_CALIB, a * CANARY_CALIBRATION, NULL, NULL };
+		struct driver_req q = { .arm = a, .phase = "calibration", .arrival = LOAD_CLOSED, .level = 1,
+					.repeat = 0, .n = CANARY_CALIBRATION, .nonce = DRIVER_NONCE_NONE,
+					.temperature = 0.0, .keep_text = true, .ref = NULL, .can = &dcan };
+
+		st = driver_one(c, &q, &run, &st_run, &corr, si);
+		if (st)
+			return st;
+		canary_calibrate(c->can, run, a * CANARY_CALIBRATION, &c->rep->arms[a].cal);
+		stats_run_release(&st_run);
+		correct_report_release(&corr);
+		load_run_free(run);
+		run = NULL;
+	}
+	return driver_canary_ids(c, si);
+}
+
+/* Stage 3b: the correctness reference of every server: every prompt alone,
+ * temperature 0; its own answers checked against the suite's expect strings. */
+static enum status driver_references(struct driver_ctx *c, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	struct driver_report *rep = c->rep;
+	struct stats_run st_run;
+	struct correct_report corr;
+	enum status st;
+	size_t a, i;
+
+	for (a = 0; a < o->n_arms; a++) {
+		struct driver_req q = { .arm = a, .phase = "reference", .arrival = LOAD_CLOSED, .level = 1,
+					.repeat = 0, .n = c->suite->n, .nonce = DRIVER_NONCE_PER_PROMPT,
+					.temperature = 0.0, .keep_text = true, .ref = NULL, .can = NULL };
+
+		st = driver_one(c, &q, &c->as[a].ref, &st_run, &corr, si);
+		if (st)
+			return st;
+		for (i = 0; i < c->as[a].ref->n; i++) {
+			const struct load_result *x = &c->as[a].ref->res[i];
+
+			rep->arms[a].ref_requests++;
+			if (x->fail)
+				rep->arms[a].ref_failed++;
+			else if (correct_missing(&c->suite->e[x->prompt_index], x->text))
+				rep->arms[a].ref_wrong++;
+		}
+		rep->ref_wrong += rep->arms[a].ref_wrong;
+		rep->ref_failed += rep->arms[a].ref_failed;
+		stats_run_release(&st_run);
+		correct_report_release(&corr);
+	}
+	return STATUS_OK;
+}
+
+/* Stage 4, one cell's repeat r: the run under test, tallied into its cell,
+ * its figures kept for the median. */
+static enum status driver_cell_run(struct driver_ctx *c, size_t a, size_t li, unsigned r, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	struct driver_report *rep = c->rep;
+	struct driver_cell *dc = &rep->cells[a * o->n_levels + li];
+	struct canary_report crep;
+	struct driver_can dcan = { c->can_next, CANARY_SENT, c->can_next, &rep->arms[a].cal, &crep };
+	struct load_run *run = NULL;
+	struct stats_run st_run;
+	struct correct_report corr;
+	struct driver_req q;
+	enum status st;
+
+	memset(&crep, 0, sizeof(crep));
+	memset(&q, 0, sizeof(q));
+	q.arm = a;
+	q.phase = o->correctness ? "correctness" : o->canary ? "canary" : o->accuracy ? "accuracy" : "bench";
+	q.arrival = o->arrival;
+	q.level = o->levels[li];
+	q.repeat = r;
+	q.n = driver_cell_n(o, q.level, c->suite->n);
+	q.nonce = o->correctness ? DRIVER_NONCE_PER_PROMPT : o->warm ? DRIVER_NONCE_SHARED : DRIVER_NONCE_PER_REQUEST;
+	q.temperature = o->correctness || o->canary || o->accuracy ? 0.0 : o->temperature;
+	q.keep_text = o->correctness;
+	q.ref = o->correctness ? c->as[a].ref : NULL;
+	q.can = o->canary ? &dcan : NULL;
+	if (o->canary)
+		c->can_next += q.n;
+	st = driver_one(c, &q, &run, &st_run, &corr, si);
 	if (st)
 		goto out;
-	/* 3. the reference; the canary's calibration */
-	temp = o->correctness || o->canary || o->accuracy ? 0.0 : o->temperature;
+	driver_tally(dc, run, &st_run, &corr, o->correctness);
 	if (o->canary) {
-		for (a = 0; a < o->n_arms; a++) {
-			struct driver_can dcan = { canary_count(c.can, CANARY_SENT) + a * CANARY_CALIBRATION,
-						   CANARY_CALIB, a * CANARY_CALIBRATION, NULL, NULL };
-
-			st = driver_one(&c, a, "calibration", LOAD_CLOSED, 1, 0, CANARY_CALIBRATION, 3, 0.0, true,
-					NULL, &dcan, &run, &st_run, &corr, si);
-			if (st)
-				goto out;
-			canary_calibrate(c.can, run, a * CANARY_CALIBRATION, &rep->arms[a].cal);
-			stats_run_release(&st_run);
-			load_run_free(run);
-			run = NULL;
-		}
-		st = driver_canary_ids(&c, si);
-		if (st)
-			goto out;
+		driver_tally_anomalies(dc, run, o->vocab_size);
+		driver_tally_canary(dc, &crep, run, c->can);
 	}
-	if (o->correctness) {
-		for (a = 0; a < o->n_arms; a++) {
-			st = driver_one(&c, a, "reference", LOAD_CLOSED, 1, 0, c.suite->n, 1, 0.0, true, NULL, NULL,
-					&c.as[a].ref, &st_run, &corr, si);
-			if (st)
-				goto out;
-			for (i = 0; i < c.as[a].ref->n; i++) {
-				const struct load_result *x = &c.as[a].ref->res[i];
+	dc->tok_s[r] = st_run.out_tok_s;
+	dc->n_repeats = r + 1;
+	c->keep[(a * o->n_levels + li) * o->repeats + r] = st_run;
+	correct_report_release(&corr);
+	load_run_free(run);
+out:
+	canary_report_release(&crep);
+	return st;
+}
 
-				rep->arms[a].ref_requests++;
-				if (x->fail)
-					rep->arms[a].ref_failed++;
-				else if (correct_missing(&c.suite->e[x->prompt_index], x->text))
-					rep->arms[a].ref_wrong++;
-			}
-			rep->ref_wrong += rep->arms[a].ref_wrong;
-			rep->ref_failed += rep->arms[a].ref_failed;
-			stats_run_release(&st_run);
-		}
-	}
-	/* 4. the cells, arms interleaved */
+/* Stage 4: every cell's repeats, arms interleaved (A B A B ...) so that a
+ * drifting host shows as spread, not as a difference between arms. */
+static enum status driver_cells(struct driver_ctx *c, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	enum status st;
+	size_t a, li;
+	unsigned r;
+
 	for (r = 0; r < o->repeats; r++)
 		for (li = 0; li < o->n_levels; li++)
 			for (a = 0; a < o->n_arms; a++) {
-				struct driver_cell *dc = &rep->cells[a * o->n_levels + li];
-				double level = o->levels[li];
-
-				struct driver_can dcan = { c.can_next, CANARY_SENT, c.can_next, &rep->arms[a].cal, &crep };
-
-				n = driver_cell_n(o, level, c.suite->n);
-				if (o->canary)
-					c.can_next += n;
-				st = driver_one(&c, a, o->correctness ? "correctness" : o->canary ? "canary" :
-						o->accuracy ? "accuracy" : "bench",
-						o->arrival, level, r, n, o->correctness ? 1 : o->warm ? 2 : 0, temp,
-						o->correctness, o->correctness ? c.as[a].ref : NULL,
-						o->canary ? &dcan : NULL, &run, &st_run, &corr, si);
+				st = driver_cell_run(c, a, li, r, si);
 				if (st)
-					goto out;
-				driver_tally(dc, run, &st_run, &corr, o->correctness);
-				if (o->canary) {
-					driver_tally_anomalies(dc, run, o->vocab_size);
-					driver_tally_canary(dc, &crep, run, c.can);
-					canary_report_release(&crep);
-				}
-				dc->tok_s[r] = st_run.out_tok_s;
-				dc->n_repeats = r + 1;
-				keep[(a * o->n_levels + li) * o->repeats + r] = st_run;
-				memset(&st_run, 0, sizeof(st_run));
-				correct_report_release(&corr);
-				load_run_free(run);
-				run = NULL;
+					return st;
 			}
-	/* 5. medians */
+	return STATUS_OK;
+}
+
+/* Stage 5: per cell the median repeat and its spread, the verdicts; the
+ * report's totals and worst verdicts. */
+static enum status driver_summarise(struct driver_ctx *c, struct status_info *si)
+{
+	const struct driver_opts *o = c->o;
+	struct driver_report *rep = c->rep;
+	enum status st;
+	size_t i, k;
+
 	for (i = 0; i < rep->n_cells; i++) {
 		struct driver_cell *dc = &rep->cells[i];
-		size_t k;
 
 		dc->median_repeat = stats_median_repeat(dc->tok_s, dc->n_repeats, &dc->spread);
 		dc->unstable = dc->spread > STATS_UNSTABLE_SPREAD;
-		st = driver_keep(&dc->median, &keep[i * o->repeats + dc->median_repeat]);
-		if (st) {
-			st = status_set(si, st, "out of memory");
-			goto out;
-		}
+		st = driver_keep(&dc->median, &c->keep[i * o->repeats + dc->median_repeat]);
+		if (st)
+			return status_set(si, st, "out of memory");
 		rep->any_unstable |= dc->unstable;
 		rep->any_cold_invalid |= dc->n_cold_invalid > 0;
 		rep->total_requests += dc->n_requests;
@@ -1158,25 +881,77 @@ enum status driver_run(const struct driver_opts *o, struct driver_report *rep, s
 	}
 	if (o->accuracy)
 		driver_accuracy_verdicts(rep, o->n_levels);
-	/* the quiet pass: after every load, one request at a time */
-	if (c.mg) {
-		st = margins_run(c.mg, o->timeout_s, &rep->mrep, si);
-		rep->margins = !st;
-		if (!st)
-			st = record_margins(c.rec, &rep->mrep, si);
-		if (st)
-			goto out;
-	}
-	{
-		char *js = benchreport_json(rep);
+	return STATUS_OK;
+}
 
-		if (!js) {
-			st = status_set(si, STATUS_NOMEM, "out of memory");
-			goto out;
-		}
-		st = record_line(c.rec, js, si);
-		free(js);
-	}
+/* The summary, the records' last line. */
+/* Stage 6: the quiet pass (--margins), after every load: one request at a
+ * time re-scores each diverged output; its labels go to the record. */
+static enum status driver_margins(struct driver_ctx *c, struct status_info *si)
+{
+	enum status st = margins_run(c->mg, c->o->timeout_s, &c->rep->mrep, si);
+
+	c->rep->margins = !st;
+	if (!st)
+		st = record_margins(c->rec, &c->rep->mrep, si);
+	return st;
+}
+
+static enum status driver_write_summary(struct driver_ctx *c, struct status_info *si)
+{
+	char *js = benchreport_json(c->rep);
+	enum status st;
+
+	if (!js)
+		return status_set(si, STATUS_NOMEM, "out of memory");
+	st = record_line(c->rec, js, si);
+	free(js);
+	return st;
+}
+
+enum status driver_run(const struct driver_opts *o, struct driver_report *rep, struct status_info *si)
+{
+	struct driver_ctx c;
+	enum status st;
+	size_t a, i;
+
+	memset(rep, 0, sizeof(*rep));
+	memset(&c, 0, sizeof(c));
+	st = driver_check_opts(o, si);
+	if (st)
+		return st;
+	/* the ready gate takes a failed exchange for a server not ready: a
+	 * missing libcurl is said as what it is first */
+	st = http_init(si);
+	if (st)
+		return st;
+	c.o = o;
+	c.rep = rep;
+	st = driver_report_init(&c, si);
+	/* bad input is refused before any server is waited for */
+	if (!st && o->suite)
+		st = suite_load(&c.suite, o->suite, si);
+	if (!st)
+		st = driver_gates(&c, si);
+	if (st || rep->gate_failed)
+		goto out;
+	st = driver_prompts(&c, si);
+	if (!st)
+		st = record_open(&c.rec, o->out, si);
+	if (!st && o->margins && o->correctness)
+		st = margins_new(o->margin_eps, o->vocab_size, &c.mg, si);
+	if (!st && o->canary)
+		st = driver_calibration(&c, si);
+	if (!st && o->correctness)
+		st = driver_references(&c, si);
+	if (!st)
+		st = driver_cells(&c, si);
+	if (!st)
+		st = driver_summarise(&c, si);
+	if (!st && c.mg)
+		st = driver_margins(&c, si);
+	if (!st)
+		st = driver_write_summary(&c, si);
 out:
 	if (c.rec) {
 		enum status cst = record_close(c.rec, st ? NULL : si);
@@ -1184,13 +959,10 @@ out:
 		if (!st)
 			st = cst;
 	}
-	if (keep)
+	if (c.keep)
 		for (i = 0; i < rep->n_cells * o->repeats; i++)
-			stats_run_release(&keep[i]);
-	free(keep);
-	stats_run_release(&st_run);
-	correct_report_release(&corr);
-	load_run_free(run);
+			stats_run_release(&c.keep[i]);
+	free(c.keep);
 	for (a = 0; a < DRIVER_MAX_ARMS; a++) {
 		free(c.as[a].ready_json);
 		free(c.as[a].arm_json);
@@ -1199,8 +971,6 @@ out:
 	suite_free(c.suite);
 	canary_set_free(c.can);
 	margins_free(c.mg);
-	canary_report_release(&crep);
-	arm_spec_free(spec);
 	return st;
 }
 

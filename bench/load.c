@@ -568,6 +568,7 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 {
 	size_t i;
 	struct load_xfer *x;
+	CURLcode rc;
 
 	memset(lp, 0, sizeof(*lp));
 	lp->o = o;
@@ -626,11 +627,12 @@ static enum status load_loop_init(struct load_loop *lp, const struct load_opts *
 		x->hdr[3].data = x->xrid;
 		/* the API key from the environment (http.h), never recorded */
 		x->hdr[4].data = (char *)http_auth_header();
+		/* the whole-exchange timeout is the request's (load_launch) */
+		if ((rc = curlfn_easy_setup(lp->cf, x->easy, 0L, 10000L)) != CURLE_OK)
+			return status_set(si, STATUS_HTTP, "load: libcurl: %s", lp->cf->easy_strerror(rc));
 		lp->cf->easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdr);
-		lp->cf->easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 		lp->cf->easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
 		lp->cf->easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-		lp->cf->easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 		/* a stream chunk is a few hundred bytes: 4 KiB per stream instead of
 		 * libcurl's 16 keeps a thousand streams' buffers in cache */
 		lp->cf->easy_setopt(x->easy, CURLOPT_BUFFERSIZE, LOAD_CURL_BUFFER);

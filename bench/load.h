@@ -123,6 +123,8 @@ struct load_result {
 	enum load_fail fail;
 	long http_status;
 	char reason[200];      /* lower case, for the record; "" when ok */
+	/* allocated elements of tok_t, tok_n, tok_off, text, ids, ids_off (internal) */
+	size_t cap_tok_t, cap_tok_n, cap_tok_off, cap_text, cap_ids, cap_ids_off;
 };
 
 struct load_progress {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "http.h"
 
 #define MARGINS_MAX_PROMPT (4u << 20)
@@ -174,15 +175,8 @@ enum status margins_collect(struct margins *m, size_t arm, const char *base, con
 			m->n_dropped++;
 			continue;
 		}
-		if (m->n == m->cap) {
-			size_t nc = m->cap ? 2 * m->cap : 64;
-			struct margins_keep *nk = realloc(m->k, nc * sizeof(*nk));
-
-			if (!nk)
-				return status_set(si, STATUS_NOMEM, "margins: out of memory");
-			m->k = nk;
-			m->cap = nc;
-		}
+		if (ALLOC_GROW(m->k, m->n + 1, m->cap) < 0)
+			return status_set(si, STATUS_NOMEM, "margins: out of memory");
 		r = &ref->res[ci->prompt_index];
 		k = &m->k[m->n];
 		memset(k, 0, sizeof(*k));

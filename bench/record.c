@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "rate.h"
 
 struct record {
@@ -766,21 +767,13 @@ static ssize_t record_getline(struct record_reader *r, size_t max)
 
 	while ((ch = getc(r->f)) != EOF) {
 		if (n + 2 > r->cap) {
-			size_t nc = r->cap ? 2 * r->cap : 4096;
-			char *nb;
-
-			if (nc > max + 2)
-				nc = max + 2;
-			if (n + 2 > nc) {
+			if (n + 2 > max + 2) {
 				while ((ch = getc(r->f)) != EOF && ch != '\n')
 					;
 				return -2;
 			}
-			nb = realloc(r->buf, nc);
-			if (!nb)
+			if (ALLOC_GROW_MAX(r->buf, n + 2, r->cap, max + 2) < 0)
 				return -3;
-			r->buf = nb;
-			r->cap = nc;
 		}
 		r->buf[n++] = (char)ch;
 		if (ch == '\n')

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "chunk.h"
 #include "sse.h"
 
@@ -69,48 +70,15 @@ void result_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Capacity of an array that grows by doubling: the next power of two >= n. */
-static size_t result_cap_of(size_t n)
-{
-	size_t c = 16;
-
-	while (c < n)
-		c *= 2;
-	return c;
-}
-
-/* Makes room for element n (0-based) in an array of n elements growing by doubling. */
-static int result_grow(void **arr, size_t n, size_t elem)
-{
-	void *na;
-
-	/* capacity is always result_cap_of(n) for n elements: grow at 16, 32 ... */
-	if (*arr && (n < 16 || (n & (n - 1))))
-		return 0;
-	na = realloc(*arr, result_cap_of(n + 1) * elem);
-	if (!na)
-		return -1;
-	*arr = na;
-	return 0;
-}
-
 static int result_keep_text(struct load_result *r, const char *s, size_t n)
 {
-	char *nt;
-	size_t cap;
-
 	if (r->text_len + n + 1 > LOAD_MAX_TEXT) {
 		result_fail(r, LOAD_FAIL_PROTOCOL, "content longer than %u bytes", LOAD_MAX_TEXT);
 		return -1;
 	}
-	cap = result_cap_of(r->text_len + 1);
-	if (!r->text || cap < r->text_len + n + 1) {
-		nt = realloc(r->text, result_cap_of(r->text_len + n + 1));
-		if (!nt) {
-			result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping content");
-			return -1;
-		}
-		r->text = nt;
+	if (ALLOC_GROW_MAX(r->text, r->text_len + n + 1, r->cap_text, (size_t)LOAD_MAX_TEXT) < 0) {
+		result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping content");
+		return -1;
 	}
 	memcpy(r->text + r->text_len, s, n);
 	r->text_len += n;
@@ -124,14 +92,14 @@ static int result_keep_ids(struct load_result *r, const struct chunk_fields *f)
 {
 	size_t i;
 
-	if (result_grow((void **)&r->ids_off, r->n_chunks + 1, sizeof(size_t))) {
+	if (ALLOC_GROW(r->ids_off, r->n_chunks + 2, r->cap_ids_off) < 0) {
 		result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token ids");
 		return -1;
 	}
 	if (!r->n_chunks)
 		r->ids_off[0] = 0;
 	for (i = 0; i < f->n_ids_kept && r->n_ids < LOAD_MAX_TOKENS; i++) {
-		if (result_grow((void **)&r->ids, r->n_ids, sizeof(int32_t))) {
+		if (ALLOC_GROW(r->ids, r->n_ids + 1, r->cap_ids) < 0) {
 			result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token ids");
 			return -1;
 		}
@@ -209,15 +177,15 @@ int result_chunk(struct result_parser *cp, struct load_result *r, enum load_api 
 		else
 			r->n_reasoning_tokens += (size_t)k;
 		if (r->n_chunks < LOAD_MAX_TOKENS) {
-			if (result_grow((void **)&r->tok_t, r->n_chunks, sizeof(double)) ||
-			    result_grow((void **)&r->tok_n, r->n_chunks, sizeof(uint32_t))) {
+			if (ALLOC_GROW(r->tok_t, r->n_chunks + 1, r->cap_tok_t) < 0 ||
+			    ALLOC_GROW(r->tok_n, r->n_chunks + 1, r->cap_tok_n) < 0) {
 				result_fail(r, LOAD_FAIL_PROTOCOL, "out of memory keeping token times");
 				return -1;
 			}
 			r->tok_t[r->n_chunks] = now;
 			r->tok_n[r->n_chunks] = (uint32_t)k;
 			if (keep_text) {
-				if (result_grow((void **)&r->tok_off, r->n_chunks + 1, sizeof(size_t)))
+				if (ALLOC_GROW(r->tok_off, r->n_chunks + 2, r->cap_tok_off) < 0)
 					return -1;
 				if (!r->n_chunks)
 					r->tok_off[0] = 0;

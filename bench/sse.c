@@ -1,5 +1,7 @@
 #include "sse.h"
 
+#include "alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,26 +82,13 @@ const char *sse_event_error(const struct sse *p, size_t *len)
 	return p->error;
 }
 
-/* Grows *buf to hold need+1 bytes, doubling, never past cap+1. */
+/* Grows *buf to hold need+1 bytes, never past cap+1. */
 static enum status sse_reserve(char **buf, size_t *sz, size_t need, size_t cap)
 {
-	size_t nsz;
-	char *nb;
-
 	if (need > cap)
 		return STATUS_LIMIT;
-	if (need + 1 <= *sz)
-		return STATUS_OK;
-	nsz = *sz ? *sz : 256;
-	while (nsz < need + 1)
-		nsz *= 2;
-	if (nsz > cap + 1)
-		nsz = cap + 1;
-	nb = realloc(*buf, nsz);
-	if (!nb)
+	if (ALLOC_GROW_MAX(*buf, need + 1, *sz, cap + 1) < 0)
 		return STATUS_NOMEM;
-	*buf = nb;
-	*sz = nsz;
 	return STATUS_OK;
 }
 

@@ -1,5 +1,6 @@
 #include "suite.h"
 #include "../base/rng.h"
+#include "alloc.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -54,19 +55,10 @@ void suite_free(struct suite *s)
 
 static enum status suite_push(struct suite *s, size_t *cap, struct suite_entry **e)
 {
-	struct suite_entry *ne;
-	size_t nc;
-
 	if (s->n >= SUITE_MAX_ENTRIES)
 		return STATUS_LIMIT;
-	if (s->n == *cap) {
-		nc = *cap ? *cap * 2 : 16;
-		ne = realloc(s->e, nc * sizeof(*ne));
-		if (!ne)
-			return STATUS_NOMEM;
-		s->e = ne;
-		*cap = nc;
-	}
+	if (ALLOC_GROW_MAX(s->e, s->n + 1, *cap, SUITE_MAX_ENTRIES) < 0)
+		return STATUS_NOMEM;
 	*e = &s->e[s->n++];
 	memset(*e, 0, sizeof(**e));
 	(*e)->input_tokens = -1;
@@ -285,15 +277,9 @@ static char *suite_words_text(uint64_t key, long n)
 		return NULL;
 	for (i = 0; i < n; i++) {
 		w = suite_words[rng_next(&s) % SUITE_N_WORDS];
-		if (len + strlen(w) + 2 > cap) {
-			char *nt = realloc(t, cap * 2);
-
-			if (!nt) {
-				free(t);
-				return NULL;
-			}
-			t = nt;
-			cap *= 2;
+		if (ALLOC_GROW(t, len + strlen(w) + 2, cap) < 0) {
+			free(t);
+			return NULL;
 		}
 		if (i)
 			t[len++] = ' ';

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "banner.h"
 #include "capfile.h"
 #include "caprec.h"
@@ -299,14 +300,8 @@ static void consume_flush(struct consume *c)
 /* Room for more record descriptions; -1 when there is none. */
 static int consume_grow_recs(struct consume *c)
 {
-	size_t nc = c->cap_recs ? 2 * c->cap_recs : 16384;
-	struct capfile_rec *nr;
-
-	if (nc > (1u << 22) || !(nr = realloc(c->recs, nc * sizeof(*nr))))
-		return -1;
-	c->recs = nr;
-	c->cap_recs = nc;
-	return 0;
+	/* a first batch of 16,384, then half as many again each time, 4 Mi at most */
+	return ALLOC_GROW_MAX(c->recs, c->cap_recs ? c->cap_recs + 1 : 16384, c->cap_recs, (size_t)1 << 22);
 }
 
 /* One record line (with its '\n') of process pid to cf: what it is (enum capfile_kind) and its count. */
@@ -373,15 +368,9 @@ static struct capfile *consume_file_for(struct consume *c, pid_t pid)
 			 path, strerror(errno), (long)pid);
 		consume_warn(c, msg);
 	}
-	if (c->n_pp == c->cap_pp) {
-		size_t nc = c->cap_pp ? 2 * c->cap_pp : 16;
-		void *np = realloc(c->pp, nc * sizeof(*c->pp));
-		if (!np) {
-			capfile_free(cf);
-			return NULL;
-		}
-		c->pp = np;
-		c->cap_pp = nc;
+	if (ALLOC_GROW(c->pp, c->n_pp + 1, c->cap_pp) < 0) {
+		capfile_free(cf);
+		return NULL;
 	}
 	c->pp[c->n_pp].pid = pid;
 	c->pp[c->n_pp].cf = cf;
@@ -448,14 +437,8 @@ static struct cfd *consume_fd(struct cring *cr, int fd)
 			cr->last_fd = i;
 			return &cr->fds[i];
 		}
-	if (cr->n_fds == cr->cap_fds) {
-		size_t nc = cr->cap_fds ? 2 * cr->cap_fds : 4;
-		struct cfd *nf = realloc(cr->fds, nc * sizeof(*nf));
-		if (!nf)
-			return NULL;
-		cr->fds = nf;
-		cr->cap_fds = nc;
-	}
+	if (ALLOC_GROW(cr->fds, cr->n_fds + 1, cr->cap_fds) < 0)
+		return NULL;
 	f = &cr->fds[cr->n_fds];
 	memset(f, 0, sizeof(*f));
 	f->buf = malloc(RING_LINE_CAP);
@@ -754,14 +737,8 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 
 static struct cwrite *consume_enqueue(struct cfd *f)
 {
-	if (f->n_q == f->cap_q) {
-		size_t nc = f->cap_q ? 2 * f->cap_q : 8;
-		struct cwrite *nq = realloc(f->q, nc * sizeof(*nq));
-		if (!nq)
-			return NULL;
-		f->q = nq;
-		f->cap_q = nc;
-	}
+	if (ALLOC_GROW(f->q, f->n_q + 1, f->cap_q) < 0)
+		return NULL;
 	memset(&f->q[f->n_q], 0, sizeof(f->q[0]));
 	return &f->q[f->n_q++];
 }
@@ -798,14 +775,8 @@ static void consume_commit(struct consume *c, struct cring *cr, const struct rin
 
 static void consume_parent_ended(struct consume *c, pid_t pid)
 {
-	if (c->n_parent_ended == c->cap_parent_ended) {
-		size_t nc = c->cap_parent_ended ? 2 * c->cap_parent_ended : 16;
-		pid_t *np = realloc(c->parent_ended, nc * sizeof(*np));
-		if (!np)
-			return;
-		c->parent_ended = np;
-		c->cap_parent_ended = nc;
-	}
+	if (ALLOC_GROW(c->parent_ended, c->n_parent_ended + 1, c->cap_parent_ended) < 0)
+		return;
 	c->parent_ended[c->n_parent_ended++] = pid;
 }
 
@@ -915,14 +886,8 @@ again:
 			consume_commit(c, cr, e);
 			break;
 		case RING_RISK:
-			if (cr->n_risk == cr->cap_risk) {
-				size_t nc = cr->cap_risk ? 2 * cr->cap_risk : 8;
-				struct crisk *nr = realloc(cr->risk, nc * sizeof(*nr));
-				if (!nr)
-					break;
-				cr->risk = nr;
-				cr->cap_risk = nc;
-			}
+			if (ALLOC_GROW(cr->risk, cr->n_risk + 1, cr->cap_risk) < 0)
+				break;
 			cr->risk[cr->n_risk].id = e->ref;
 			cr->risk[cr->n_risk].fd = (int)e->a;
 			cr->risk[cr->n_risk].lines = e->b;
@@ -1029,14 +994,8 @@ void consume_reaped(struct consume *c, pid_t pid, int status)
 {
 	size_t i;
 
-	if (c->n_reaped == c->cap_reaped) {
-		size_t nc = c->cap_reaped ? 2 * c->cap_reaped : 16;
-		struct creaped *np = realloc(c->reaped, nc * sizeof(*np));
-		if (!np)
-			return;
-		c->reaped = np;
-		c->cap_reaped = nc;
-	}
+	if (ALLOC_GROW(c->reaped, c->n_reaped + 1, c->cap_reaped) < 0)
+		return;
 	c->reaped[c->n_reaped].pid = pid;
 	c->reaped[c->n_reaped].status = status;
 	c->n_reaped++;
@@ -1306,14 +1265,8 @@ static void consume_scan(struct consume *c)
 				break;
 		if (i < c->n_rings)
 			continue;
-		if (c->n_rings == c->cap_rings) {
-			size_t nc = c->cap_rings ? 2 * c->cap_rings : 16;
-			struct cring *nr = realloc(c->rings, nc * sizeof(*nr));
-			if (!nr)
-				break;
-			c->rings = nr;
-			c->cap_rings = nc;
-		}
+		if (ALLOC_GROW(c->rings, c->n_rings + 1, c->cap_rings) < 0)
+			break;
 		cr = &c->rings[c->n_rings++];
 		memset(cr, 0, sizeof(*cr));
 		snprintf(cr->path, sizeof(cr->path), "%s/%s", c->dir, de->d_name);
@@ -1441,14 +1394,8 @@ int consume_attach(struct consume *c, struct ring_hdr *r, pid_t pid)
 {
 	struct cring *cr;
 
-	if (c->n_rings == c->cap_rings) {
-		size_t nc = c->cap_rings ? 2 * c->cap_rings : 16;
-		struct cring *nr = realloc(c->rings, nc * sizeof(*nr));
-		if (!nr)
-			return -1;
-		c->rings = nr;
-		c->cap_rings = nc;
-	}
+	if (ALLOC_GROW(c->rings, c->n_rings + 1, c->cap_rings) < 0)
+		return -1;
 	cr = &c->rings[c->n_rings++];
 	memset(cr, 0, sizeof(*cr));
 	cr->pid = pid;

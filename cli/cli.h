@@ -28,6 +28,28 @@ void cli_report_status(const char *cmd, enum status st, const struct status_info
 /* Parses a non-negative decimal integer option value; -1 when invalid. */
 long long cli_parse_count(const char *s);
 
+struct cmd_doc;
+
+/* The operands a command takes (cli_parse). */
+#define CLI_ANY (-1)
+struct cli_operands {
+	int min, max;               /* how many; max CLI_ANY: no upper bound */
+	const char *too_few;        /* the usage error below min */
+	const char *too_many;       /* the usage error above max; NULL: "unexpected argument 'X'",
+				     * X the first operand too many */
+};
+/* No operand at all: "unexpected argument 'X'" for one. */
+#define CLI_NO_OPERANDS (&(const struct cli_operands){ 0, 0, NULL, NULL })
+
+/*
+ * The start of every command: argv parsed against d (opt_parse: the operands
+ * moved to argv[0..n)), then their number checked against ops (NULL: any).
+ * Returns n, or -1 when the command is to return *rc at once: 0 after
+ * --help or -h, CLI_USAGE after a usage error, said on stderr as
+ * "ttaudit CMD: ...".
+ */
+int cli_parse(const struct cmd_doc *d, int argc, char **argv, const struct cli_operands *ops, int *rc);
+
 int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
@@ -38,7 +60,6 @@ int cmd_report(int argc, char **argv);
 int cmd_preflight(int argc, char **argv);
 
 /* Option tables (opt.h) of the commands that have one. */
-struct cmd_doc;
 extern const struct cmd_doc cmd_replay_doc;
 extern const struct cmd_doc cmd_validate_doc;
 extern const struct cmd_doc cmd_preflight_doc;

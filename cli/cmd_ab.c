@@ -131,11 +131,9 @@ int cmd_ab(int argc, char **argv)
 	int n, rc;
 	FILE *f;
 
-	n = opt_parse(&cmd_ab_doc, argc, argv);
+	n = cli_parse(&cmd_ab_doc, argc, argv, CLI_NO_OPERANDS, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n > 0)
-		return cli_usage_error("ab", "unexpected argument '%s'", argv[0]);
+		return rc;
 	o->repeats = (unsigned)ab_repeats;
 	o->gen.input_tokens = (long)ab_in;
 	o->gen.max_tokens = (long)ab_out_tokens;

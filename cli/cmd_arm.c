@@ -61,11 +61,9 @@ int cmd_arm(int argc, char **argv)
 	char *js;
 	size_t i;
 
-	n = opt_parse(&cmd_arm_doc, argc, argv);
+	n = cli_parse(&cmd_arm_doc, argc, argv, CLI_NO_OPERANDS, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n > 0)
-		return cli_usage_error("arm", "unexpected argument '%s'", argv[0]);
+		return rc;
 	spec_path = arm_spec_path;
 	arm = arm_name;
 	src = arm_src;

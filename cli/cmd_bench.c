@@ -258,11 +258,9 @@ int cmd_bench(int argc, char **argv)
 
 	memset(&si, 0, sizeof(si));
 	o->corpus_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-	n = opt_parse(&cmd_bench_doc, argc, argv);
+	n = cli_parse(&cmd_bench_doc, argc, argv, CLI_NO_OPERANDS, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n > 0)
-		return cli_usage_error("bench", "unexpected argument '%s'", argv[0]);
+		return rc;
 	if (!o->n_arms)
 		return cli_usage_error("bench", "--url is required");
 	if (!o->out)

@@ -115,11 +115,12 @@ int cmd_capture(int argc, char **argv)
 	enum status st;
 	int n, fd = -1, wstatus = 0, bg = 0, rc = CLI_USAGE;
 
-	n = opt_parse(&cmd_capture_doc, argc, argv);
+	n = cli_parse(&cmd_capture_doc, argc, argv,
+		      &(const struct cli_operands){ 1, CLI_ANY,
+						    "no command to run (ttaudit capture [options] -- CMD ...)", NULL },
+		      &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n == 0)
-		return cli_usage_error("capture", "no command to run (ttaudit capture [options] -- CMD ...)");
+		return rc;
 	if (!*cap_out)
 		return cli_usage_error("capture", "-o needs a file name");
 	lo.out = cap_out;
@@ -214,11 +215,12 @@ int cmd_follow(int argc, char **argv)
 	FILE *f = NULL;
 	enum status st;
 
-	n = opt_parse(&cmd_follow_doc, argc, argv);
+	n = cli_parse(&cmd_follow_doc, argc, argv,
+		      &(const struct cli_operands){ 1, 1, "give exactly one PATH, or '-' for stdin",
+						    "give exactly one PATH, or '-' for stdin" },
+		      &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n != 1)
-		return cli_usage_error("follow", "give exactly one PATH, or '-' for stdin");
+		return rc;
 	out = fol_out;
 	rules_path = fol_rules;
 	append = fol_append;

@@ -36,11 +36,12 @@ int cmd_combine(int argc, char **argv)
 	enum status st;
 	int n, i, rc = CLI_OK;
 
-	n = opt_parse(&cmd_combine_doc, argc, argv);
+	n = cli_parse(&cmd_combine_doc, argc, argv,
+		      &(const struct cli_operands){ 1, CLI_ANY, "no report given: the output of ttaudit replay --json",
+						    NULL },
+		      &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (!n)
-		return cli_usage_error("combine", "no report given: the output of ttaudit replay --json");
+		return rc;
 	status_info_clear(&si);
 	if ((st = replay_new_from_report(&r, argv[0], &si))) {
 		cli_report_status("combine", st, &si);

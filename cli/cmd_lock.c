@@ -105,9 +105,9 @@ int cmd_lock(int argc, char **argv)
 	size_t off = 0;
 	enum status st;
 
-	n = opt_parse(&cmd_lock_doc, argc, argv);
+	n = cli_parse(&cmd_lock_doc, argc, argv, NULL, &rc);
 	if (n < 0)
-		return opt_exit(n);
+		return rc;
 	dir = lock_dir_opt;
 	json = lock_json;
 	if (!lock_status_only && n == 0)

@@ -111,9 +111,9 @@ int cmd_pair(int argc, char **argv)
 	size_t i;
 	int n, rc = CLI_OK;
 
-	n = opt_parse(&cmd_pair_doc, argc, argv);
+	n = cli_parse(&cmd_pair_doc, argc, argv, NULL, &rc);
 	if (n < 0)
-		return opt_exit(n);
+		return rc;
 	po = pair_o;
 	po.max_pos = pair_max_pos;
 	po.pid = pair_pid;

@@ -169,9 +169,9 @@ int cmd_passthrough(int argc, char **argv)
 	enum status st;
 	int n, rc = CLI_USAGE;
 
-	n = opt_parse(&cmd_passthrough_doc, argc, argv);
+	n = cli_parse(&cmd_passthrough_doc, argc, argv, NULL, &rc);
 	if (n < 0)
-		return opt_exit(n);
+		return rc;
 	if (n > 0)
 		return cli_usage_error("passthrough", "takes no operands ('%s')", argv[0]);
 	if (!*pt_out)

@@ -179,13 +179,11 @@ int cmd_plan(int argc, char **argv)
 	uint64_t n_bound, n_detect = 0;
 	bool capped = false;
 	double alpha;
-	int n;
+	int n, rc;
 
-	n = opt_parse(&cmd_plan_doc, argc, argv);
+	n = cli_parse(&cmd_plan_doc, argc, argv, CLI_NO_OPERANDS, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n > 0)
-		return cli_usage_error("plan", "unexpected argument '%s'", argv[0]);
+		return rc;
 	if (plan_observed.n || plan_compare.n) {
 		if (plan_baseline >= 0)
 			return cli_usage_error("plan", "--observed and --compare do not take --baseline");

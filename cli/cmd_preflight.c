@@ -60,11 +60,9 @@ int cmd_preflight(int argc, char **argv)
 	int n, rc;
 	char *js;
 
-	n = opt_parse(&cmd_preflight_doc, argc, argv);
+	n = cli_parse(&cmd_preflight_doc, argc, argv, CLI_NO_OPERANDS, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n > 0)
-		return cli_usage_error("preflight", "unexpected argument '%s'", argv[0]);
+		return rc;
 	o = preflight_o;
 	if (preflight_no_docker)
 		o.docker = "";

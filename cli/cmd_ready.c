@@ -57,14 +57,12 @@ int cmd_ready(int argc, char **argv)
 	struct ready_report r;
 	struct status_info si = { 0 };
 	enum status st;
-	int n, i;
+	int n, i, rc;
 	char *js;
 
-	n = opt_parse(&cmd_ready_doc, argc, argv);
+	n = cli_parse(&cmd_ready_doc, argc, argv, CLI_NO_OPERANDS, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (n > 0)
-		return cli_usage_error("ready", "unexpected argument '%s'", argv[0]);
+		return rc;
 	o = ready_o;
 	if (!o.url)
 		return cli_usage_error("ready", "--url is required");

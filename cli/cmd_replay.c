@@ -186,11 +186,10 @@ int cmd_replay(int argc, char **argv)
 	bool stopped;
 	int n, rc;
 
-	n = opt_parse(&cmd_replay_doc, argc, argv);
+	n = cli_parse(&cmd_replay_doc, argc, argv,
+		      &(const struct cli_operands){ 1, CLI_ANY, "no audit file given (see --help)", NULL }, &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (!n)
-		return cli_usage_error("replay", "no audit file given (see --help)");
+		return rc;
 	if ((rc = replay_cli_opts("replay", rp_rules, rules, &o)) >= 0)
 		return rc;
 	progress_init(&prog, "replay", "merges", progress_input_size((const char *const *)argv, (size_t)n));
@@ -237,9 +236,9 @@ int cmd_validate(int argc, char **argv)
 	bool stopped;
 	int n, rc, ok;
 
-	n = opt_parse(&cmd_validate_doc, argc, argv);
+	n = cli_parse(&cmd_validate_doc, argc, argv, NULL, &rc);
 	if (n < 0)
-		return opt_exit(n);
+		return rc;
 	if (!rp_rule)
 		return cli_usage_error("validate", "--rule R is required");
 	if (!n)

@@ -252,18 +252,21 @@ int cmd_report(int argc, char **argv)
 	FILE *f;
 	int nops, rc = CLI_OK;
 
-	nops = opt_parse(&cmd_report_doc, argc, argv);
+	nops = cli_parse(&cmd_report_doc, argc, argv,
+			 &(const struct cli_operands){ 1, CLI_ANY,
+						       "which figure: timeline, latency, makespan or html (see --help)",
+						       NULL },
+			 &rc);
 	if (nops < 0)
-		return opt_exit(nops);
-	if (nops == 0)
-		return cli_usage_error("report", "which figure: timeline, latency, makespan or html (see --help)");
+		return rc;
 	what = argv[0];
 	sub = opt_sub(&cmd_report_doc, what);
 	if (!sub)
 		return cli_usage_error("report", "'%s' is not a figure: timeline, latency, makespan or html", what);
-	nops = opt_parse(sub, nops, argv);
+	/* the sub-command's operand errors name the figure: said below */
+	nops = cli_parse(sub, nops, argv, NULL, &rc);
 	if (nops < 0)
-		return opt_exit(nops);
+		return rc;
 	out = report_out;
 	json = report_json;
 	report_to.from_step = report_from;

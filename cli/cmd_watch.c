@@ -122,11 +122,12 @@ int cmd_watch(int argc, char **argv)
 	enum status st;
 	int n, rc = CLI_OK;
 
-	n = opt_parse(&cmd_watch_doc, argc, argv);
+	n = cli_parse(&cmd_watch_doc, argc, argv,
+		      &(const struct cli_operands){ 1, CLI_ANY,
+						    "no source given: a log or capture file, or - (see --help)", NULL },
+		      &rc);
 	if (n < 0)
-		return opt_exit(n);
-	if (!n)
-		return cli_usage_error("watch", "no source given: a log or capture file, or - (see --help)");
+		return rc;
 	if (wt_out && !wt_once)
 		return cli_usage_error("watch", "-o goes with --once (live, the exposition is on /metrics)");
 	memset(&o, 0, sizeof(o));

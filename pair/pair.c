@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "jsonw.h"
 #include "record.h"
 #include "reqid.h"
@@ -163,15 +164,8 @@ static enum status pair_add_request(struct pair *p, const struct record_in *o, s
 	if (p->n_reqs >= PAIR_MAX_REQUESTS)
 		return status_set_at(si, STATUS_LIMIT, p->o.runs[file], line, 0,
 				     "more than %u request records", PAIR_MAX_REQUESTS);
-	if (p->n_reqs == p->cap_reqs) {
-		size_t n = p->cap_reqs ? 2 * p->cap_reqs : 256;
-		struct preq *nq = realloc(p->reqs, n * sizeof(*nq));
-
-		if (!nq)
-			return status_set(si, STATUS_NOMEM, "out of memory");
-		p->reqs = nq;
-		p->cap_reqs = n;
-	}
+	if (ALLOC_GROW_MAX(p->reqs, p->n_reqs + 1, p->cap_reqs, (size_t)PAIR_MAX_REQUESTS) < 0)
+		return status_set(si, STATUS_NOMEM, "out of memory");
 	q = &p->reqs[p->n_reqs++];
 	memset(q, 0, sizeof(*q));
 	q->run = i - 1;
@@ -346,15 +340,8 @@ static enum status pair_add_subst(struct pair_run *r, const struct merge_event *
 
 	if (r->n_substs >= PAIR_MAX_SUBST)
 		return STATUS_OK;   /* counted in r->subst, not kept */
-	if (r->n_substs == r->cap_substs) {
-		size_t n = r->cap_substs ? 2 * r->cap_substs : 16;
-		struct pair_subst *nx = realloc(r->substs, n * sizeof(*nx));
-
-		if (!nx)
-			return status_set(si, STATUS_NOMEM, "out of memory");
-		r->substs = nx;
-		r->cap_substs = n;
-	}
+	if (ALLOC_GROW_MAX(r->substs, r->n_substs + 1, r->cap_substs, (size_t)PAIR_MAX_SUBST) < 0)
+		return status_set(si, STATUS_NOMEM, "out of memory");
 	x = &r->substs[r->n_substs++];
 	memset(x, 0, sizeof(*x));
 	if (m->has_req) {
@@ -656,15 +643,8 @@ static enum status pair_attribute(struct pair *p, struct status_info *si)
 		if (!q->verdict[0] || !strcmp(q->verdict, "identical") || !strcmp(q->verdict, "clean") ||
 		    !strcmp(q->verdict, "no-reference"))
 			continue;
-		if (r->n_failures == r->cap_failures) {
-			size_t n = r->cap_failures ? 2 * r->cap_failures : 8;
-			struct pair_failure *nf = realloc(r->failures, n * sizeof(*nf));
-
-			if (!nf)
-				return status_set(si, STATUS_NOMEM, "out of memory");
-			r->failures = nf;
-			r->cap_failures = n;
-		}
+		if (ALLOC_GROW(r->failures, r->n_failures + 1, r->cap_failures) < 0)
+			return status_set(si, STATUS_NOMEM, "out of memory");
 		f = &r->failures[r->n_failures++];
 		memset(f, 0, sizeof(*f));
 		snprintf(f->req, sizeof(f->req), "%s", q->id);

@@ -1,5 +1,6 @@
 /*
- * curlfn.c - libcurl's table (curlfn.h), filled by dlopen once per process.
+ * curlfn.c - libcurl's table (curlfn.h), filled by dlopen once per process,
+ * and the setup every handle of the tool carries.
  */
 #include "curlfn.h"
 #include "../base/dynlib.h"
@@ -52,4 +53,25 @@ enum status curlfn_load(const struct curlfn **out, struct status_info *si)
 enum status curlfn_load_from(const char *soname, struct curlfn *t, struct status_info *si)
 {
 	return dynlib_load(soname, &curlfn_spec, t, si);
+}
+
+CURLcode curlfn_easy_setup(const struct curlfn *cf, CURL *h, long timeout_ms, long connect_ms)
+{
+	CURLcode rc;
+
+	/* CURLOPT_PROTOCOLS_STR came with 7.85 and deprecated the bitmask
+	 * CURLOPT_PROTOCOLS; a header without it has only the bitmask */
+#if LIBCURL_VERSION_NUM >= 0x075500
+	rc = cf->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	rc = cf->easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	if (rc != CURLE_OK)
+		return rc;
+	if ((rc = cf->easy_setopt(h, CURLOPT_NOSIGNAL, 1L)) != CURLE_OK ||
+	    (rc = cf->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L)) != CURLE_OK ||
+	    (rc = cf->easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms)) != CURLE_OK ||
+	    (rc = cf->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)) != CURLE_OK)
+		return rc;
+	return CURLE_OK;
 }

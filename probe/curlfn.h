@@ -1,6 +1,7 @@
 /*
  * curlfn.h - libcurl, loaded when a command first speaks HTTP (dynlib.h):
- * the functions probe/http.c and bench/load.c call, as a table.
+ * the functions probe/http.c and bench/load.c call, as a table, and the
+ * options every handle of the tool carries (curlfn_easy_setup).
  *
  * Call through the table (`cf->easy_setopt(h, CURLOPT_URL, url)`), never
  * by curl's names: ttaudit does not link libcurl, and a call by name would
@@ -51,5 +52,24 @@ enum status curlfn_load(const struct curlfn **out, struct status_info *si);
 /* curlfn_load's work without the once: `soname` into t (dynlib_load). For
  * tests, which load a soname that does not exist. */
 enum status curlfn_load_from(const char *soname, struct curlfn *t, struct status_info *si);
+
+/*
+ * The setup both clients give a new easy handle (http.c's blocking
+ * exchanges, the load loop's transfers), in one place so they cannot drift:
+ *   - HTTP and HTTPS only: a URL of another scheme (file://, gopher://,
+ *     smtp://) fails with CURLE_UNSUPPORTED_PROTOCOL instead of being
+ *     fetched; redirects are not followed either (http.h says why);
+ *   - no signals: libcurl's resolver timeouts would raise SIGALRM in a
+ *     threaded or event-loop caller;
+ *   - timeout_ms for the whole exchange (0: none; the load loop sets it per
+ *     request) and connect_ms to connect;
+ *   - no User-Agent header: libcurl sends none unless asked, and neither
+ *     client ever sent one.
+ * The caller adds the URL, the body and the headers (Content-Type, its
+ * X-Request-Id, http_auth_header()). CURLE_OK, or the code of the first
+ * option libcurl refused: a handle that could not be restricted to HTTP is
+ * not to be used.
+ */
+CURLcode curlfn_easy_setup(const struct curlfn *cf, CURL *h, long timeout_ms, long connect_ms);
 
 #endif

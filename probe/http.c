@@ -1,5 +1,6 @@
 #include "http.h"
 #include "curlfn.h"
+#include "alloc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,18 +48,9 @@ static size_t http_write(char *data, size_t size, size_t nmemb, void *ctx)
 		keep = k->max - res->n_body;
 		res->truncated = true;
 	}
-	if (res->n_body + keep + 1 > k->cap) {
-		size_t ncap = k->cap ? k->cap : 4096;
-		char *nb;
-
-		while (ncap < res->n_body + keep + 1)
-			ncap *= 2;
-		nb = realloc(res->body, ncap);
-		if (!nb)
-			return 0;   /* curl reports a write error */
-		res->body = nb;
-		k->cap = ncap;
-	}
+	/* the cap on the body bounds the buffer; a failure makes curl report a write error */
+	if (ALLOC_GROW_MAX(res->body, res->n_body + keep + 1, k->cap, k->max + 1) < 0)
+		return 0;
 	memcpy(res->body + res->n_body, data, keep);
 	res->n_body += keep;
 	res->body[res->n_body] = '\0';
@@ -111,16 +103,17 @@ static enum status http_do(const char *url, const char *json, const char *reques
 		snprintf(res->error, sizeof(res->error), "libcurl handle allocation failed");
 		return status_set(si, STATUS_NOMEM, "%s", res->error);
 	}
-	cf->easy_setopt(h, CURLOPT_URL, url);
-	cf->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	cf->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	cf->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	/* 0 ms means "no timeout" to libcurl: a tiny budget must stay a budget. */
 	ms = timeout_s > 0 ? (long)(timeout_s * 1000) : 30000;
 	if (ms < 1)
 		ms = 1;
-	cf->easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	cf->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
+	rc = curlfn_easy_setup(cf, h, ms, ms < 10000 ? ms : 10000L);
+	if (rc != CURLE_OK) {
+		snprintf(res->error, sizeof(res->error), "%s", cf->easy_strerror(rc));
+		st = status_set(si, STATUS_HTTP, "%s: libcurl: %s", url, res->error);
+		goto out;
+	}
+	cf->easy_setopt(h, CURLOPT_URL, url);
 	cf->easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write);
 	cf->easy_setopt(h, CURLOPT_WRITEDATA, &sink);
 	if (json) {

@@ -1,4 +1,5 @@
 #include "prom.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -54,26 +55,10 @@ static void prom_skip_ws(struct prom_cursor *c)
 		c->p++;
 }
 
-/* Grows *arr (element size sz) to hold one more than *n, up to max elements. */
-static enum status prom_grow(void **arr, size_t *cap, size_t n, size_t sz, size_t max)
-{
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return STATUS_OK;
-	if (n >= max)
-		return STATUS_LIMIT;
-	ncap = *cap ? *cap * 2 : 64;
-	if (ncap > max)
-		ncap = max;
-	na = realloc(*arr, ncap * sz);
-	if (!na)
-		return STATUS_NOMEM;
-	*arr = na;
-	*cap = ncap;
-	return STATUS_OK;
-}
+/* Grows arr (capacity cap) to hold one more than its n elements, up to max:
+ * STATUS_LIMIT at max, STATUS_NOMEM when memory is short (arr untouched). */
+#define PROM_GROW(arr, cap, n, max) \
+	((n) >= (max) ? STATUS_LIMIT : ALLOC_GROW_MAX(arr, (n) + 1, cap, max) < 0 ? STATUS_NOMEM : STATUS_OK)
 
 static struct prom_family *prom_family_get(struct prom *p, const char *name, enum status *st)
 {
@@ -82,8 +67,7 @@ static struct prom_family *prom_family_get(struct prom *p, const char *name, enu
 	for (i = 0; i < p->n_families; i++)
 		if (!strcmp(p->families[i].name, name))
 			return &p->families[i];
-	*st = prom_grow((void **)&p->families, &p->cap_families, p->n_families,
-			sizeof(*p->families), PROM_MAX_SAMPLES);
+	*st = PROM_GROW(p->families, p->cap_families, p->n_families, (size_t)PROM_MAX_SAMPLES);
 	if (*st)
 		return NULL;
 	p->families[p->n_families] = (struct prom_family){ name, NULL, NULL };
@@ -232,8 +216,7 @@ static enum status prom_labels(struct prom *p, struct prom_cursor *c, size_t fir
 		if (*c->p != '"')
 			return prom_err(c, STATUS_PARSE, "label value not quoted for", name);
 		w = ++c->p;
-		st = prom_grow((void **)&p->labels, &p->cap_labels, p->n_labels,
-			       sizeof(*p->labels), (size_t)PROM_MAX_SAMPLES * 4);
+		st = PROM_GROW(p->labels, p->cap_labels, p->n_labels, (size_t)PROM_MAX_SAMPLES * 4);
 		if (st)
 			return prom_err(c, st, "too many labels", NULL);
 		p->labels[p->n_labels].name = name;
@@ -297,23 +280,15 @@ static enum status prom_sample_line(struct prom *p, struct prom_cursor *c)
 	char delim;
 
 	if (p->n_samples == p->cap_samples) {
-		size_t ncap = p->cap_samples ? p->cap_samples * 2 : 64;
-		struct prom_sample *ns;
-		size_t *nf;
+		/* two arrays, one capacity: it moves once both have grown */
+		size_t cap_s = p->cap_samples, cap_f = p->cap_samples;
 
 		if (p->n_samples >= PROM_MAX_SAMPLES)
 			return prom_err(c, STATUS_LIMIT, "too many samples", NULL);
-		if (ncap > PROM_MAX_SAMPLES)
-			ncap = PROM_MAX_SAMPLES;
-		ns = realloc(p->samples, ncap * sizeof(*ns));
-		if (!ns)
+		if (ALLOC_GROW_MAX(p->samples, p->n_samples + 1, cap_s, (size_t)PROM_MAX_SAMPLES) < 0 ||
+		    ALLOC_GROW_MAX(p->label_first, p->n_samples + 1, cap_f, (size_t)PROM_MAX_SAMPLES) < 0)
 			return prom_err(c, STATUS_NOMEM, "out of memory", NULL);
-		p->samples = ns;
-		nf = realloc(p->label_first, ncap * sizeof(*nf));
-		if (!nf)
-			return prom_err(c, STATUS_NOMEM, "out of memory", NULL);
-		p->label_first = nf;
-		p->cap_samples = ncap;
+		p->cap_samples = cap_s < cap_f ? cap_s : cap_f;
 	}
 	name = c->p;
 	if (!prom_is_name_start(*c->p, 1))

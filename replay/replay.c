@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "jsonw.h"
 #include "rate.h"
 
@@ -67,27 +68,6 @@ static size_t seen_check(struct replay_seen **tab, size_t *n, size_t *cap, uint6
 	(*tab)[i] = (struct replay_seen){ key ? key : 1, a, b, file };
 	(*n)++;
 	return SIZE_MAX;
-}
-
-/*
- * The growing array arr of *cap elements of `size` bytes, holding n, with
- * room for one more (doubling from `first`, at most `max`): arr itself or
- * its new place. NULL when full or out of memory; arr is then left as it was.
- */
-void *replay_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first, size_t max)
-{
-	void *na;
-	size_t ncap;
-
-	if (n < *cap)
-		return arr;
-	ncap = *cap ? *cap * 2 : first;
-	if (ncap > max)
-		ncap = max;
-	if (ncap <= n || !(na = realloc(arr, ncap * size)))
-		return NULL;
-	*cap = ncap;
-	return na;
 }
 
 /* a - b for any int64, as a sign and a magnitude (65 bits). */
@@ -227,7 +207,6 @@ static void job_release(struct replay_job *j)
 static void job_observe(void *ctx, const struct tally_subst *s)
 {
 	struct replay_job *j = ctx;
-	void *grown;
 
 	if (!j->r->opts.keep_sites)
 		return;
@@ -235,12 +214,10 @@ static void job_observe(void *ctx, const struct tally_subst *s)
 		j->sites_dropped++;
 		return;
 	}
-	if (!(grown = replay_grow(j->sites, &j->cap_sites, j->n_sites, sizeof(*j->sites), 2,
-			   j->r->opts.max_sites))) {
+	if (ALLOC_GROW_MAX(j->sites, j->n_sites + 1, j->cap_sites, j->r->opts.max_sites) < 0) {
 		j->sites_dropped++;
 		return;
 	}
-	j->sites = grown;
 	j->sites[j->n_sites++] = (struct replay_site){ s->line, s->m->step, s->slot, s->rule,
 							s->evidence };
 }
@@ -261,7 +238,6 @@ static struct replay_proc *job_proc(struct replay_job *j, const struct audit_ite
 {
 	struct replay_proc *p;
 	struct config_event cfg = { 0 };
-	void *grown;
 	size_t i;
 
 #define PROC_IS(p) ((p)->has_pid == it->has_pid && (!(p)->has_pid || (p)->pid == it->pid) && \
@@ -276,10 +252,8 @@ static struct replay_proc *job_proc(struct replay_job *j, const struct audit_ite
 			return &j->procs[i];
 		}
 #undef PROC_IS
-	if (!(grown = replay_grow(j->procs, &j->cap_procs, j->n_procs, sizeof(*j->procs), 4,
-			   REPLAY_MAX_PROCS)))
+	if (ALLOC_GROW_MAX(j->procs, j->n_procs + 1, j->cap_procs, (size_t)REPLAY_MAX_PROCS) < 0)
 		return NULL;
-	j->procs = grown;
 	p = &j->procs[j->n_procs];
 	memset(p, 0, sizeof(*p));
 	p->has_pid = it->has_pid;
@@ -309,7 +283,6 @@ static void job_config(struct replay_job *j, const struct audit_item *it,
 {
 	struct replay_cfg cfg = { it->has_pid, c->has_rank, it->has_pid ? it->pid : 0,
 				  c->has_rank ? c->rank : 0, c->max_model_len };
-	void *grown;
 	size_t i;
 
 	if (!c->has_max_model_len)
@@ -325,9 +298,8 @@ static void job_config(struct replay_job *j, const struct audit_item *it,
 			j->n_cfgs--;
 			break;
 		}
-	if (!(grown = replay_grow(j->cfgs, &j->cap_cfgs, j->n_cfgs, sizeof(*j->cfgs), 4, REPLAY_MAX_PROCS)))
+	if (ALLOC_GROW_MAX(j->cfgs, j->n_cfgs + 1, j->cap_cfgs, (size_t)REPLAY_MAX_PROCS) < 0)
 		return;   /* more configs than processes: the existing ones were updated above */
-	j->cfgs = grown;
 	j->cfgs[j->n_cfgs++] = cfg;
 }
 
@@ -559,18 +531,15 @@ static void proc_note_resident(struct replay_proc *p, const struct merge_event *
 	if (m->n_dev < m->n_host)
 		return;
 	if (m->n_host > p->res_cap) {
-		int64_t *v = realloc(p->res_value, m->n_host * sizeof(*v));
-		int64_t *st = v ? realloc(p->res_step, m->n_host * sizeof(*st)) : NULL;
-		uint8_t *seen = st ? realloc(p->res_seen, m->n_host) : NULL;
-		if (v)
-			p->res_value = v;
-		if (st)
-			p->res_step = st;
-		if (!seen)
+		/* three arrays, one capacity, at most a slot count: it moves once all have grown */
+		size_t cap_v = p->res_cap, cap_st = p->res_cap, cap_seen = p->res_cap;
+
+		if (ALLOC_GROW_MAX(p->res_value, m->n_host, cap_v, UINT32_MAX) < 0 ||
+		    ALLOC_GROW_MAX(p->res_step, m->n_host, cap_st, cap_v) < 0 ||
+		    ALLOC_GROW_MAX(p->res_seen, m->n_host, cap_seen, cap_v) < 0)
 			return;   /* no drift reading for this process: only --explain's words are lost */
-		memset(seen + p->res_cap, 0, m->n_host - p->res_cap);
-		p->res_seen = seen;
-		p->res_cap = m->n_host;
+		memset(p->res_seen + p->res_cap, 0, cap_seen - p->res_cap);
+		p->res_cap = (uint32_t)cap_seen;
 	}
 	for (s = 0; s < m->n_host; s++) {
 		int64_t d = m->dev_pos[s];
@@ -735,12 +704,9 @@ static void job_read(struct replay_job *j, struct audit_reader **rd)
 struct replay_file *replay_new_row(struct replay *r, const char *path)
 {
 	struct replay_file *f;
-	void *grown;
 
-	if (!(grown = replay_grow(r->files, &r->cap_files, r->n_files, sizeof(*r->files), 8,
-			   SIZE_MAX / 2 / sizeof(*f))))
+	if (ALLOC_GROW(r->files, r->n_files + 1, r->cap_files) < 0)
 		return NULL;
-	r->files = grown;
 	f = &r->files[r->n_files];
 	memset(f, 0, sizeof(*f));
 	f->path = strdup(path);
@@ -807,14 +773,12 @@ static void replay_keep_row(struct replay *r, const struct replay_job *j, size_t
 {
 	struct replay_proc_row *row;
 	struct tally_counts *c;
-	void *grown;
 	size_t i;
 
-	if (!(grown = replay_grow(r->rows, &r->cap_rows, r->n_rows, sizeof(*r->rows), 8, REPLAY_ROWS_MAX))) {
+	if (ALLOC_GROW_MAX(r->rows, r->n_rows + 1, r->cap_rows, (size_t)REPLAY_ROWS_MAX) < 0) {
 		r->rows_dropped++;
 		return;
 	}
-	r->rows = grown;
 	c = calloc(r->opts.n_rules, sizeof(*c));
 	if (!c) {
 		r->rows_dropped++;
@@ -978,7 +942,7 @@ struct replay_pool {
 	/*
 	 * A ring of `window` jobs: file i is read into jobs[i % window] by one
 	 * worker and merged by the caller, and a worker starts file i only once
-	 * file i - window has been merged, so memory does not replay_grow with n.
+	 * file i - window has been merged, so memory does not grow with n.
 	 */
 	struct replay_job *jobs;
 	size_t *dup_of;              /* [n]: the earlier file each is the same file as, or SIZE_MAX */

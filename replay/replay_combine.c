@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "jdoc.h"
 #include "jsonw.h"
 #include "rate.h"
@@ -33,15 +34,14 @@ static enum status report_load(const char *path, struct jdoc **doc, struct statu
 	for (;;) {
 		size_t k;
 		if (n == cap) {
-			char *nb;
-			cap = cap ? cap * 2 : 65536;
-			if (cap > REPLAY_REPORT_MAX + 1 || !(nb = realloc(buf, cap))) {
-				st = cap > REPLAY_REPORT_MAX + 1
-					     ? status_set_at(si, STATUS_LIMIT, path, 0, 0, "larger than 1 GiB")
-					     : status_set_at(si, STATUS_NOMEM, path, 0, 0, "out of memory");
+			if (n >= (size_t)REPLAY_REPORT_MAX + 1) {
+				st = status_set_at(si, STATUS_LIMIT, path, 0, 0, "larger than 1 GiB");
 				goto out;
 			}
-			buf = nb;
+			if (ALLOC_GROW_MAX(buf, n + 1, cap, (size_t)REPLAY_REPORT_MAX + 1) < 0) {
+				st = status_set_at(si, STATUS_NOMEM, path, 0, 0, "out of memory");
+				goto out;
+			}
 		}
 		k = fread(buf + n, 1, cap - n, f);
 		n += k;
@@ -337,16 +337,14 @@ enum status replay_add_report(struct replay *r, const char *path, struct status_
 		const struct jval *k, *x2;
 		struct replay_proc_row *row;
 		struct tally_counts *c;
-		void *grown;
 		size_t j;
 
 		if (!p || (i = report_file(r, p, first)) == SIZE_MAX)
 			goto out;
-		if (!(grown = replay_grow(r->rows, &r->cap_rows, r->n_rows, sizeof(*r->rows), 8, REPLAY_ROWS_MAX))) {
+		if (ALLOC_GROW_MAX(r->rows, r->n_rows + 1, r->cap_rows, (size_t)REPLAY_ROWS_MAX) < 0) {
 			r->rows_dropped++;
 			continue;
 		}
-		r->rows = grown;
 		if (!(c = calloc(n, sizeof(*c))))
 			goto out;
 		row = &r->rows[r->n_rows];

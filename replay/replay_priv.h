@@ -135,7 +135,6 @@ struct replay {
 const char *replay_proc_label(bool has_pid, int64_t pid, bool has_rank, int64_t rank, bool has_dp,
 			      int64_t dp, char *buf, size_t n);
 void replay_gate_add(struct replay_gate *d, const struct replay_gate *s);
-void *replay_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first, size_t max);
 void replay_stats_add(struct audit_reader_stats *d, const struct audit_reader_stats *s);
 struct replay_file *replay_new_row(struct replay *r, const char *path);
 

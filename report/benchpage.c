@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "rate.h"
 #include "record.h"
 #include "svg.h"
@@ -140,15 +141,8 @@ static void bp_request(struct bp *b, const cJSON *o)
 			r = &b->runs[i];
 	if (!r || r->n >= BP_MAX_REQS)
 		return;
-	if (r->n == r->cap) {
-		size_t n = r->cap ? 2 * r->cap : 64;
-		struct bp_req *nq = realloc(r->req, n * sizeof(*nq));
-
-		if (!nq)
-			return;
-		r->req = nq;
-		r->cap = n;
-	}
+	if (ALLOC_GROW_MAX(r->req, r->n + 1, r->cap, (size_t)BP_MAX_REQS) < 0)
+		return;
 	q = &r->req[r->n++];
 	memset(q, 0, sizeof(*q));
 	q->t0 = bp_num(o, "t_sent", bp_num(o, "t_launch", r->mono_start)) - r->mono_start;

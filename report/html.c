@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "evidence.h"
 #include "rate.h"
 #include "tally.h"
@@ -309,26 +310,21 @@ static enum status html_read_all(const char *path, char **out, struct status_inf
 {
 	FILE *f = fopen(path, "re");
 	size_t n = 0, cap = 0, k;
-	char *buf = NULL, *nb;
+	char *buf = NULL;
 
 	*out = NULL;
 	if (!f)
 		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
 	for (;;) {
-		if (n + 4096 + 1 > cap) {
-			cap = cap ? 2 * cap : 65536;
-			if (cap > HTML_MAX_JSON + 4097) {
-				free(buf);
-				fclose(f);
-				return status_set_at(si, STATUS_LIMIT, path, 0, 0, "larger than %u MiB", HTML_MAX_JSON >> 20);
-			}
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return status_set(si, STATUS_NOMEM, "out of memory");
-			}
-			buf = nb;
+		if (n > HTML_MAX_JSON) {
+			free(buf);
+			fclose(f);
+			return status_set_at(si, STATUS_LIMIT, path, 0, 0, "larger than %u MiB", HTML_MAX_JSON >> 20);
+		}
+		if (ALLOC_GROW(buf, n + 4096 + 1, cap) < 0) {
+			free(buf);
+			fclose(f);
+			return status_set(si, STATUS_NOMEM, "out of memory");
 		}
 		k = fread(buf + n, 1, 4096, f);
 		n += k;

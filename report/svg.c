@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "evidence.h"
 #include "reader.h"
 #include "rule.h"
@@ -132,7 +133,7 @@ struct svg_tl {
 	size_t tally_rule;
 	struct svg_timeline_stats st;
 	char **paths;                 /* copies of the files added, for the lists */
-	size_t n_paths;
+	size_t n_paths, cap_paths;
 	uint64_t bytes_done, merges_read;   /* files read before this one; for o.progress */
 };
 
@@ -364,12 +365,10 @@ enum status svg_tl_add(struct svg_tl *t, const char *path, const char *label,
 	enum status rst;
 	size_t next_phase = 0;
 	int64_t last_step = INT64_MIN, last_pid = -1;
-	char **np, *file, buf[64];
+	char *file, buf[64];
 
-	np = realloc(t->paths, (t->n_paths + 1) * sizeof(*np));
-	if (!np)
+	if (ALLOC_GROW(t->paths, t->n_paths + 1, t->cap_paths) < 0)
 		return status_set(si, STATUS_NOMEM, "out of memory");
-	t->paths = np;
 	file = t->paths[t->n_paths] = strdup(path);
 	if (!file)
 		return status_set(si, STATUS_NOMEM, "out of memory");

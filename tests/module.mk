@@ -22,3 +22,6 @@ $(BUILD)/tests/test_ready: private TEST_EXTRA_LIBS += $(shell $(PKG_CONFIG) --li
 # test_mhdfn proves that loading the table is what brings libmicrohttpd in:
 # it does not link what the other suites link for ttsim's server.
 $(BUILD)/tests/test_mhdfn: private TEST_EXTRA_LIBS :=
+
+# test_alloc makes realloc fail on demand, as test_reader does.
+$(BUILD)/tests/test_alloc: private ALL_LDFLAGS += -Wl,--wrap=realloc

@@ -2,7 +2,8 @@
  * test_curlfn.c - libcurl's table (probe/curlfn.c): the binary does not
  * link libcurl, so the load is what brings it in; every pointer is set and
  * works; a soname that does not exist is refused with its name, dlerror's
- * reason and the package to install.
+ * reason and the package to install. The setup every handle carries
+ * (curlfn_easy_setup) refuses a scheme other than HTTP and HTTPS.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "curlfn.h"
@@ -55,11 +58,62 @@ static void test_missing(void **state)
 	assert_non_null(strstr(si.msg, "; install libcurl4 (Debian)"));
 }
 
+static size_t test_sink(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	size_t *n = ctx;
+
+	(void)data;
+	*n += size * nmemb;
+	return size * nmemb;
+}
+
+static void test_setup_http_only(void **state)
+{
+	const struct curlfn *cf = NULL;
+	struct status_info si = { 0 };
+	char path[] = "/tmp/ttaudit-curlfn-XXXXXX", url[64];
+	size_t got = 0;
+	CURL *h;
+	int fd;
+
+	(void)state;
+	assert_int_equal(curlfn_load(&cf, &si), STATUS_OK);
+	assert_int_equal(cf->global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "secret\n", 7), 7);
+	close(fd);
+	snprintf(url, sizeof(url), "file://%s", path);
+	/* without the setup libcurl reads the file: the test can tell */
+	h = cf->easy_init();
+	assert_non_null(h);
+	cf->easy_setopt(h, CURLOPT_URL, url);
+	cf->easy_setopt(h, CURLOPT_WRITEFUNCTION, test_sink);
+	cf->easy_setopt(h, CURLOPT_WRITEDATA, &got);
+	assert_int_equal(cf->easy_perform(h), CURLE_OK);
+	assert_int_equal(got, 7);
+	cf->easy_cleanup(h);
+	/* with it, the scheme is refused and nothing is read */
+	got = 0;
+	h = cf->easy_init();
+	assert_non_null(h);
+	assert_int_equal(curlfn_easy_setup(cf, h, 1000L, 1000L), CURLE_OK);
+	cf->easy_setopt(h, CURLOPT_URL, url);
+	cf->easy_setopt(h, CURLOPT_WRITEFUNCTION, test_sink);
+	cf->easy_setopt(h, CURLOPT_WRITEDATA, &got);
+	assert_int_equal(cf->easy_perform(h), CURLE_UNSUPPORTED_PROTOCOL);
+	assert_int_equal(got, 0);
+	cf->easy_cleanup(h);
+	unlink(path);
+	cf->global_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_setup_http_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

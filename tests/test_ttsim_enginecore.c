@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "alloc.h"
 #include "../tools/ttsim/enginecore.h"
 
 /* Encodes r, checks the line, decodes it back into *out (fields in buf). */
@@ -102,19 +103,16 @@ static void test_not_records(void **state)
 /* Reads the file fd from its start into a malloc'ed string. */
 static char *slurp(int fd)
 {
-	size_t len = 0, cap = 1 << 16;
-	char *s = malloc(cap + 1);
+	size_t len = 0, cap = 0;      /* bytes of s, its '\0' included */
+	char *s = NULL;
 	ssize_t got;
 
-	assert_non_null(s);
+	assert_int_equal(ALLOC_GROW(s, (1 << 16) + 1, cap), 0);
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	while ((got = read(fd, s + len, cap - len)) > 0) {
+	while ((got = read(fd, s + len, cap - 1 - len)) > 0) {
 		len += (size_t)got;
-		if (len == cap) {
-			cap *= 2;
-			s = realloc(s, cap + 1);
-			assert_non_null(s);
-		}
+		if (len + 1 == cap)
+			assert_int_equal(ALLOC_GROW(s, cap + 1, cap), 0);
 	}
 	s[len] = '\0';
 	return s;

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "../tools/ttsim/model.h"
 #include "../tools/ttsim/vocab.h"
 #include "../tools/ttsim/run.h"
@@ -472,11 +473,7 @@ static cJSON **read_audit(const char *path, size_t *n)
 	assert_non_null(f);
 	*n = 0;
 	while (getline(&line, &lcap, f) > 0) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			v = realloc(v, cap * sizeof(*v));
-			assert_non_null(v);
-		}
+		assert_int_equal(ALLOC_GROW(v, *n + 1, cap), 0);
 		v[*n] = cJSON_Parse(line);
 		assert_non_null(v[*n]);
 		(*n)++;

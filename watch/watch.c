@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "expo.h"
 #include "reader.h"
 #include "replay.h"
@@ -367,14 +368,8 @@ static void watch_sync_src(struct watch *w, struct watch_src *s)
 
 		replay_stream_proc(s->rs, i, &row);
 		if (i >= s->n_seen) {
-			if (s->n_seen == s->cap_seen) {
-				size_t cap = s->cap_seen ? s->cap_seen * 2 : 4;
-				void *g = realloc(s->seen, cap * sizeof(*s->seen));
-				if (!g)
-					break;   /* this process's series wait for memory */
-				s->seen = g;
-				s->cap_seen = cap;
-			}
+			if (ALLOC_GROW(s->seen, s->n_seen + 1, s->cap_seen) < 0)
+				break;   /* this process's series wait for memory */
 			s->seen[s->n_seen].c = calloc(w->o.n_rules, sizeof(struct tally_counts));
 			s->seen[s->n_seen].garbage = 0;
 			if (!s->seen[s->n_seen].c)

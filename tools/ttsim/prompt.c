@@ -4,6 +4,7 @@
  * messages for what is malformed (see prompt.h).
  */
 #include "prompt.h"
+#include "../../base/alloc.h"
 #include "model.h"
 #include "vocab.h"
 
@@ -31,8 +32,8 @@ bool ttsim_prompt_json_int(const cJSON *v, long long lo, long long hi, long long
 static char *prompt_content_text(const cJSON *content)
 {
 	const cJSON *part, *text;
-	size_t len = 0, l;
-	char *out, *tmp;
+	size_t len = 0, cap = 1, l;
+	char *out;
 
 	if (cJSON_IsString(content))
 		return strdup(content->valuestring);
@@ -48,12 +49,10 @@ static char *prompt_content_text(const cJSON *content)
 			return NULL;
 		}
 		l = strlen(text->valuestring);
-		tmp = realloc(out, len + l + 2);
-		if (!tmp) {
+		if (ALLOC_GROW(out, len + l + 2, cap) < 0) {
 			free(out);
 			return NULL;
 		}
-		out = tmp;
 		if (len)
 			out[len++] = ' ';
 		memcpy(out + len, text->valuestring, l + 1);
@@ -71,7 +70,7 @@ bool ttsim_prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const 
 		   char *err, size_t errn)
 {
 	const cJSON *prompt, *msgs, *m, *role, *v;
-	char *text = NULL, *tmp, *content;
+	char *text = NULL, *content;
 	size_t len = 0, cap = 0, need, count, i;
 	long long id;
 	bool ok = false;
@@ -146,27 +145,20 @@ bool ttsim_prompt_tokens(const cJSON *req, bool chat, int **toks, int *n, const 
 				goto out;
 			}
 			need = len + strlen(role->valuestring) + strlen(content) + 64;
-			if (need > cap) {
-				cap = need * 2;
-				tmp = realloc(text, cap);
-				if (!tmp) {
-					free(content);
-					snprintf(err, errn, "out of memory");
-					goto out;
-				}
-				text = tmp;
+			if (ALLOC_GROW(text, need, cap) < 0) {
+				free(content);
+				snprintf(err, errn, "out of memory");
+				goto out;
 			}
 			len += (size_t)sprintf(text + len, "<|im_start|> %s\n%s <|im_end|>\n",
 					       role->valuestring, content);
 			free(content);
 			i++;
 		}
-		tmp = realloc(text, len + 32);
-		if (!tmp) {
+		if (ALLOC_GROW(text, len + 32, cap) < 0) {
 			snprintf(err, errn, "out of memory");
 			goto out;
 		}
-		text = tmp;
 		len += (size_t)sprintf(text + len, "<|im_start|> assistant\n");
 	}
 	count = ttsim_vocab_tokenize(text, len, NULL, 0);

@@ -5,6 +5,7 @@
  * streamed or answered whole), tokenize, detokenize, models (see route.h).
  */
 #include "route.h"
+#include "../../base/alloc.h"
 #include "../../base/mono.h"
 #include "answer.h"
 #include "engine.h"
@@ -579,7 +580,6 @@ enum MHD_Result ttsim_route_handler(void *cls, struct MHD_Connection *conn, cons
 {
 	struct ttsim_server *srv = cls;
 	struct ttsim_engine_conn *sc = *con_cls;
-	char *nb;
 	size_t need;
 
 	(void)version;
@@ -603,13 +603,8 @@ enum MHD_Result ttsim_route_handler(void *cls, struct MHD_Connection *conn, cons
 		if (need > ROUTE_BODY_MAX) {
 			sc->too_big = true;
 		} else if (!sc->too_big) {
-			if (need + 1 > sc->cap) {
-				sc->cap = need * 2 + 1 < ROUTE_BODY_MAX + 1 ? need * 2 + 1 : ROUTE_BODY_MAX + 1;
-				nb = realloc(sc->body, sc->cap);
-				if (!nb)
-					return MHD_NO;
-				sc->body = nb;
-			}
+			if (ALLOC_GROW_MAX(sc->body, need + 1, sc->cap, (size_t)ROUTE_BODY_MAX + 1) < 0)
+				return MHD_NO;
 			memcpy(sc->body + sc->len, upload_data, *upload_data_size);
 			sc->len += *upload_data_size;
 			sc->body[sc->len] = 0;
