@@ -51,7 +51,6 @@ char *benchreport_json(const struct driver_report *rep)
 	if (rep->gate_failed)
 		cJSON_AddStringToObject(o, "gate_message", rep->gate_message);
 	cJSON_AddStringToObject(o, "arrival", record_arrival_name(rep->arrival));
-	cJSON_AddBoolToObject(o, "correctness", rep->correctness);
 	cJSON_AddStringToObject(o, "cache_claim", rep->churn ? "shared-prefix" :
 				rep->warm || rep->correctness ? "warm" : "cold");
 	cJSON_AddStringToObject(o, "suite_hash", rep->suite_hash);

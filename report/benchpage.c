@@ -80,8 +80,7 @@ static double bp_num(const cJSON *o, const char *k, double dflt)
 	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
-/* The first object member named k: the summary has "correctness" twice, a
- * boolean (the stage ran) and then the stage's object. */
+/* The member named k when it is an object (NULL for any other type). */
 static const cJSON *bp_obj(const cJSON *o, const char *k)
 {
 	const cJSON *v;

@@ -19,6 +19,19 @@ expect_rc 1 $TTAUDIT bench --url "$URL" $RUN -o "$T/bare.jsonl"
 head -n 1 "$T/out" | grep -q '^CORRECTNESS: FAIL: [1-9][0-9]* failing of 200 requests: [0-9.]*%, 95% CI [0-9.]*% to [0-9.]*%$' ||
 	{ cat "$T/out"; fail "bare: failing not said first, with its interval"; }
 contains "$T/out" "diverged at token"
+# every record is JSON whose objects name each member once (the summary had
+# "correctness" twice: a boolean, then the stage's object)
+"$PYTHON" - "$T/bare.jsonl" <<'PY' || fail "a record names a member twice"
+import json, sys
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        sys.exit(f"{sys.argv[1]}: member(s) {dup} named twice")
+    return dict(pairs)
+for line in open(sys.argv[1]):
+    json.loads(line, object_pairs_hook=once)
+PY
 n_div=$(jq -s '[.[] | select(.kind == "request" and .phase == "correctness" and .verdict == "diverged")] | length' "$T/bare.jsonl")
 [ "$n_div" -gt 0 ] || fail "bare: no diverged request recorded"
 # each divergence names the token and shows both texts from there
