@@ -127,10 +127,10 @@ struct consume {
 	struct capfile *out_to;     /* the file they go to */
 	size_t out_cap;             /* bytes of the out area (after the control page) */
 	char *rec, *rec2;           /* record scratch */
-	long long wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
+	int64_t wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
 	/* time stamp counter to CLOCK_MONOTONIC: the first pair and the latest */
 	uint64_t tsc0, tsc1;
-	long long mono0, mono1;
+	int64_t mono0, mono1;
 	struct consume_stats st;
 };
 
@@ -465,37 +465,6 @@ static struct cfd *consume_fd(struct cring *cr, int fd)
 	linebuf_init(&f->lb, f->buf, RING_LINE_CAP);
 	cr->n_fds++;
 	return f;
-}
-
-#if defined(__x86_64__)
-static uint64_t consume_tsc(void)
-{
-	return __builtin_ia32_rdtsc();
-}
-#else
-static uint64_t consume_tsc(void)
-{
-	return 0;
-}
-#endif
-
-static long long consume_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* A new (TSC, CLOCK_MONOTONIC) pair, taken close together. */
-static void consume_calibrate(uint64_t *tsc, long long *mono)
-{
-	uint64_t a = consume_tsc();
-	long long m = consume_mono_ns();
-	uint64_t b = consume_tsc();
-
-	*tsc = a + (b - a) / 2;
-	*mono = m;
 }
 
 /* A write's time in CLOCK_MONOTONIC ns, from the ring's clock. */
@@ -1344,13 +1313,10 @@ size_t consume_round(struct consume *c)
 	uint64_t created = atomic_load(&c->ctl->created);
 	long long now = consume_now_ms();
 	size_t i, j, open = 0;
-	struct timespec rt, mt;
 
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
+	c->wall_off_ns = mono_wall_offset_ns();
 	if (c->ctl->clock == RING_CLOCK_TSC) {
-		consume_calibrate(&c->tsc1, &c->mono1);
+		mono_tsc_pair(&c->tsc1, &c->mono1);
 		/* for a process that goes on without the reader */
 		c->ctl->tsc0 = c->tsc0;
 		c->ctl->mono0 = c->mono0;
@@ -1549,22 +1515,6 @@ void consume_forget(struct consume *c)
 	consume_free(c);
 }
 
-/* 1 when the kernel keeps time with the TSC (so it is invariant and the same on every CPU). */
-static int consume_clock_tsc(void)
-{
-#if defined(__x86_64__)
-	char buf[32];
-	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return n == 4 && !memcmp(buf, "tsc\n", 4);
-#else
-	return 0;
-#endif
-}
-
 /* mkdtemp under the first of /dev/shm, $TMPDIR, /tmp that takes it. */
 static int consume_mkdir(char *dir, size_t cap)
 {
@@ -1640,19 +1590,14 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	/* each process puts it in its start record (it may not load the rules itself) */
 	c->ctl->mode_len = (uint32_t)caprec_mode(c->ctl->mode, sizeof(c->ctl->mode), o->all_lines, o->rules,
 						 o->rules_from);
-	c->ctl->clock = consume_clock_tsc() ? RING_CLOCK_TSC : RING_CLOCK_MONO;
+	c->ctl->clock = mono_tsc_is_clocksource() ? RING_CLOCK_TSC : RING_CLOCK_MONO;
 	if (c->ctl->clock == RING_CLOCK_TSC) {
 		/* the rate comes from this pair and the newest, taken every round */
-		consume_calibrate(&c->tsc0, &c->mono0);
+		mono_tsc_pair(&c->tsc0, &c->mono0);
 		c->tsc1 = c->tsc0;
 		c->mono1 = c->mono0;
 	}
-	{
-		struct timespec rt, mt;
-		clock_gettime(CLOCK_REALTIME, &rt);
-		clock_gettime(CLOCK_MONOTONIC, &mt);
-		c->wall_off_ns = ((long long)rt.tv_sec - mt.tv_sec) * 1000000000LL + (rt.tv_nsec - mt.tv_nsec);
-	}
+	c->wall_off_ns = mono_wall_offset_ns();
 	atomic_store(&c->ctl->magic, RING_CTL_MAGIC);
 	*out = c;
 	return STATUS_OK;
