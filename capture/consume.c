@@ -27,6 +27,7 @@
 #include "mono.h"
 #include "classify.h"
 #include "linebuf.h"
+#include "procstat.h"
 #include "ring.h"
 
 #define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between writes of records (which free ring room) */
@@ -36,7 +37,7 @@
 #define CONSUME_UNREADY_MS 1000   /* a ring file without its header this long is dropped */
 
 /* A write of one fd waiting to be cut into lines: for its commit, or behind one. */
-struct cwrite {
+struct consume_write {
 	uint64_t id;            /* 0: written already */
 	uint16_t flags;         /* RING_W_*, or RING_M_UNKNOWN / RING_M_CLOSE for a mark */
 	int committed;
@@ -48,7 +49,7 @@ struct cwrite {
 };
 
 /* What the reader knows of one fd of one process image. */
-struct cfd {
+struct consume_fd {
 	int fd;
 	struct linebuf lb;
 	char *buf;
@@ -56,50 +57,72 @@ struct cfd {
 	int skipping;           /* bytes up to the next '\n' end a line the process counted lost */
 	uint64_t mono;          /* time of the bytes that last fed it (the ring's clock) */
 	uint32_t tid;
-	struct cwrite *q;
+	struct consume_write *q;
 	size_t n_q, cap_q;
 };
 
-struct crisk {
+struct consume_risky_call {
 	uint64_t id;
 	int fd;
 	uint32_t lines;
 };
 
-struct cring {
+/*
+ * Where a process's ring is in its life, as the reader sees it. The steps
+ * go one way, and one may be skipped:
+ *
+ *   LIVE     the process runs (or its ring file is not ready yet): its
+ *            ring is read every round
+ *   DEAD     it ended (its pidfd, /proc, or a wait said so): its parent has
+ *            settle_ms to reap it and write its end record
+ *   SETTLED  what it left unsaid is made into records (consume_settle),
+ *            also straight from LIVE when it exec'd (a newer ring has its
+ *            pid) or was detached
+ *   CLOSED   those records are written; the ring is unmapped and its file
+ *            removed (also straight from LIVE for a ring file whose maker
+ *            died before writing its header)
+ *
+ * How the end was learnt (reaped by the capture, gone to another parent,
+ * its own end record) are facts beside the state, not states.
+ */
+enum consume_ring_state {
+	CONSUME_RING_LIVE,
+	CONSUME_RING_DEAD,
+	CONSUME_RING_SETTLED,
+	CONSUME_RING_CLOSED,
+};
+
+struct consume_ring {
 	char path[PATH_MAX + 300];
 	pid_t pid;
 	unsigned long long seq;
 	struct ring_hdr *r;
 	size_t size;
 	int pidfd;
-	int dead;               /* the process ended */
-	int superseded;         /* it exec'd: a newer ring has the pid */
-	int ended;              /* it said how it ended (RING_END) */
+	enum consume_ring_state state;   /* consume_ring_enter changes it, nowhere else */
+	int ended;              /* it said how it ended (RING_END); an exec that failed takes it back */
 	uint32_t end_how;
 	int32_t end_code;
 	uint64_t end_lost;      /* an exec's stdio loss, told only once the exec is known to have worked */
-	int done;
 	int reaped;             /* reaped by us (its status is known) */
 	int gone;               /* reaped by another (its parent, which may say how it ended) */
 	int zombie_status;      /* wait status read from /proc while a zombie, -1 */
 	long long dead_ms;
 	long long seen_ms;      /* when the file was first seen (unready rings) */
 	uint64_t pos;
-	struct cfd *fds;
+	struct consume_fd *fds;
 	size_t n_fds, cap_fds;
 	size_t last_fd;         /* the fd looked up last (most writes are to the same one) */
-	struct crisk *risk;
+	struct consume_risky_call *risk;
 	size_t n_risk, cap_risk;
 	uint64_t lines;
 	uint64_t lost_long;     /* lines longer than kept (added to the ring's lost[] when it is settled) */
 	uint64_t ck_pos;        /* the position of its last checkpoint */
-	int settled;            /* its last records are made: closed once they are written */
 	struct capfile *out;    /* where its records go */
 	int borrowed;           /* consume_attach: the memory is the caller's, no file, no pidfd */
 };
 
-struct creaped {
+struct consume_reaped {
 	pid_t pid;
 	int status;
 };
@@ -110,9 +133,9 @@ struct consume {
 	struct ring_ctl *ctl;
 	uint64_t created_seen;
 	long long odd_since_ms;     /* ctl->created odd (a ring being made) since */
-	struct cring *rings;
+	struct consume_ring *rings;
 	size_t n_rings, cap_rings;
-	struct creaped *reaped;
+	struct consume_reaped *reaped;
 	size_t n_reaped, cap_reaped;
 	pid_t *parent_ended;        /* pids whose end a parent wrote */
 	size_t n_parent_ended, cap_parent_ended;
@@ -139,6 +162,16 @@ static long long consume_now_ms(void)
 	return (long long)(mono_ns() / 1000000);
 }
 
+/* The one place a ring's state changes: forward only (a later step asked again is nothing). */
+static void consume_ring_enter(struct consume_ring *cr, enum consume_ring_state to)
+{
+	if (to <= cr->state)
+		return;
+	if (to == CONSUME_RING_DEAD)
+		cr->dead_ms = consume_now_ms();
+	cr->state = to;
+}
+
 /* --- output -------------------------------------------------------------------- */
 
 /* Lines that bytes p[0..n) touch: their newlines, and the one they leave open. */
@@ -157,7 +190,7 @@ static uint64_t consume_lines_in(const char *p, size_t n)
  * ring_ck): what a process taking over needs to go on from there. State
  * that does not fit is counted: the lines it holds are lost then.
  */
-static void consume_checkpoint(struct consume *c, struct cring *cr, uint64_t gen)
+static void consume_checkpoint(struct consume *c, struct consume_ring *cr, uint64_t gen)
 {
 	struct ring_hdr *r = cr->r;
 	struct ring_ck *ck = ring_ck_begin(r);
@@ -182,7 +215,7 @@ static void consume_checkpoint(struct consume *c, struct cring *cr, uint64_t gen
 		ck->n_risk++;
 	}
 	for (i = 0; i < cr->n_fds; i++) {
-		struct cfd *f = &cr->fds[i];
+		struct consume_fd *f = &cr->fds[i];
 		struct ring_ck_fd *cf;
 		char *b;
 		uint32_t used = ck->used;
@@ -194,7 +227,7 @@ static void consume_checkpoint(struct consume *c, struct cring *cr, uint64_t gen
 		if (!b && cf && f->lb.len)
 			cf = NULL;
 		for (k = 0; cf && k < f->n_q; k++) {
-			struct cwrite *w = &f->q[k];
+			struct consume_write *w = &f->q[k];
 			struct ring_ck_q *q = ring_ck_add(r, ck, sizeof(*q));
 			char *qb = q ? ring_ck_add(r, ck, w->len) : NULL;
 			if (!q || (w->len && !qb)) {
@@ -268,8 +301,8 @@ static void consume_flush(struct consume *c)
 	int any = 0;
 
 	for (i = 0; i < c->n_rings; i++) {
-		struct cring *cr = &c->rings[i];
-		if (!cr->done && cr->r && cr->pos != cr->ck_pos) {
+		struct consume_ring *cr = &c->rings[i];
+		if (cr->state != CONSUME_RING_CLOSED && cr->r && cr->pos != cr->ck_pos) {
 			consume_checkpoint(c, cr, gen);
 			any = 1;
 		}
@@ -287,8 +320,8 @@ static void consume_flush(struct consume *c)
 		atomic_store(&c->ctl->gen_done, gen);
 	}
 	for (i = 0; i < c->n_rings; i++) {
-		struct cring *cr = &c->rings[i];
-		if (cr->done || !cr->r)
+		struct consume_ring *cr = &c->rings[i];
+		if (cr->state == CONSUME_RING_CLOSED || !cr->r)
 			continue;
 		ring_consumed(cr->r, cr->ck_pos);
 		if (cr->out)
@@ -326,7 +359,7 @@ static void consume_put(struct consume *c, struct capfile *cf, const char *rec, 
 		/* records are written at entry boundaries only: this entry's do not all fit */
 		size_t i;
 		for (i = 0; i < c->n_rings; i++)
-			if (c->rings[i].pid == pid && !c->rings[i].done && c->rings[i].r)
+			if (c->rings[i].pid == pid && c->rings[i].state != CONSUME_RING_CLOSED && c->rings[i].r)
 				atomic_fetch_add(&c->rings[i].r->lost[RING_LOST_HELD], kind == CAPFILE_LOST ? count : kind == CAPFILE_LINES ? count : 0);
 		return;
 	}
@@ -397,7 +430,7 @@ static void consume_head(struct caprec_head *h, pid_t pid, int fd)
 	h->fd = fd;
 }
 
-static void consume_uncertain(struct consume *c, struct cring *cr, int fd, uint64_t count,
+static void consume_uncertain(struct consume *c, struct consume_ring *cr, int fd, uint64_t count,
 			      const char *why, const char *rec, size_t rec_len)
 {
 	struct caprec_head h;
@@ -411,7 +444,7 @@ static void consume_uncertain(struct consume *c, struct cring *cr, int fd, uint6
 	c->st.uncertain += count;
 }
 
-static void consume_lost(struct consume *c, struct cring *cr, int fd, uint64_t count, const char *why)
+static void consume_lost(struct consume *c, struct consume_ring *cr, int fd, uint64_t count, const char *why)
 {
 	struct caprec_head h;
 	char buf[512];
@@ -436,9 +469,9 @@ static const char consume_why_flight[] =
 static const char consume_why_unsettled[] =
 	"the commit of this write could not go in the capture ring (it stayed full): how much of it reached the fd is not known";
 
-static struct cfd *consume_fd(struct cring *cr, int fd)
+static struct consume_fd *consume_fd(struct consume_ring *cr, int fd)
 {
-	struct cfd *f;
+	struct consume_fd *f;
 	size_t i;
 
 	if (cr->last_fd < cr->n_fds && cr->fds[cr->last_fd].fd == fd)
@@ -450,7 +483,7 @@ static struct cfd *consume_fd(struct cring *cr, int fd)
 		}
 	if (cr->n_fds == cr->cap_fds) {
 		size_t nc = cr->cap_fds ? 2 * cr->cap_fds : 4;
-		struct cfd *nf = realloc(cr->fds, nc * sizeof(*nf));
+		struct consume_fd *nf = realloc(cr->fds, nc * sizeof(*nf));
 		if (!nf)
 			return NULL;
 		cr->fds = nf;
@@ -468,7 +501,7 @@ static struct cfd *consume_fd(struct cring *cr, int fd)
 }
 
 /* A write's time in CLOCK_MONOTONIC ns, from the ring's clock. */
-static uint64_t consume_ns(const struct consume *c, const struct cring *cr, uint64_t t)
+static uint64_t consume_ns(const struct consume *c, const struct consume_ring *cr, uint64_t t)
 {
 	double rate;
 
@@ -481,7 +514,7 @@ static uint64_t consume_ns(const struct consume *c, const struct cring *cr, uint
 }
 
 /* The record of one line into c->rec (with its '\n'); 0 when the line needs none. */
-static size_t consume_format(struct consume *c, struct cring *cr, struct cfd *f, const char *line, size_t n,
+static size_t consume_format(struct consume *c, struct consume_ring *cr, struct consume_fd *f, const char *line, size_t n,
 			     int partial)
 {
 	struct classify_result res;
@@ -515,8 +548,8 @@ static size_t consume_format(struct consume *c, struct cring *cr, struct cfd *f,
 
 struct consume_linectx {
 	struct consume *c;
-	struct cring *cr;
-	struct cfd *f;
+	struct consume_ring *cr;
+	struct consume_fd *f;
 	const char *why;        /* every line of this feed is uncertain, for this reason */
 	int count;              /* lines count toward the process's `lines` */
 };
@@ -562,7 +595,7 @@ static int consume_quiet(const struct consume *c, const char *p, size_t n)
 }
 
 /* Bytes that reached the fd, in order, into its stream. */
-static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n,
+static void consume_feed(struct consume *c, struct consume_ring *cr, struct consume_fd *f, const char *p, size_t n,
 			 const char *why)
 {
 	struct consume_linectx x = { c, cr, f, why, 1 };
@@ -602,7 +635,7 @@ static void consume_feed(struct consume *c, struct cring *cr, struct cfd *f, con
  * it counted; the open line is one of them, and so are the bytes up to the
  * next '\n' when they left a line open.
  */
-static void consume_told(struct cfd *f, uint16_t flags)
+static void consume_told(struct consume_fd *f, uint16_t flags)
 {
 	if (flags & RING_F_LOSS) {
 		linebuf_reset(&f->lb);
@@ -618,10 +651,10 @@ static void consume_told(struct cfd *f, uint16_t flags)
  * Unless `strict`, whole lines onto a line boundary, being the same lines
  * in any order, are fed.
  */
-static void consume_loose(struct consume *c, struct cring *cr, struct cfd *f, const char *p, size_t n,
+static void consume_loose(struct consume *c, struct consume_ring *cr, struct consume_fd *f, const char *p, size_t n,
 			  int strict)
 {
-	struct cfd tmp;
+	struct consume_fd tmp;
 	struct consume_linectx x = { c, cr, &tmp, consume_why_order, 1 };
 	char *buf;
 
@@ -645,18 +678,18 @@ static void consume_loose(struct consume *c, struct cring *cr, struct cfd *f, co
 }
 
 /* 1 when the write's accepted bytes end a line and it was all written. */
-static int consume_whole(const struct cwrite *w)
+static int consume_whole(const struct consume_write *w)
 {
 	return w->took == w->len && w->took && w->bytes[w->took - 1] == '\n';
 }
 
 /* Applies the fd's queue from its head while the head is settled. */
-static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
+static void consume_apply(struct consume *c, struct consume_ring *cr, struct consume_fd *f)
 {
 	size_t i, k;
 
 	while (f->n_q && f->q[0].committed) {
-		struct cwrite *w = &f->q[0];
+		struct consume_write *w = &f->q[0];
 		size_t used = 1;
 
 		if (w->flags & RING_M_UNKNOWN) {
@@ -721,11 +754,11 @@ static void consume_apply(struct consume *c, struct cring *cr, struct cfd *f)
 	}
 }
 
-static struct cwrite *consume_enqueue(struct cfd *f)
+static struct consume_write *consume_enqueue(struct consume_fd *f)
 {
 	if (f->n_q == f->cap_q) {
 		size_t nc = f->cap_q ? 2 * f->cap_q : 8;
-		struct cwrite *nq = realloc(f->q, nc * sizeof(*nq));
+		struct consume_write *nq = realloc(f->q, nc * sizeof(*nq));
 		if (!nq)
 			return NULL;
 		f->q = nq;
@@ -735,7 +768,7 @@ static struct cwrite *consume_enqueue(struct cfd *f)
 	return &f->q[f->n_q++];
 }
 
-static void consume_commit(struct consume *c, struct cring *cr, const struct ring_ent *e)
+static void consume_commit(struct consume *c, struct consume_ring *cr, const struct ring_ent *e)
 {
 	size_t i, k;
 
@@ -745,7 +778,7 @@ static void consume_commit(struct consume *c, struct cring *cr, const struct rin
 			return;
 		}
 	for (i = 0; i < cr->n_fds; i++) {
-		struct cfd *f = &cr->fds[i];
+		struct consume_fd *f = &cr->fds[i];
 		for (k = 0; k < f->n_q; k++)
 			if (f->q[k].id == e->ref && !f->q[k].committed) {
 				size_t j;
@@ -789,7 +822,7 @@ static int consume_parent_told(const struct consume *c, pid_t pid)
 }
 
 /* Everything published in the ring, in order. */
-static void consume_drain(struct consume *c, struct cring *cr)
+static void consume_drain(struct consume *c, struct consume_ring *cr)
 {
 	const struct ring_ent *e;
 	uint64_t freed = cr->pos, pass;
@@ -806,8 +839,8 @@ again:
 	while ((e = ring_next(cr->r, &cr->pos))) {
 		const char *p = ring_payload(e);
 		size_t room = ring_payload_len(e);
-		struct cfd *f;
-		struct cwrite *w;
+		struct consume_fd *f;
+		struct consume_write *w;
 
 		switch (e->kind) {
 		case RING_REC:
@@ -886,7 +919,7 @@ again:
 		case RING_RISK:
 			if (cr->n_risk == cr->cap_risk) {
 				size_t nc = cr->cap_risk ? 2 * cr->cap_risk : 8;
-				struct crisk *nr = realloc(cr->risk, nc * sizeof(*nr));
+				struct consume_risky_call *nr = realloc(cr->risk, nc * sizeof(*nr));
 				if (!nr)
 					break;
 				cr->risk = nr;
@@ -938,46 +971,10 @@ again:
 
 /* --- processes ----------------------------------------------------------------- */
 
-/* Field `want` (1-based) of /proc/PID/stat, as a number; -1 when unreadable. */
-static long long consume_stat_field(pid_t pid, int want, char *state)
-{
-	char path[64], buf[2048], *p;
-	long long v = 0;
-	int fd, field, neg = 0;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return -1;
-	if (state)
-		*state = p[2];
-	for (field = 2, p++; *p && field < want; p++)
-		if (*p == ' ')
-			field++;
-	if (*p == '-') {
-		neg = 1;
-		p++;
-	}
-	if (*p < '0' || *p > '9')
-		return -1;
-	while (*p >= '0' && *p <= '9')
-		v = v * 10 + (*p++ - '0');
-	return neg ? -v : v;
-}
-
 /* 1 while pid is the process that made the ring (not reaped, not reused). */
-static int consume_same(struct cring *cr)
+static int consume_same(struct consume_ring *cr)
 {
-	long long st = consume_stat_field(cr->pid, 22, NULL);
+	long long st = procstat_read(cr->pid, PROCSTAT_STARTTIME, NULL);
 
 	return st >= 0 && (!cr->r->starttime || (uint64_t)st == cr->r->starttime);
 }
@@ -1000,7 +997,7 @@ void consume_reaped(struct consume *c, pid_t pid, int status)
 
 	if (c->n_reaped == c->cap_reaped) {
 		size_t nc = c->cap_reaped ? 2 * c->cap_reaped : 16;
-		struct creaped *np = realloc(c->reaped, nc * sizeof(*np));
+		struct consume_reaped *np = realloc(c->reaped, nc * sizeof(*np));
 		if (!np)
 			return;
 		c->reaped = np;
@@ -1010,27 +1007,23 @@ void consume_reaped(struct consume *c, pid_t pid, int status)
 	c->reaped[c->n_reaped].status = status;
 	c->n_reaped++;
 	for (i = 0; i < c->n_rings; i++)
-		if (c->rings[i].pid == pid && !c->rings[i].done) {
+		if (c->rings[i].pid == pid && c->rings[i].state != CONSUME_RING_CLOSED) {
 			c->rings[i].reaped = 1;
-			if (!c->rings[i].dead) {
-				c->rings[i].dead = 1;
-				c->rings[i].dead_ms = consume_now_ms();
-			}
+			consume_ring_enter(&c->rings[i], CONSUME_RING_DEAD);
 		}
 }
 
 /* The process ended: note when, and read how while it is a zombie. */
-static void consume_died(struct cring *cr)
+static void consume_died(struct consume_ring *cr)
 {
 	char state = 0;
 	long long code;
 
-	if (cr->dead)
+	if (cr->state != CONSUME_RING_LIVE)
 		return;
-	cr->dead = 1;
-	cr->dead_ms = consume_now_ms();
+	consume_ring_enter(cr, CONSUME_RING_DEAD);
 	if (consume_same(cr)) {
-		code = consume_stat_field(cr->pid, 52, &state);
+		code = procstat_read(cr->pid, PROCSTAT_EXIT_CODE, &state);
 		if (state == 'Z' && code >= 0)
 			cr->zombie_status = (int)code;
 	} else {
@@ -1039,7 +1032,7 @@ static void consume_died(struct cring *cr)
 }
 
 /* The end record of a process that wrote none (by "capture"), unless its parent wrote one. */
-static void consume_end(struct consume *c, struct cring *cr)
+static void consume_end(struct consume *c, struct consume_ring *cr)
 {
 	struct caprec_head h;
 	struct caprec_end e;
@@ -1070,7 +1063,7 @@ static void consume_end(struct consume *c, struct cring *cr)
 }
 
 /* The end record the process asked for (RING_END), with the lines counted here. */
-static void consume_own_end(struct consume *c, struct cring *cr)
+static void consume_own_end(struct consume *c, struct consume_ring *cr)
 {
 	struct caprec_head h;
 	struct caprec_end e;
@@ -1101,7 +1094,7 @@ static void consume_own_end(struct consume *c, struct cring *cr)
  * fd with no '\n' after them is partial; lines in stdio buffers never
  * reached an fd (lost); then the losses not yet told, and the end record.
  */
-static void consume_settle(struct consume *c, struct cring *cr)
+static void consume_settle(struct consume *c, struct consume_ring *cr)
 {
 	struct ring_hdr *r = cr->r;
 	size_t i, k;
@@ -1111,18 +1104,18 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		/* the process wrote its own records since: only an end it could not write */
 		if (!atomic_load(&r->direct_end))
 			consume_end(c, cr);
-		cr->settled = 1;
+		consume_ring_enter(cr, CONSUME_RING_SETTLED);
 		return;
 	}
 	consume_drain(c, cr);
 	if (cr->pos != atomic_load(&r->head))
 		consume_uncertain(c, cr, -1, 1, "the process ended while writing records: the rest of its ring could not be read", NULL, 0);
 	for (i = 0; i < cr->n_fds; i++) {
-		struct cfd *f = &cr->fds[i];
+		struct consume_fd *f = &cr->fds[i];
 		int pending = 0;
 
 		for (k = 0; k < f->n_q; k++) {
-			struct cwrite *w = &f->q[k];
+			struct consume_write *w = &f->q[k];
 			if (w->flags & (RING_M_UNKNOWN | RING_M_CLOSE))
 				continue;
 			/* the lines this write would have ended, had it all been written */
@@ -1178,10 +1171,10 @@ static void consume_settle(struct consume *c, struct cring *cr)
 		consume_own_end(c, cr);
 	else
 		consume_end(c, cr);
-	cr->settled = 1;
+	consume_ring_enter(cr, CONSUME_RING_SETTLED);
 }
 
-static void consume_close(struct cring *cr);
+static void consume_close(struct consume_ring *cr);
 
 /* Rings settled whose last records are in the file (consume_flush) are closed. */
 static void consume_close_settled(struct consume *c)
@@ -1189,11 +1182,11 @@ static void consume_close_settled(struct consume *c)
 	size_t i;
 
 	for (i = 0; i < c->n_rings; i++)
-		if (c->rings[i].settled && !c->rings[i].done)
+		if (c->rings[i].state == CONSUME_RING_SETTLED)
 			consume_close(&c->rings[i]);
 }
 
-static void consume_close(struct cring *cr)
+static void consume_close(struct consume_ring *cr)
 {
 	size_t i, k;
 
@@ -1217,11 +1210,11 @@ static void consume_close(struct cring *cr)
 	free(cr->risk);
 	cr->risk = NULL;
 	cr->n_risk = cr->cap_risk = 0;
-	cr->done = 1;
+	consume_ring_enter(cr, CONSUME_RING_CLOSED);
 }
 
 /* Maps a ring file once its header is there; 0 while it is not (yet). */
-static int consume_map(struct consume *c, struct cring *cr)
+static int consume_map(struct consume *c, struct consume_ring *cr)
 {
 	struct stat st;
 	struct ring_hdr *r;
@@ -1266,7 +1259,7 @@ static void consume_scan(struct consume *c)
 		unsigned long long seq;
 		char tail;
 		size_t i;
-		struct cring *cr;
+		struct consume_ring *cr;
 
 		if (sscanf(de->d_name, "ring.%ld.%llu%c", &pid, &seq, &tail) != 2 || pid <= 0)
 			continue;
@@ -1277,7 +1270,7 @@ static void consume_scan(struct consume *c)
 			continue;
 		if (c->n_rings == c->cap_rings) {
 			size_t nc = c->cap_rings ? 2 * c->cap_rings : 16;
-			struct cring *nr = realloc(c->rings, nc * sizeof(*nr));
+			struct consume_ring *nr = realloc(c->rings, nc * sizeof(*nr));
 			if (!nr)
 				break;
 			c->rings = nr;
@@ -1298,7 +1291,7 @@ static void consume_scan(struct consume *c)
 	 * an exec'd image's ring after the ring of the image before it.
 	 */
 	for (size_t i = 1; i < c->n_rings; i++) {
-		struct cring t = c->rings[i];
+		struct consume_ring t = c->rings[i];
 		size_t j = i;
 		while (j > 0 && c->rings[j - 1].seq > t.seq) {
 			c->rings[j] = c->rings[j - 1];
@@ -1334,15 +1327,15 @@ size_t consume_round(struct consume *c)
 		c->odd_since_ms = 0;
 	}
 	for (i = 0; i < c->n_rings; i++) {
-		struct cring *cr = &c->rings[i];
+		struct consume_ring *cr = &c->rings[i];
 
-		if (cr->done || cr->borrowed)
+		if (cr->state == CONSUME_RING_CLOSED || cr->borrowed)
 			continue;
 		if (!cr->r && !consume_map(c, cr)) {
 			/* a ring file without its header: being made, or its maker died making it */
 			if (now - cr->seen_ms > CONSUME_UNREADY_MS && kill(cr->pid, 0) && errno == ESRCH) {
 				unlink(cr->path);
-				cr->done = 1;
+				consume_ring_enter(cr, CONSUME_RING_CLOSED);
 			} else {
 				open++;
 			}
@@ -1351,37 +1344,36 @@ size_t consume_round(struct consume *c)
 		consume_drain(c, cr);
 	}
 	for (i = 0; i < c->n_rings; i++) {
-		struct cring *cr = &c->rings[i];
+		struct consume_ring *cr = &c->rings[i];
 		struct pollfd pf;
 
-		if (cr->done || !cr->r || cr->borrowed)
+		if (cr->state == CONSUME_RING_CLOSED || !cr->r || cr->borrowed)
 			continue;
-		if (!cr->dead && cr->pidfd >= 0) {
+		if (cr->state == CONSUME_RING_LIVE && cr->pidfd >= 0) {
 			pf.fd = cr->pidfd;
 			pf.events = POLLIN;
 			pf.revents = 0;
 			if (poll(&pf, 1, 0) > 0)
 				consume_died(cr);
-		} else if (!cr->dead) {
+		} else if (cr->state == CONSUME_RING_LIVE) {
 			char state = 0;
 			/* no pidfd: gone, reused, or a zombie is an end */
-			if (!consume_same(cr) || (consume_stat_field(cr->pid, 3, &state), state == 'Z'))
+			if (!consume_same(cr) || (procstat_read(cr->pid, PROCSTAT_STATE, &state), state == 'Z'))
 				consume_died(cr);
 		}
 		/* an exec: the same process, a newer ring of its own */
-		if (cr->ended && !cr->dead) {
+		if (cr->ended && cr->state == CONSUME_RING_LIVE) {
 			for (j = 0; j < c->n_rings; j++)
 				if (j != i && c->rings[j].pid == cr->pid && c->rings[j].seq > cr->seq && c->rings[j].r &&
 				    c->rings[j].r->starttime == cr->r->starttime)
 					break;
 			if (j < c->n_rings) {
-				cr->superseded = 1;
 				consume_drain(c, cr);
 				consume_settle(c, cr);
 				continue;
 			}
 		}
-		if (cr->dead) {
+		if (cr->state == CONSUME_RING_DEAD) {
 			if (!cr->reaped && !cr->gone && !consume_same(cr))
 				cr->gone = 1;
 			/*
@@ -1405,11 +1397,11 @@ size_t consume_round(struct consume *c)
 
 int consume_attach(struct consume *c, struct ring_hdr *r, pid_t pid)
 {
-	struct cring *cr;
+	struct consume_ring *cr;
 
 	if (c->n_rings == c->cap_rings) {
 		size_t nc = c->cap_rings ? 2 * c->cap_rings : 16;
-		struct cring *nr = realloc(c->rings, nc * sizeof(*nr));
+		struct consume_ring *nr = realloc(c->rings, nc * sizeof(*nr));
 		if (!nr)
 			return -1;
 		c->rings = nr;
@@ -1435,7 +1427,7 @@ void consume_drain_attached(struct consume *c)
 	size_t i;
 
 	for (i = 0; i < c->n_rings; i++)
-		if (c->rings[i].borrowed && !c->rings[i].done)
+		if (c->rings[i].borrowed && c->rings[i].state != CONSUME_RING_CLOSED)
 			consume_drain(c, &c->rings[i]);
 	consume_flush(c);
 }
@@ -1445,10 +1437,10 @@ void consume_detach(struct consume *c, pid_t pid, int status)
 	size_t i;
 
 	for (i = 0; i < c->n_rings; i++) {
-		struct cring *cr = &c->rings[i];
-		if (!cr->borrowed || cr->done || cr->pid != pid)
+		struct consume_ring *cr = &c->rings[i];
+		if (!cr->borrowed || cr->state == CONSUME_RING_CLOSED || cr->pid != pid)
 			continue;
-		cr->dead = 1;
+		consume_ring_enter(cr, CONSUME_RING_DEAD);
 		cr->zombie_status = status;
 		consume_settle(c, cr);
 	}
@@ -1461,7 +1453,7 @@ size_t consume_pollfds(struct consume *c, struct pollfd *fds, size_t cap)
 	size_t i, n = 0;
 
 	for (i = 0; i < c->n_rings && n < cap; i++)
-		if (!c->rings[i].done && !c->rings[i].dead && c->rings[i].pidfd >= 0) {
+		if (c->rings[i].state == CONSUME_RING_LIVE && c->rings[i].pidfd >= 0) {
 			fds[n].fd = c->rings[i].pidfd;
 			fds[n].events = POLLIN;
 			fds[n].revents = 0;
@@ -1492,8 +1484,8 @@ void consume_forget(struct consume *c)
 	if (!c)
 		return;
 	for (i = 0; i < c->n_rings; i++) {
-		struct cring *cr = &c->rings[i];
-		if (cr->done)
+		struct consume_ring *cr = &c->rings[i];
+		if (cr->state == CONSUME_RING_CLOSED)
 			continue;
 		/* memory only: the files are the other reader's */
 		cr->borrowed = 1;
@@ -1617,8 +1609,8 @@ void consume_free(struct consume *c)
 		return;
 	if (c->ctl) {
 		for (i = 0; i < c->n_rings; i++) {
-			struct cring *cr = &c->rings[i];
-			if (cr->done)
+			struct consume_ring *cr = &c->rings[i];
+			if (cr->state == CONSUME_RING_CLOSED)
 				continue;
 			/*
 			 * Ended processes are settled; live ones (the reader is
@@ -1627,14 +1619,14 @@ void consume_free(struct consume *c)
 			 */
 			if (cr->r) {
 				consume_drain(c, cr);
-				if (cr->dead)
+				if (cr->state == CONSUME_RING_DEAD)
 					consume_settle(c, cr);
 			}
 		}
 		/* the live ones' checkpoints with it: their shims go on from there */
 		consume_flush(c);
 		for (i = 0; i < c->n_rings; i++)
-			if (!c->rings[i].done)
+			if (c->rings[i].state != CONSUME_RING_CLOSED)
 				consume_close(&c->rings[i]);
 		munmap(c->ctl, 4096 + c->out_cap);
 		snprintf(path, sizeof(path), "%s/ctl", c->dir);
