@@ -4,10 +4,10 @@
  * CLOCK_MONOTONIC: never steps back, unaffected by settimeofday and NTP
  * slews of the wall clock; not comparable across machines or boots.
  *
- * Everything here but mono_tsc_is_clocksource is async-signal-safe
- * (clock_gettime and clock_nanosleep are on POSIX's list; nothing
- * allocates or locks): the shim's write path and its signal handlers use
- * these clocks too.
+ * Everything here is async-signal-safe (it calls only clock_gettime,
+ * clock_nanosleep, open, read and close, which are on POSIX's list, and
+ * allocates and locks nothing): the shim's write path and drain use these
+ * clocks too.
  */
 #ifndef TTAUDIT_MONO_H
 #define TTAUDIT_MONO_H
