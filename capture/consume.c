@@ -164,14 +164,14 @@ size_t consume_round(struct consume *c)
 	long long now = consume_now_ms();
 	size_t i, j, open = 0;
 
-	c->wall_off_ns = mono_wall_offset_ns();
+	c->clock.wall_off_ns = mono_wall_offset_ns();
 	if (c->ctl->clock == RING_CLOCK_TSC) {
-		mono_tsc_pair(&c->tsc1, &c->mono1);
+		mono_tsc_pair(&c->clock.tsc1, &c->clock.mono1);
 		/* for a process that goes on without the reader */
-		c->ctl->tsc0 = c->tsc0;
-		c->ctl->mono0 = c->mono0;
-		c->ctl->tsc1 = c->tsc1;
-		c->ctl->mono1 = c->mono1;
+		c->ctl->tsc0 = c->clock.tsc0;
+		c->ctl->mono0 = c->clock.mono0;
+		c->ctl->tsc1 = c->clock.tsc1;
+		c->ctl->mono1 = c->clock.mono1;
 	}
 	if (created != c->created_seen) {
 		consume_scan(c);
@@ -352,15 +352,15 @@ void consume_forget(struct consume *c)
 		consume_close(cr);
 	}
 	if (c->ctl)
-		munmap(c->ctl, 4096 + c->out_cap);
+		munmap(c->ctl, 4096 + c->out.cap);
 	c->ctl = NULL;
 	/* the files are the other reader's: nothing written, nothing given back */
-	for (i = 0; i < c->n_pp; i++)
-		capfile_forget(c->pp[i].cf);
-	c->n_pp = 0;
+	for (i = 0; i < c->n_per_pid; i++)
+		capfile_forget(c->per_pid[i].cf);
+	c->n_per_pid = 0;
 	capfile_forget(c->file);
 	c->file = NULL;
-	c->n_recs = 0;
+	c->out.n_recs = 0;
 	consume_free(c);
 }
 
@@ -414,17 +414,17 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	snprintf(path, sizeof(path), "%s/ctl", c->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	/* the out area is sparse, but a file size limit counts its length: within it */
-	c->out_cap = RING_CTL_OUT_CAP;
+	c->out.cap = RING_CTL_OUT_CAP;
 	{
 		struct rlimit rl;
-		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096 + (rlim_t)c->out_cap)
-			c->out_cap = rl.rlim_cur > 8192 ? (size_t)((rl.rlim_cur - 4096) & ~(rlim_t)4095) : 4096;
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096 + (rlim_t)c->out.cap)
+			c->out.cap = rl.rlim_cur > 8192 ? (size_t)((rl.rlim_cur - 4096) & ~(rlim_t)4095) : 4096;
 	}
-	if (fd < 0 || ftruncate(fd, (off_t)(4096 + c->out_cap))) {
+	if (fd < 0 || ftruncate(fd, (off_t)(4096 + c->out.cap))) {
 		st = status_set(si, STATUS_IO, "%s: cannot create: %s", path, strerror(errno));
 		goto fail;
 	}
-	c->ctl = mmap(NULL, 4096 + c->out_cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	c->ctl = mmap(NULL, 4096 + c->out.cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	fd = -1;
 	if (c->ctl == MAP_FAILED) {
@@ -433,8 +433,8 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 		goto fail;
 	}
 	/* the records wait in the control file, where a process taking over can find them */
-	c->out = (char *)c->ctl + 4096;
-	c->ctl->out_cap = (uint32_t)c->out_cap;
+	c->out.bytes = (char *)c->ctl + 4096;
+	c->ctl->out_cap = (uint32_t)c->out.cap;
 	c->ctl->consumer_pid = getpid();
 	/* each process puts it in its start record (it may not load the rules itself) */
 	c->ctl->mode_len = (uint32_t)caprec_mode(c->ctl->mode, sizeof(c->ctl->mode), o->all_lines, o->rules,
@@ -442,11 +442,11 @@ enum status consume_new(const struct consume_opts *o, struct consume **out, stru
 	c->ctl->clock = mono_tsc_is_clocksource() ? RING_CLOCK_TSC : RING_CLOCK_MONO;
 	if (c->ctl->clock == RING_CLOCK_TSC) {
 		/* the rate comes from this pair and the newest, taken every round */
-		mono_tsc_pair(&c->tsc0, &c->mono0);
-		c->tsc1 = c->tsc0;
-		c->mono1 = c->mono0;
+		mono_tsc_pair(&c->clock.tsc0, &c->clock.mono0);
+		c->clock.tsc1 = c->clock.tsc0;
+		c->clock.mono1 = c->clock.mono0;
 	}
-	c->wall_off_ns = mono_wall_offset_ns();
+	c->clock.wall_off_ns = mono_wall_offset_ns();
 	atomic_store(&c->ctl->magic, RING_CTL_MAGIC);
 	*out = c;
 	return STATUS_OK;
@@ -485,19 +485,19 @@ void consume_free(struct consume *c)
 		for (i = 0; i < c->n_rings; i++)
 			if (c->rings[i].state != CONSUME_RING_CLOSED)
 				consume_close(&c->rings[i]);
-		munmap(c->ctl, 4096 + c->out_cap);
+		munmap(c->ctl, 4096 + c->out.cap);
 		snprintf(path, sizeof(path), "%s/ctl", c->dir);
 		unlink(path);
 		rmdir(c->dir);
 	}
-	for (i = 0; i < c->n_pp; i++)
-		capfile_free(c->pp[i].cf);
+	for (i = 0; i < c->n_per_pid; i++)
+		capfile_free(c->per_pid[i].cf);
 	capfile_free(c->file);
-	free(c->pp);
+	free(c->per_pid);
 	free(c->rings);
 	free(c->reaped);
 	free(c->parent_ended);
-	free(c->recs);
+	free(c->out.recs);
 	free(c->rec);
 	free(c->rec2);
 	free(c->sc);

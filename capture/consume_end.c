@@ -140,7 +140,7 @@ static void consume_own_end(struct consume *c, struct consume_ring *cr)
 	for (k = 0; k < RING_LOST__COUNT; k++)
 		lost += atomic_load(&cr->r->lost[k]);
 	/* its records so far to the file: what could not be written is counted in lost */
-	if (cr->out && c->n_recs)
+	if (cr->out && c->out.n_recs)
 		consume_flush(c);
 	memset(&e, 0, sizeof(e));
 	e.how = cr->end_how == RING_HOW_EXEC ? "exec" : cr->end_how == RING_HOW__EXIT ? "_exit" : "exit";

@@ -62,10 +62,10 @@ static uint64_t consume_ns(const struct consume *c, const struct consume_ring *c
 
 	if (cr->r->clock != RING_CLOCK_TSC)
 		return t;
-	if (c->tsc1 <= c->tsc0)
-		return (uint64_t)c->mono1 + (t > c->tsc1 ? (t - c->tsc1) / 3 : 0);   /* ~3 GHz until measured */
-	rate = (double)(c->mono1 - c->mono0) / (double)(c->tsc1 - c->tsc0);
-	return (uint64_t)(c->mono1 + (long long)(((double)(int64_t)(t - c->tsc1)) * rate));
+	if (c->clock.tsc1 <= c->clock.tsc0)
+		return (uint64_t)c->clock.mono1 + (t > c->clock.tsc1 ? (t - c->clock.tsc1) / 3 : 0);   /* ~3 GHz until measured */
+	rate = (double)(c->clock.mono1 - c->clock.mono0) / (double)(c->clock.tsc1 - c->clock.tsc0);
+	return (uint64_t)(c->clock.mono1 + (long long)(((double)(int64_t)(t - c->clock.tsc1)) * rate));
 }
 
 /* The record of one line into c->rec (with its '\n'); 0 when the line needs none. */
@@ -85,7 +85,7 @@ size_t consume_format(struct consume *c, struct consume_ring *cr, struct consume
 	h.mono.tv_sec = (time_t)(ns / 1000000000u);
 	h.mono.tv_nsec = (long)(ns % 1000000000u);
 	{
-		long long t = (long long)ns + c->wall_off_ns;
+		long long t = (long long)ns + c->clock.wall_off_ns;
 		h.t.tv_sec = (time_t)(t / 1000000000);
 		h.t.tv_nsec = (long)(t % 1000000000);
 	}
@@ -356,7 +356,7 @@ void consume_drain(struct consume *c, struct consume_ring *cr)
 	if (atomic_load(&cr->r->state) & RING_S_DIRECT)
 		return;
 	/* records go to one file at a time: the other file's now, at an entry boundary */
-	if (c->n_recs && c->out_to != cr->out)
+	if (c->out.n_recs && c->out.to != cr->out)
 		consume_flush(c);
 again:
 	pass = cr->pos;
@@ -479,7 +479,7 @@ again:
 			break;
 		}
 		/* free room as the reading goes, not only at its end: writers may be waiting */
-		if (cr->pos - freed >= CONSUME_FREE_EVERY || c->out_len >= CONSUME_OUT_CAP) {
+		if (cr->pos - freed >= CONSUME_FREE_EVERY || c->out.len >= CONSUME_OUT_CAP) {
 			consume_flush(c);
 			freed = cr->pos;
 		}

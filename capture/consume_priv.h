@@ -138,21 +138,26 @@ struct consume {
 	size_t n_reaped, cap_reaped;
 	pid_t *parent_ended;        /* pids whose end a parent wrote */
 	size_t n_parent_ended, cap_parent_ended;
-	struct { pid_t pid; struct capfile *cf; } *pp;   /* per-pid files */
-	size_t n_pp, cap_pp;
+	struct { pid_t pid; struct capfile *cf; } *per_pid;   /* per-pid files */
+	size_t n_per_pid, cap_per_pid;
 	struct banner_scratch *sc;
 	struct capfile *file;       /* the capture file (not with per_pid_base) */
-	char *out;                  /* records waiting to be written */
-	size_t out_len;
-	struct capfile_rec *recs;   /* what each of them is */
-	size_t n_recs, cap_recs;
-	struct capfile *out_to;     /* the file they go to */
-	size_t out_cap;             /* bytes of the out area (after the control page) */
+	/* records waiting to be written, in the control file's out area */
+	struct consume_out {
+		char *bytes;
+		size_t len;
+		size_t cap;                 /* bytes of the out area (after the control page) */
+		struct capfile_rec *recs;   /* what each of them is */
+		size_t n_recs, cap_recs;
+		struct capfile *to;         /* the file they go to */
+	} out;
 	char *rec, *rec2;           /* record scratch */
-	int64_t wall_off_ns;      /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
-	/* time stamp counter to CLOCK_MONOTONIC: the first pair and the latest */
-	uint64_t tsc0, tsc1;
-	int64_t mono0, mono1;
+	/* the ring's clock to CLOCK_MONOTONIC and the wall clock */
+	struct consume_clock {
+		int64_t wall_off_ns;        /* CLOCK_REALTIME - CLOCK_MONOTONIC, this round */
+		uint64_t tsc0, tsc1;        /* time stamp counter: the first pair and the latest */
+		int64_t mono0, mono1;
+	} clock;
 	struct consume_stats st;
 };
 

@@ -147,14 +147,14 @@ void consume_flush(struct consume *c)
 			any = 1;
 		}
 	}
-	if (c->n_recs && c->out_to) {
-		long pid = c->o.per_pid_base ? c->recs[0].pid : 0;
+	if (c->out.n_recs && c->out.to) {
+		long pid = c->o.per_pid_base ? c->out.recs[0].pid : 0;
 		c->ctl->out_pid = (int32_t)pid;
-		capfile_write(c->out_to, c->out, c->recs, c->n_recs, consume_before, c);
-		atomic_store(&c->ctl->file_failed, (uint32_t)capfile_failed(c->out_to));
+		capfile_write(c->out.to, c->out.bytes, c->out.recs, c->out.n_recs, consume_before, c);
+		atomic_store(&c->ctl->file_failed, (uint32_t)capfile_failed(c->out.to));
 	}
-	c->out_len = 0;
-	c->n_recs = 0;
+	c->out.len = 0;
+	c->out.n_recs = 0;
 	if (any || atomic_load(&c->ctl->gen_writing) == gen) {
 		atomic_store(&c->ctl->gen_writing, gen);
 		atomic_store(&c->ctl->gen_done, gen);
@@ -172,13 +172,13 @@ void consume_flush(struct consume *c)
 /* Room for more record descriptions; -1 when there is none. */
 int consume_grow_recs(struct consume *c)
 {
-	size_t nc = c->cap_recs ? 2 * c->cap_recs : 16384;
+	size_t nc = c->out.cap_recs ? 2 * c->out.cap_recs : 16384;
 	struct capfile_rec *nr;
 
-	if (nc > (1u << 22) || !(nr = realloc(c->recs, nc * sizeof(*nr))))
+	if (nc > (1u << 22) || !(nr = realloc(c->out.recs, nc * sizeof(*nr))))
 		return -1;
-	c->recs = nr;
-	c->cap_recs = nc;
+	c->out.recs = nr;
+	c->out.cap_recs = nc;
 	return 0;
 }
 
@@ -191,11 +191,11 @@ void consume_put(struct consume *c, struct capfile *cf, const char *rec, size_t 
 	if (!len || !cf)
 		return;
 	/* (another file: consume_drain wrote the records before it began another process's ring) */
-	if (c->n_recs && c->out_to != cf)
+	if (c->out.n_recs && c->out.to != cf)
 		consume_flush(c);
-	c->out_to = cf;
+	c->out.to = cf;
 	c->st.records++;
-	if (len > c->out_cap - c->out_len || (c->n_recs == c->cap_recs && consume_grow_recs(c))) {
+	if (len > c->out.cap - c->out.len || (c->out.n_recs == c->out.cap_recs && consume_grow_recs(c))) {
 		/* records are written at entry boundaries only: this entry's do not all fit */
 		size_t i;
 		for (i = 0; i < c->n_rings; i++)
@@ -203,9 +203,9 @@ void consume_put(struct consume *c, struct capfile *cf, const char *rec, size_t 
 				atomic_fetch_add(&c->rings[i].r->lost[RING_LOST_HELD], kind == CAPFILE_LOST ? count : kind == CAPFILE_LINES ? count : 0);
 		return;
 	}
-	memcpy(c->out + c->out_len, rec, len);
-	c->out_len += len;
-	r = &c->recs[c->n_recs++];
+	memcpy(c->out.bytes + c->out.len, rec, len);
+	c->out.len += len;
+	r = &c->out.recs[c->out.n_recs++];
 	r->len = (uint32_t)len;
 	r->kind = (uint8_t)kind;
 	r->pid = pid;
@@ -230,9 +230,9 @@ struct capfile *consume_file_for(struct consume *c, pid_t pid)
 
 	if (!c->o.per_pid_base)
 		return c->file;
-	for (i = 0; i < c->n_pp; i++)
-		if (c->pp[i].pid == pid)
-			return c->pp[i].cf;
+	for (i = 0; i < c->n_per_pid; i++)
+		if (c->per_pid[i].pid == pid)
+			return c->per_pid[i].cf;
 	snprintf(path, sizeof(path), "%s.%ld", c->o.per_pid_base, (long)pid);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (c->o.append ? 0 : O_TRUNC), 0600);
 	if (fd >= 0) {
@@ -246,19 +246,19 @@ struct capfile *consume_file_for(struct consume *c, pid_t pid)
 			 path, strerror(errno), (long)pid);
 		consume_warn(c, msg);
 	}
-	if (c->n_pp == c->cap_pp) {
-		size_t nc = c->cap_pp ? 2 * c->cap_pp : 16;
-		void *np = realloc(c->pp, nc * sizeof(*c->pp));
+	if (c->n_per_pid == c->cap_per_pid) {
+		size_t nc = c->cap_per_pid ? 2 * c->cap_per_pid : 16;
+		void *np = realloc(c->per_pid, nc * sizeof(*c->per_pid));
 		if (!np) {
 			capfile_free(cf);
 			return NULL;
 		}
-		c->pp = np;
-		c->cap_pp = nc;
+		c->per_pid = np;
+		c->cap_per_pid = nc;
 	}
-	c->pp[c->n_pp].pid = pid;
-	c->pp[c->n_pp].cf = cf;
-	c->n_pp++;
+	c->per_pid[c->n_per_pid].pid = pid;
+	c->per_pid[c->n_per_pid].cf = cf;
+	c->n_per_pid++;
 	return cf;
 }
 
