@@ -49,6 +49,16 @@ static const char *t_poll(struct tailfile *s, bool final)
 	return got;
 }
 
+static char notes[1024];
+
+static void t_note(void *ctx, const char *what)
+{
+	size_t k = strlen(notes);
+
+	(void)ctx;
+	snprintf(notes + k, sizeof(notes) - k, "%s%s", k ? "|" : "", what);
+}
+
 static void test_end_then_follow(void **state)
 {
 	const char *p = testutil_write("a.log", "old 1\nold 2\nhalf", 16);
@@ -58,6 +68,8 @@ static void test_end_then_follow(void **state)
 	(void)state;
 	s = tailfile_new(p, false);
 	assert_non_null(s);
+	notes[0] = '\0';
+	tailfile_set_notes(s, t_note, NULL);
 	/* what was there is not read, nor the rest of the line it started inside */
 	assert_string_equal(t_poll(s, false), "");
 	assert_true(tailfile_up(s));
@@ -78,6 +90,9 @@ static void test_end_then_follow(void **state)
 	testutil_write("a.log", "t\n", 2);
 	assert_string_equal(t_poll(s, false), "t");
 	assert_int_equal(tailfile_stats(s)->truncations, 1);
+	/* each said once, when it happened */
+	assert_string_equal(notes, "file moved away, reading it until a new one appears|"
+			    "file replaced, following the new file|file truncated, reading from its start");
 	/* a partial last line waits, and is a line at the final poll */
 	t_append(p, "tail");
 	assert_string_equal(t_poll(s, false), "");
@@ -97,7 +112,11 @@ static void test_from_start_and_late(void **state)
 	tailfile_free(s);
 	snprintf(late, sizeof(late), "%s/late.log", testutil_dir());
 	s = tailfile_new(late, false);
+	notes[0] = '\0';
+	tailfile_set_notes(s, t_note, NULL);
 	assert_string_equal(t_poll(s, false), "");
+	assert_string_equal(t_poll(s, false), "");
+	assert_string_equal(notes, "waiting for the file to appear");
 	assert_false(tailfile_up(s));
 	assert_int_equal(tailfile_stats(s)->opens, 0);
 	t_append(late, "first\n");   /* appeared after the start: read whole */
