@@ -494,9 +494,8 @@ static int shim_direct_write(const char *rec, size_t len, uint64_t count)
  */
 static int shim_reader_alive(void)
 {
-	char path[40], buf[512], *p = path + sizeof(path);
-	const char *close_paren = NULL;
-	long pid, n, i;
+	char path[40], buf[512], *p;
+	long pid, v, n;
 	int fd, e = errno, alive;
 
 	if (!cfg.ctl)
@@ -505,22 +504,23 @@ again:
 	pid = (long)cfg.ctl->consumer_pid;
 	alive = kill((pid_t)pid, 0) == 0 || errno == EPERM;
 	if (alive && pid > 0) {
-		/* "/proc/<pid>/stat", built without stdio */
+		/* "/proc/<pid>/stat", built without stdio (snprintf is not async-signal-safe) */
+		p = path + sizeof(path);
 		*--p = 0;
 		memcpy(p -= 5, "/stat", 5);
+		v = pid;
 		do
-			*--p = (char)('0' + pid % 10);
-		while ((pid /= 10) && p > path + 6);
+			*--p = (char)('0' + v % 10);
+		while ((v /= 10) && p > path + 6);
 		memcpy(p -= 6, "/proc/", 6);
 		fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
+			char state = 0;
+
 			n = (long)syscall(SYS_read, fd, buf, sizeof(buf));
 			syscall(SYS_close, fd);
-			for (i = 0; i < n; i++)
-				if (buf[i] == ')')
-					close_paren = buf + i;
-			if (close_paren && close_paren + 2 < buf + n &&
-			    (close_paren[2] == 'Z' || close_paren[2] == 'X'))
+			if (n > 0 && !procstat_parse(buf, (size_t)n, PROCSTAT_STATE, NULL, &state) &&
+			    (state == 'Z' || state == 'X'))
 				alive = 0;
 		}
 	}
