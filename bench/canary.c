@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "correct.h"
+#include "hash.h"
 
 /* Upper-case consonants and 2-9: 28 symbols, no vowel, no 0/O or 1/I. */
 static const char canary_alpha[] = "BCDFGHJKLMNPQRSTVWXZ23456789";
@@ -243,7 +244,7 @@ enum status canary_suite(const struct canary_set *s, bool chat, long max_tokens,
 {
 	struct suite *st;
 	size_t n = s->n[CANARY_SENT] + s->n[CANARY_CALIB], i;
-	uint64_t h = SUITE_FNV_INIT;
+	uint64_t h = HASH_FNV1A_INIT;
 	char id[48];
 
 	*out = NULL;
@@ -266,7 +267,7 @@ enum status canary_suite(const struct canary_set *s, bool chat, long max_tokens,
 		e->id = strdup(id);
 		e->max_tokens = max_tokens;
 		e->input_tokens = -1;
-		h = suite_fnv(h, t, strlen(t) + 1);
+		h = hash_fnv1a(h, t, strlen(t) + 1);
 		if (chat) {
 			cJSON *arr = cJSON_CreateArray(), *m = cJSON_CreateObject();
 

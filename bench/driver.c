@@ -15,6 +15,7 @@
 
 #include "benchreport.h"
 #include "graded.h"
+#include "hash.h"
 #include "http.h"
 #include "sizer.h"
 #include "srvmetrics.h"
@@ -86,7 +87,7 @@ static uint64_t driver_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint6
 {
 	uint64_t k[5] = { a, b, c, d, e };
 
-	return suite_fnv(SUITE_FNV_INIT, k, sizeof(k));
+	return hash_fnv1a(HASH_FNV1A_INIT, k, sizeof(k));
 }
 
 /* Builds n requests for arm a: bodies, urls. Caller frees with driver_requests_free. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "canary.h"
+#include "hash.h"
 
 /* One entry: its text as prompt or user message, and its one expect string. */
 static enum status graded_entry(struct suite_entry *e, size_t i, const char *text, const char *expect,
@@ -45,7 +46,7 @@ enum status graded_suite(uint64_t seed, bool chat, long max_tokens, struct suite
 {
 	struct canary_set *cs = NULL;
 	struct suite *s = NULL;
-	uint64_t rng = rng_mix(seed ^ 0x677261646564ull), h = SUITE_FNV_INIT;
+	uint64_t rng = rng_mix(seed ^ 0x677261646564ull), h = HASH_FNV1A_INIT;
 	char text[256], expect[256];
 	const char *m;
 	size_t i;
@@ -75,7 +76,7 @@ enum status graded_suite(uint64_t seed, bool chat, long max_tokens, struct suite
 			snprintf(text, sizeof(text), "Compute %u + %u. Answer with the number only.", a, b);
 			snprintf(expect, sizeof(expect), "%u", a + b);
 		}
-		h = suite_fnv(h, text, strlen(text) + 1);
+		h = hash_fnv1a(h, text, strlen(text) + 1);
 		s->n++;
 		if (graded_entry(&s->e[i], i, text, expect, chat, max_tokens)) {
 			st = status_set(si, STATUS_NOMEM, "graded tasks: out of memory");

@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <netinet/in.h>
 
+#include "mono.h"
+
 /* Per descriptor, whether it is tracked: read by every thread that calls
  * recv, hence atomic. Static, so untouched pages cost nothing. */
 static atomic_uchar rx_tracked[RXSTAMP_MAX_FD];
@@ -91,14 +93,6 @@ void rxstamp_untrack(int fd)
 static int64_t rx_offset_ns;
 static int rx_synced;
 
-static int64_t rxstamp_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void rxstamp_clock_sync(void)
 {
 	int64_t m1, r, m2, best = INT64_MAX;
@@ -107,9 +101,9 @@ void rxstamp_clock_sync(void)
 	/* a realtime reading between two monotonic ones: the narrowest
 	 * bracket gives the relation to within its width */
 	for (i = 0; i < 16; i++) {
-		m1 = rxstamp_ns(CLOCK_MONOTONIC);
-		r = rxstamp_ns(CLOCK_REALTIME);
-		m2 = rxstamp_ns(CLOCK_MONOTONIC);
+		m1 = mono_ns();
+		r = mono_wall_ns();
+		m2 = mono_ns();
 		if (m2 - m1 < best) {
 			best = m2 - m1;
 			rx_offset_ns = r - (m1 + (m2 - m1) / 2);

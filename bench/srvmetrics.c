@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "prom.h"
 #include "suite.h"
 
@@ -31,7 +32,7 @@ enum status srvmetrics_config_hash(const char *metrics, size_t n, char *out, siz
 	const struct prom_sample *s;
 	const struct prom_label *lab[PROM_MAX_LABELS];
 	size_t i, j, k, n_info = 0, len;
-	uint64_t h = SUITE_FNV_INIT;
+	uint64_t h = HASH_FNV1A_INIT;
 	enum status st;
 
 	out[0] = '\0';
@@ -44,14 +45,14 @@ enum status srvmetrics_config_hash(const char *metrics, size_t n, char *out, siz
 		if (len < 5 || strcmp(s->name + len - 5, "_info"))
 			continue;
 		n_info++;
-		h = suite_fnv(h, s->name, len + 1);
+		h = hash_fnv1a(h, s->name, len + 1);
 		k = s->n_labels < PROM_MAX_LABELS ? s->n_labels : PROM_MAX_LABELS;
 		for (j = 0; j < k; j++)
 			lab[j] = &s->labels[j];
 		qsort(lab, k, sizeof(lab[0]), srvmetrics_label_cmp);
 		for (j = 0; j < k; j++) {
-			h = suite_fnv(h, lab[j]->name, strlen(lab[j]->name) + 1);
-			h = suite_fnv(h, lab[j]->value, strlen(lab[j]->value) + 1);
+			h = hash_fnv1a(h, lab[j]->name, strlen(lab[j]->name) + 1);
+			h = hash_fnv1a(h, lab[j]->value, strlen(lab[j]->value) + 1);
 		}
 	}
 	prom_free(p);

@@ -1,6 +1,7 @@
 #include "suite.h"
 #include "../base/rng.h"
 #include "alloc.h"
+#include "hash.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t suite_fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
 
 void suite_nonce(uint64_t key, char *buf)
 {
@@ -165,7 +155,7 @@ enum status suite_load(struct suite **out, const char *path, struct status_info 
 	size_t cap = 0, linecap = 0, i;
 	ssize_t len;
 	long lineno = 0;
-	uint64_t h = SUITE_FNV_INIT;
+	uint64_t h = HASH_FNV1A_INIT;
 	enum status st = STATUS_OK;
 	cJSON *o = NULL;
 	struct suite_entry *e;
@@ -184,7 +174,7 @@ enum status suite_load(struct suite **out, const char *path, struct status_info 
 	snprintf(s->sizing, sizeof(s->sizing), "file");
 	while ((len = getline(&line, &linecap, f)) >= 0) {
 		lineno++;
-		h = suite_fnv(h, line, (size_t)len);
+		h = hash_fnv1a(h, line, (size_t)len);
 		if ((size_t)len > SUITE_MAX_LINE) {
 			st = status_set_at(si, STATUS_LIMIT, path, lineno, 0, "line longer than %u bytes",
 					   SUITE_MAX_LINE);
@@ -362,7 +352,7 @@ enum status suite_generate(struct suite **out, const struct suite_gen_opts *o,
 	enum status st = STATUS_OK;
 	size_t i, cap = 0;
 	long words = 0, tokens = -1, p1 = 0, p2 = 0, w1, w2, turn_words = 8;
-	uint64_t key, h = SUITE_FNV_INIT;
+	uint64_t key, h = HASH_FNV1A_INIT;
 	char *w = NULL, *msg = NULL, id[32];
 	cJSON *arr = NULL, *m = NULL;
 	bool probe = false;
@@ -432,7 +422,7 @@ enum status suite_generate(struct suite **out, const struct suite_gen_opts *o,
 			st = STATUS_NOMEM;
 			goto out;
 		}
-		h = suite_fnv(h, w, strlen(w) + 1);
+		h = hash_fnv1a(h, w, strlen(w) + 1);
 		st = suite_push(s, &cap, &e);
 		if (st)
 			goto out;
@@ -465,7 +455,7 @@ enum status suite_generate(struct suite **out, const struct suite_gen_opts *o,
 			goto out;
 		}
 	}
-	h = suite_fnv(h, o->chat ? "chat" : "completions", o->chat ? 4 : 11);
+	h = hash_fnv1a(h, o->chat ? "chat" : "completions", o->chat ? 4 : 11);
 	snprintf(s->hash, sizeof(s->hash), "fnv1a64:%016" PRIx64, h);
 out:
 	free(w);

@@ -113,8 +113,5 @@ struct suite_body_opts {
 char *suite_body(const struct suite *s, size_t i, const struct suite_body_opts *o,
 		 const char **route, size_t *len);
 
-/* FNV-1a 64 of bytes, continuing from h (start with SUITE_FNV_INIT). */
-#define SUITE_FNV_INIT 0xcbf29ce484222325ull
-uint64_t suite_fnv(uint64_t h, const void *p, size_t n);
 
 #endif

@@ -1,36 +1,32 @@
+/*
+ * follow.c - `ttaudit follow` (follow.h): an input followed like `tail -F`
+ * (base/tailfile) whose lines become capture records, classified as the
+ * shim classifies them, with read times and no pid, tid or fd.
+ */
 #include "follow.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "caprec.h"
 #include "classify.h"
 #include "jbuf.h"
-#include "linebuf.h"
-#include "caprec.h"
+#include "tailfile.h"
 
 #define FOLLOW_OUT_CAP (3 * FOLLOW_LINE_MAX + 4096)
-#define FOLLOW_READ 65536
+#define FOLLOW_START_CAP 65536   /* the start record's own members */
+#define FOLLOW_BUDGET (1 << 20)   /* bytes read between flushes of the records */
 
 struct follow {
 	const struct follow_opts *o;
 	struct follow_stats *stats;
-	struct linebuf lb;
+	struct tailfile *in;
 	struct banner_scratch sc;
-	char *line;        /* linebuf storage */
 	char *out;         /* one record */
-	char *rd;          /* read buffer */
-	int fd;            /* input, -1 when none open */
-	dev_t dev;
-	ino_t ino;
-	off_t off;
 	int write_failed;
-	int waiting_noted;
-	int moved_noted;        /* said that the name is gone while the old file is read */
 };
 
 static void follow_put(struct follow *f, const char *rec, size_t len)
@@ -43,7 +39,7 @@ static void follow_put(struct follow *f, const char *rec, size_t len)
 		f->write_failed = 1;
 }
 
-static void follow_on_line(void *ctx, const char *line, size_t n, int overlong)
+static void follow_on_line(void *ctx, const char *line, size_t n, bool overlong)
 {
 	struct follow *f = ctx;
 	struct classify_result res;
@@ -79,63 +75,12 @@ static void follow_on_line(void *ctx, const char *line, size_t n, int overlong)
 	}
 }
 
-static void follow_note(struct follow *f, const char *what)
+static void follow_note(void *ctx, const char *what)
 {
+	struct follow *f = ctx;
+
 	if (f->o->notes)
 		fprintf(f->o->notes, "ttaudit follow: %s: %s\n", f->o->path, what);
-}
-
-/* Opens the path if it exists; 0 with f->fd set, 1 not there yet, -1 error. */
-static int follow_open(struct follow *f, struct status_info *si)
-{
-	struct stat st;
-	int fd = open(f->o->path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		if (errno == ENOENT) {
-			if (!f->waiting_noted)
-				follow_note(f, "waiting for the file to appear");
-			f->waiting_noted = 1;
-			return 1;
-		}
-		status_set_at(si, STATUS_IO, f->o->path, 0, 0, "cannot open: %s", strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st)) {
-		close(fd);
-		status_set_at(si, STATUS_IO, f->o->path, 0, 0, "cannot stat: %s", strerror(errno));
-		return -1;
-	}
-	f->waiting_noted = 0;
-	f->fd = fd;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->off = 0;
-	return 0;
-}
-
-/* Reads what is there; returns bytes read, 0 at end, -1 on error. */
-static ssize_t follow_read(struct follow *f, struct status_info *si)
-{
-	ssize_t r;
-
-	for (;;) {
-		r = read(f->fd, f->rd, FOLLOW_READ);
-		if (r >= 0)
-			break;
-		if (errno == EINTR) {
-			if (*f->o->stop)
-				return 0;
-			continue;
-		}
-		status_set_at(si, STATUS_IO, f->o->path, 0, 0, "cannot read: %s", strerror(errno));
-		return -1;
-	}
-	if (r > 0) {
-		f->off += r;
-		linebuf_feed(&f->lb, f->rd, (size_t)r, follow_on_line, f);
-	}
-	return r;
 }
 
 static void follow_sleep(const struct follow_opts *o)
@@ -146,77 +91,24 @@ static void follow_sleep(const struct follow_opts *o)
 		nanosleep(&ts, NULL);
 }
 
-/* At end of file: has the name moved on (rotation) or the file shrunk? */
-static void follow_check(struct follow *f, struct status_info *si)
-{
-	struct stat st;
-	int gone = stat(f->o->path, &st) != 0;
-
-	if (gone && errno == ENOENT) {
-		/* Moved away and not replaced yet: a writer that still holds the
-		 * old file keeps appending to it, so keep reading it until a new
-		 * file takes the name. */
-		if (!f->moved_noted)
-			follow_note(f, "file moved away, reading it until a new one appears");
-		f->moved_noted = 1;
-		return;
-	}
-	f->moved_noted = 0;
-	if (gone || st.st_dev != f->dev || st.st_ino != f->ino) {
-		/* Rotated: read what was appended to the old file since the last
-		 * read; the rest of its last line is complete as far as it goes. */
-		while (follow_read(f, si) > 0)
-			;
-		linebuf_flush(&f->lb, follow_on_line, f);
-		close(f->fd);
-		f->fd = -1;
-		f->stats->rotations++;
-		follow_note(f, "file replaced, following the new file");
-		return;
-	}
-	if (fstat(f->fd, &st) == 0 && st.st_size < f->off) {
-		linebuf_flush(&f->lb, follow_on_line, f);
-		lseek(f->fd, 0, SEEK_SET);
-		f->off = 0;
-		f->stats->truncations++;
-		follow_note(f, "file truncated, reading from its start");
-	}
-}
-
 static enum status follow_loop(struct follow *f, struct status_info *si)
 {
 	const struct follow_opts *o = f->o;
-	int stdin_mode = !strcmp(o->path, "-");
+	int from_stdin = !strcmp(o->path, "-");
 
-	if (stdin_mode)
-		f->fd = 0;
 	while (!*o->stop) {
-		ssize_t r;
+		long got = tailfile_poll(f->in, FOLLOW_BUDGET, false, follow_on_line, f, si);
 
-		if (f->fd < 0) {
-			int rc = follow_open(f, si);
-			if (rc < 0)
-				return STATUS_IO;
-			if (rc > 0) {
-				if (o->once)
-					return STATUS_OK;
-				fflush(o->out);
-				follow_sleep(o);
-				continue;
-			}
-		}
-		r = follow_read(f, si);
-		if (r < 0)
+		if (got < 0)
 			return STATUS_IO;
-		if (r > 0)
+		if (got > 0)
 			continue;
 		if (fflush(o->out) || f->write_failed)
 			return status_set(si, STATUS_IO, "cannot write the capture: %s", strerror(errno));
-		if (stdin_mode || o->once)
+		/* stdin is read to its end, --once or not */
+		if (tailfile_done(f->in) || (o->once && !from_stdin))
 			return STATUS_OK;
-		follow_check(f, si);
-		if (f->fd >= 0)
-			follow_sleep(o);
+		follow_sleep(o);
 	}
 	return STATUS_OK;
 }
@@ -226,19 +118,19 @@ static size_t follow_start(struct follow *f)
 	struct caprec_head h;
 	struct jbuf w;
 	char host[256];
-	char *tail = f->rd;   /* not in use yet */
+	char tail[FOLLOW_START_CAP];
 
 	if (gethostname(host, sizeof(host)))
 		host[0] = '\0';
 	host[sizeof(host) - 1] = '\0';
-	jbuf_init(&w, tail, FOLLOW_READ);
+	jbuf_init(&w, tail, FOLLOW_START_CAP);
 	jbuf_rawz(&w, "\"reader\":\"follow\",\"path\":");
 	jbuf_strz(&w, f->o->path);
 	jbuf_rawz(&w, ",\"host\":");
 	jbuf_strz(&w, host);
 	jbuf_rawz(&w, ",");
-	if (w.len < FOLLOW_READ)
-		w.len += caprec_mode(tail + w.len, FOLLOW_READ - w.len, f->o->all_lines, f->o->rules,
+	if (w.len < FOLLOW_START_CAP)
+		w.len += caprec_mode(tail + w.len, FOLLOW_START_CAP - w.len, f->o->all_lines, f->o->rules,
 				     f->o->rules_from);
 	jbuf_rawz(&w, "}");
 	if (!jbuf_ok(&w))
@@ -260,19 +152,20 @@ enum status follow_run(const struct follow_opts *o, struct follow_stats *stats,
 	memset(stats, 0, sizeof(*stats));
 	f.o = o;
 	f.stats = stats;
-	f.fd = -1;
 	banner_scratch_init(&f.sc);
-	f.line = malloc(FOLLOW_LINE_MAX);
 	f.out = malloc(FOLLOW_OUT_CAP);
-	f.rd = malloc(FOLLOW_READ);
-	if (!f.line || !f.out || !f.rd) {
+	f.in = tailfile_new(o->path, true);
+	if (!f.out || !f.in) {
 		st = status_set(si, STATUS_NOMEM, "out of memory");
 		goto out;
 	}
-	linebuf_init(&f.lb, f.line, FOLLOW_LINE_MAX);
+	tailfile_set_notes(f.in, follow_note, &f);
 	follow_put(&f, f.out, follow_start(&f));
 	st = follow_loop(&f, si);
-	linebuf_flush(&f.lb, follow_on_line, &f);
+	/* a last line no newline ended is a line */
+	tailfile_poll(f.in, 0, true, follow_on_line, &f, NULL);
+	stats->rotations = tailfile_stats(f.in)->rotations;
+	stats->truncations = tailfile_stats(f.in)->truncations;
 	caprec_head_now(&h);
 	h.pid = h.tid = 0;
 	h.fd = -1;
@@ -283,10 +176,7 @@ enum status follow_run(const struct follow_opts *o, struct follow_stats *stats,
 	if ((fflush(o->out) || f.write_failed) && st == STATUS_OK)
 		st = status_set(si, STATUS_IO, "cannot write the capture: %s", strerror(errno));
 out:
-	if (f.fd > 0)
-		close(f.fd);
-	free(f.line);
+	tailfile_free(f.in);
 	free(f.out);
-	free(f.rd);
 	return st;
 }

@@ -2,7 +2,7 @@
  * follow.h - the host-side reader: turns a log file or stream into a capture
  * file when the server cannot be preloaded (a container, a systemd unit).
  *
- * A path is followed by name like `tail -F`: read from its start, then
+ * A path is followed by name like `tail -F` (base/tailfile.h): read from its start, then
  * waited on; a file that does not exist yet is waited for; when the name is
  * moved away (rotation) the old file is read to its end and the new one from
  * its start; when the file shrinks (truncation) reading restarts at 0. "-"
@@ -20,7 +20,10 @@
 #include "banner.h"
 #include "status.h"
 
-#define FOLLOW_LINE_MAX (1024 * 1024)
+#include "tailfile.h"
+
+/* Longest line kept whole (tailfile's); a longer one becomes a lost record. */
+#define FOLLOW_LINE_MAX TAILFILE_LINE_MAX
 
 struct follow_opts {
 	const char *path;                 /* "-" for standard input */

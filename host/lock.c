@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procstat.h"
+
 struct lock {
 	char dir[LOCK_PATH_MAX];
 	char owner[LOCK_PATH_MAX + 16];   /* dir/owner */
@@ -350,26 +352,9 @@ int lock_pid_is_ours(long pid)
 	int hops;
 
 	for (hops = 0; hops < 128 && cur > 0; hops++) {
-		char path[64], buf[512], *rp;
-		FILE *f;
-		long ppid;
-
 		if (cur == pid)
 			return 1;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", cur);
-		f = fopen(path, "re");
-		if (!f)
-			return 0;
-		if (!fgets(buf, sizeof(buf), f)) {
-			fclose(f);
-			return 0;
-		}
-		fclose(f);
-		/* comm may hold spaces and parentheses: ppid follows the last ')'. */
-		rp = strrchr(buf, ')');
-		if (!rp || sscanf(rp + 1, " %*c %ld", &ppid) != 1)
-			return 0;
-		cur = ppid;
+		cur = (long)procstat_read((pid_t)cur, PROCSTAT_PPID, NULL);
 	}
 	return 0;
 }

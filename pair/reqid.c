@@ -8,23 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 struct reqid {
 	size_t *slot;
 	size_t n;               /* a power of two */
 	reqid_match_fn match;
 	const void *ctx;
 };
-
-static uint64_t reqid_fnv(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
 
 enum status reqid_new(struct reqid **out, size_t n_requests, reqid_match_fn match, const void *ctx,
 		      struct status_info *si)
@@ -63,7 +54,7 @@ static size_t reqid_find_exact(const struct reqid *x, const char *id)
 
 	if (!x || !id || !*id)
 		return SIZE_MAX;
-	i = (size_t)(reqid_fnv(id) & (x->n - 1));
+	i = (size_t)(hash_fnv1a_str(HASH_FNV1A_INIT, id) & (x->n - 1));
 	for (; (k = x->slot[i]); i = (i + 1) & (x->n - 1))
 		if (x->match(x->ctx, k - 1, id))
 			return k - 1;
@@ -94,7 +85,7 @@ void reqid_put(struct reqid *x, const char *key, size_t i)
 
 	if (!key[0] || reqid_find_exact(x, key) != SIZE_MAX)
 		return;   /* a repeated id keeps its first record */
-	j = (size_t)(reqid_fnv(key) & (x->n - 1));
+	j = (size_t)(hash_fnv1a_str(HASH_FNV1A_INIT, key) & (x->n - 1));
 	while (x->slot[j])
 		j = (j + 1) & (x->n - 1);
 	x->slot[j] = i + 1;

@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mono.h"
+
 #define DRAIN_Q_MAX 4096          /* writes and marks waiting for a commit, all fds */
 #define DRAIN_RISK_MAX 1024       /* stdio calls in flight */
 #define DRAIN_OUT_CAP (1024u * 1024)   /* records gathered for one write */
@@ -98,14 +100,6 @@ static uint32_t drain_self(void)
 	return t ? t : (uint32_t)syscall(SYS_gettid);
 }
 
-static int64_t drain_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void drain_sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -114,18 +108,6 @@ static void drain_sleep_ms(long ms)
 }
 
 /* --- time --------------------------------------------------------------------- */
-
-#if defined(__x86_64__)
-static uint64_t drain_tsc(void)
-{
-	return __builtin_ia32_rdtsc();
-}
-#else
-static uint64_t drain_tsc(void)
-{
-	return 0;
-}
-#endif
 
 /*
  * The clock of the ring's stamps. The reader left its calibration in the
@@ -138,7 +120,7 @@ static void drain_clock(struct drain *d)
 	uint64_t t1;
 	int64_t m1;
 
-	d->wall_off = drain_ns(CLOCK_REALTIME) - drain_ns(CLOCK_MONOTONIC);
+	d->wall_off = mono_wall_offset_ns();
 	d->tsc = shim_area->clock == RING_CLOCK_TSC;
 	if (!d->tsc)
 		return;
@@ -148,11 +130,11 @@ static void drain_clock(struct drain *d)
 		d->ns_per_tick = (double)(c->mono1 - c->mono0) / (double)(c->tsc1 - c->tsc0);
 		return;
 	}
-	d->tsc0 = drain_tsc();
-	d->mono0 = drain_ns(CLOCK_MONOTONIC);
+	d->tsc0 = mono_tsc();
+	d->mono0 = mono_ns();
 	drain_sleep_ms(2);
-	t1 = drain_tsc();
-	m1 = drain_ns(CLOCK_MONOTONIC);
+	t1 = mono_tsc();
+	m1 = mono_ns();
 	d->ns_per_tick = t1 > d->tsc0 ? (double)(m1 - d->mono0) / (double)(t1 - d->tsc0) : 1.0;
 }
 

@@ -8,8 +8,8 @@
 # Also builds the small C programs the capture e2e tests run (tests/progs/).
 
 SHIM_SO   := $(BUILD)/libttaudit-shim.so
-SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c capture/linebuf.c capture/banner.c capture/banner_rules.c \
-	capture/envlist.c capture/caprec.c capture/classify.c capture/ring.c base/auditline.c base/jdoc.c base/status.c
+SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c base/linebuf.c capture/banner.c capture/banner_rules.c \
+	capture/envlist.c capture/caprec.c capture/classify.c capture/ring.c base/auditline.c base/mono.c base/procstat.c base/jdoc.c base/status.c
 SHIM_OBJ  := $(SHIM_SRC:%.c=$(OBJ)/pic/%.o)
 # -flto: the write path crosses stream.c, linebuf.c, classify.c, banner.c and
 # caprec.c for every line; inlining across them takes about an eighth of

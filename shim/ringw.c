@@ -27,20 +27,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mono.h"
+
 /* Writes longer than this are not held pending (they would not fit the ring). */
 #define SHIM_PEND_BYTES (4u * RING_WRITE_MAX)
 
-/* The time of a write, in the ring's clock (RING_CLOCK_*). */
-static uint64_t shim_mono_ns(void)
+/*
+ * The time of a write in the ring's clock (RING_CLOCK_*): TSC ticks, or
+ * CLOCK_MONOTONIC ns. The reader turns ticks into ns for the lines that
+ * get a record.
+ */
+static uint64_t shim_ring_ticks(void)
 {
-	struct timespec ts;
-
-#if defined(__x86_64__)
 	if (shim_area->clock == RING_CLOCK_TSC)
-		return __builtin_ia32_rdtsc();
-#endif
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		return mono_tsc();
+	return (uint64_t)mono_ns();
 }
 
 /* Copies iov bytes [from, from+n) to dst. */
@@ -271,7 +272,7 @@ static ssize_t shim_ring_handler(struct shim_thread *th, int fd, const struct io
 	/* a handler's ids: the high bit of the low word, a counter of their own */
 	id = (uint64_t)(uint32_t)th->tid << 32 | 0x80000000u |
 	     (atomic_fetch_add_explicit(&th->hseq, 1, memory_order_relaxed) & 0x7fffffffu);
-	mono = shim_mono_ns();
+	mono = shim_ring_ticks();
 	if (n > RING_WRITE_MAX || !shim_put(fd, id, flags, iov, cnt, 0, n, mono))
 		id = 0;
 	r = sys(ctx);
@@ -304,7 +305,7 @@ static inline int shim_pend1(struct shim_thread *th, int fd, const char *p, size
 	if (!e)
 		return 0;
 	pd->first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq++ & 0x7fffffffu);
-	pd->mono = w.mono_ns = shim_mono_ns();
+	pd->mono = w.mono_ns = shim_ring_ticks();
 	w.tid = (uint32_t)th->tid;
 	w.unused = 0;
 	memcpy((char *)(e + 1), &w, sizeof(w));
@@ -398,7 +399,7 @@ void shim_ring_pend(struct shim_thread *th, int fd, const struct iovec *iov, int
 	shim_fd_phase(th, SHIM_PH_SYSCALL);
 	if (cnt == 1 && n && n <= RING_WRITE_MAX && shim_pend1(th, fd, iov[0].iov_base, n, pd))
 		return;
-	pd->mono = shim_mono_ns();
+	pd->mono = shim_ring_ticks();
 	pd->first = (uint64_t)(uint32_t)th->tid << 32 | (th->seq & 0x7fffffffu);
 	pd->chunks = 0;
 	pd->pended = 0;
@@ -525,7 +526,7 @@ void shim_ring_bytes(int fd, const char *p, size_t n, int doubt)
 
 	for (at = 0; at < n; at += RING_WRITE_MAX) {
 		size_t k = n - at < RING_WRITE_MAX ? n - at : RING_WRITE_MAX;
-		if (!shim_put(fd, 0, doubt ? RING_W_DOUBT : 0, &iov, 1, at, k, shim_mono_ns())) {
+		if (!shim_put(fd, 0, doubt ? RING_W_DOUBT : 0, &iov, 1, at, k, shim_ring_ticks())) {
 			shim_lost_bytes(fd, RING_LOST_FULL, &iov, 1, at, n - at);
 			return;
 		}

@@ -32,6 +32,7 @@
 #include "caprec.h"
 #include "classify.h"
 #include "envlist.h"
+#include "procstat.h"
 
 #define SHIM_TAIL_CAP (256 * 1024)     /* the start record's argv/env part */
 #define SHIM_REOPEN_NS 1000000000L     /* retry a failed open at most once a second */
@@ -493,9 +494,8 @@ static int shim_direct_write(const char *rec, size_t len, uint64_t count)
  */
 static int shim_reader_alive(void)
 {
-	char path[40], buf[512], *p = path + sizeof(path);
-	const char *close_paren = NULL;
-	long pid, n, i;
+	char path[40], buf[512], *p;
+	long pid, v, n;
 	int fd, e = errno, alive;
 
 	if (!cfg.ctl)
@@ -504,22 +504,23 @@ again:
 	pid = (long)cfg.ctl->consumer_pid;
 	alive = kill((pid_t)pid, 0) == 0 || errno == EPERM;
 	if (alive && pid > 0) {
-		/* "/proc/<pid>/stat", built without stdio */
+		/* "/proc/<pid>/stat", built without stdio (snprintf is not async-signal-safe) */
+		p = path + sizeof(path);
 		*--p = 0;
 		memcpy(p -= 5, "/stat", 5);
+		v = pid;
 		do
-			*--p = (char)('0' + pid % 10);
-		while ((pid /= 10) && p > path + 6);
+			*--p = (char)('0' + v % 10);
+		while ((v /= 10) && p > path + 6);
 		memcpy(p -= 6, "/proc/", 6);
 		fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
+			char state = 0;
+
 			n = (long)syscall(SYS_read, fd, buf, sizeof(buf));
 			syscall(SYS_close, fd);
-			for (i = 0; i < n; i++)
-				if (buf[i] == ')')
-					close_paren = buf + i;
-			if (close_paren && close_paren + 2 < buf + n &&
-			    (close_paren[2] == 'Z' || close_paren[2] == 'X'))
+			if (n > 0 && !procstat_parse(buf, (size_t)n, PROCSTAT_STATE, NULL, &state) &&
+			    (state == 'Z' || state == 'X'))
 				alive = 0;
 		}
 	}
@@ -898,31 +899,22 @@ void shim_fd_touched(int lo, int hi)
 
 /* --- the area ------------------------------------------------------------ */
 
-/* Field 22 of /proc/self/stat (start time in clock ticks), 0 when unknown. */
+/* Its start time in clock ticks (proc(5) starttime), 0 when unknown. */
 static uint64_t shim_starttime(void)
 {
-	char buf[1024], *p;
+	char buf[1024];
+	long long v;
 	ssize_t n;
-	int fd, field;
-	uint64_t v = 0;
+	int fd;
 
 	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	n = syscall(SYS_read, fd, buf, sizeof(buf));
 	syscall(SYS_close, fd);
-	if (n <= 0)
+	if (n <= 0 || procstat_parse(buf, (size_t)n, PROCSTAT_STARTTIME, &v, NULL) || v < 0)
 		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');   /* the command name may hold spaces */
-	if (!p)
-		return 0;
-	for (field = 2; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	while (*p >= '0' && *p <= '9')
-		v = v * 10 + (uint64_t)(*p++ - '0');
-	return v;
+	return (uint64_t)v;
 }
 
 static void shim_u64(char *out, uint64_t v)

@@ -7,13 +7,21 @@
  *             per-thread blocks, fork, start and end records
  *   stream.c  per-fd byte streams in kernel order: the fd lock, the lines
  *             a write completes (classified before the bytes reach the
- *             kernel, settled after), bytes written by signal handlers
+ *             kernel, settled after), bytes written by signal handlers;
+ *             the lines themselves only when no reader runs
+ *   ringw.c   a watched write with `ttaudit capture` reading: its bytes to
+ *             the ring before the kernel, and a commit of what the kernel
+ *             took (the reader cuts and classifies the lines)
  *   stdio.c   glibc FILE streams: the bytes still in a FILE's buffer, and
  *             those its flushes hand to the fd
  *   proc.c    exit, _exit, exec, wait: how a process ends
  *   io.c      write, writev, open, close, dup: the raw interposers
  *   drain.c   the reader gone: the process reads its own ring to the file,
  *             as the reader would have, and goes on without it
+ *
+ * From the rest of the tree it compiles what its write path needs
+ * (shim/module.mk): base/linebuf, mono, procstat, auditline, jdoc, status
+ * and capture/ring, classify, banner, banner_rules, caprec, jbuf, envlist.
  *
  * The design and its limits are in docs/capture.md. Rules for everything
  * reachable from a wrapper: no malloc, no stdio, no pthread lock (signal

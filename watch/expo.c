@@ -3,6 +3,7 @@
  * labelled series in a bounded pool with a hash index, and the writer.
  */
 #include "expo.h"
+#include "hash.h"
 #include "jsonw.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
 
 #define EXPO_HASH (EXPO_MAX_SERIES * 2)   /* open addressing, at most half full */
 
@@ -160,22 +162,11 @@ static int expo_render(char *buf, size_t cap, const char *const *names, const ch
 	return 0;
 }
 
-static uint64_t expo_hash(int f, const char *s)
-{
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)(unsigned)f;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 /* The series (created when create), or NULL; call with the mutex held. */
 static struct expo_series *expo_find(struct expo *e, int f, const char *labels, bool create,
 				     enum status *st)
 {
-	uint64_t h = expo_hash(f, labels);
+	uint64_t h = hash_fnv1a_str(HASH_FNV1A_INIT ^ (uint64_t)(unsigned)f, labels);
 	size_t slot = (size_t)(h % EXPO_HASH);
 	struct expo_series *s;
 

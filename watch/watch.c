@@ -16,7 +16,7 @@
 #include "expo.h"
 #include "reader.h"
 #include "replay.h"
-#include "source.h"
+#include "tailfile.h"
 
 /* Bytes one source may give in one pass, so that one busy source cannot starve the others. */
 #define WATCH_BUDGET (1024 * 1024)
@@ -32,7 +32,7 @@ struct watch_seen {
 };
 
 struct watch_src {
-	struct source *src;
+	struct tailfile *src;
 	struct replay_stream *rs;
 	struct watch_seen *seen;
 	size_t n_seen, cap_seen;
@@ -152,7 +152,7 @@ enum status watch_new(struct watch **out, const struct watch_opts *o, struct sta
 	for (i = 0; i < o->n_sources; i++) {
 		struct watch_src *s = &w->src[i];
 		s->w = w;
-		s->src = source_new(o->sources[i], o->from_start);
+		s->src = tailfile_new(o->sources[i], o->from_start);
 		s->rs = s->src ? replay_stream_new(w->rep, o->sources[i]) : NULL;
 		if (!s->rs)
 			goto nomem;
@@ -176,7 +176,7 @@ void watch_free(struct watch *w)
 			free(w->src[i].seen[k].c);
 		free(w->src[i].seen);
 		replay_stream_free(w->src[i].rs);
-		source_free(w->src[i].src);
+		tailfile_free(w->src[i].src);
 	}
 	expo_free(w->ex);
 	replay_free(w->rep);
@@ -215,7 +215,7 @@ static void watch_no_audit(struct watch_src *s, bool at_end)
 	if (!audit_reader_describe(st, what, sizeof(what)))
 		return;
 	s->no_audit_said = true;
-	fprintf(s->w->o.notes, "ttaudit watch: %s: no audit event %s: %s\n", source_name(s->src),
+	fprintf(s->w->o.notes, "ttaudit watch: %s: no audit event %s: %s\n", tailfile_name(s->src),
 		at_end ? "in it" : "yet", what);
 }
 
@@ -231,7 +231,7 @@ size_t watch_poll(struct watch *w, bool final)
 
 		status_info_clear(&si);
 		pthread_mutex_lock(&w->mu);
-		got = source_poll(s->src, WATCH_BUDGET, final, watch_on_line, s, &si);
+		got = tailfile_poll(s->src, WATCH_BUDGET, final, watch_on_line, s, &si);
 		pthread_mutex_unlock(&w->mu);
 		if (got < 0) {
 			if (!s->read_error && w->o.notes)
@@ -268,9 +268,9 @@ size_t watch_once(struct watch *w)
 	watch_poll(w, true);
 	for (i = 0; i < w->n_src; i++) {
 		struct watch_src *s = &w->src[i];
-		if (s->read_error || !source_stats(s->src)->opens) {
+		if (s->read_error || !tailfile_stats(s->src)->opens) {
 			if (!s->read_error && w->o.notes)
-				fprintf(w->o.notes, "ttaudit watch: %s: no such file\n", source_name(s->src));
+				fprintf(w->o.notes, "ttaudit watch: %s: no such file\n", tailfile_name(s->src));
 			bad++;
 			continue;
 		}
@@ -292,7 +292,7 @@ static void watch_sync_proc(struct watch *w, struct watch_src *s, const struct r
 			    struct watch_seen *seen, const char *pid)
 {
 	static const int fams[] = { F_TAKEN, F_UNVERIFIED, F_PREVENTED, F_FORGONE, F_FIRED, F_SKIPPED };
-	const char *src = source_name(s->src);
+	const char *src = tailfile_name(s->src);
 	const char *pn[] = { "source", "host", "pid" }, *pv[] = { src, w->host, pid };
 	const char *rn[] = { "rule", "source", "host", "pid" };
 	const char *en[] = { "rule", "evidence", "source", "host", "pid" };
@@ -336,7 +336,7 @@ static void watch_sync_arm(struct watch *w, struct watch_src *s, size_t i, const
 	}
 	for (k = 0; k < w->o.n_rules; k++) {
 		uint64_t evaluated = 0, mismatch = 0;
-		const char *rv[] = { w->rules[k].name, source_name(s->src), w->host, pid };
+		const char *rv[] = { w->rules[k].name, tailfile_name(s->src), w->host, pid };
 		for (j = i; j < n; j++) {
 			struct replay_proc_row o;
 			replay_stream_proc(s->rs, j, &o);
@@ -353,8 +353,8 @@ static void watch_sync_arm(struct watch *w, struct watch_src *s, size_t i, const
 static void watch_sync_src(struct watch *w, struct watch_src *s)
 {
 	const struct audit_reader_stats *st = replay_stream_stats(s->rs);
-	const struct source_stats *ss = source_stats(s->src);
-	const char *src = source_name(s->src);
+	const struct tailfile_stats *ss = tailfile_stats(s->src);
+	const char *src = tailfile_name(s->src);
 	const char *sn[] = { "source", "host" }, *sv[] = { src, w->host };
 	const char *ln[] = { "reason", "source", "host" };
 	const char *capture[] = { "capture", src, w->host }, *uncertain[] = { "uncertain", src, w->host };
@@ -392,7 +392,7 @@ static void watch_sync_src(struct watch *w, struct watch_src *s)
 	s->uncertain = st->capture_uncertain;
 	s->overlong = ss->overlong;
 	s->malformed = st->malformed;
-	expo_set(w->ex, w->fam[F_UP], sn, sv, 2, source_up(s->src) && !s->read_error);
+	expo_set(w->ex, w->fam[F_UP], sn, sv, 2, tailfile_up(s->src) && !s->read_error);
 	if (s->last_event > 0)
 		expo_set(w->ex, w->fam[F_LAST_EVENT], sn, sv, 2, s->last_event);
 }
@@ -415,7 +415,7 @@ void watch_health(struct watch *w, size_t *up, size_t *total)
 	*up = 0;
 	pthread_mutex_lock(&w->mu);
 	for (i = 0; i < w->n_src; i++)
-		*up += source_up(w->src[i].src) && !w->src[i].read_error;
+		*up += tailfile_up(w->src[i].src) && !w->src[i].read_error;
 	pthread_mutex_unlock(&w->mu);
 	*total = w->n_src;
 }

@@ -1,5 +1,5 @@
 /*
- * watch.h - `ttaudit watch`: follows sources (source.h), replays every line
+ * watch.h - `ttaudit watch`: follows sources (base/tailfile.h), replays every line
  * as it arrives with the replay library (replay_stream: the same decoding and
  * per-process replay as `ttaudit replay`), and keeps the counts as
  * Prometheus metrics (expo.h) labelled by rule, evidence, reason, source,

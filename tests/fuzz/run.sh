@@ -42,9 +42,9 @@ build fuzz_line base/jdoc.c analyzer/event.c base/status.c
 build fuzz_scan base/jdoc.c analyzer/event.c base/status.c
 build fuzz_replay base/jdoc.c base/status.c base/jsonw.c base/rate.c base/progress.c base/mono.c analyzer/event.c analyzer/evidence.c \
 	analyzer/reader.c analyzer/rule.c analyzer/tally.c replay/replay.c replay/replay_report.c replay/replay_combine.c replay/validate.c base/auditline.c -lz -lpthread
-[ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture capture/linebuf.c capture/classify.c base/auditline.c \
+[ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture base/linebuf.c capture/classify.c base/auditline.c \
 	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c \
-	capture/ring.c capture/capfile.c capture/consume.c base/mono.c base/jdoc.c base/status.c -lpcre2-8
+	capture/ring.c capture/capfile.c capture/consume.c capture/consume_lines.c capture/consume_records.c capture/consume_end.c base/mono.c base/procstat.c base/jdoc.c base/status.c -lpcre2-8
 [ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom probe/prom.c base/status.c
 build fuzz_chunk bench/chunk.c base/jdoc.c base/status.c
 

@@ -16,11 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "linebuf.h"
 #include "log.h"
 
 #define ENGINECORE_IN_FD 3       /* the records, in the child */
 #define ENGINECORE_ACK_FD 4      /* the answers to SYNC, in the child */
 #define ENGINECORE_SYNC_MS 10000
+#define ENGINECORE_READ 65536      /* bytes read from the pipe at a time */
 
 struct ttsim_enginecore {
 	int fd;                  /* the write end of the record pipe */
@@ -239,16 +241,43 @@ void ttsim_enginecore_stop(struct ttsim_enginecore *ec)
 	free(ec);
 }
 
+/* The engine core's pipe as lines (base/linebuf): their decoding scratch. */
+struct enginecore_in {
+	char *scratch;          /* a line, NUL-terminated for ttsim_enginecore_decode */
+};
+
+static void enginecore_on_line(void *ctx, const char *line, size_t n, int overlong)
+{
+	struct enginecore_in *in = ctx;
+	struct ttsim_enginecore_rec r;
+
+	/* an overlong record is cut: its first TTSIM_ENGINECORE_LINE_MAX bytes */
+	(void)overlong;
+	memcpy(in->scratch, line, n);
+	in->scratch[n] = '\0';
+	if (ttsim_enginecore_decode(in->scratch, &r) == 0) {
+		if (r.kind == TTSIM_ENGINECORE_SYNC)
+			(void)!write(ENGINECORE_ACK_FD, "y", 1);
+		else
+			enginecore_print(&r);
+	}
+}
+
 int ttsim_enginecore_main(const char *name)
 {
-	char *buf = malloc(TTSIM_ENGINECORE_LINE_MAX + 1), *line, *nl;
-	struct ttsim_enginecore_rec r;
-	size_t len = 0, off;
+	char *held = malloc(TTSIM_ENGINECORE_LINE_MAX), *rd = malloc(ENGINECORE_READ);
+	struct enginecore_in in = { malloc(TTSIM_ENGINECORE_LINE_MAX + 1) };
+	struct linebuf lb;
 	ssize_t got;
 	sigset_t sigs;
 
-	if (!buf)
+	if (!held || !rd || !in.scratch) {
+		free(held);
+		free(rd);
+		free(in.scratch);
 		return 1;
+	}
+	linebuf_init(&lb, held, TTSIM_ENGINECORE_LINE_MAX);
 	/* the server stops it by closing the pipe, after its last line */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -257,31 +286,15 @@ int ttsim_enginecore_main(const char *name)
 	ttsim_log_setup(name && (!strcmp(name, "EngineCore") || !strcmp(name, "EngineCore_DP0")) ?
 			name : "EngineCore_DP0");
 	for (;;) {
-		got = read(ENGINECORE_IN_FD, buf + len, TTSIM_ENGINECORE_LINE_MAX - len);
+		got = read(ENGINECORE_IN_FD, rd, ENGINECORE_READ);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			break;
-		len += (size_t)got;
-		off = 0;
-		while ((nl = memchr(buf + off, '\n', len - off)) || len == TTSIM_ENGINECORE_LINE_MAX) {
-			line = buf + off;
-			if (!nl)
-				nl = buf + len - 1;   /* an overlong record: cut */
-			*nl = '\0';
-			off = (size_t)(nl - buf) + 1;
-			if (ttsim_enginecore_decode(line, &r) == 0) {
-				if (r.kind == TTSIM_ENGINECORE_SYNC)
-					(void)!write(ENGINECORE_ACK_FD, "y", 1);
-				else
-					enginecore_print(&r);
-			}
-			if (len == off)
-				break;
-		}
-		memmove(buf, buf + off, len - off);
-		len -= off;
+		linebuf_feed(&lb, rd, (size_t)got, enginecore_on_line, &in);
 	}
-	free(buf);
+	free(held);
+	free(rd);
+	free(in.scratch);
 	return 0;
 }

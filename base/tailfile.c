@@ -1,9 +1,9 @@
 /*
- * source.c - one followed input of `ttaudit watch` (source.h): open, start
+ * tailfile.c - one input followed like `tail -F` (tailfile.h): open, start
  * at the end or the start, read without blocking, and notice rotation and
  * truncation when the file has nothing new.
  */
-#include "source.h"
+#include "tailfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 
 #include "linebuf.h"
 
-#define SOURCE_READ 65536
+#define TAILFILE_READ 65536
 
-struct source {
+struct tailfile {
 	char *name;
 	bool is_stdin, from_start, done, started;
 	bool skip_first;            /* started inside a line: drop up to its newline */
@@ -27,32 +27,48 @@ struct source {
 	off_t off;
 	struct linebuf lb;
 	char *line, *rd;
-	struct source_stats stats;
-	source_line_fn fn;
+	struct tailfile_stats stats;
+	tailfile_line_fn fn;
 	void *ctx;
+	tailfile_note_fn note;
+	void *note_ctx;
+	bool waiting_noted;         /* said that the name does not exist (yet) */
+	bool moved_noted;           /* said that the name is gone while the old file is read */
 };
 
-struct source *source_new(const char *name, bool from_start)
+static void tailfile_note(struct tailfile *s, const char *what)
 {
-	struct source *s = calloc(1, sizeof(*s));
+	if (s->note)
+		s->note(s->note_ctx, what);
+}
+
+void tailfile_set_notes(struct tailfile *t, tailfile_note_fn fn, void *ctx)
+{
+	t->note = fn;
+	t->note_ctx = ctx;
+}
+
+struct tailfile *tailfile_new(const char *name, bool from_start)
+{
+	struct tailfile *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
 	s->name = strdup(name);
-	s->line = malloc(SOURCE_LINE_MAX);
-	s->rd = malloc(SOURCE_READ);
+	s->line = malloc(TAILFILE_LINE_MAX);
+	s->rd = malloc(TAILFILE_READ);
 	if (!s->name || !s->line || !s->rd) {
-		source_free(s);
+		tailfile_free(s);
 		return NULL;
 	}
 	s->is_stdin = !strcmp(name, "-");
 	s->from_start = from_start;
 	s->fd = s->is_stdin ? 0 : -1;
-	linebuf_init(&s->lb, s->line, SOURCE_LINE_MAX);
+	linebuf_init(&s->lb, s->line, TAILFILE_LINE_MAX);
 	return s;
 }
 
-void source_free(struct source *s)
+void tailfile_free(struct tailfile *s)
 {
 	if (!s)
 		return;
@@ -64,18 +80,18 @@ void source_free(struct source *s)
 	free(s);
 }
 
-const char *source_name(const struct source *s) { return s->name; }
-const struct source_stats *source_stats(const struct source *s) { return &s->stats; }
-bool source_done(const struct source *s) { return s->done; }
+const char *tailfile_name(const struct tailfile *s) { return s->name; }
+const struct tailfile_stats *tailfile_stats(const struct tailfile *s) { return &s->stats; }
+bool tailfile_done(const struct tailfile *s) { return s->done; }
 
-bool source_up(const struct source *s)
+bool tailfile_up(const struct tailfile *s)
 {
 	return s->fd >= 0 && !s->done;
 }
 
-static void source_on_line(void *ctx, const char *line, size_t n, int overlong)
+static void tailfile_on_line(void *ctx, const char *line, size_t n, int overlong)
 {
-	struct source *s = ctx;
+	struct tailfile *s = ctx;
 
 	s->stats.lines++;
 	if (overlong)
@@ -84,7 +100,7 @@ static void source_on_line(void *ctx, const char *line, size_t n, int overlong)
 }
 
 /* Opens the path if it exists: 0 open, 1 not there (yet), -1 error. */
-static int source_open(struct source *s, struct status_info *si)
+static int tailfile_open(struct tailfile *s, struct status_info *si)
 {
 	struct stat st;
 	int fd = open(s->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -92,6 +108,9 @@ static int source_open(struct source *s, struct status_info *si)
 	if (fd < 0) {
 		if (errno == ENOENT) {
 			s->started = true;   /* a file that appears later is read whole */
+			if (!s->waiting_noted)
+				tailfile_note(s, "waiting for the file to appear");
+			s->waiting_noted = true;
 			return 1;
 		}
 		status_set_at(si, STATUS_IO, s->name, 0, 0, "cannot open: %s", strerror(errno));
@@ -102,6 +121,7 @@ static int source_open(struct source *s, struct status_info *si)
 		status_set_at(si, STATUS_IO, s->name, 0, 0, "cannot stat: %s", strerror(errno));
 		return -1;
 	}
+	s->waiting_noted = false;
 	s->fd = fd;
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
@@ -119,7 +139,7 @@ static int source_open(struct source *s, struct status_info *si)
 }
 
 /* Feeds data, dropping the rest of a line watch started inside of. */
-static void source_feed(struct source *s, const char *p, size_t n)
+static void tailfile_feed(struct tailfile *s, const char *p, size_t n)
 {
 	if (s->skip_first) {
 		const char *nl = memchr(p, '\n', n);
@@ -129,16 +149,16 @@ static void source_feed(struct source *s, const char *p, size_t n)
 		n -= (size_t)(nl + 1 - p);
 		p = nl + 1;
 	}
-	linebuf_feed(&s->lb, p, n, source_on_line, s);
+	linebuf_feed(&s->lb, p, n, tailfile_on_line, s);
 }
 
 /* One read: bytes, 0 at end (or nothing now), -1 error. */
-static ssize_t source_read(struct source *s, size_t want, struct status_info *si)
+static ssize_t tailfile_read(struct tailfile *s, size_t want, struct status_info *si)
 {
 	ssize_t r;
 
-	if (want > SOURCE_READ)
-		want = SOURCE_READ;
+	if (want > TAILFILE_READ)
+		want = TAILFILE_READ;
 	if (s->is_stdin) {
 		/* stdin's file description is shared with whoever started us: polled, not made non-blocking */
 		struct pollfd pf = { 0, POLLIN, 0 };
@@ -157,41 +177,47 @@ static ssize_t source_read(struct source *s, size_t want, struct status_info *si
 	if (r > 0) {
 		s->off += r;
 		s->stats.bytes += (uint64_t)r;
-		source_feed(s, s->rd, (size_t)r);
+		tailfile_feed(s, s->rd, (size_t)r);
 	}
 	return r;
 }
 
 /* At the end of a file: rotated (a new file has the name) or truncated? 1 when so. */
-static int source_check(struct source *s, struct status_info *si)
+static int tailfile_check(struct tailfile *s, struct status_info *si)
 {
 	struct stat st;
 
 	if (stat(s->name, &st) != 0) {
 		/* moved away and not replaced yet: its writer may still append */
+		if (!s->moved_noted)
+			tailfile_note(s, "file moved away, reading it until a new one appears");
+		s->moved_noted = true;
 		return 0;
 	}
+	s->moved_noted = false;
 	if (st.st_dev != s->dev || st.st_ino != s->ino) {
-		while (source_read(s, SOURCE_READ, si) > 0)
+		while (tailfile_read(s, TAILFILE_READ, si) > 0)
 			;
-		linebuf_flush(&s->lb, source_on_line, s);
+		linebuf_flush(&s->lb, tailfile_on_line, s);
 		close(s->fd);
 		s->fd = -1;
 		s->stats.rotations++;
+		tailfile_note(s, "file replaced, following the new file");
 		return 1;
 	}
 	if (fstat(s->fd, &st) == 0 && st.st_size < s->off) {
-		linebuf_flush(&s->lb, source_on_line, s);
+		linebuf_flush(&s->lb, tailfile_on_line, s);
 		lseek(s->fd, 0, SEEK_SET);
 		s->off = 0;
 		s->skip_first = false;
 		s->stats.truncations++;
+		tailfile_note(s, "file truncated, reading from its start");
 		return 1;
 	}
 	return 0;
 }
 
-long source_poll(struct source *s, size_t budget, bool final, source_line_fn fn, void *ctx,
+long tailfile_poll(struct tailfile *s, size_t budget, bool final, tailfile_line_fn fn, void *ctx,
 		 struct status_info *si)
 {
 	size_t got = 0;
@@ -204,13 +230,13 @@ long source_poll(struct source *s, size_t budget, bool final, source_line_fn fn,
 		ssize_t r;
 
 		if (s->fd < 0) {
-			int rc = source_open(s, si);
+			int rc = tailfile_open(s, si);
 			if (rc < 0)
 				return -1;
 			if (rc)
 				break;
 		}
-		r = source_read(s, budget - got, si);
+		r = tailfile_read(s, budget - got, si);
 		if (r == -1) {
 			if (!s->is_stdin) {
 				close(s->fd);
@@ -222,17 +248,17 @@ long source_poll(struct source *s, size_t budget, bool final, source_line_fn fn,
 			break;   /* a pipe with nothing now */
 		if (r == 0) {
 			if (s->is_stdin) {
-				linebuf_flush(&s->lb, source_on_line, s);
+				linebuf_flush(&s->lb, tailfile_on_line, s);
 				s->done = true;
 				return (long)got;
 			}
-			if (source_check(s, si))
+			if (tailfile_check(s, si))
 				continue;   /* the new file, or the truncated one from 0, now */
 			break;
 		}
 		got += (size_t)r;
 	}
 	if (final)
-		linebuf_flush(&s->lb, source_on_line, s);
+		linebuf_flush(&s->lb, tailfile_on_line, s);
 	return (long)got;
 }
