@@ -14,6 +14,7 @@
 
 #include "event.h"
 #include "http.h"
+#include "models.h"
 #include "prom.h"
 #include "reader.h"
 #include "tally.h"
@@ -41,8 +42,7 @@ struct arm_ctx {
 	int models_state;
 	char models_url[HTTP_MAX_URL];
 	char models_err[512];
-	struct jdoc *models;          /* GET /v1/models, read by the one JSON reader */
-	struct http_response models_res;   /* the body the jdoc points into: kept */
+	struct models *models;        /* GET /v1/models (models.h) */
 };
 
 static void arm_excerpt(const char *s, size_t n, char *buf, size_t cap)
@@ -420,39 +420,26 @@ static void arm_eval_metrics(struct arm_ctx *c, const struct arm_item *it, struc
 
 static int arm_fetch_models(struct arm_ctx *c)
 {
-	struct http_response *res = &c->models_res;
+	struct http_response res = { 0 };
 	struct status_info si = { 0 };
-	const struct jval *data;
+	int rc;
 
 	if (c->models_state)
 		return c->models_state;
 	c->models_state = -1;
-	if (arm_get(c, "/v1/models", c->models_url, sizeof(c->models_url), res, c->models_err,
-		    sizeof(c->models_err)))
-		return -1;
-	c->models = jdoc_new(res->n_body + 1);
-	if (!c->models) {
-		snprintf(c->models_err, sizeof(c->models_err), "out of memory");
-		return -1;
-	}
-	if (jdoc_parse(c->models, res->body, res->n_body, &si)) {
-		snprintf(c->models_err, sizeof(c->models_err), "%.300s: not JSON at byte %ld: %.100s",
-			 c->models_url, si.byte, si.msg);
-		return -1;
-	}
-	data = jdoc_root(c->models)->type == JT_OBJ ?
-	       jdoc_get(c->models, jdoc_root(c->models), "data") : NULL;
-	if (!data || data->type != JT_ARR) {
-		snprintf(c->models_err, sizeof(c->models_err), "%.300s: not a model list (no data array)",
-			 c->models_url);
-		return -1;
-	}
-	if (!data->n) {
+	rc = arm_get(c, "/v1/models", c->models_url, sizeof(c->models_url), &res, c->models_err,
+		     sizeof(c->models_err));
+	if (!rc && models_parse(res.body, res.n_body, &c->models, &si)) {
+		snprintf(c->models_err, sizeof(c->models_err), "%.300s: %.200s", c->models_url, si.msg);
+		rc = -1;
+	} else if (!rc && !models_count(c->models)) {
 		snprintf(c->models_err, sizeof(c->models_err), "%.300s lists no model", c->models_url);
-		return -1;
+		rc = -1;
 	}
-	c->models_state = 1;
-	return 1;
+	http_response_release(&res);
+	if (!rc)
+		c->models_state = 1;
+	return c->models_state;
 }
 
 /* The integer a real stands for exactly, when it is one within int64. */
@@ -486,34 +473,31 @@ static bool arm_equals(const struct jval *want, const struct jval *got)
 
 static void arm_eval_models(struct arm_ctx *c, const struct arm_item *it, struct arm_item_result *res)
 {
-	const struct jval *data, *m;
 	char seen[300] = "", txt[200];
 	bool found = false;
-	int i = 0;
+	size_t i;
 
 	if (arm_fetch_models(c) < 0) {
 		snprintf(res->reason, sizeof(res->reason), "%s", c->models_err);
 		arm_conclude(it, res, false, true);
 		return;
 	}
-	data = jdoc_get(c->models, jdoc_root(c->models), "data");
-	for (m = jdoc_kid(c->models, data); m; m = jdoc_next(c->models, m), i++) {
-		const struct jval *id = m->type == JT_OBJ ? jdoc_get(c->models, m, "id") : NULL;
-		const struct jval *f = m->type == JT_OBJ ? jdoc_get(c->models, m, it->what) : NULL;
+	for (i = 0; i < models_count(c->models); i++) {
+		const struct jval *id = models_field(c->models, i, "id");
+		const struct jval *f = models_field(c->models, i, it->what);
 
-		if (it->model && (!id || id->type != JT_STR ||
-				  !jdoc_str_is(id, it->model, strlen(it->model))))
+		if (it->model && !jdoc_str_is(id, it->model, strlen(it->model)))
 			continue;
 		if (f)
 			arm_value_text(f, txt, sizeof(txt));
 		if (!seen[0])
-			snprintf(seen, sizeof(seen), "data[%d].%.100s is %.150s", i, it->what,
+			snprintf(seen, sizeof(seen), "data[%zu].%.100s is %.150s", i, it->what,
 				 f ? txt : "missing");
 		if (f && f->type != JT_NULL && (!it->equals || arm_equals(it->equals, f))) {
 			found = true;
 			snprintf(res->where, sizeof(res->where), "%s", c->models_url);
-			snprintf(res->quote, sizeof(res->quote), "data[%d] (%.150s).%.100s = %.200s", i,
-				 id && id->type == JT_STR ? id->u.s : "?", it->what, txt);
+			snprintf(res->quote, sizeof(res->quote), "data[%zu] (%.150s).%.100s = %.200s", i,
+				 models_id(c->models, i) ? models_id(c->models, i) : "?", it->what, txt);
 			break;
 		}
 	}
@@ -877,8 +861,7 @@ enum status arm_check(const struct arm_spec *s, const char *arm, const struct ar
 	}
 	http_response_release(&c.metrics);
 	prom_free(c.prom);
-	jdoc_free(c.models);
-	http_response_release(&c.models_res);
+	models_free(c.models);
 	return STATUS_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "models.h"
 #include "prom.h"
 
 /* A rung's answer is small; a bigger one is not what the rung asks for. */
@@ -49,30 +50,21 @@ static bool ready_metrics(const struct http_response *res, struct ready_rung_res
 static bool ready_models(const struct http_response *res, const char *want, struct ready_report *r,
 			 struct ready_rung_result *rr)
 {
-	cJSON *root = cJSON_ParseWithLength(res->body, res->n_body);
-	const cJSON *data, *m;
-	bool ok = false;
+	struct status_info si = { 0 };
+	struct models *m = NULL;
+	long i;
 
-	data = cJSON_GetObjectItemCaseSensitive(root, "data");
-	if (!root || !cJSON_IsArray(data)) {
-		ready_fail(rr, "%s", "answer is not a model list (no data array)");
-		goto out;
+	if (models_parse(res->body, res->n_body, &m, &si)) {
+		snprintf(rr->last_error, sizeof(rr->last_error), "answer is %.200s", si.msg);
+		return false;
 	}
-	cJSON_ArrayForEach(m, data) {
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
-
-		if (!cJSON_IsString(id) || (want && strcmp(id->valuestring, want)))
-			continue;
-		snprintf(r->model, sizeof(r->model), "%s", id->valuestring);
-		ok = true;
-		break;
-	}
-	if (!ok)
+	if ((i = models_find(m, want)) < 0)
 		ready_fail(rr, want ? "model '%s' is not listed" : "%s",
 			   want ? want : "the model list is empty");
-out:
-	cJSON_Delete(root);
-	return ok;
+	else
+		snprintf(r->model, sizeof(r->model), "%s", models_id(m, (size_t)i));
+	models_free(m);
+	return i >= 0;
 }
 
 /* POST /v1/completions: 200 with a choice and at least one completion token. */
