@@ -70,12 +70,17 @@ void jsonw_escape(FILE *f, const char *s, size_t n)
 	fputc('"', f);
 }
 
-void jsonw_key(struct jsonw *w, const char *key)
+void jsonw_keyn(struct jsonw *w, const char *key, size_t n)
 {
 	jsonw_sep(w);
-	jsonw_escape(w->f, key, strlen(key));
+	jsonw_escape(w->f, key, n);
 	fputc(':', w->f);
 	w->after_key = 1;
+}
+
+void jsonw_key(struct jsonw *w, const char *key)
+{
+	jsonw_keyn(w, key, strlen(key));
 }
 
 void jsonw_strn(struct jsonw *w, const char *s, size_t n)
@@ -158,3 +163,30 @@ void jsonw_kint(struct jsonw *w, const char *key, int64_t v) { jsonw_key(w, key)
 void jsonw_kuint(struct jsonw *w, const char *key, uint64_t v) { jsonw_key(w, key); jsonw_uint(w, v); }
 void jsonw_kdouble(struct jsonw *w, const char *key, double v) { jsonw_key(w, key); jsonw_double(w, v); }
 void jsonw_kbool(struct jsonw *w, const char *key, int v) { jsonw_key(w, key); jsonw_bool(w, v); }
+
+int jsonw_mem_begin(struct jsonw *w, struct jsonw_mem *m)
+{
+	FILE *f;
+
+	m->buf = NULL;
+	m->n = 0;
+	if (!(f = open_memstream(&m->buf, &m->n)))
+		return -1;
+	jsonw_init(w, f);
+	return 0;
+}
+
+char *jsonw_mem_end(struct jsonw *w, struct jsonw_mem *m)
+{
+	int err = ferror(w->f);
+
+	/* the text is complete (and m->buf final) only after fclose */
+	if (fclose(w->f) || err || !m->buf) {
+		free(m->buf);
+		m->buf = NULL;
+		return NULL;
+	}
+	while (m->n && m->buf[m->n - 1] == '\n')
+		m->buf[--m->n] = '\0';
+	return m->buf;
+}

@@ -5,7 +5,6 @@
  */
 #include "armspec_priv.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,6 +17,7 @@
 #include "prom.h"
 #include "reader.h"
 #include "tally.h"
+#include "jsonw.h"
 
 const char *arm_verdict_name(enum arm_verdict v)
 {
@@ -891,34 +891,33 @@ void arm_result_print(const struct arm_result *r, FILE *f)
 
 char *arm_result_json(const struct arm_result *r)
 {
-	cJSON *root = cJSON_CreateObject(), *arr, *o;
-	char *out;
+	struct jsonw w;
+	struct jsonw_mem m;
 	size_t i;
 
-	if (!root)
+	if (jsonw_mem_begin(&w, &m))
 		return NULL;
-	cJSON_AddStringToObject(root, "arm", r->arm);
-	cJSON_AddStringToObject(root, "spec", r->spec);
-	cJSON_AddNumberToObject(root, "spec_line", (double)r->spec_line);
-	cJSON_AddStringToObject(root, "verdict", r->confirmed ? "CONFIRMED" : "FAIL");
-	arr = cJSON_AddArrayToObject(root, "items");
-	for (i = 0; arr && i < r->n_items; i++) {
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "arm", r->arm);
+	jsonw_kstr(&w, "spec", r->spec);
+	jsonw_kint(&w, "spec_line", r->spec_line);
+	jsonw_kstr(&w, "verdict", r->confirmed ? "CONFIRMED" : "FAIL");
+	jsonw_key(&w, "items");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_items; i++) {
 		const struct arm_item_result *it = &r->items[i];
 
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "list", it->forbid ? "forbids" : "requires");
-		cJSON_AddStringToObject(o, "kind", arm_kind_name(it->kind));
-		cJSON_AddStringToObject(o, "evidence", it->what);
-		cJSON_AddStringToObject(o, "verdict", arm_verdict_name(it->verdict));
-		cJSON_AddStringToObject(o, "where", it->where);
-		cJSON_AddStringToObject(o, "quote", it->quote);
-		cJSON_AddStringToObject(o, "reason", it->reason);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "list", it->forbid ? "forbids" : "requires");
+		jsonw_kstr(&w, "kind", arm_kind_name(it->kind));
+		jsonw_kstr(&w, "evidence", it->what);
+		jsonw_kstr(&w, "verdict", arm_verdict_name(it->verdict));
+		jsonw_kstr(&w, "where", it->where);
+		jsonw_kstr(&w, "quote", it->quote);
+		jsonw_kstr(&w, "reason", it->reason);
+		jsonw_obj_end(&w);
 	}
-	out = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return out;
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	return jsonw_mem_end(&w, &m);
 }

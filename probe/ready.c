@@ -10,6 +10,7 @@
 #include "http.h"
 #include "models.h"
 #include "prom.h"
+#include "jsonw.h"
 
 /* A rung's answer is small; a bigger one is not what the rung asks for. */
 #define READY_MAX_BODY (16u << 20)
@@ -244,46 +245,42 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 
 char *ready_report_json(const struct ready_report *r)
 {
-	cJSON *root = cJSON_CreateObject(), *rungs, *o;
-	char *out = NULL;
+	struct jsonw w;
+	struct jsonw_mem m;
 	int i;
 
-	if (!root)
+	if (jsonw_mem_begin(&w, &m))
 		return NULL;
-	cJSON_AddStringToObject(root, "url", r->url);
-	cJSON_AddBoolToObject(root, "ready", r->ready);
-	cJSON_AddNumberToObject(root, "seconds", r->total);
-	if (r->ready)
-		cJSON_AddNullToObject(root, "failed_rung");
-	else
-		cJSON_AddStringToObject(root, "failed_rung", ready_rung_name(r->failed));
-	cJSON_AddStringToObject(root, "model", r->model);
-	cJSON_AddStringToObject(root, "completion_id", r->completion_id);
-	cJSON_AddStringToObject(root, "request_id", r->request_id);
-	cJSON_AddStringToObject(root, "token_text", r->token_text);
-	rungs = cJSON_AddArrayToObject(root, "rungs");
-	for (i = 0; rungs && i < READY__COUNT; i++) {
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "url", r->url);
+	jsonw_kbool(&w, "ready", r->ready);
+	jsonw_kdouble(&w, "seconds", r->total);
+	jsonw_kstr(&w, "failed_rung", r->ready ? NULL : ready_rung_name(r->failed));
+	jsonw_kstr(&w, "model", r->model);
+	jsonw_kstr(&w, "completion_id", r->completion_id);
+	jsonw_kstr(&w, "request_id", r->request_id);
+	jsonw_kstr(&w, "token_text", r->token_text);
+	jsonw_key(&w, "rungs");
+	jsonw_arr(&w);
+	for (i = 0; i < READY__COUNT; i++) {
 		const struct ready_rung_result *rr = &r->rung[i];
 
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(rungs, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "rung", ready_rung_name((enum ready_rung)i));
-		cJSON_AddBoolToObject(o, "passed", rr->passed);
-		cJSON_AddNumberToObject(o, "attempts", rr->attempts);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "rung", ready_rung_name((enum ready_rung)i));
+		jsonw_kbool(&w, "passed", rr->passed);
+		jsonw_kuint(&w, "attempts", rr->attempts);
 		if (rr->attempts) {
-			cJSON_AddNumberToObject(o, "started", rr->started);
-			cJSON_AddNumberToObject(o, "seconds", rr->seconds);
-			cJSON_AddNumberToObject(o, "last_status", (double)rr->last_status);
+			jsonw_kdouble(&w, "started", rr->started);
+			jsonw_kdouble(&w, "seconds", rr->seconds);
+			jsonw_kint(&w, "last_status", rr->last_status);
 		}
 		if (!rr->passed && rr->attempts) {
-			cJSON_AddStringToObject(o, "last_error", rr->last_error);
-			cJSON_AddStringToObject(o, "excerpt", rr->excerpt);
+			jsonw_kstr(&w, "last_error", rr->last_error);
+			jsonw_kstr(&w, "excerpt", rr->excerpt);
 		}
+		jsonw_obj_end(&w);
 	}
-	out = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return out;
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	return jsonw_mem_end(&w, &m);
 }

@@ -165,6 +165,30 @@ static void test_dtoa(void **state)
 	}
 }
 
+/* The memory writer: the whole text, without the final newline, owned by the caller. */
+static void test_mem(void **state)
+{
+	struct jsonw w;
+	struct jsonw_mem m;
+	char *s;
+
+	(void)state;
+	assert_int_equal(jsonw_mem_begin(&w, &m), 0);
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "a", "x\"y");
+	jsonw_kdouble(&w, "baseline", 0.0048);
+	jsonw_key(&w, "n");
+	jsonw_arr(&w);
+	jsonw_int(&w, -1);
+	jsonw_str(&w, NULL);
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	s = jsonw_mem_end(&w, &m);
+	assert_non_null(s);
+	assert_string_equal(s, "{\"a\":\"x\\\"y\",\"baseline\":0.0048,\"n\":[-1,null]}");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_dtoa),
+		cmocka_unit_test(test_mem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
