@@ -1,9 +1,9 @@
 #include "preflight.h"
 #include "hwlocfn.h"
 #include "../base/mono.h"
+#include "jdoc.h"
 #include "jsonw.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -115,25 +115,39 @@ static void preflight_memory(const struct preflight_opts *o, struct preflight_re
 		 "reclaimed by a driver reload (rmmod/modprobe), only by a reboot");
 }
 
+/* A --record line is one small object; a longer line is not one of ours. */
+#define PREFLIGHT_RECORD_LINE 4096
+
 /* The last "before" record of a --record file, in KiB; -1 when none. */
 static long long preflight_last_before(const char *file)
 {
+	struct jdoc *doc = NULL;
 	char *line = NULL;
 	size_t cap = 0;
+	ssize_t len;
 	long long kib = -1;
 	FILE *f = fopen(file, "re");
 
 	if (!f)
 		return -1;
-	while (getline(&line, &cap, f) > 0) {
-		cJSON *j = cJSON_Parse(line);
-		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(j, "phase");
-		const cJSON *mem = cJSON_GetObjectItemCaseSensitive(j, "mem_available_kib");
+	if (!(doc = jdoc_new(PREFLIGHT_RECORD_LINE)))
+		goto out;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		const struct jval *root, *mem;
 
-		if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "before") && cJSON_IsNumber(mem))
-			kib = (long long)mem->valuedouble;
-		cJSON_Delete(j);
+		if (jdoc_parse(doc, line, (size_t)len, NULL))
+			continue;
+		root = jdoc_root(doc);
+		mem = jdoc_get(doc, root, "mem_available_kib");
+		if (!jdoc_str_is(jdoc_get(doc, root, "phase"), "before", 6) || !mem)
+			continue;
+		if (mem->type == JT_INT)
+			kib = mem->u.i;
+		else if (mem->type == JT_REAL)
+			kib = (long long)mem->u.d;
 	}
+out:
+	jdoc_free(doc);
 	free(line);
 	fclose(f);
 	return kib;
@@ -146,6 +160,7 @@ static enum status preflight_record(const struct preflight_opts *o, struct prefl
 	const char *phase = o->phase ? o->phase : "before";
 	struct preflight_check *c;
 	struct timespec ts;
+	struct jsonw w;
 	FILE *f;
 	int bad;
 
@@ -179,9 +194,14 @@ static enum status preflight_record(const struct preflight_opts *o, struct prefl
 	if (!f)
 		return status_set(si, STATUS_IO, "%s: %s", o->record, strerror(errno));
 	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(f, "{\"t\":%.3f,\"phase\":\"%s\",\"mem_available_kib\":%lld,\"mem_total_kib\":%lld}\n",
-		(double)ts.tv_sec + (double)ts.tv_nsec / 1e9, phase, r->mem_available_kib,
-		r->mem_total_kib);
+	jsonw_init(&w, f);
+	jsonw_obj(&w);
+	/* to the millisecond */
+	jsonw_kdouble(&w, "t", (double)ts.tv_sec + (double)((ts.tv_nsec + 500000) / 1000000) / 1e3);
+	jsonw_kstr(&w, "phase", phase);
+	jsonw_kint(&w, "mem_available_kib", r->mem_available_kib);
+	jsonw_kint(&w, "mem_total_kib", r->mem_total_kib);
+	jsonw_obj_end(&w);
 	bad = ferror(f);
 	bad |= fclose(f);
 	if (bad)
