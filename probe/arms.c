@@ -617,76 +617,6 @@ out:
 	arm_conclude(it, res, found, unreachable);
 }
 
-/* Feeds the MERGE_AUDIT lines of a plain log into t; -1 when unreadable. */
-static int arm_audit_log(const char *path, struct tally *t, unsigned long *merges, char *reason,
-			 size_t n_reason)
-{
-	struct event_decoder *dec = event_decoder_new();
-	struct jdoc *doc = jdoc_new(ARM_MAX_LINE);
-	char *buf = malloc(ARM_MAX_LINE + 1);
-	unsigned long lines = 0, bad = 0;
-	bool cont = false;
-	FILE *f = NULL;
-	int rc = -1;
-
-	if (!dec || !doc || !buf) {
-		snprintf(reason, n_reason, "out of memory");
-		goto out;
-	}
-	f = fopen(path, "re");
-	if (!f) {
-		snprintf(reason, n_reason, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	tally_begin_file(t);
-	while (fgets(buf, ARM_MAX_LINE + 1, f)) {
-		size_t n = strlen(buf);
-		bool whole = n && buf[n - 1] == '\n';
-		struct jdoc_check chk = { 0 };
-		struct status_info si = { 0 };
-		struct event ev;
-		char *p;
-
-		if (cont) {
-			cont = !whole;
-			continue;
-		}
-		cont = !whole;
-		lines++;
-		p = strchr(buf, '{');
-		if (!p || !whole)
-			continue;
-		if (jdoc_check(p, (size_t)(buf + n - p), &chk) != 0 || !chk.has_ev)
-			continue;
-		if (jdoc_parse(doc, p, (size_t)(buf + n - p), &si) ||
-		    event_decode(dec, doc, jdoc_root(doc), &ev, &si)) {
-			bad++;
-			continue;
-		}
-		if (ev.kind == EVENT_CONFIG) {
-			tally_config(t, &ev.u.config);
-		} else if (ev.kind == EVENT_MERGE) {
-			tally_merge(t, &ev.u.merge, path, (long)lines);
-			(*merges)++;
-		}
-	}
-	if (ferror(f)) {
-		snprintf(reason, n_reason, "%s: read failed", path);
-		goto out;
-	}
-	if (!*merges)
-		snprintf(reason, n_reason, "%s holds no MERGE_AUDIT merge event (%lu lines, %lu malformed "
-			 "audit lines)", path, lines, bad);
-	rc = 0;
-out:
-	if (f)
-		fclose(f);
-	free(buf);
-	jdoc_free(doc);
-	event_decoder_free(dec);
-	return rc;
-}
-
 /* Feeds an audit JSONL or capture into t; -1 when unreadable. */
 static int arm_audit_file(const char *path, struct tally *t, unsigned long *merges, char *reason,
 			  size_t n_reason)
@@ -772,10 +702,8 @@ static void arm_eval_audit(struct arm_ctx *c, const struct arm_item *it, struct 
 		arm_conclude(it, res, false, true);
 		return;
 	}
-	if (path == c->src->log && !c->src->audit && !c->src->capture)
-		rc = arm_audit_log(path, t, &merges, res->reason, sizeof(res->reason));
-	else
-		rc = arm_audit_file(path, t, &merges, res->reason, sizeof(res->reason));
+	/* a server log is read by the same reader: its audit lines after their prefixes */
+	rc = arm_audit_file(path, t, &merges, res->reason, sizeof(res->reason));
 	if (rc < 0 || !merges) {
 		arm_conclude(it, res, false, true);
 		goto out;
