@@ -119,9 +119,25 @@ char *jsonw_dtoa(char *buf, size_t n, double v)
 	for (prec = 1; prec < 17; prec++) {
 		snprintf(buf, n, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)
-			return buf;
+			break;
 	}
-	snprintf(buf, n, "%.17g", v);
+	if (prec == 17)
+		snprintf(buf, n, "%.17g", v);
+	/*
+	 * %g writes an exponent once the digits run out before the decimal
+	 * point (70 at one digit is "7e+01"): below 1e17 whole numbers are
+	 * written out, as every JSON writer writes them ("70", "1500").
+	 */
+	{
+		const char *e = strchr(buf, 'e');
+		int x = e ? atoi(e + 1) : -1;
+		if (x >= 0 && x < 17) {
+			char alt[32];
+			snprintf(alt, sizeof(alt), "%.*g", x + 1, v);
+			if (strtod(alt, NULL) == v && strlen(alt) < n)
+				memcpy(buf, alt, strlen(alt) + 1);
+		}
+	}
 	return buf;
 }
 
