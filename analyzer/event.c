@@ -1,6 +1,8 @@
 /*
  * event.c - audit events from a jdoc tree (event_decode) or straight from the
- * line through the jdoc scanner (event_scan), with the same result.
+ * line through the jdoc scanner (event_scan), with the same result. Both
+ * read the members of each kind from one field table (MERGE_FIELDS and its
+ * siblings, below): a plain member is one row there.
  */
 #include "event.h"
 
@@ -371,41 +373,214 @@ static enum status get_req_array(const struct jdoc *doc, const struct jval *obj,
 	return STATUS_OK;
 }
 
-static enum status decode_merge(struct event_decoder *dec, const struct jdoc *doc,
-				const struct jval *obj, struct merge_event *m, struct status_info *si)
+/* --- the field tables ------------------------------------------------------ */
+
+/*
+ * Every member name of the format, once: its id (the scan path's bit) and
+ * its text. Both paths read the tables below, so that a member is added in
+ * one place: a row here when the name is new, a row in its kind's table,
+ * and the field in event.h.
+ */
+#define EVENT_NAMES(X)                                                          \
+	X(SF_STEP, "step") X(SF_HOST_POS, "host_pos") X(SF_DEV_POS, "dev_pos")  \
+	X(SF_RESET, "reset_batch") X(SF_MODE, "mode_switched")                  \
+	X(SF_HOST_TOK, "host_tok") X(SF_DEV_TOK, "dev_tok")                     \
+	X(SF_PREFILLED, "prefilled") X(SF_BUF_STEP, "buf_step") X(SF_GEN, "gen") \
+	X(SF_BUF_GEN, "buf_gen") X(SF_SLOT_GEN, "slot_gen")                     \
+	X(SF_BUF_SLOT_GEN, "buf_slot_gen") X(SF_SLOT_REQ, "slot_req")           \
+	X(SF_BUF_REQ, "buf_req") X(SF_TAKEN, "taken") X(SF_ARM, "arm")          \
+	X(SF_T, "t") X(SF_DP, "dp") X(SF_RANK, "rank") X(SF_EV, "ev")           \
+	X(SF_SLOTS, "slots") X(SF_MAX_MODEL_LEN, "max_model_len")               \
+	X(SF_SLOT, "slot") X(SF_PHASE, "phase") X(SF_REQ, "req") X(SF_OP, "op") \
+	X(SF_KEY, "key") X(SF_KEEP, "keep") X(SF_SUPPORTS, "supports_async_decode") \
+	X(SF_FORCE, "force") X(SF_REASON, "reason")
+
+#define EV_ENUM(id, lit) id,
+enum scan_field { EVENT_NAMES(EV_ENUM) SF_N, SF_UNKNOWN = 63 };
+#undef EV_ENUM
+
+#define EV_NAME(id, lit) [id] = lit,
+static const char *const event_field_name[SF_N] = { EVENT_NAMES(EV_NAME) };
+#undef EV_NAME
+
+/*
+ * The members each kind decodes, in the order the tree reads them (the
+ * first bad one is the one its message names). X(id, how, field, aux),
+ * field and aux members of the kind's struct:
+ *   INT    an optional integer; aux says it was there (not null)
+ *   INT0   an optional integer, 0 when absent or null
+ *   INDEX  an optional integer >= 0 (dp, rank); aux says it was there
+ *   BOOL   an optional boolean, false when absent or null
+ *   BOOLH  BOOL, with aux saying it was there
+ *   STR    an optional string (NULL when absent), aux its length
+ *   SPEC   its own readers: merge_tree_<field> and merge_scan_<field> (the
+ *          required members, the arrays and the members read in pairs)
+ * Members the kind does not list are validated and passed over.
+ */
+#define MERGE_FIELDS(X)                                 \
+	X(SF_STEP, SPEC, step, -)                       \
+	X(SF_HOST_POS, SPEC, host_pos, -)               \
+	X(SF_DEV_POS, SPEC, dev_pos, -)                 \
+	X(SF_RESET, BOOL, reset_batch, -)               \
+	X(SF_MODE, BOOL, mode_switched, -)              \
+	X(SF_HOST_TOK, SPEC, host_tok, -)               \
+	X(SF_DEV_TOK, SPEC, dev_tok, -)                 \
+	X(SF_PREFILLED, SPEC, prefilled, -)             \
+	X(SF_BUF_STEP, INT, buf_step, has_buf_step)     \
+	X(SF_GEN, SPEC, gen, -)                         \
+	X(SF_BUF_GEN, SPEC, buf_gen, -)                 \
+	X(SF_SLOT_GEN, SPEC, slot_gen, -)               \
+	X(SF_BUF_SLOT_GEN, SPEC, buf_slot_gen, -)       \
+	X(SF_SLOT_REQ, SPEC, slot_req, -)               \
+	X(SF_BUF_REQ, SPEC, buf_req, -)                 \
+	X(SF_TAKEN, SPEC, taken, -)                     \
+	X(SF_ARM, STR, arm, arm_len)                    \
+	X(SF_T, SPEC, t, -)                             \
+	X(SF_DP, INDEX, dp, has_dp)                     \
+	X(SF_RANK, INDEX, rank, has_rank)
+
+/* max_model_len is also checked >= 0, after the table (the tree's message). */
+#define CONFIG_FIELDS(X)                                        \
+	X(SF_SLOTS, INT0, slots, -)                             \
+	X(SF_MAX_MODEL_LEN, INT, max_model_len, has_max_model_len) \
+	X(SF_ARM, STR, arm, arm_len)                            \
+	X(SF_RANK, INDEX, rank, has_rank)
+
+#define CONTEXT_FIELDS(X)                       \
+	X(SF_STEP, INT, step, has_step)         \
+	X(SF_SLOT, INT, slot, has_slot)         \
+	X(SF_PHASE, STR, phase, phase_len)      \
+	X(SF_REQ, STR, req, req_len)            \
+	X(SF_OP, STR, op, op_len)               \
+	X(SF_KEY, STR, key, key_len)            \
+	X(SF_DP, INDEX, dp, has_dp)             \
+	X(SF_RANK, INDEX, rank, has_rank)
+
+#define GATE_FIELDS(X)                                          \
+	X(SF_STEP, INT, step, has_step)                         \
+	X(SF_KEEP, BOOLH, keep, has_keep)                       \
+	X(SF_SUPPORTS, BOOLH, supports_async_decode, has_supports) \
+	X(SF_FORCE, BOOL, force, -)                             \
+	X(SF_REASON, STR, reason, reason_len)                   \
+	X(SF_DP, INDEX, dp, has_dp)                             \
+	X(SF_RANK, INDEX, rank, has_rank)
+
+/*
+ * The tree's reading of a row, into the kind's struct `e` (doc, obj, si and
+ * st in scope); SPEC rows call merge_tree_<field>.
+ */
+#define TREE_INT(id, f, aux)   get_int(doc, obj, event_field_name[id], false, &e->aux, &e->f, si)
+#define TREE_INT0(id, f, aux)  get_int(doc, obj, event_field_name[id], false, &present, &e->f, si)
+#define TREE_INDEX(id, f, aux) get_index(doc, obj, event_field_name[id], &e->aux, &e->f, si)
+#define TREE_BOOL(id, f, aux)  get_bool(doc, obj, event_field_name[id], &e->f, si)
+#define TREE_BOOLH(id, f, aux) get_bool_has(doc, obj, event_field_name[id], &e->aux, &e->f, si)
+#define TREE_STR(id, f, aux)   get_str(doc, obj, event_field_name[id], &e->f, &e->aux, si)
+#define TREE_SPEC(id, f, aux)  merge_tree_##f(dec, doc, obj, e, si)
+#define TREE_ROW(id, how, f, aux) if ((st = TREE_##how(id, f, aux))) return st;
+
+/* The scanner's reading of a row into `e` (sc in scope): 1 read, 0 null, -1 decline. */
+#define SCAN_INT(id, f, aux)   scan_opt_int(sc, &e->aux, &e->f)
+#define SCAN_INT0(id, f, aux)  scan_opt_int(sc, &present, &e->f)
+#define SCAN_INDEX(id, f, aux) scan_opt_index(sc, &e->aux, &e->f)
+#define SCAN_BOOL(id, f, aux)  scan_opt_bool(sc, &e->f)
+#define SCAN_BOOLH(id, f, aux) scan_opt_bool_has(sc, &e->aux, &e->f)
+#define SCAN_STR(id, f, aux)   scan_opt_str(sc, &e->f, &e->aux)
+#define SCAN_SPEC(id, f, aux)  merge_scan_##f(dec, sc, want, e, x)
+#define SCAN_CASE(id, how, f, aux) case id: return SCAN_##how(id, f, aux);
+
+/* What the scanner clears before a line (SPEC fields: scan_merge_finish and scan_event). */
+#define CLEAR_INT(f, aux)   e->f = 0; e->aux = false;
+#define CLEAR_INT0(f, aux)  e->f = 0;
+#define CLEAR_INDEX(f, aux) e->f = 0; e->aux = false;
+#define CLEAR_BOOL(f, aux)  e->f = false;
+#define CLEAR_BOOLH(f, aux) e->f = false; e->aux = false;
+#define CLEAR_STR(f, aux)   e->f = NULL; e->aux = 0;
+#define CLEAR_SPEC(f, aux)
+#define CLEAR_ROW(id, how, f, aux) CLEAR_##how(f, aux)
+
+#define SFB(f) (1ull << (f))
+#define FIELD_BIT(id, how, f, aux) | SFB(id)
+
+static enum status get_bool_has(const struct jdoc *doc, const struct jval *obj, const char *key,
+				bool *present, bool *out, struct status_info *si)
 {
-	enum status st;
-	uint32_t n, n2, h;
-	bool present, p2;
-	const struct jval *v;
+	const struct jval *v = jdoc_get(doc, obj, key);
 
-	memset(m, 0, sizeof(*m));
-	memo_drop(dec);   /* the tree writes the arrays the memos stand for */
-	if ((st = get_int(doc, obj, "step", true, &present, &m->step, si)))
-		return st;
-	if ((st = get_int_array(doc, obj, "host_pos", true, dec->host_pos, dec->max_slots, &n, si)))
-		return st;
-	h = m->n_host = n;
+	*present = v && v->type != JT_NULL;
+	return get_bool(doc, obj, key, out, si);
+}
+
+/*
+ * The tree's readers of a merge's SPEC members, in table order. Pairs (gen
+ * and buf_gen, slot_gen and buf_slot_gen, slot_req and buf_req) are read
+ * by the second one's reader, both at once.
+ */
+static enum status merge_tree_step(struct event_decoder *dec, const struct jdoc *doc,
+				   const struct jval *obj, struct merge_event *m,
+				   struct status_info *si)
+{
+	bool present;
+
+	(void)dec;
+	return get_int(doc, obj, "step", true, &present, &m->step, si);
+}
+
+static enum status merge_tree_host_pos(struct event_decoder *dec, const struct jdoc *doc,
+				       const struct jval *obj, struct merge_event *m,
+				       struct status_info *si)
+{
+	enum status st = get_int_array(doc, obj, "host_pos", true, dec->host_pos, dec->max_slots,
+				       &m->n_host, si);
+
 	m->host_pos = dec->host_pos;
-	if ((st = get_int_array(doc, obj, "dev_pos", true, dec->dev_pos, dec->max_slots, &n, si)))
-		return st;
-	m->n_dev = n;
-	m->dev_pos = dec->dev_pos;
-	if ((st = get_bool(doc, obj, "reset_batch", &m->reset_batch, si)) ||
-	    (st = get_bool(doc, obj, "mode_switched", &m->mode_switched, si)))
-		return st;
+	return st;
+}
 
-	if ((st = get_int_array(doc, obj, "host_tok", false, dec->host_tok, dec->max_slots, &n, si)))
-		return st;
+static enum status merge_tree_dev_pos(struct event_decoder *dec, const struct jdoc *doc,
+				      const struct jval *obj, struct merge_event *m,
+				      struct status_info *si)
+{
+	enum status st = get_int_array(doc, obj, "dev_pos", true, dec->dev_pos, dec->max_slots,
+				       &m->n_dev, si);
+
+	m->dev_pos = dec->dev_pos;
+	return st;
+}
+
+static enum status merge_tree_host_tok(struct event_decoder *dec, const struct jdoc *doc,
+				       const struct jval *obj, struct merge_event *m,
+				       struct status_info *si)
+{
+	uint32_t n;
+	enum status st = get_int_array(doc, obj, "host_tok", false, dec->host_tok, dec->max_slots,
+				       &n, si);
+
 	m->n_host_tok = n == UINT32_MAX ? 0 : n;
 	m->host_tok = dec->host_tok;
-	if ((st = get_int_array(doc, obj, "dev_tok", false, dec->dev_tok, dec->max_slots, &n, si)))
-		return st;
+	return st;
+}
+
+static enum status merge_tree_dev_tok(struct event_decoder *dec, const struct jdoc *doc,
+				      const struct jval *obj, struct merge_event *m,
+				      struct status_info *si)
+{
+	uint32_t n;
+	enum status st = get_int_array(doc, obj, "dev_tok", false, dec->dev_tok, dec->max_slots,
+				       &n, si);
+
 	m->n_dev_tok = n == UINT32_MAX ? 0 : n;
 	m->dev_tok = dec->dev_tok;
+	return st;
+}
 
-	/* prefilled lists slot numbers; kept as membership flags over [0, H). */
-	v = jdoc_get(doc, obj, "prefilled");
+/* prefilled lists slot numbers; kept as membership flags over [0, H). */
+static enum status merge_tree_prefilled(struct event_decoder *dec, const struct jdoc *doc,
+					const struct jval *obj, struct merge_event *m,
+					struct status_info *si)
+{
+	const struct jval *v = jdoc_get(doc, obj, "prefilled");
+	uint32_t h = m->n_host;
+
 	memset(dec->prefilled, 0, h);
 	m->prefilled = dec->prefilled;
 	if (v && v->type != JT_NULL) {
@@ -430,13 +605,46 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 		}
 		m->has_prefilled = true;
 	}
+	return STATUS_OK;
+}
 
-	if ((st = get_int(doc, obj, "buf_step", false, &m->has_buf_step, &m->buf_step, si)))
-		return st;
+static enum status merge_tree_gen(struct event_decoder *dec, const struct jdoc *doc,
+				  const struct jval *obj, struct merge_event *m,
+				  struct status_info *si)
+{
+	(void)dec, (void)doc, (void)obj, (void)m, (void)si;
+	return STATUS_OK;   /* with buf_gen */
+}
+
+static enum status merge_tree_buf_gen(struct event_decoder *dec, const struct jdoc *doc,
+				      const struct jval *obj, struct merge_event *m,
+				      struct status_info *si)
+{
+	bool present, p2;
+	enum status st;
+
+	(void)dec;
 	if ((st = get_int(doc, obj, "gen", false, &present, &m->gen, si)) ||
 	    (st = get_int(doc, obj, "buf_gen", false, &p2, &m->buf_gen, si)))
 		return st;
 	m->has_gen = present && p2;
+	return STATUS_OK;
+}
+
+static enum status merge_tree_slot_gen(struct event_decoder *dec, const struct jdoc *doc,
+				       const struct jval *obj, struct merge_event *m,
+				       struct status_info *si)
+{
+	(void)dec, (void)doc, (void)obj, (void)m, (void)si;
+	return STATUS_OK;   /* with buf_slot_gen */
+}
+
+static enum status merge_tree_buf_slot_gen(struct event_decoder *dec, const struct jdoc *doc,
+					   const struct jval *obj, struct merge_event *m,
+					   struct status_info *si)
+{
+	uint32_t n, n2, h = m->n_host;
+	enum status st;
 
 	if ((st = get_int_array(doc, obj, "slot_gen", false, dec->slot_gen, dec->max_slots, &n, si)) ||
 	    (st = get_int_array(doc, obj, "buf_slot_gen", false, dec->buf_slot_gen, dec->max_slots, &n2, si)))
@@ -448,6 +656,24 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 	m->has_slot_gen = n != UINT32_MAX && n2 != UINT32_MAX;
 	m->slot_gen = dec->slot_gen;
 	m->buf_slot_gen = dec->buf_slot_gen;
+	return STATUS_OK;
+}
+
+static enum status merge_tree_slot_req(struct event_decoder *dec, const struct jdoc *doc,
+				       const struct jval *obj, struct merge_event *m,
+				       struct status_info *si)
+{
+	(void)dec, (void)doc, (void)obj, (void)m, (void)si;
+	return STATUS_OK;   /* with buf_req */
+}
+
+static enum status merge_tree_buf_req(struct event_decoder *dec, const struct jdoc *doc,
+				      const struct jval *obj, struct merge_event *m,
+				      struct status_info *si)
+{
+	uint32_t h = m->n_host;
+	bool present, p2;
+	enum status st;
 
 	if ((st = get_req_array(doc, obj, "slot_req", h, dec->slot_req, dec->slot_req_len, &present,
 				 si)) ||
@@ -458,8 +684,16 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 	m->buf_req = dec->buf_req;
 	m->slot_req_len = dec->slot_req_len;
 	m->buf_req_len = dec->buf_req_len;
+	return STATUS_OK;
+}
 
-	v = jdoc_get(doc, obj, "taken");
+static enum status merge_tree_taken(struct event_decoder *dec, const struct jdoc *doc,
+				    const struct jval *obj, struct merge_event *m,
+				    struct status_info *si)
+{
+	const struct jval *v = jdoc_get(doc, obj, "taken");
+	uint32_t h = m->n_host;
+
 	m->taken = dec->taken;
 	if (v && v->type != JT_NULL) {
 		const struct jval *e;
@@ -483,9 +717,16 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 		}
 		m->has_taken = true;
 	}
-	if ((st = get_str(doc, obj, "arm", &m->arm, &m->arm_len, si)))
-		return st;
-	v = jdoc_get(doc, obj, "t");
+	return STATUS_OK;
+}
+
+static enum status merge_tree_t(struct event_decoder *dec, const struct jdoc *doc,
+				const struct jval *obj, struct merge_event *m,
+				struct status_info *si)
+{
+	const struct jval *v = jdoc_get(doc, obj, "t");
+
+	(void)dec;
 	if (v && v->type != JT_NULL) {
 		if (v->type == JT_INT)
 			m->t = (double)v->u.i;
@@ -495,69 +736,53 @@ static enum status decode_merge(struct event_decoder *dec, const struct jdoc *do
 			return bad(si, v, STATUS_PARSE, "%s is not a number (%s)", "t", jdoc_typename(v));
 		m->has_t = true;
 	}
-	if ((st = get_index(doc, obj, "dp", &m->has_dp, &m->dp, si)) ||
-	    (st = get_index(doc, obj, "rank", &m->has_rank, &m->rank, si)))
-		return st;
+	return STATUS_OK;
+}
+
+static enum status decode_merge(struct event_decoder *dec, const struct jdoc *doc,
+				const struct jval *obj, struct merge_event *e,
+				struct status_info *si)
+{
+	enum status st;
+
+	memset(e, 0, sizeof(*e));
+	memo_drop(dec);   /* the tree writes the arrays the memos stand for */
+	MERGE_FIELDS(TREE_ROW)
 	return STATUS_OK;
 }
 
 static enum status decode_config(const struct jdoc *doc, const struct jval *obj,
-				 struct config_event *c, struct status_info *si)
+				 struct config_event *e, struct status_info *si)
 {
 	enum status st;
 	bool present;
 
-	memset(c, 0, sizeof(*c));
-	if ((st = get_int(doc, obj, "slots", false, &present, &c->slots, si)) ||
-	    (st = get_int(doc, obj, "max_model_len", false, &c->has_max_model_len, &c->max_model_len,
-			  si)) ||
-	    (st = get_str(doc, obj, "arm", &c->arm, &c->arm_len, si)) ||
-	    (st = get_index(doc, obj, "rank", &c->has_rank, &c->rank, si)))
-		return st;
-	if (c->max_model_len < 0)
+	memset(e, 0, sizeof(*e));
+	CONFIG_FIELDS(TREE_ROW)
+	if (e->max_model_len < 0)
 		return status_set(si, STATUS_PARSE, "max_model_len is negative (%lld)",
-				  (long long)c->max_model_len);
+				  (long long)e->max_model_len);
 	return STATUS_OK;
 }
 
 static enum status decode_context(const struct jdoc *doc, const struct jval *obj, const char *ev,
-				  struct context_event *c, struct status_info *si)
+				  struct context_event *e, struct status_info *si)
 {
 	enum status st;
 
-	memset(c, 0, sizeof(*c));
-	c->ev = ev;
-	if ((st = get_int(doc, obj, "step", false, &c->has_step, &c->step, si)) ||
-	    (st = get_int(doc, obj, "slot", false, &c->has_slot, &c->slot, si)) ||
-	    (st = get_str(doc, obj, "phase", &c->phase, &c->phase_len, si)) ||
-	    (st = get_str(doc, obj, "req", &c->req, &c->req_len, si)) ||
-	    (st = get_str(doc, obj, "op", &c->op, &c->op_len, si)) ||
-	    (st = get_str(doc, obj, "key", &c->key, &c->key_len, si)) ||
-	    (st = get_index(doc, obj, "dp", &c->has_dp, &c->dp, si)) ||
-	    (st = get_index(doc, obj, "rank", &c->has_rank, &c->rank, si)))
-		return st;
+	memset(e, 0, sizeof(*e));
+	e->ev = ev;
+	CONTEXT_FIELDS(TREE_ROW)
 	return STATUS_OK;
 }
 
 static enum status decode_gate(const struct jdoc *doc, const struct jval *obj,
-			       struct gate_event *g, struct status_info *si)
+			       struct gate_event *e, struct status_info *si)
 {
 	enum status st;
-	const struct jval *v;
 
-	memset(g, 0, sizeof(*g));
-	if ((st = get_int(doc, obj, "step", false, &g->has_step, &g->step, si)) ||
-	    (st = get_bool(doc, obj, "keep", &g->keep, si)) ||
-	    (st = get_bool(doc, obj, "supports_async_decode", &g->supports_async_decode, si)) ||
-	    (st = get_bool(doc, obj, "force", &g->force, si)) ||
-	    (st = get_str(doc, obj, "reason", &g->reason, &g->reason_len, si)) ||
-	    (st = get_index(doc, obj, "dp", &g->has_dp, &g->dp, si)) ||
-	    (st = get_index(doc, obj, "rank", &g->has_rank, &g->rank, si)))
-		return st;
-	v = jdoc_get(doc, obj, "keep");
-	g->has_keep = v && v->type != JT_NULL;
-	v = jdoc_get(doc, obj, "supports_async_decode");
-	g->has_supports = v && v->type != JT_NULL;
+	memset(e, 0, sizeof(*e));
+	GATE_FIELDS(TREE_ROW)
 	return STATUS_OK;
 }
 
@@ -624,99 +849,26 @@ enum status event_decode(struct event_decoder *dec, const struct jdoc *doc,
 
 /* --- the scan path -------------------------------------------------------- */
 
-/*
- * Member names, matched by length and bytes (a switch, no search). Each name
- * has one bit; a name seen twice makes the scanner decline, because the tree
- * reads the last one and the scanner would have decoded the first.
- */
-enum scan_field {
-	SF_STEP, SF_HOST_POS, SF_DEV_POS, SF_RESET, SF_MODE, SF_HOST_TOK, SF_DEV_TOK,
-	SF_PREFILLED, SF_BUF_STEP, SF_GEN, SF_BUF_GEN, SF_SLOT_GEN, SF_BUF_SLOT_GEN,
-	SF_SLOT_REQ, SF_BUF_REQ, SF_TAKEN, SF_ARM, SF_T, SF_DP, SF_RANK, SF_EV,
-	SF_SLOTS, SF_MAX_MODEL_LEN, SF_SLOT, SF_PHASE, SF_REQ, SF_OP, SF_KEY, SF_KEEP,
-	SF_SUPPORTS, SF_FORCE, SF_REASON,
-	SF_UNKNOWN = 63
-};
-
-#define SF_IS(lit) (n == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1))
-
+/* The id of member name k[0..n), SF_UNKNOWN for a name no kind reads. */
 static enum scan_field scan_field_of(const char *k, size_t n)
 {
-	switch (n) {
-	case 1: return SF_IS("t") ? SF_T : SF_UNKNOWN;
-	case 2:
-		if (SF_IS("ev")) return SF_EV;
-		if (SF_IS("dp")) return SF_DP;
-		if (SF_IS("op")) return SF_OP;
-		break;
-	case 3:
-		if (SF_IS("gen")) return SF_GEN;
-		if (SF_IS("arm")) return SF_ARM;
-		if (SF_IS("req")) return SF_REQ;
-		if (SF_IS("key")) return SF_KEY;
-		break;
-	case 4:
-		if (SF_IS("step")) return SF_STEP;
-		if (SF_IS("rank")) return SF_RANK;
-		if (SF_IS("slot")) return SF_SLOT;
-		if (SF_IS("keep")) return SF_KEEP;
-		break;
-	case 5:
-		if (SF_IS("taken")) return SF_TAKEN;
-		if (SF_IS("slots")) return SF_SLOTS;
-		if (SF_IS("phase")) return SF_PHASE;
-		if (SF_IS("force")) return SF_FORCE;
-		break;
-	case 6:
-		if (SF_IS("reason")) return SF_REASON;
-		break;
-	case 7:
-		if (SF_IS("dev_pos")) return SF_DEV_POS;
-		if (SF_IS("dev_tok")) return SF_DEV_TOK;
-		if (SF_IS("buf_gen")) return SF_BUF_GEN;
-		if (SF_IS("buf_req")) return SF_BUF_REQ;
-		break;
-	case 8:
-		if (SF_IS("host_pos")) return SF_HOST_POS;
-		if (SF_IS("host_tok")) return SF_HOST_TOK;
-		if (SF_IS("buf_step")) return SF_BUF_STEP;
-		if (SF_IS("slot_gen")) return SF_SLOT_GEN;
-		if (SF_IS("slot_req")) return SF_SLOT_REQ;
-		break;
-	case 9:
-		if (SF_IS("prefilled")) return SF_PREFILLED;
-		break;
-	case 11:
-		if (SF_IS("reset_batch")) return SF_RESET;
-		break;
-	case 12:
-		if (SF_IS("buf_slot_gen")) return SF_BUF_SLOT_GEN;
-		break;
-	case 13:
-		if (SF_IS("mode_switched")) return SF_MODE;
-		if (SF_IS("max_model_len")) return SF_MAX_MODEL_LEN;
-		break;
-	case 21:
-		if (SF_IS("supports_async_decode")) return SF_SUPPORTS;
-		break;
-	}
+#define EV_MATCH(id, lit) if (n == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1)) return id;
+	EVENT_NAMES(EV_MATCH)
+#undef EV_MATCH
 	return SF_UNKNOWN;
 }
 
-/* Which members each kind decodes; the rest are validated and passed over. */
-#define SFB(f) (1ull << (f))
+/*
+ * Which members each kind decodes (a name seen twice makes the scanner
+ * decline, because the tree reads the last one and the scanner would have
+ * decoded the first); the rest are validated and passed over.
+ */
 static const uint64_t scan_fields_of[] = {
-	[EVENT_MERGE] = SFB(SF_STEP) | SFB(SF_HOST_POS) | SFB(SF_DEV_POS) | SFB(SF_RESET) |
-		SFB(SF_MODE) | SFB(SF_HOST_TOK) | SFB(SF_DEV_TOK) | SFB(SF_PREFILLED) |
-		SFB(SF_BUF_STEP) | SFB(SF_GEN) | SFB(SF_BUF_GEN) | SFB(SF_SLOT_GEN) |
-		SFB(SF_BUF_SLOT_GEN) | SFB(SF_SLOT_REQ) | SFB(SF_BUF_REQ) | SFB(SF_TAKEN) |
-		SFB(SF_ARM) | SFB(SF_T) | SFB(SF_DP) | SFB(SF_RANK),
-	[EVENT_CONFIG] = SFB(SF_SLOTS) | SFB(SF_MAX_MODEL_LEN) | SFB(SF_ARM) | SFB(SF_RANK),
-	[EVENT_CONTEXT] = SFB(SF_STEP) | SFB(SF_SLOT) | SFB(SF_PHASE) | SFB(SF_REQ) | SFB(SF_OP) |
-		SFB(SF_KEY) | SFB(SF_DP) | SFB(SF_RANK),
+	[EVENT_MERGE] = 0 MERGE_FIELDS(FIELD_BIT),
+	[EVENT_CONFIG] = 0 CONFIG_FIELDS(FIELD_BIT),
+	[EVENT_CONTEXT] = 0 CONTEXT_FIELDS(FIELD_BIT),
 	[EVENT_OTHER] = 0,
-	[EVENT_GATE] = SFB(SF_STEP) | SFB(SF_KEEP) | SFB(SF_SUPPORTS) | SFB(SF_FORCE) |
-		SFB(SF_REASON) | SFB(SF_DP) | SFB(SF_RANK),
+	[EVENT_GATE] = 0 GATE_FIELDS(FIELD_BIT),
 };
 
 /* An optional integer member: 1 read, 0 null (absent), -1 decline. */
@@ -745,6 +897,14 @@ static int scan_opt_bool(struct jdoc_scan *sc, bool *out)
 	return rc;
 }
 
+static int scan_opt_bool_has(struct jdoc_scan *sc, bool *present, bool *out)
+{
+	int rc = scan_opt_bool(sc, out);
+
+	*present = rc == 1;
+	return rc;
+}
+
 static int scan_opt_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
 {
 	int rc = jdoc_scan_str(sc, out, len);
@@ -757,92 +917,172 @@ static int scan_opt_str(struct jdoc_scan *sc, const char **out, uint32_t *len)
 }
 
 /*
- * One member of a merge event. The arrays whose length must be H are checked
- * after the object (the members come in any order); UINT32_MAX marks an
- * array that was absent or null.
+ * What a merge's members leave for after the object: the arrays whose
+ * length must be H are checked then (the members come in any order);
+ * UINT32_MAX marks an array that was absent or null.
  */
 struct scan_merge {
 	uint32_t n_slot_gen, n_buf_slot_gen, n_slot_req, n_buf_req, n_taken, n_prefilled;
 	bool has_host, has_dev, has_step, has_gen, has_buf_gen;
 };
 
-static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, enum scan_field f,
-			     unsigned want, struct merge_event *m, struct scan_merge *x)
-{
-	uint32_t cap = dec->max_slots, n;
-	struct scan_memo *mo = dec->memo;
-	int rc;
+/* The scanner's readers of a merge's SPEC members: 1 read, 0 null, -1 decline. */
+#define MERGE_SCAN_ARGS struct event_decoder *dec, struct jdoc_scan *sc, unsigned want, \
+	struct merge_event *m, struct scan_merge *x
 
+static int merge_scan_step(MERGE_SCAN_ARGS)
+{
+	(void)dec, (void)want;
+	/* required: null is an error the tree names */
+	if (jdoc_scan_int(sc, &m->step) != 1)
+		return -1;
+	x->has_step = true;
+	return 1;
+}
+
+static int merge_scan_host_pos(MERGE_SCAN_ARGS)
+{
+	(void)want;
+	if (jdoc_scan_int_array(sc, dec->host_pos, dec->max_slots, &m->n_host) != 1)
+		return -1;
+	x->has_host = true;
+	return 1;
+}
+
+static int merge_scan_dev_pos(MERGE_SCAN_ARGS)
+{
+	struct scan_memo *mo = dec->memo;
+
+	(void)want;
+	if (memo_int_array(mo ? &mo[MEMO_DEV_POS] : NULL, sc, dec->dev_pos, dec->max_slots,
+			   &m->n_dev) != 1)
+		return -1;
+	x->has_dev = true;
+	return 1;
+}
+
+static int merge_scan_host_tok(MERGE_SCAN_ARGS)
+{
+	uint32_t n;
+	int rc = jdoc_scan_int_array(sc, (want & EVENT_WANT_TOKENS) ? dec->host_tok : NULL,
+				     dec->max_slots, &n);
+
+	(void)x;
+	m->n_host_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
+	return rc;
+}
+
+static int merge_scan_dev_tok(MERGE_SCAN_ARGS)
+{
+	struct scan_memo *mo = dec->memo;
+	uint32_t n;
+	int rc = memo_int_array(mo ? &mo[MEMO_DEV_TOK] : NULL, sc,
+				(want & EVENT_WANT_TOKENS) ? dec->dev_tok : NULL, dec->max_slots, &n);
+
+	(void)x;
+	m->n_dev_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
+	return rc;
+}
+
+static int merge_scan_prefilled(MERGE_SCAN_ARGS)
+{
+	/* the tree takes any length here; a longer list than the cap is its case */
+	int rc = jdoc_scan_int_array(sc, dec->prefilled_raw, dec->max_slots, &x->n_prefilled);
+
+	(void)want, (void)m;
+	if (rc != 1)
+		x->n_prefilled = UINT32_MAX;
+	return rc;
+}
+
+/* has_gen is settled after the object: both halves or nothing */
+static int merge_scan_gen(MERGE_SCAN_ARGS)
+{
+	(void)dec, (void)want;
+	return scan_opt_int(sc, &x->has_gen, &m->gen);
+}
+
+static int merge_scan_buf_gen(MERGE_SCAN_ARGS)
+{
+	(void)dec, (void)want;
+	return scan_opt_int(sc, &x->has_buf_gen, &m->buf_gen);
+}
+
+static int merge_scan_slot_gen(MERGE_SCAN_ARGS)
+{
+	struct scan_memo *mo = dec->memo;
+	int rc = memo_int_array(mo ? &mo[MEMO_SLOT_GEN] : NULL, sc, dec->slot_gen, dec->max_slots,
+				&x->n_slot_gen);
+
+	(void)want, (void)m;
+	if (rc != 1)
+		x->n_slot_gen = UINT32_MAX;
+	return rc;
+}
+
+static int merge_scan_buf_slot_gen(MERGE_SCAN_ARGS)
+{
+	struct scan_memo *mo = dec->memo;
+	int rc = memo_int_array(mo ? &mo[MEMO_BUF_SLOT_GEN] : NULL, sc, dec->buf_slot_gen,
+				dec->max_slots, &x->n_buf_slot_gen);
+
+	(void)want, (void)m;
+	if (rc != 1)
+		x->n_buf_slot_gen = UINT32_MAX;
+	return rc;
+}
+
+static int merge_scan_slot_req(MERGE_SCAN_ARGS)
+{
+	int rc = jdoc_scan_str_array(sc, dec->slot_req, dec->slot_req_len, dec->max_slots,
+				     &x->n_slot_req);
+
+	(void)want, (void)m;
+	if (rc != 1)
+		x->n_slot_req = UINT32_MAX;
+	return rc;
+}
+
+static int merge_scan_buf_req(MERGE_SCAN_ARGS)
+{
+	struct scan_memo *mo = dec->memo;
+	int rc = memo_str_array(mo ? &mo[MEMO_BUF_REQ] : NULL, sc, dec->buf_req, dec->buf_req_len,
+				dec->max_slots, &x->n_buf_req);
+
+	(void)want, (void)m;
+	if (rc != 1)
+		x->n_buf_req = UINT32_MAX;
+	return rc;
+}
+
+static int merge_scan_taken(MERGE_SCAN_ARGS)
+{
+	struct scan_memo *mo = dec->memo;
+	int rc = memo_bool_array(mo ? &mo[MEMO_TAKEN] : NULL, sc, dec->taken, dec->max_slots,
+				 &x->n_taken);
+
+	(void)want, (void)m;
+	if (rc != 1)
+		x->n_taken = UINT32_MAX;
+	return rc;
+}
+
+static int merge_scan_t(MERGE_SCAN_ARGS)
+{
+	int rc = jdoc_scan_number(sc, &m->t);
+
+	(void)dec, (void)want, (void)x;
+	m->has_t = rc == 1;
+	if (rc == 0)
+		m->t = 0;
+	return rc;
+}
+
+static int scan_merge_member(struct event_decoder *dec, struct jdoc_scan *sc, enum scan_field f,
+			     unsigned want, struct merge_event *e, struct scan_merge *x)
+{
 	switch (f) {
-	case SF_STEP:
-		/* required: null is an error the tree names */
-		if (jdoc_scan_int(sc, &m->step) != 1)
-			return -1;
-		x->has_step = true;
-		return 1;
-	case SF_HOST_POS:
-		if (jdoc_scan_int_array(sc, dec->host_pos, cap, &m->n_host) != 1)
-			return -1;
-		x->has_host = true;
-		return 1;
-	case SF_DEV_POS:
-		if (memo_int_array(mo ? &mo[MEMO_DEV_POS] : NULL, sc, dec->dev_pos, cap, &m->n_dev) != 1)
-			return -1;
-		x->has_dev = true;
-		return 1;
-	case SF_RESET: return scan_opt_bool(sc, &m->reset_batch);
-	case SF_MODE: return scan_opt_bool(sc, &m->mode_switched);
-	case SF_HOST_TOK:
-		rc = jdoc_scan_int_array(sc, (want & EVENT_WANT_TOKENS) ? dec->host_tok : NULL, cap, &n);
-		m->n_host_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
-		return rc;
-	case SF_DEV_TOK:
-		rc = memo_int_array(mo ? &mo[MEMO_DEV_TOK] : NULL, sc,
-				    (want & EVENT_WANT_TOKENS) ? dec->dev_tok : NULL, cap, &n);
-		m->n_dev_tok = rc == 1 && (want & EVENT_WANT_TOKENS) ? n : 0;
-		return rc;
-	case SF_PREFILLED:
-		/* the tree takes any length here; a longer list than the cap is its case */
-		rc = jdoc_scan_int_array(sc, dec->prefilled_raw, cap, &x->n_prefilled);
-		if (rc != 1)
-			x->n_prefilled = UINT32_MAX;
-		return rc;
-	case SF_BUF_STEP: return scan_opt_int(sc, &m->has_buf_step, &m->buf_step);
-	/* has_gen is settled after the object: both halves or nothing */
-	case SF_GEN: return scan_opt_int(sc, &x->has_gen, &m->gen);
-	case SF_BUF_GEN: return scan_opt_int(sc, &x->has_buf_gen, &m->buf_gen);
-	case SF_SLOT_GEN:
-		rc = memo_int_array(mo ? &mo[MEMO_SLOT_GEN] : NULL, sc, dec->slot_gen, cap,
-				    &x->n_slot_gen);
-		if (rc != 1)
-			x->n_slot_gen = UINT32_MAX;
-		return rc;
-	case SF_BUF_SLOT_GEN:
-		rc = memo_int_array(mo ? &mo[MEMO_BUF_SLOT_GEN] : NULL, sc, dec->buf_slot_gen, cap,
-				    &x->n_buf_slot_gen);
-		if (rc != 1)
-			x->n_buf_slot_gen = UINT32_MAX;
-		return rc;
-	case SF_SLOT_REQ:
-		rc = jdoc_scan_str_array(sc, dec->slot_req, dec->slot_req_len, cap, &x->n_slot_req);
-		if (rc != 1)
-			x->n_slot_req = UINT32_MAX;
-		return rc;
-	case SF_BUF_REQ:
-		rc = memo_str_array(mo ? &mo[MEMO_BUF_REQ] : NULL, sc, dec->buf_req, dec->buf_req_len,
-				    cap, &x->n_buf_req);
-		if (rc != 1)
-			x->n_buf_req = UINT32_MAX;
-		return rc;
-	case SF_TAKEN:
-		rc = memo_bool_array(mo ? &mo[MEMO_TAKEN] : NULL, sc, dec->taken, cap, &x->n_taken);
-		if (rc != 1)
-			x->n_taken = UINT32_MAX;
-		return rc;
-	case SF_ARM: return scan_opt_str(sc, &m->arm, &m->arm_len);
-	case SF_T: rc = jdoc_scan_number(sc, &m->t); m->has_t = rc == 1; if (rc == 0) m->t = 0; return rc;
-	case SF_DP: return scan_opt_index(sc, &m->has_dp, &m->dp);
-	case SF_RANK: return scan_opt_index(sc, &m->has_rank, &m->rank);
+	MERGE_FIELDS(SCAN_CASE)
 	default: return jdoc_scan_skip(sc);
 	}
 }
@@ -890,49 +1130,23 @@ static int scan_merge_finish(struct event_decoder *dec, struct merge_event *m,
 static int scan_other_member(struct jdoc_scan *sc, enum event_kind kind, enum scan_field f,
 			     struct event *out)
 {
-	struct config_event *c = &out->u.config;
-	struct context_event *x = &out->u.ctx;
-	struct gate_event *g = &out->u.gate;
-	bool present;
-	int rc;
-
 	if (kind == EVENT_CONFIG) {
+		struct config_event *e = &out->u.config;
+		bool present;
 		switch (f) {
-		case SF_SLOTS: return scan_opt_int(sc, &present, &c->slots);
-		case SF_MAX_MODEL_LEN:
-			rc = scan_opt_int(sc, &c->has_max_model_len, &c->max_model_len);
-			return rc == 1 && c->max_model_len < 0 ? -1 : rc;
-		case SF_ARM: return scan_opt_str(sc, &c->arm, &c->arm_len);
-		case SF_RANK: return scan_opt_index(sc, &c->has_rank, &c->rank);
+		CONFIG_FIELDS(SCAN_CASE)
 		default: break;
 		}
 	} else if (kind == EVENT_CONTEXT) {
+		struct context_event *e = &out->u.ctx;
 		switch (f) {
-		case SF_STEP: return scan_opt_int(sc, &x->has_step, &x->step);
-		case SF_SLOT: return scan_opt_int(sc, &x->has_slot, &x->slot);
-		case SF_PHASE: return scan_opt_str(sc, &x->phase, &x->phase_len);
-		case SF_REQ: return scan_opt_str(sc, &x->req, &x->req_len);
-		case SF_OP: return scan_opt_str(sc, &x->op, &x->op_len);
-		case SF_KEY: return scan_opt_str(sc, &x->key, &x->key_len);
-		case SF_DP: return scan_opt_index(sc, &x->has_dp, &x->dp);
-		case SF_RANK: return scan_opt_index(sc, &x->has_rank, &x->rank);
+		CONTEXT_FIELDS(SCAN_CASE)
 		default: break;
 		}
 	} else if (kind == EVENT_GATE) {
+		struct gate_event *e = &out->u.gate;
 		switch (f) {
-		case SF_STEP: return scan_opt_int(sc, &g->has_step, &g->step);
-		case SF_KEEP:
-			rc = scan_opt_bool(sc, &g->keep);
-			g->has_keep = rc == 1;
-			return rc;
-		case SF_SUPPORTS:
-			rc = scan_opt_bool(sc, &g->supports_async_decode);
-			g->has_supports = rc == 1;
-			return rc;
-		case SF_FORCE: return scan_opt_bool(sc, &g->force);
-		case SF_REASON: return scan_opt_str(sc, &g->reason, &g->reason_len);
-		case SF_DP: return scan_opt_index(sc, &g->has_dp, &g->dp);
-		case SF_RANK: return scan_opt_index(sc, &g->has_rank, &g->rank);
+		GATE_FIELDS(SCAN_CASE)
 		default: break;
 		}
 	}
@@ -1013,27 +1227,23 @@ static int scan_event(struct event_decoder *dec, const char *s, size_t n, unsign
 	 * Pointers and arrays of a merge are set by scan_merge_finish.
 	 */
 	if (out->kind == EVENT_MERGE) {
-		struct merge_event *m = &out->u.merge;
+		struct merge_event *e = &out->u.merge;
 		if (!dec->memo)
 			dec->memo = calloc(MEMO_N, sizeof(*dec->memo));   /* none: every array parsed */
-		m->step = m->buf_step = m->gen = m->buf_gen = m->dp = m->rank = 0;
-		m->n_host = m->n_dev = m->n_host_tok = m->n_dev_tok = 0;
-		m->reset_batch = m->mode_switched = m->has_prefilled = m->has_buf_step = false;
-		m->has_gen = m->has_slot_gen = m->has_req = m->has_taken = m->has_t = false;
-		m->has_dp = m->has_rank = false;
-		m->arm = NULL;
-		m->arm_len = 0;
-		m->t = 0;
+		MERGE_FIELDS(CLEAR_ROW)
+		/* the SPEC members that scan_merge_finish does not set */
+		e->step = e->gen = e->buf_gen = 0;
+		e->n_host = e->n_dev = e->n_host_tok = e->n_dev_tok = 0;
+		e->has_prefilled = e->has_gen = e->has_slot_gen = e->has_req = e->has_taken = false;
+		e->has_t = false;
+		e->t = 0;
 	} else if (out->kind == EVENT_CONFIG) {
 		memset(&out->u.config, 0, sizeof(out->u.config));
 	} else if (out->kind == EVENT_CONTEXT) {
 		/* field by field: a memset's start costs more than these stores */
-		struct context_event *c = &out->u.ctx;
-		c->ev = out->ev;
-		c->has_step = c->has_slot = c->has_dp = c->has_rank = false;
-		c->step = c->slot = c->dp = c->rank = 0;
-		c->phase = c->req = c->op = c->key = NULL;
-		c->phase_len = c->req_len = c->op_len = c->key_len = 0;
+		struct context_event *e = &out->u.ctx;
+		e->ev = out->ev;
+		CONTEXT_FIELDS(CLEAR_ROW)
 	} else if (out->kind == EVENT_GATE) {
 		memset(&out->u.gate, 0, sizeof(out->u.gate));
 	}
@@ -1078,6 +1288,8 @@ static int scan_event(struct event_decoder *dec, const char *s, size_t n, unsign
 		return 0;
 	if (out->kind == EVENT_MERGE && !scan_merge_finish(dec, &out->u.merge, &x))
 		return 0;
+	if (out->kind == EVENT_CONFIG && out->u.config.max_model_len < 0)
+		return 0;   /* the tree names it */
 	if (pred && (read || i != pred->n)) {
 		/* relearn the order from this line; the names that matched stay as they are */
 		uint32_t k, m = i < SCAN_PRED_FIELDS ? i : SCAN_PRED_FIELDS;

@@ -20,6 +20,11 @@
  *                and the caller parses that line with jdoc_parse instead.
  *   jdoc_check   validates without storing anything (the preload shim).
  *
+ * One grammar (jdoc_gram.h) is compiled into each: jdoc_tree.c (the only file
+ * that allocates), jdoc_check.c (what the shim links; shim/module.mk fails
+ * the build if it references the allocator), jdoc_scan.c and its block
+ * reader of integer arrays, jdoc_simd.c.
+ *
  * Strings are byte strings with a length: "\u0000" is a NUL inside the
  * string, and a lone surrogate escape (\ud800) is kept as its own three-byte
  * sequence (the generalized UTF-8 of WTF-8), so two different escapes never

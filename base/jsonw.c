@@ -70,12 +70,17 @@ void jsonw_escape(FILE *f, const char *s, size_t n)
 	fputc('"', f);
 }
 
-void jsonw_key(struct jsonw *w, const char *key)
+void jsonw_keyn(struct jsonw *w, const char *key, size_t n)
 {
 	jsonw_sep(w);
-	jsonw_escape(w->f, key, strlen(key));
+	jsonw_escape(w->f, key, n);
 	fputc(':', w->f);
 	w->after_key = 1;
+}
+
+void jsonw_key(struct jsonw *w, const char *key)
+{
+	jsonw_keyn(w, key, strlen(key));
 }
 
 void jsonw_strn(struct jsonw *w, const char *s, size_t n)
@@ -114,9 +119,25 @@ char *jsonw_dtoa(char *buf, size_t n, double v)
 	for (prec = 1; prec < 17; prec++) {
 		snprintf(buf, n, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)
-			return buf;
+			break;
 	}
-	snprintf(buf, n, "%.17g", v);
+	if (prec == 17)
+		snprintf(buf, n, "%.17g", v);
+	/*
+	 * %g writes an exponent once the digits run out before the decimal
+	 * point (70 at one digit is "7e+01"): below 1e17 whole numbers are
+	 * written out, as every JSON writer writes them ("70", "1500").
+	 */
+	{
+		const char *e = strchr(buf, 'e');
+		int x = e ? atoi(e + 1) : -1;
+		if (x >= 0 && x < 17) {
+			char alt[32];
+			snprintf(alt, sizeof(alt), "%.*g", x + 1, v);
+			if (strtod(alt, NULL) == v && strlen(alt) < n)
+				memcpy(buf, alt, strlen(alt) + 1);
+		}
+	}
 	return buf;
 }
 
@@ -158,3 +179,30 @@ void jsonw_kint(struct jsonw *w, const char *key, int64_t v) { jsonw_key(w, key)
 void jsonw_kuint(struct jsonw *w, const char *key, uint64_t v) { jsonw_key(w, key); jsonw_uint(w, v); }
 void jsonw_kdouble(struct jsonw *w, const char *key, double v) { jsonw_key(w, key); jsonw_double(w, v); }
 void jsonw_kbool(struct jsonw *w, const char *key, int v) { jsonw_key(w, key); jsonw_bool(w, v); }
+
+int jsonw_mem_begin(struct jsonw *w, struct jsonw_mem *m)
+{
+	FILE *f;
+
+	m->buf = NULL;
+	m->n = 0;
+	if (!(f = open_memstream(&m->buf, &m->n)))
+		return -1;
+	jsonw_init(w, f);
+	return 0;
+}
+
+char *jsonw_mem_end(struct jsonw *w, struct jsonw_mem *m)
+{
+	int err = ferror(w->f);
+
+	/* the text is complete (and m->buf final) only after fclose */
+	if (fclose(w->f) || err || !m->buf) {
+		free(m->buf);
+		m->buf = NULL;
+		return NULL;
+	}
+	while (m->n && m->buf[m->n - 1] == '\n')
+		m->buf[--m->n] = '\0';
+	return m->buf;
+}

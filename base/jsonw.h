@@ -24,6 +24,7 @@ void jsonw_obj_end(struct jsonw *w);    /* } */
 void jsonw_arr(struct jsonw *w);        /* [ */
 void jsonw_arr_end(struct jsonw *w);    /* ] */
 void jsonw_key(struct jsonw *w, const char *key);
+void jsonw_keyn(struct jsonw *w, const char *key, size_t n);   /* a key of n bytes */
 void jsonw_str(struct jsonw *w, const char *s);   /* NULL writes null */
 void jsonw_strn(struct jsonw *w, const char *s, size_t n);
 void jsonw_int(struct jsonw *w, int64_t v);
@@ -45,6 +46,19 @@ void jsonw_kint(struct jsonw *w, const char *key, int64_t v);
 void jsonw_kuint(struct jsonw *w, const char *key, uint64_t v);
 void jsonw_kdouble(struct jsonw *w, const char *key, double v);
 void jsonw_kbool(struct jsonw *w, const char *key, int v);
+
+/*
+ * A writer into memory, for reports handed on as text (a --json twin that a
+ * caller prints or embeds): jsonw_mem_begin sets up w (0, or -1 when out of
+ * memory); jsonw_mem_end closes it and returns the text without the final
+ * newline, or NULL when out of memory. The caller frees the text.
+ */
+struct jsonw_mem {
+	char *buf;
+	size_t n;
+};
+int jsonw_mem_begin(struct jsonw *w, struct jsonw_mem *m);
+char *jsonw_mem_end(struct jsonw *w, struct jsonw_mem *m);
 
 /* Writes s as a JSON string literal (quotes included) to f. */
 void jsonw_escape(FILE *f, const char *s, size_t n);

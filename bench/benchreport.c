@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonw.h"
 #include "rate.h"
 #include "ready.h"
 #include "record.h"
@@ -36,272 +37,271 @@ static bool benchreport_behind(const struct stats_run *m, double rate)
 	return m->open_loop && m->sched_lag.n && m->sched_lag.p99 > limit;
 }
 
+/*
+ * A member holding a value of bench/record's (a rate, a run's statistics),
+ * written by that format's owner; NULL (out of memory) leaves the member out.
+ */
+static void benchreport_record_member(struct jsonw *w, const char *key, struct cJSON *v)
+{
+	char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+
+	if (s) {
+		jsonw_key(w, key);
+		jsonw_raw(w, s);
+	}
+	cJSON_free(s);
+	cJSON_Delete(v);
+}
+
+/* A number, or null when it is not known (a baseline of 0, a missing index). */
+static void benchreport_num_or_null(struct jsonw *w, const char *key, bool known, double v)
+{
+	jsonw_key(w, key);
+	if (known)
+		jsonw_double(w, v);
+	else
+		jsonw_null(w);
+}
+
 char *benchreport_json(const struct driver_report *rep)
 {
-	cJSON *o = cJSON_CreateObject(), *arms, *cells, *x, *f, *v;
-	char seed[24], *s;
+	struct jsonw w;
+	struct jsonw_mem mem;
+	char seed[24];
 	size_t i, k;
 
-	if (!o)
+	if (jsonw_mem_begin(&w, &mem))
 		return NULL;
-	cJSON_AddStringToObject(o, "kind", "summary");
-	cJSON_AddStringToObject(o, "tool", "ttaudit");
-	cJSON_AddStringToObject(o, "tool_version", TTAUDIT_VERSION);
-	cJSON_AddBoolToObject(o, "gate_failed", rep->gate_failed);
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "kind", "summary");
+	jsonw_kstr(&w, "tool", "ttaudit");
+	jsonw_kstr(&w, "tool_version", TTAUDIT_VERSION);
+	jsonw_kbool(&w, "gate_failed", rep->gate_failed);
 	if (rep->gate_failed)
-		cJSON_AddStringToObject(o, "gate_message", rep->gate_message);
-	cJSON_AddStringToObject(o, "arrival", record_arrival_name(rep->arrival));
-	cJSON_AddStringToObject(o, "cache_claim", rep->churn ? "shared-prefix" :
-				rep->warm || rep->correctness ? "warm" : "cold");
-	cJSON_AddStringToObject(o, "suite_hash", rep->suite_hash);
-	cJSON_AddStringToObject(o, "suite_source", rep->suite_source);
-	cJSON_AddStringToObject(o, "sizing", rep->sizing);
-	cJSON_AddNumberToObject(o, "suite_prompts", (double)rep->suite_n);
+		jsonw_kstr(&w, "gate_message", rep->gate_message);
+	jsonw_kstr(&w, "arrival", record_arrival_name(rep->arrival));
+	jsonw_kstr(&w, "cache_claim", rep->churn ? "shared-prefix" :
+		   rep->warm || rep->correctness ? "warm" : "cold");
+	jsonw_kstr(&w, "suite_hash", rep->suite_hash);
+	jsonw_kstr(&w, "suite_source", rep->suite_source);
+	jsonw_kstr(&w, "sizing", rep->sizing);
+	jsonw_kdouble(&w, "suite_prompts", (double)rep->suite_n);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)rep->corpus_seed);
-	cJSON_AddStringToObject(o, "corpus_seed", seed);
-	cJSON_AddNumberToObject(o, "requests", (double)rep->total_requests);
-	cJSON_AddNumberToObject(o, "failed", (double)rep->total_failed);
-	f = cJSON_AddObjectToObject(o, "failures");
-	for (k = 1; f && k < LOAD_FAIL__COUNT; k++)
+	jsonw_kstr(&w, "corpus_seed", seed);
+	jsonw_kdouble(&w, "requests", (double)rep->total_requests);
+	jsonw_kdouble(&w, "failed", (double)rep->total_failed);
+	jsonw_key(&w, "failures");
+	jsonw_obj(&w);
+	for (k = 1; k < LOAD_FAIL__COUNT; k++)
 		if (rep->n_fail[k])
-			cJSON_AddNumberToObject(f, load_fail_name((enum load_fail)k), (double)rep->n_fail[k]);
-	if (rep->margins) {
-		x = record_margins_json(&rep->mrep);
-		if (x)
-			cJSON_AddItemToObject(o, "margins", x);
-	}
+			jsonw_kdouble(&w, load_fail_name((enum load_fail)k), (double)rep->n_fail[k]);
+	jsonw_obj_end(&w);
+	if (rep->margins)
+		benchreport_record_member(&w, "margins", record_margins_json(&rep->mrep));
 	if (rep->correctness) {
-		x = cJSON_AddObjectToObject(o, "correctness");
-		if (x) {
-			cJSON_AddNumberToObject(x, "failing", (double)rep->corr_failing);
-			cJSON_AddNumberToObject(x, "requests", (double)rep->corr_requests);
-			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->ref_wrong);
-			cJSON_AddNumberToObject(x, "reference_failed", (double)rep->ref_failed);
-			/* the worst cell's; each cell has its own rate (arms are not pooled) */
-			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->corr_verdict));
-			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
-			if (rep->baseline > 0)
-				cJSON_AddNumberToObject(x, "baseline", rep->baseline);
-			else
-				cJSON_AddNullToObject(x, "baseline");
-		}
+		jsonw_key(&w, "correctness");
+		jsonw_obj(&w);
+		jsonw_kdouble(&w, "failing", (double)rep->corr_failing);
+		jsonw_kdouble(&w, "requests", (double)rep->corr_requests);
+		jsonw_kdouble(&w, "reference_wrong", (double)rep->ref_wrong);
+		jsonw_kdouble(&w, "reference_failed", (double)rep->ref_failed);
+		/* the worst cell's; each cell has its own rate (arms are not pooled) */
+		jsonw_kstr(&w, "verdict", driver_verdict_name(rep->corr_verdict));
+		jsonw_kdouble(&w, "confidence", rep->confidence);
+		benchreport_num_or_null(&w, "baseline", rep->baseline > 0, rep->baseline);
+		jsonw_obj_end(&w);
 	}
 	if (rep->canary) {
-		x = cJSON_AddObjectToObject(o, "canary");
-		if (x) {
-			cJSON_AddNumberToObject(x, "requests", (double)rep->can_requests);
-			cJSON_AddNumberToObject(x, "leaked", (double)rep->can_leaked);
-			cJSON_AddNumberToObject(x, "lost", (double)rep->can_lost);
-			cJSON_AddNumberToObject(x, "decoy_outputs", (double)rep->can_decoy);
-			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->can_verdict));
-			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
-			if (rep->baseline > 0)
-				cJSON_AddNumberToObject(x, "baseline", rep->baseline);
-			else
-				cJSON_AddNullToObject(x, "baseline");
-		}
+		jsonw_key(&w, "canary");
+		jsonw_obj(&w);
+		jsonw_kdouble(&w, "requests", (double)rep->can_requests);
+		jsonw_kdouble(&w, "leaked", (double)rep->can_leaked);
+		jsonw_kdouble(&w, "lost", (double)rep->can_lost);
+		jsonw_kdouble(&w, "decoy_outputs", (double)rep->can_decoy);
+		jsonw_kstr(&w, "verdict", driver_verdict_name(rep->can_verdict));
+		jsonw_kdouble(&w, "confidence", rep->confidence);
+		benchreport_num_or_null(&w, "baseline", rep->baseline > 0, rep->baseline);
+		jsonw_obj_end(&w);
 	}
 	if (rep->accuracy) {
-		x = cJSON_AddObjectToObject(o, "accuracy");
-		if (x) {
-			cJSON_AddStringToObject(x, "verdict", driver_verdict_name(rep->acc_verdict));
-			if (rep->control != SIZE_MAX)
-				cJSON_AddNumberToObject(x, "control", (double)rep->control);
-			else
-				cJSON_AddNullToObject(x, "control");
-			cJSON_AddNumberToObject(x, "confidence", rep->confidence);
-		}
+		jsonw_key(&w, "accuracy");
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "verdict", driver_verdict_name(rep->acc_verdict));
+		benchreport_num_or_null(&w, "control", rep->control != SIZE_MAX, (double)rep->control);
+		jsonw_kdouble(&w, "confidence", rep->confidence);
+		jsonw_obj_end(&w);
 	}
-	x = cJSON_AddObjectToObject(o, "workload");
-	if (x) {
-		cJSON_AddStringToObject(x, "kind", rep->churn ? "churn" : "plain");
-		if (rep->churn) {
-			cJSON *tr = cJSON_AddObjectToObject(x, "transitions");
-
-			if (rep->max_num_seqs)
-				cJSON_AddNumberToObject(x, "max_num_seqs", rep->max_num_seqs);
-			else
-				cJSON_AddNullToObject(x, "max_num_seqs");
-			for (k = 0; tr && k < CHURN_T__COUNT; k++)
-				cJSON_AddNumberToObject(tr, churn_transition_name((unsigned)k),
-							(double)rep->transitions[k]);
-		}
+	jsonw_key(&w, "workload");
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "kind", rep->churn ? "churn" : "plain");
+	if (rep->churn) {
+		/* cJSON's order, kept: the transitions object was made first, filled last */
+		jsonw_key(&w, "transitions");
+		jsonw_obj(&w);
+		for (k = 0; k < CHURN_T__COUNT; k++)
+			jsonw_kdouble(&w, churn_transition_name((unsigned)k), (double)rep->transitions[k]);
+		jsonw_obj_end(&w);
+		benchreport_num_or_null(&w, "max_num_seqs", rep->max_num_seqs != 0,
+					(double)rep->max_num_seqs);
 	}
-	x = cJSON_AddObjectToObject(o, "token_times");
-	if (x) {
-		cJSON_AddNumberToObject(x, "stamped_kernel", (double)rep->stamped_kernel);
-		cJSON_AddNumberToObject(x, "retried_dead_connection", (double)rep->retried);
-		cJSON_AddNumberToObject(x, "stamped_loop", (double)rep->stamped_loop);
-		cJSON_AddNumberToObject(x, "send_delay_max_s", rep->send_delay_max);
-	}
-	cJSON_AddBoolToObject(o, "unstable", rep->any_unstable);
-	cJSON_AddBoolToObject(o, "cold_claim_invalid", rep->any_cold_invalid);
-	arms = cJSON_AddArrayToObject(o, "arms");
-	for (i = 0; arms && i < rep->n_arms; i++) {
-		x = cJSON_CreateObject();
-		if (!x)
-			break;
-		cJSON_AddStringToObject(x, "url", rep->arms[i].url);
-		if (rep->arms[i].arm[0])
-			cJSON_AddStringToObject(x, "arm", rep->arms[i].arm);
-		else
-			cJSON_AddNullToObject(x, "arm");
-		cJSON_AddStringToObject(x, "arm_state", rep->arms[i].arm_state ? rep->arms[i].arm_state : "none");
-		cJSON_AddStringToObject(x, "model", rep->arms[i].model);
-		if (rep->arms[i].config_hash[0])
-			cJSON_AddStringToObject(x, "server_config_hash", rep->arms[i].config_hash);
-		else
-			cJSON_AddNullToObject(x, "server_config_hash");
+	jsonw_obj_end(&w);
+	jsonw_key(&w, "token_times");
+	jsonw_obj(&w);
+	jsonw_kdouble(&w, "stamped_kernel", (double)rep->stamped_kernel);
+	jsonw_kdouble(&w, "retried_dead_connection", (double)rep->retried);
+	jsonw_kdouble(&w, "stamped_loop", (double)rep->stamped_loop);
+	jsonw_kdouble(&w, "send_delay_max_s", rep->send_delay_max);
+	jsonw_obj_end(&w);
+	jsonw_kbool(&w, "unstable", rep->any_unstable);
+	jsonw_kbool(&w, "cold_claim_invalid", rep->any_cold_invalid);
+	jsonw_key(&w, "arms");
+	jsonw_arr(&w);
+	for (i = 0; i < rep->n_arms; i++) {
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "url", rep->arms[i].url);
+		jsonw_kstr(&w, "arm", rep->arms[i].arm[0] ? rep->arms[i].arm : NULL);
+		jsonw_kstr(&w, "arm_state", rep->arms[i].arm_state ? rep->arms[i].arm_state : "none");
+		jsonw_kstr(&w, "model", rep->arms[i].model);
+		jsonw_kstr(&w, "server_config_hash",
+			   rep->arms[i].config_hash[0] ? rep->arms[i].config_hash : NULL);
 		if (rep->canary) {
 			const struct canary_calib *cal = &rep->arms[i].cal;
-			cJSON *cj = cJSON_AddObjectToObject(x, "canary_calibration");
 
-			if (cj) {
-				cJSON_AddNumberToObject(cj, "requests", (double)cal->n);
-				cJSON_AddNumberToObject(cj, "repeated", (double)cal->n_repeated);
-				cJSON_AddBoolToObject(cj, "own_marker_evaluable", cal->repeats);
-				cJSON_AddNumberToObject(cj, "tokens_for_marker", (double)cal->tokens_for_marker);
-				cJSON_AddBoolToObject(cj, "ids_returned", cal->ids_returned);
-				cJSON_AddBoolToObject(cj, "ids_searched", rep->arms[i].ids_searched);
-				if (rep->arms[i].ids_note[0])
-					cJSON_AddStringToObject(cj, "ids_note", rep->arms[i].ids_note);
-			}
+			jsonw_key(&w, "canary_calibration");
+			jsonw_obj(&w);
+			jsonw_kdouble(&w, "requests", (double)cal->n);
+			jsonw_kdouble(&w, "repeated", (double)cal->n_repeated);
+			jsonw_kbool(&w, "own_marker_evaluable", cal->repeats);
+			jsonw_kdouble(&w, "tokens_for_marker", (double)cal->tokens_for_marker);
+			jsonw_kbool(&w, "ids_returned", cal->ids_returned);
+			jsonw_kbool(&w, "ids_searched", rep->arms[i].ids_searched);
+			if (rep->arms[i].ids_note[0])
+				jsonw_kstr(&w, "ids_note", rep->arms[i].ids_note);
+			jsonw_obj_end(&w);
 		}
 		if (rep->correctness) {
-			cJSON_AddNumberToObject(x, "reference_requests", (double)rep->arms[i].ref_requests);
-			cJSON_AddNumberToObject(x, "reference_wrong", (double)rep->arms[i].ref_wrong);
-			cJSON_AddNumberToObject(x, "reference_failed", (double)rep->arms[i].ref_failed);
+			jsonw_kdouble(&w, "reference_requests", (double)rep->arms[i].ref_requests);
+			jsonw_kdouble(&w, "reference_wrong", (double)rep->arms[i].ref_wrong);
+			jsonw_kdouble(&w, "reference_failed", (double)rep->arms[i].ref_failed);
 		}
-		cJSON_AddItemToArray(arms, x);
+		jsonw_obj_end(&w);
 	}
-	cells = cJSON_AddArrayToObject(o, "cells");
-	for (i = 0; cells && i < rep->n_cells; i++) {
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "cells");
+	jsonw_arr(&w);
+	for (i = 0; i < rep->n_cells; i++) {
 		const struct driver_cell *dc = &rep->cells[i];
 
-		x = cJSON_CreateObject();
-		if (!x)
-			break;
-		cJSON_AddNumberToObject(x, "arm_index", (double)dc->arm_index);
-		cJSON_AddNumberToObject(x, benchreport_level_name(rep->arrival), dc->level);
-		cJSON_AddNumberToObject(x, "repeats", dc->n_repeats);
-		cJSON_AddNumberToObject(x, "median_repeat", (double)dc->median_repeat);
-		cJSON_AddNumberToObject(x, "spread", dc->spread);
-		cJSON_AddBoolToObject(x, "unstable", dc->unstable);
-		v = cJSON_AddArrayToObject(x, "output_tok_s_by_repeat");
-		for (k = 0; v && k < dc->n_repeats; k++)
-			cJSON_AddItemToArray(v, cJSON_CreateNumber(dc->tok_s[k]));
-		cJSON_AddNumberToObject(x, "requests", (double)dc->n_requests);
-		cJSON_AddNumberToObject(x, "failed", (double)dc->n_failed);
+		jsonw_obj(&w);
+		jsonw_kdouble(&w, "arm_index", (double)dc->arm_index);
+		jsonw_kdouble(&w, benchreport_level_name(rep->arrival), dc->level);
+		jsonw_kdouble(&w, "repeats", dc->n_repeats);
+		jsonw_kdouble(&w, "median_repeat", (double)dc->median_repeat);
+		jsonw_kdouble(&w, "spread", dc->spread);
+		jsonw_kbool(&w, "unstable", dc->unstable);
+		jsonw_key(&w, "output_tok_s_by_repeat");
+		jsonw_arr(&w);
+		for (k = 0; k < (size_t)dc->n_repeats; k++)
+			jsonw_double(&w, dc->tok_s[k]);
+		jsonw_arr_end(&w);
+		jsonw_kdouble(&w, "requests", (double)dc->n_requests);
+		jsonw_kdouble(&w, "failed", (double)dc->n_failed);
 		if (dc->first_failure[0])
-			cJSON_AddStringToObject(x, "first_failure", dc->first_failure);
+			jsonw_kstr(&w, "first_failure", dc->first_failure);
 		if (!rep->warm && !rep->correctness && !rep->churn) {
-			cJSON_AddNumberToObject(x, "prefix_cache_hits", dc->prefix_hits);
-			cJSON_AddNumberToObject(x, "cold_claim_invalid_runs", (double)dc->n_cold_invalid);
-			cJSON_AddNumberToObject(x, "cold_claim_unchecked_runs", (double)dc->n_cold_unchecked);
+			jsonw_kdouble(&w, "prefix_cache_hits", dc->prefix_hits);
+			jsonw_kdouble(&w, "cold_claim_invalid_runs", (double)dc->n_cold_invalid);
+			jsonw_kdouble(&w, "cold_claim_unchecked_runs", (double)dc->n_cold_unchecked);
 		}
 		if (rep->correctness) {
-			v = cJSON_AddObjectToObject(x, "correctness");
-			if (v) {
-				cJSON_AddNumberToObject(v, "requests", (double)dc->corr_requests);
-				cJSON_AddNumberToObject(v, "failing", (double)dc->corr_failing);
-				cJSON_AddNumberToObject(v, "diverged", (double)dc->corr_diverged);
-				cJSON_AddNumberToObject(v, "duplicate_token", (double)dc->corr_duplicate);
-				cJSON_AddNumberToObject(v, "wrong", (double)dc->corr_wrong);
-				cJSON_AddNumberToObject(v, "failed", (double)dc->corr_failed);
-				cJSON_AddItemToObject(v, "failing_rate",
-						      record_rate_json(dc->corr_failing, dc->corr_requests,
-								       rep->confidence));
-				cJSON_AddStringToObject(v, "verdict", driver_verdict_name(dc->corr_verdict));
-				if (dc->corr_n_to_bound)
-					cJSON_AddNumberToObject(v, "requests_to_rule_out_baseline",
-								(double)dc->corr_n_to_bound);
-				if (dc->first_divergence[0])
-					cJSON_AddStringToObject(v, "first", dc->first_divergence);
-			}
+			jsonw_key(&w, "correctness");
+			jsonw_obj(&w);
+			jsonw_kdouble(&w, "requests", (double)dc->corr_requests);
+			jsonw_kdouble(&w, "failing", (double)dc->corr_failing);
+			jsonw_kdouble(&w, "diverged", (double)dc->corr_diverged);
+			jsonw_kdouble(&w, "duplicate_token", (double)dc->corr_duplicate);
+			jsonw_kdouble(&w, "wrong", (double)dc->corr_wrong);
+			jsonw_kdouble(&w, "failed", (double)dc->corr_failed);
+			benchreport_record_member(&w, "failing_rate",
+						  record_rate_json(dc->corr_failing, dc->corr_requests,
+								   rep->confidence));
+			jsonw_kstr(&w, "verdict", driver_verdict_name(dc->corr_verdict));
+			if (dc->corr_n_to_bound)
+				jsonw_kdouble(&w, "requests_to_rule_out_baseline", (double)dc->corr_n_to_bound);
+			if (dc->first_divergence[0])
+				jsonw_kstr(&w, "first", dc->first_divergence);
+			jsonw_obj_end(&w);
 		}
 		if (rep->canary) {
-			v = cJSON_AddObjectToObject(x, "canary");
-			if (v) {
-				cJSON_AddNumberToObject(v, "requests", (double)dc->can_requests);
-				cJSON_AddNumberToObject(v, "clean", (double)dc->can_clean);
-				cJSON_AddNumberToObject(v, "leaked", (double)dc->can_leaked);
-				cJSON_AddNumberToObject(v, "lost", (double)dc->can_lost);
-				cJSON_AddNumberToObject(v, "failed", (double)dc->can_failed);
-				cJSON_AddNumberToObject(v, "own_checked", (double)dc->can_own_checked);
-				cJSON_AddNumberToObject(v, "decoy_outputs", (double)dc->can_decoy);
-				cJSON_AddNumberToObject(v, "ids_checked", (double)dc->can_id_checked);
-				cJSON_AddNumberToObject(v, "donor_finished", (double)dc->can_donor_finished);
-				cJSON_AddItemToObject(v, "leak_rate", record_rate_json(dc->can_leaked, dc->can_requests,
-										      rep->confidence));
-				cJSON_AddItemToObject(v, "lost_rate", record_rate_json(dc->can_lost, dc->can_own_checked,
-										      rep->confidence));
-				cJSON_AddItemToObject(v, "decoy_rate", record_rate_json(dc->can_decoy, dc->can_requests,
-										       rep->confidence));
-				if (dc->can_decoy)
-					cJSON_AddNumberToObject(v, "leaks_above_decoys_p", dc->can_fisher_p);
-				cJSON_AddStringToObject(v, "verdict", driver_verdict_name(dc->can_verdict));
-				if (dc->can_n_to_bound)
-					cJSON_AddNumberToObject(v, "requests_to_rule_out_baseline", (double)dc->can_n_to_bound);
-				if (dc->first_leak[0])
-					cJSON_AddStringToObject(v, "first", dc->first_leak);
-				{
-					cJSON *an = cJSON_AddObjectToObject(v, "anomalies");
-
-					if (an) {
-						cJSON_AddNumberToObject(an, "outputs", (double)dc->an_outputs);
-						cJSON_AddNumberToObject(an, "with_ids", (double)dc->an_with_ids);
-						if (rep->vocab_size > 0 && dc->an_with_ids)
-							cJSON_AddNumberToObject(an, "ids_past_vocab", (double)dc->an_past_vocab);
-						else
-							cJSON_AddNullToObject(an, "ids_past_vocab");
-						cJSON_AddNumberToObject(an, "empty_tokens", (double)dc->an_empty_tokens);
-						cJSON_AddNumberToObject(an, "special_repeated", (double)dc->an_special);
-						cJSON_AddNumberToObject(an, "empty_content", (double)dc->an_empty);
-						if (dc->first_anomaly[0])
-							cJSON_AddStringToObject(an, "first", dc->first_anomaly);
-					}
-				}
-			}
+			jsonw_key(&w, "canary");
+			jsonw_obj(&w);
+			jsonw_kdouble(&w, "requests", (double)dc->can_requests);
+			jsonw_kdouble(&w, "clean", (double)dc->can_clean);
+			jsonw_kdouble(&w, "leaked", (double)dc->can_leaked);
+			jsonw_kdouble(&w, "lost", (double)dc->can_lost);
+			jsonw_kdouble(&w, "failed", (double)dc->can_failed);
+			jsonw_kdouble(&w, "own_checked", (double)dc->can_own_checked);
+			jsonw_kdouble(&w, "decoy_outputs", (double)dc->can_decoy);
+			jsonw_kdouble(&w, "ids_checked", (double)dc->can_id_checked);
+			jsonw_kdouble(&w, "donor_finished", (double)dc->can_donor_finished);
+			benchreport_record_member(&w, "leak_rate", record_rate_json(dc->can_leaked,
+						  dc->can_requests, rep->confidence));
+			benchreport_record_member(&w, "lost_rate", record_rate_json(dc->can_lost,
+						  dc->can_own_checked, rep->confidence));
+			benchreport_record_member(&w, "decoy_rate", record_rate_json(dc->can_decoy,
+						  dc->can_requests, rep->confidence));
+			if (dc->can_decoy)
+				jsonw_kdouble(&w, "leaks_above_decoys_p", dc->can_fisher_p);
+			jsonw_kstr(&w, "verdict", driver_verdict_name(dc->can_verdict));
+			if (dc->can_n_to_bound)
+				jsonw_kdouble(&w, "requests_to_rule_out_baseline", (double)dc->can_n_to_bound);
+			if (dc->first_leak[0])
+				jsonw_kstr(&w, "first", dc->first_leak);
+			jsonw_key(&w, "anomalies");
+			jsonw_obj(&w);
+			jsonw_kdouble(&w, "outputs", (double)dc->an_outputs);
+			jsonw_kdouble(&w, "with_ids", (double)dc->an_with_ids);
+			benchreport_num_or_null(&w, "ids_past_vocab", rep->vocab_size > 0 && dc->an_with_ids,
+						(double)dc->an_past_vocab);
+			jsonw_kdouble(&w, "empty_tokens", (double)dc->an_empty_tokens);
+			jsonw_kdouble(&w, "special_repeated", (double)dc->an_special);
+			jsonw_kdouble(&w, "empty_content", (double)dc->an_empty);
+			if (dc->first_anomaly[0])
+				jsonw_kstr(&w, "first", dc->first_anomaly);
+			jsonw_obj_end(&w);
+			jsonw_obj_end(&w);
 		}
 		if (rep->accuracy) {
-			v = cJSON_AddObjectToObject(x, "accuracy");
-			if (v) {
-				cJSON *an;
-
-				cJSON_AddBoolToObject(v, "control", dc->arm_index == rep->control);
-				cJSON_AddNumberToObject(v, "graded", (double)dc->acc_n);
-				cJSON_AddNumberToObject(v, "right", (double)dc->acc_right);
-				cJSON_AddNumberToObject(v, "cut", (double)dc->acc_cut);
-				cJSON_AddNumberToObject(v, "failed", (double)dc->acc_failed);
-				cJSON_AddItemToObject(v, "rate", record_rate_json(dc->acc_right, dc->acc_n, rep->confidence));
-				if (isnan(dc->acc_fisher_p))
-					cJSON_AddNullToObject(v, "fisher_p");
-				else
-					cJSON_AddNumberToObject(v, "fisher_p", dc->acc_fisher_p);
-				cJSON_AddStringToObject(v, "verdict", dc->arm_index == rep->control ? "control" :
-							driver_verdict_name(dc->acc_verdict));
-				an = cJSON_AddObjectToObject(v, "anomalies");
-				if (an) {
-					if (rep->vocab_size > 0 && dc->an_with_ids)
-						cJSON_AddNumberToObject(an, "ids_past_vocab", (double)dc->an_past_vocab);
-					else
-						cJSON_AddNullToObject(an, "ids_past_vocab");
-					cJSON_AddNumberToObject(an, "empty_content", (double)dc->an_empty);
-					cJSON_AddNumberToObject(an, "special_repeated", (double)dc->an_special);
-					cJSON_AddNumberToObject(an, "empty_tokens", (double)dc->an_empty_tokens);
-				}
-			}
+			jsonw_key(&w, "accuracy");
+			jsonw_obj(&w);
+			jsonw_kbool(&w, "control", dc->arm_index == rep->control);
+			jsonw_kdouble(&w, "graded", (double)dc->acc_n);
+			jsonw_kdouble(&w, "right", (double)dc->acc_right);
+			jsonw_kdouble(&w, "cut", (double)dc->acc_cut);
+			jsonw_kdouble(&w, "failed", (double)dc->acc_failed);
+			benchreport_record_member(&w, "rate", record_rate_json(dc->acc_right, dc->acc_n,
+										rep->confidence));
+			benchreport_num_or_null(&w, "fisher_p", !isnan(dc->acc_fisher_p), dc->acc_fisher_p);
+			jsonw_kstr(&w, "verdict", dc->arm_index == rep->control ? "control" :
+				   driver_verdict_name(dc->acc_verdict));
+			jsonw_key(&w, "anomalies");
+			jsonw_obj(&w);
+			benchreport_num_or_null(&w, "ids_past_vocab", rep->vocab_size > 0 && dc->an_with_ids,
+						(double)dc->an_past_vocab);
+			jsonw_kdouble(&w, "empty_content", (double)dc->an_empty);
+			jsonw_kdouble(&w, "special_repeated", (double)dc->an_special);
+			jsonw_kdouble(&w, "empty_tokens", (double)dc->an_empty_tokens);
+			jsonw_obj_end(&w);
+			jsonw_obj_end(&w);
 		}
 		if (dc->median.open_loop)
-			cJSON_AddBoolToObject(x, "client_behind_schedule", benchreport_behind(&dc->median, dc->level));
-		v = record_stats_json(&dc->median);
-		if (v)
-			cJSON_AddItemToObject(x, "median", v);
-		cJSON_AddItemToArray(cells, x);
+			jsonw_kbool(&w, "client_behind_schedule", benchreport_behind(&dc->median, dc->level));
+		benchreport_record_member(&w, "median", record_stats_json(&dc->median));
+		jsonw_obj_end(&w);
 	}
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	return jsonw_mem_end(&w, &mem);
 }
 
 /* "reset 2, truncated 1" */

@@ -16,6 +16,7 @@
 #include "consume.h"
 #include "envlist.h"
 #include "follow.h"
+#include "jsonw.h"
 #include "launch.h"
 #include "opt.h"
 #include "supervise.h"
@@ -263,13 +264,19 @@ int cmd_follow(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	st = follow_run(&fo, &fs, &si);
-	if (json)
-		fprintf(stderr, "{\"lines\":%llu,\"audit\":%llu,\"banner\":%llu,\"lost\":%llu,"
-			"\"rotations\":%llu,\"truncations\":%llu}\n",
-			(unsigned long long)fs.lines, (unsigned long long)fs.audit,
-			(unsigned long long)fs.banner, (unsigned long long)fs.lost,
-			(unsigned long long)fs.rotations, (unsigned long long)fs.truncations);
-	else
+	if (json) {
+		struct jsonw w;
+
+		jsonw_init(&w, stderr);
+		jsonw_obj(&w);
+		jsonw_kuint(&w, "lines", fs.lines);
+		jsonw_kuint(&w, "audit", fs.audit);
+		jsonw_kuint(&w, "banner", fs.banner);
+		jsonw_kuint(&w, "lost", fs.lost);
+		jsonw_kuint(&w, "rotations", fs.rotations);
+		jsonw_kuint(&w, "truncations", fs.truncations);
+		jsonw_obj_end(&w);
+	} else
 		fprintf(stderr, "ttaudit follow: %s: %llu lines, %llu audit, %llu banner, %llu lost\n",
 			fo.path, (unsigned long long)fs.lines, (unsigned long long)fs.audit,
 			(unsigned long long)fs.banner, (unsigned long long)fs.lost);

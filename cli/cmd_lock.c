@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
+#include "jsonw.h"
 #include "lock.h"
 #include "opt.h"
 
@@ -50,27 +49,22 @@ static void lock_print(const struct lock *l, enum lock_state s, const struct loc
 
 	lock_remove_command(l, rm, sizeof(rm));
 	if (json) {
-		cJSON *root = cJSON_CreateObject();
-		char *txt;
+		struct jsonw w;
 
-		if (!root)
-			return;
-		cJSON_AddStringToObject(root, "lock", lock_dir(l));
-		cJSON_AddStringToObject(root, "state", lock_state_name(s));
+		jsonw_init(&w, f);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "lock", lock_dir(l));
+		jsonw_kstr(&w, "state", lock_state_name(s));
 		if (s == LOCK_HELD || s == LOCK_STALE) {
-			cJSON_AddNumberToObject(root, "pid", (double)o->pid);
-			cJSON_AddStringToObject(root, "user", o->user);
-			cJSON_AddStringToObject(root, "host", o->host);
-			cJSON_AddNumberToObject(root, "started", (double)o->started);
-			cJSON_AddStringToObject(root, "command", o->command);
+			jsonw_kint(&w, "pid", o->pid);
+			jsonw_kstr(&w, "user", o->user);
+			jsonw_kstr(&w, "host", o->host);
+			jsonw_kint(&w, "started", o->started);
+			jsonw_kstr(&w, "command", o->command);
 		}
 		if (s == LOCK_STALE || s == LOCK_UNKNOWN)
-			cJSON_AddStringToObject(root, "remove_by_hand", rm);
-		txt = cJSON_PrintUnformatted(root);
-		if (txt)
-			fprintf(f, "%s\n", txt);
-		cJSON_free(txt);
-		cJSON_Delete(root);
+			jsonw_kstr(&w, "remove_by_hand", rm);
+		jsonw_obj_end(&w);
 		return;
 	}
 	switch (s) {

@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
+#include "jsonw.h"
 #include "launch.h"
 #include "opt.h"
 #include "rule.h"
@@ -153,6 +152,31 @@ static int pt_apply_guards(void)
 	return 0;
 }
 
+/* The patterns tt-run forwards: its defaults, then ours. */
+static void pt_patterns(struct jsonw *w)
+{
+	size_t i;
+
+	jsonw_arr(w);
+	for (i = 0; i < sizeof(pt_default) / sizeof(pt_default[0]); i++)
+		jsonw_str(w, pt_default[i]);
+	for (i = 0; i < sizeof(pt_ours) / sizeof(pt_ours[0]); i++)
+		jsonw_str(w, pt_ours[i]);
+	jsonw_arr_end(w);
+}
+
+/* tt-run's --additional-config: {"tt":{"env_passthrough":[...]}}. */
+static void pt_config(struct jsonw *w)
+{
+	jsonw_obj(w);
+	jsonw_key(w, "tt");
+	jsonw_obj(w);
+	jsonw_key(w, "env_passthrough");
+	pt_patterns(w);
+	jsonw_obj_end(w);
+	jsonw_obj_end(w);
+}
+
 static int pt_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -162,7 +186,8 @@ int cmd_passthrough(int argc, char **argv)
 {
 	struct launch_opts lo = { 0 };
 	struct status_info si;
-	cJSON *root = NULL, *pats, *env, *tt, *ac;
+	struct jsonw w;
+	struct jsonw_mem mem;
 	const char **names = NULL;
 	char shim[4096], *txt = NULL;
 	size_t n_env = 0, i, n_names = 0;
@@ -206,35 +231,28 @@ int cmd_passthrough(int argc, char **argv)
 	}
 	qsort(names, n_names, sizeof(*names), pt_cmp);
 
-	root = cJSON_CreateObject();
-	pats = cJSON_AddArrayToObject(root, "env_passthrough");
-	env = cJSON_AddObjectToObject(root, "env");
-	ac = cJSON_AddObjectToObject(root, "additional_config");
-	tt = ac ? cJSON_AddObjectToObject(ac, "tt") : NULL;
-	if (!pats || !env || !tt)
-		goto nomem;
-	for (i = 0; i < sizeof(pt_default) / sizeof(pt_default[0]); i++)
-		cJSON_AddItemToArray(pats, cJSON_CreateString(pt_default[i]));
-	for (i = 0; i < sizeof(pt_ours) / sizeof(pt_ours[0]); i++)
-		cJSON_AddItemToArray(pats, cJSON_CreateString(pt_ours[i]));
-	cJSON_AddItemToObject(tt, "env_passthrough", cJSON_Duplicate(pats, 1));
-	for (i = 0; i < n_names; i++) {
-		const char *eq = strchr(names[i], '=');
-		char *name = strndup(names[i], (size_t)(eq - names[i]));
-
-		if (!name)
-			goto nomem;
-		cJSON_AddStringToObject(env, name, eq + 1);
-		free(name);
-	}
 	if (pt_json) {
-		txt = cJSON_Print(root);
-		if (!txt)
-			goto nomem;
-		printf("%s\n", txt);
+		jsonw_init(&w, stdout);
+		jsonw_obj(&w);
+		jsonw_key(&w, "env_passthrough");
+		pt_patterns(&w);
+		jsonw_key(&w, "env");
+		jsonw_obj(&w);
+		for (i = 0; i < n_names; i++) {
+			const char *eq = strchr(names[i], '=');
+
+			jsonw_keyn(&w, names[i], (size_t)(eq - names[i]));
+			jsonw_str(&w, eq + 1);
+		}
+		jsonw_obj_end(&w);
+		jsonw_key(&w, "additional_config");
+		pt_config(&w);
+		jsonw_obj_end(&w);
 	} else {
-		txt = cJSON_PrintUnformatted(cJSON_GetObjectItem(root, "additional_config"));
-		if (!txt)
+		if (jsonw_mem_begin(&w, &mem))
+			goto nomem;
+		pt_config(&w);
+		if (!(txt = jsonw_mem_end(&w, &mem)))
 			goto nomem;
 		printf("tt-run forwards only the variables matching env_passthrough; give it\n"
 		       "  --additional-config '%s'\n"
@@ -251,8 +269,7 @@ nomem:
 	fprintf(stderr, "ttaudit passthrough: out of memory\n");
 	rc = CLI_USAGE;
 out:
-	cJSON_free(txt);
-	cJSON_Delete(root);
+	free(txt);
 	free(names);
 	return rc;
 }

@@ -1,8 +1,9 @@
 #include "preflight.h"
 #include "hwlocfn.h"
 #include "../base/mono.h"
+#include "jdoc.h"
+#include "jsonw.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -114,25 +115,39 @@ static void preflight_memory(const struct preflight_opts *o, struct preflight_re
 		 "reclaimed by a driver reload (rmmod/modprobe), only by a reboot");
 }
 
+/* A --record line is one small object; a longer line is not one of ours. */
+#define PREFLIGHT_RECORD_LINE 4096
+
 /* The last "before" record of a --record file, in KiB; -1 when none. */
 static long long preflight_last_before(const char *file)
 {
+	struct jdoc *doc = NULL;
 	char *line = NULL;
 	size_t cap = 0;
+	ssize_t len;
 	long long kib = -1;
 	FILE *f = fopen(file, "re");
 
 	if (!f)
 		return -1;
-	while (getline(&line, &cap, f) > 0) {
-		cJSON *j = cJSON_Parse(line);
-		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(j, "phase");
-		const cJSON *mem = cJSON_GetObjectItemCaseSensitive(j, "mem_available_kib");
+	if (!(doc = jdoc_new(PREFLIGHT_RECORD_LINE)))
+		goto out;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		const struct jval *root, *mem;
 
-		if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "before") && cJSON_IsNumber(mem))
-			kib = (long long)mem->valuedouble;
-		cJSON_Delete(j);
+		if (jdoc_parse(doc, line, (size_t)len, NULL))
+			continue;
+		root = jdoc_root(doc);
+		mem = jdoc_get(doc, root, "mem_available_kib");
+		if (!jdoc_str_is(jdoc_get(doc, root, "phase"), "before", 6) || !mem)
+			continue;
+		if (mem->type == JT_INT)
+			kib = mem->u.i;
+		else if (mem->type == JT_REAL)
+			kib = (long long)mem->u.d;
 	}
+out:
+	jdoc_free(doc);
 	free(line);
 	fclose(f);
 	return kib;
@@ -145,6 +160,7 @@ static enum status preflight_record(const struct preflight_opts *o, struct prefl
 	const char *phase = o->phase ? o->phase : "before";
 	struct preflight_check *c;
 	struct timespec ts;
+	struct jsonw w;
 	FILE *f;
 	int bad;
 
@@ -178,9 +194,14 @@ static enum status preflight_record(const struct preflight_opts *o, struct prefl
 	if (!f)
 		return status_set(si, STATUS_IO, "%s: %s", o->record, strerror(errno));
 	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(f, "{\"t\":%.3f,\"phase\":\"%s\",\"mem_available_kib\":%lld,\"mem_total_kib\":%lld}\n",
-		(double)ts.tv_sec + (double)ts.tv_nsec / 1e9, phase, r->mem_available_kib,
-		r->mem_total_kib);
+	jsonw_init(&w, f);
+	jsonw_obj(&w);
+	/* to the millisecond */
+	jsonw_kdouble(&w, "t", (double)ts.tv_sec + (double)((ts.tv_nsec + 500000) / 1000000) / 1e3);
+	jsonw_kstr(&w, "phase", phase);
+	jsonw_kint(&w, "mem_available_kib", r->mem_available_kib);
+	jsonw_kint(&w, "mem_total_kib", r->mem_total_kib);
+	jsonw_obj_end(&w);
 	bad = ferror(f);
 	bad |= fclose(f);
 	if (bad)
@@ -643,76 +664,75 @@ void preflight_report_print(const struct preflight_report *r, FILE *f)
 
 char *preflight_report_json(const struct preflight_report *r)
 {
-	cJSON *root = cJSON_CreateObject(), *arr, *o;
-	char *out = NULL;
+	struct jsonw w;
+	struct jsonw_mem m;
 	size_t i;
 	int k;
 
-	if (!root)
+	if (jsonw_mem_begin(&w, &m))
 		return NULL;
-	cJSON_AddStringToObject(root, "verdict", r->ok ? "PASS" : "FAIL");
-	cJSON_AddNumberToObject(root, "mem_total_kib", (double)r->mem_total_kib);
-	cJSON_AddNumberToObject(root, "mem_available_kib", (double)r->mem_available_kib);
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "verdict", r->ok ? "PASS" : "FAIL");
+	jsonw_kint(&w, "mem_total_kib", r->mem_total_kib);
+	jsonw_kint(&w, "mem_available_kib", r->mem_available_kib);
 	if (r->mem_before_kib >= 0)
-		cJSON_AddNumberToObject(root, "mem_before_kib", (double)r->mem_before_kib);
-	arr = cJSON_AddArrayToObject(root, "checks");
-	for (i = 0; arr && i < r->n_checks; i++) {
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "check", r->checks[i].name);
-		cJSON_AddStringToObject(o, "result", r->checks[i].result == PREFLIGHT_PASS ? "pass" :
-					r->checks[i].result == PREFLIGHT_FAIL ? "fail" : "skip");
-		cJSON_AddStringToObject(o, "detail", r->checks[i].detail);
+		jsonw_kint(&w, "mem_before_kib", r->mem_before_kib);
+	jsonw_key(&w, "checks");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_checks; i++) {
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "check", r->checks[i].name);
+		jsonw_kstr(&w, "result", r->checks[i].result == PREFLIGHT_PASS ? "pass" :
+			   r->checks[i].result == PREFLIGHT_FAIL ? "fail" : "skip");
+		jsonw_kstr(&w, "detail", r->checks[i].detail);
 		if (r->checks[i].remedy[0])
-			cJSON_AddStringToObject(o, "remedy", r->checks[i].remedy);
+			jsonw_kstr(&w, "remedy", r->checks[i].remedy);
+		jsonw_obj_end(&w);
 	}
-	arr = cJSON_AddArrayToObject(root, "devices");
-	for (i = 0; arr && i < r->n_devices && i < PREFLIGHT_MAX_ITEMS; i++) {
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "devices");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_devices && i < PREFLIGHT_MAX_ITEMS; i++) {
 		const struct preflight_device *d = &r->devices[i];
-		cJSON *numa;
 
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "busid", d->busid);
-		cJSON_AddNumberToObject(o, "vendor", d->vendor);
-		cJSON_AddNumberToObject(o, "device", d->device);
-		numa = cJSON_AddArrayToObject(o, "numa");
-		for (k = 0; numa && k < d->n_numa; k++)
-			cJSON_AddItemToArray(numa, cJSON_CreateNumber(d->numa[k]));
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "busid", d->busid);
+		jsonw_kint(&w, "vendor", d->vendor);
+		jsonw_kint(&w, "device", d->device);
+		jsonw_key(&w, "numa");
+		jsonw_arr(&w);
+		for (k = 0; k < d->n_numa; k++)
+			jsonw_int(&w, d->numa[k]);
+		jsonw_arr_end(&w);
+		jsonw_obj_end(&w);
 	}
-	arr = cJSON_AddArrayToObject(root, "device_nodes");
-	for (i = 0; arr && i < r->n_nodes && i < PREFLIGHT_MAX_ITEMS; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(r->nodes[i]));
-	arr = cJSON_AddArrayToObject(root, "holders");
-	for (i = 0; arr && i < r->n_holders && i < PREFLIGHT_MAX_ITEMS; i++) {
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddNumberToObject(o, "pid", (double)r->holders[i].pid);
-		cJSON_AddStringToObject(o, "comm", r->holders[i].comm);
-		cJSON_AddStringToObject(o, "device", r->holders[i].target);
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "device_nodes");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_nodes && i < PREFLIGHT_MAX_ITEMS; i++)
+		jsonw_str(&w, r->nodes[i]);
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "holders");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_holders && i < PREFLIGHT_MAX_ITEMS; i++) {
+		jsonw_obj(&w);
+		jsonw_kint(&w, "pid", r->holders[i].pid);
+		jsonw_kstr(&w, "comm", r->holders[i].comm);
+		jsonw_kstr(&w, "device", r->holders[i].target);
+		jsonw_obj_end(&w);
 	}
-	arr = cJSON_AddArrayToObject(root, "containers");
-	for (i = 0; arr && i < r->n_containers && i < PREFLIGHT_MAX_ITEMS; i++) {
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "id", r->containers[i].id);
-		cJSON_AddStringToObject(o, "image", r->containers[i].image);
-		cJSON_AddStringToObject(o, "name", r->containers[i].name);
-		cJSON_AddStringToObject(o, "status", r->containers[i].status);
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "containers");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_containers && i < PREFLIGHT_MAX_ITEMS; i++) {
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "id", r->containers[i].id);
+		jsonw_kstr(&w, "image", r->containers[i].image);
+		jsonw_kstr(&w, "name", r->containers[i].name);
+		jsonw_kstr(&w, "status", r->containers[i].status);
+		jsonw_obj_end(&w);
 	}
-	out = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return out;
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	return jsonw_mem_end(&w, &m);
 }

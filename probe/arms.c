@@ -5,7 +5,6 @@
  */
 #include "armspec_priv.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -14,9 +13,11 @@
 
 #include "event.h"
 #include "http.h"
+#include "models.h"
 #include "prom.h"
 #include "reader.h"
 #include "tally.h"
+#include "jsonw.h"
 
 const char *arm_verdict_name(enum arm_verdict v)
 {
@@ -41,8 +42,7 @@ struct arm_ctx {
 	int models_state;
 	char models_url[HTTP_MAX_URL];
 	char models_err[512];
-	struct jdoc *models;          /* GET /v1/models, read by the one JSON reader */
-	struct http_response models_res;   /* the body the jdoc points into: kept */
+	struct models *models;        /* GET /v1/models (models.h) */
 };
 
 static void arm_excerpt(const char *s, size_t n, char *buf, size_t cap)
@@ -420,39 +420,26 @@ static void arm_eval_metrics(struct arm_ctx *c, const struct arm_item *it, struc
 
 static int arm_fetch_models(struct arm_ctx *c)
 {
-	struct http_response *res = &c->models_res;
+	struct http_response res = { 0 };
 	struct status_info si = { 0 };
-	const struct jval *data;
+	int rc;
 
 	if (c->models_state)
 		return c->models_state;
 	c->models_state = -1;
-	if (arm_get(c, "/v1/models", c->models_url, sizeof(c->models_url), res, c->models_err,
-		    sizeof(c->models_err)))
-		return -1;
-	c->models = jdoc_new(res->n_body + 1);
-	if (!c->models) {
-		snprintf(c->models_err, sizeof(c->models_err), "out of memory");
-		return -1;
-	}
-	if (jdoc_parse(c->models, res->body, res->n_body, &si)) {
-		snprintf(c->models_err, sizeof(c->models_err), "%.300s: not JSON at byte %ld: %.100s",
-			 c->models_url, si.byte, si.msg);
-		return -1;
-	}
-	data = jdoc_root(c->models)->type == JT_OBJ ?
-	       jdoc_get(c->models, jdoc_root(c->models), "data") : NULL;
-	if (!data || data->type != JT_ARR) {
-		snprintf(c->models_err, sizeof(c->models_err), "%.300s: not a model list (no data array)",
-			 c->models_url);
-		return -1;
-	}
-	if (!data->n) {
+	rc = arm_get(c, "/v1/models", c->models_url, sizeof(c->models_url), &res, c->models_err,
+		     sizeof(c->models_err));
+	if (!rc && models_parse(res.body, res.n_body, &c->models, &si)) {
+		snprintf(c->models_err, sizeof(c->models_err), "%.300s: %.200s", c->models_url, si.msg);
+		rc = -1;
+	} else if (!rc && !models_count(c->models)) {
 		snprintf(c->models_err, sizeof(c->models_err), "%.300s lists no model", c->models_url);
-		return -1;
+		rc = -1;
 	}
-	c->models_state = 1;
-	return 1;
+	http_response_release(&res);
+	if (!rc)
+		c->models_state = 1;
+	return c->models_state;
 }
 
 /* The integer a real stands for exactly, when it is one within int64. */
@@ -486,34 +473,31 @@ static bool arm_equals(const struct jval *want, const struct jval *got)
 
 static void arm_eval_models(struct arm_ctx *c, const struct arm_item *it, struct arm_item_result *res)
 {
-	const struct jval *data, *m;
 	char seen[300] = "", txt[200];
 	bool found = false;
-	int i = 0;
+	size_t i;
 
 	if (arm_fetch_models(c) < 0) {
 		snprintf(res->reason, sizeof(res->reason), "%s", c->models_err);
 		arm_conclude(it, res, false, true);
 		return;
 	}
-	data = jdoc_get(c->models, jdoc_root(c->models), "data");
-	for (m = jdoc_kid(c->models, data); m; m = jdoc_next(c->models, m), i++) {
-		const struct jval *id = m->type == JT_OBJ ? jdoc_get(c->models, m, "id") : NULL;
-		const struct jval *f = m->type == JT_OBJ ? jdoc_get(c->models, m, it->what) : NULL;
+	for (i = 0; i < models_count(c->models); i++) {
+		const struct jval *id = models_field(c->models, i, "id");
+		const struct jval *f = models_field(c->models, i, it->what);
 
-		if (it->model && (!id || id->type != JT_STR ||
-				  !jdoc_str_is(id, it->model, strlen(it->model))))
+		if (it->model && !jdoc_str_is(id, it->model, strlen(it->model)))
 			continue;
 		if (f)
 			arm_value_text(f, txt, sizeof(txt));
 		if (!seen[0])
-			snprintf(seen, sizeof(seen), "data[%d].%.100s is %.150s", i, it->what,
+			snprintf(seen, sizeof(seen), "data[%zu].%.100s is %.150s", i, it->what,
 				 f ? txt : "missing");
 		if (f && f->type != JT_NULL && (!it->equals || arm_equals(it->equals, f))) {
 			found = true;
 			snprintf(res->where, sizeof(res->where), "%s", c->models_url);
-			snprintf(res->quote, sizeof(res->quote), "data[%d] (%.150s).%.100s = %.200s", i,
-				 id && id->type == JT_STR ? id->u.s : "?", it->what, txt);
+			snprintf(res->quote, sizeof(res->quote), "data[%zu] (%.150s).%.100s = %.200s", i,
+				 models_id(c->models, i) ? models_id(c->models, i) : "?", it->what, txt);
 			break;
 		}
 	}
@@ -808,8 +792,7 @@ enum status arm_check(const struct arm_spec *s, const char *arm, const struct ar
 	}
 	http_response_release(&c.metrics);
 	prom_free(c.prom);
-	jdoc_free(c.models);
-	http_response_release(&c.models_res);
+	models_free(c.models);
 	return STATUS_OK;
 }
 
@@ -839,34 +822,33 @@ void arm_result_print(const struct arm_result *r, FILE *f)
 
 char *arm_result_json(const struct arm_result *r)
 {
-	cJSON *root = cJSON_CreateObject(), *arr, *o;
-	char *out;
+	struct jsonw w;
+	struct jsonw_mem m;
 	size_t i;
 
-	if (!root)
+	if (jsonw_mem_begin(&w, &m))
 		return NULL;
-	cJSON_AddStringToObject(root, "arm", r->arm);
-	cJSON_AddStringToObject(root, "spec", r->spec);
-	cJSON_AddNumberToObject(root, "spec_line", (double)r->spec_line);
-	cJSON_AddStringToObject(root, "verdict", r->confirmed ? "CONFIRMED" : "FAIL");
-	arr = cJSON_AddArrayToObject(root, "items");
-	for (i = 0; arr && i < r->n_items; i++) {
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "arm", r->arm);
+	jsonw_kstr(&w, "spec", r->spec);
+	jsonw_kint(&w, "spec_line", r->spec_line);
+	jsonw_kstr(&w, "verdict", r->confirmed ? "CONFIRMED" : "FAIL");
+	jsonw_key(&w, "items");
+	jsonw_arr(&w);
+	for (i = 0; i < r->n_items; i++) {
 		const struct arm_item_result *it = &r->items[i];
 
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "list", it->forbid ? "forbids" : "requires");
-		cJSON_AddStringToObject(o, "kind", arm_kind_name(it->kind));
-		cJSON_AddStringToObject(o, "evidence", it->what);
-		cJSON_AddStringToObject(o, "verdict", arm_verdict_name(it->verdict));
-		cJSON_AddStringToObject(o, "where", it->where);
-		cJSON_AddStringToObject(o, "quote", it->quote);
-		cJSON_AddStringToObject(o, "reason", it->reason);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "list", it->forbid ? "forbids" : "requires");
+		jsonw_kstr(&w, "kind", arm_kind_name(it->kind));
+		jsonw_kstr(&w, "evidence", it->what);
+		jsonw_kstr(&w, "verdict", arm_verdict_name(it->verdict));
+		jsonw_kstr(&w, "where", it->where);
+		jsonw_kstr(&w, "quote", it->quote);
+		jsonw_kstr(&w, "reason", it->reason);
+		jsonw_obj_end(&w);
 	}
-	out = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return out;
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	return jsonw_mem_end(&w, &m);
 }

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "models.h"
 #include "prom.h"
+#include "jsonw.h"
 
 /* A rung's answer is small; a bigger one is not what the rung asks for. */
 #define READY_MAX_BODY (16u << 20)
@@ -49,30 +51,21 @@ static bool ready_metrics(const struct http_response *res, struct ready_rung_res
 static bool ready_models(const struct http_response *res, const char *want, struct ready_report *r,
 			 struct ready_rung_result *rr)
 {
-	cJSON *root = cJSON_ParseWithLength(res->body, res->n_body);
-	const cJSON *data, *m;
-	bool ok = false;
+	struct status_info si = { 0 };
+	struct models *m = NULL;
+	long i;
 
-	data = cJSON_GetObjectItemCaseSensitive(root, "data");
-	if (!root || !cJSON_IsArray(data)) {
-		ready_fail(rr, "%s", "answer is not a model list (no data array)");
-		goto out;
+	if (models_parse(res->body, res->n_body, &m, &si)) {
+		snprintf(rr->last_error, sizeof(rr->last_error), "answer is %.200s", si.msg);
+		return false;
 	}
-	cJSON_ArrayForEach(m, data) {
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
-
-		if (!cJSON_IsString(id) || (want && strcmp(id->valuestring, want)))
-			continue;
-		snprintf(r->model, sizeof(r->model), "%s", id->valuestring);
-		ok = true;
-		break;
-	}
-	if (!ok)
+	if ((i = models_find(m, want)) < 0)
 		ready_fail(rr, want ? "model '%s' is not listed" : "%s",
 			   want ? want : "the model list is empty");
-out:
-	cJSON_Delete(root);
-	return ok;
+	else
+		snprintf(r->model, sizeof(r->model), "%s", models_id(m, (size_t)i));
+	models_free(m);
+	return i >= 0;
 }
 
 /* POST /v1/completions: 200 with a choice and at least one completion token. */
@@ -252,46 +245,42 @@ enum status ready_wait(const struct ready_opts *o, struct ready_report *r, struc
 
 char *ready_report_json(const struct ready_report *r)
 {
-	cJSON *root = cJSON_CreateObject(), *rungs, *o;
-	char *out = NULL;
+	struct jsonw w;
+	struct jsonw_mem m;
 	int i;
 
-	if (!root)
+	if (jsonw_mem_begin(&w, &m))
 		return NULL;
-	cJSON_AddStringToObject(root, "url", r->url);
-	cJSON_AddBoolToObject(root, "ready", r->ready);
-	cJSON_AddNumberToObject(root, "seconds", r->total);
-	if (r->ready)
-		cJSON_AddNullToObject(root, "failed_rung");
-	else
-		cJSON_AddStringToObject(root, "failed_rung", ready_rung_name(r->failed));
-	cJSON_AddStringToObject(root, "model", r->model);
-	cJSON_AddStringToObject(root, "completion_id", r->completion_id);
-	cJSON_AddStringToObject(root, "request_id", r->request_id);
-	cJSON_AddStringToObject(root, "token_text", r->token_text);
-	rungs = cJSON_AddArrayToObject(root, "rungs");
-	for (i = 0; rungs && i < READY__COUNT; i++) {
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "url", r->url);
+	jsonw_kbool(&w, "ready", r->ready);
+	jsonw_kdouble(&w, "seconds", r->total);
+	jsonw_kstr(&w, "failed_rung", r->ready ? NULL : ready_rung_name(r->failed));
+	jsonw_kstr(&w, "model", r->model);
+	jsonw_kstr(&w, "completion_id", r->completion_id);
+	jsonw_kstr(&w, "request_id", r->request_id);
+	jsonw_kstr(&w, "token_text", r->token_text);
+	jsonw_key(&w, "rungs");
+	jsonw_arr(&w);
+	for (i = 0; i < READY__COUNT; i++) {
 		const struct ready_rung_result *rr = &r->rung[i];
 
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(rungs, o)) {
-			cJSON_Delete(o);
-			break;
-		}
-		cJSON_AddStringToObject(o, "rung", ready_rung_name((enum ready_rung)i));
-		cJSON_AddBoolToObject(o, "passed", rr->passed);
-		cJSON_AddNumberToObject(o, "attempts", rr->attempts);
+		jsonw_obj(&w);
+		jsonw_kstr(&w, "rung", ready_rung_name((enum ready_rung)i));
+		jsonw_kbool(&w, "passed", rr->passed);
+		jsonw_kuint(&w, "attempts", rr->attempts);
 		if (rr->attempts) {
-			cJSON_AddNumberToObject(o, "started", rr->started);
-			cJSON_AddNumberToObject(o, "seconds", rr->seconds);
-			cJSON_AddNumberToObject(o, "last_status", (double)rr->last_status);
+			jsonw_kdouble(&w, "started", rr->started);
+			jsonw_kdouble(&w, "seconds", rr->seconds);
+			jsonw_kint(&w, "last_status", rr->last_status);
 		}
 		if (!rr->passed && rr->attempts) {
-			cJSON_AddStringToObject(o, "last_error", rr->last_error);
-			cJSON_AddStringToObject(o, "excerpt", rr->excerpt);
+			jsonw_kstr(&w, "last_error", rr->last_error);
+			jsonw_kstr(&w, "excerpt", rr->excerpt);
 		}
+		jsonw_obj_end(&w);
 	}
-	out = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return out;
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	return jsonw_mem_end(&w, &m);
 }

@@ -9,7 +9,7 @@
 
 SHIM_SO   := $(BUILD)/libttaudit-shim.so
 SHIM_SRC  := $(wildcard shim/*.c) capture/jbuf.c base/linebuf.c capture/banner.c capture/banner_rules.c \
-	capture/envlist.c capture/caprec.c capture/classify.c capture/ring.c base/auditline.c base/mono.c base/procstat.c base/jdoc.c base/status.c
+	capture/envlist.c capture/caprec.c capture/classify.c capture/ring.c base/auditline.c base/mono.c base/procstat.c base/jdoc_check.c base/status.c
 SHIM_OBJ  := $(SHIM_SRC:%.c=$(OBJ)/pic/%.o)
 # -flto: the write path crosses stream.c, linebuf.c, classify.c, banner.c and
 # caprec.c for every line; inlining across them takes about an eighth of
@@ -50,3 +50,23 @@ $(BUILD)/progs/%: tests/progs/%.c
 $(BUILD)/progs/%: tests/progs/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -Wall -o $@ $< $(SPDLOG_FLAGS) -lpthread
+
+# The shim's JSON validator allocates nothing, and that rests on a file
+# boundary: the base/jdoc* files the shim links must reference no allocator.
+# `make` fails otherwise. nm reads their plain objects (the same sources
+# built for libttaudit.a): the shim's own are LTO bitcode, in which nm sees
+# no symbols. The check also fails when nm finds no jdoc_check defined,
+# so that it cannot pass by reading nothing.
+NM ?= nm
+SHIM_JDOC_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(filter base/jdoc%,$(SHIM_SRC)))
+SHIM_NOALLOC  := $(BUILD)/shim-noalloc.ok
+$(SHIM_NOALLOC): $(SHIM_JDOC_OBJ)
+	@$(NM) $^ | grep -q ' T jdoc_check$$' || \
+		{ echo "shim: nm finds no jdoc_check in $^" >&2; exit 1; }
+	@bad=$$($(NM) -u $^ | awk '$$1 == "U" && $$2 ~ /^(malloc|calloc|realloc|reallocarray|free|strdup|strndup|aligned_alloc|posix_memalign)$$/ { print $$2 }' | sort -u | tr '\n' ' '); \
+	if [ -n "$$bad" ]; then \
+		echo "shim: $^ call the allocator ($$bad): the shim links only what allocates nothing" >&2; exit 1; \
+	fi
+	@touch $@
+
+ALL_TARGETS += $(SHIM_NOALLOC)

@@ -143,6 +143,40 @@ static void test_confirmed(void **state)
 	verdicts(ARM_MET, ARM_CLEAR, 0, 1);
 }
 
+/*
+ * A server log's audit lines are read by the audit reader whatever their
+ * length up to its cap: a wide batch's merge line is longer than the 64 KiB
+ * a log line is matched on.
+ */
+static void test_long_audit_lines(void **state)
+{
+	static char pad[70001];
+	char path[160], line[1024];
+	FILE *in, *out;
+
+	(void)state;
+	memset(pad, 'x', sizeof(pad) - 1);
+	snprintf(path, sizeof(path), "%s/long.log", tmpdir);
+	in = fopen(F("batch.log"), "r");
+	out = fopen(path, "w");
+	assert_non_null(in);
+	assert_non_null(out);
+	while (fgets(line, sizeof(line), in)) {
+		char *brace = strstr(line, "MERGE_AUDIT {");
+		if (brace) {
+			brace += strlen("MERGE_AUDIT {");
+			fprintf(out, "%.*s\"pad\":\"%s\",%s", (int)(brace - line), line, pad, brace);
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+	check("batch", path, NULL);
+	verdicts(ARM_MET, ARM_MET, ARM_CLEAR, 1);
+	contains(res->items[1].quote, "CONSISTENT");
+}
+
 static void test_banner_without_guard(void **state)
 {
 	(void)state;
@@ -277,6 +311,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_example_spec),
 		cmocka_unit_test(test_confirmed),
+		cmocka_unit_test(test_long_audit_lines),
 		cmocka_unit_test(test_banner_without_guard),
 		cmocka_unit_test(test_guard_without_banner),
 		cmocka_unit_test(test_control_banner_forbidden),

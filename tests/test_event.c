@@ -308,6 +308,40 @@ static void test_merge_malformed(void **state)
 	}
 }
 
+/*
+ * With two bad members the message names the one the field table reads
+ * first, whatever their order on the line; a config's negative
+ * max_model_len is judged after its other members.
+ */
+static void test_first_bad_member(void **state)
+{
+	static const struct {
+		const char *line;
+		const char *msg;
+	} two[] = {
+		{ "{\"ev\":\"merge\",\"arm\":1,\"step\":1,\"host_pos\":[1],\"dev_pos\":[1],"
+		  "\"reset_batch\":1}", "reset_batch is not a boolean (integer)" },
+		{ "{\"ev\":\"merge\",\"rank\":-1,\"buf_step\":\"x\",\"step\":1,\"host_pos\":[1],"
+		  "\"dev_pos\":[1]}", "buf_step is not an integer (string)" },
+		{ "{\"ev\":\"merge\",\"t\":\"x\",\"buf_slot_gen\":[1,2],\"step\":1,\"host_pos\":[1],"
+		  "\"dev_pos\":[1]}", "buf_slot_gen has 2 entries, host_pos 1" },
+		{ "{\"ev\":\"merge\",\"dp\":-2,\"taken\":[1],\"step\":1,\"host_pos\":[1],"
+		  "\"dev_pos\":[1]}", "taken[0] is not a boolean (integer)" },
+		{ "{\"ev\":\"config\",\"max_model_len\":-1,\"arm\":7}", "arm is not a string (integer)" },
+		{ "{\"ev\":\"config\",\"max_model_len\":-1,\"rank\":0}", "max_model_len is negative (-1)" },
+		{ "{\"ev\":\"request\",\"rank\":-1,\"phase\":2}", "phase is not a string (integer)" },
+		{ "{\"ev\":\"gate\",\"reason\":1,\"keep\":\"yes\"}", "keep is not a boolean (string)" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
+		assert_int_equal(decode(two[i].line), STATUS_PARSE);
+		if (strcmp(si.msg, two[i].msg))
+			fail_msg("'%s': message '%s', want '%s'", two[i].line, si.msg, two[i].msg);
+	}
+}
+
 static void test_merge_limit(void **state)
 {
 	size_t cap = 16 * (EVENT_MAX_SLOTS + 2) + 128, n = 0, i;
@@ -660,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_merge_minimal),
 		cmocka_unit_test(test_merge_pairs),
 		cmocka_unit_test(test_merge_malformed),
+		cmocka_unit_test(test_first_bad_member),
 		cmocka_unit_test(test_merge_limit),
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_context),

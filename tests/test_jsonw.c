@@ -149,11 +149,13 @@ static void test_round_trip(void **state)
 static void test_dtoa(void **state)
 {
 	static const double v[] = { 0.0048, 0.95, 0.1, 1.0 / 3, 5e-324, 1.7976931348623157e308,
-				    -0.0, 123521.765625, 1e21, 2.5e-7, 0.30000000000000004 };
+				    -0.0, 123521.765625, 1e21, 2.5e-7, 0.30000000000000004, 70, 100,
+				    -1500, 1e16, 1e17, 9007199254740993.0 };
 	static const char *const want[] = { "0.0048", "0.95", "0.1", "0.3333333333333333",
 					    "5e-324", "1.7976931348623157e+308",
 					    "-0", "123521.765625", "1e+21", "2.5e-07",
-					    "0.30000000000000004" };
+					    "0.30000000000000004", "70", "100", "-1500",
+					    "10000000000000000", "1e+17", "9007199254740992" };
 	char buf[32];
 	size_t i;
 
@@ -165,6 +167,30 @@ static void test_dtoa(void **state)
 	}
 }
 
+/* The memory writer: the whole text, without the final newline, owned by the caller. */
+static void test_mem(void **state)
+{
+	struct jsonw w;
+	struct jsonw_mem m;
+	char *s;
+
+	(void)state;
+	assert_int_equal(jsonw_mem_begin(&w, &m), 0);
+	jsonw_obj(&w);
+	jsonw_kstr(&w, "a", "x\"y");
+	jsonw_kdouble(&w, "baseline", 0.0048);
+	jsonw_key(&w, "n");
+	jsonw_arr(&w);
+	jsonw_int(&w, -1);
+	jsonw_str(&w, NULL);
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	s = jsonw_mem_end(&w, &m);
+	assert_non_null(s);
+	assert_string_equal(s, "{\"a\":\"x\\\"y\",\"baseline\":0.0048,\"n\":[-1,null]}");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +199,7 @@ int main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_dtoa),
+		cmocka_unit_test(test_mem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,8 @@ side=$((secs / 3))
 two=$((2 * secs / 3))
 [ "$two" -ge 5 ] || two=5
 B=build/fuzz
+# jdoc's files: the tree, the validator, the scanner and its block reader
+JDOC="base/jdoc_tree.c base/jdoc_check.c base/jdoc_scan.c base/jdoc_simd.c"
 CC=${FUZZ_CC:-clang}
 FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -D_GNU_SOURCE -std=c11
 	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Ireplay -Itests -Icapture -Iprobe -Ibench"
@@ -38,15 +40,15 @@ build() {   # build NAME SOURCES... [-lLIB]
 	fi
 }
 
-build fuzz_line base/jdoc.c analyzer/event.c base/status.c
-build fuzz_scan base/jdoc.c analyzer/event.c base/status.c
-build fuzz_replay base/jdoc.c base/status.c base/jsonw.c base/rate.c base/progress.c base/mono.c analyzer/event.c analyzer/evidence.c \
+build fuzz_line $JDOC analyzer/event.c base/status.c
+build fuzz_scan $JDOC analyzer/event.c base/status.c
+build fuzz_replay $JDOC base/status.c base/jsonw.c base/rate.c base/progress.c base/mono.c analyzer/event.c analyzer/evidence.c \
 	analyzer/reader.c analyzer/rule.c analyzer/tally.c replay/replay.c replay/replay_report.c replay/replay_combine.c replay/validate.c base/auditline.c -lz -lpthread
 [ -f tests/fuzz/fuzz_capture.c ] && build fuzz_capture base/linebuf.c capture/classify.c base/auditline.c \
 	capture/banner.c capture/banner_rules.c capture/envlist.c capture/caprec.c capture/jbuf.c \
-	capture/ring.c capture/capfile.c capture/consume.c capture/consume_lines.c capture/consume_records.c capture/consume_end.c base/mono.c base/procstat.c base/jdoc.c base/status.c -lpcre2-8
+	capture/ring.c capture/capfile.c capture/consume.c capture/consume_lines.c capture/consume_records.c capture/consume_end.c base/mono.c base/procstat.c $JDOC base/status.c -lpcre2-8
 [ -f tests/fuzz/fuzz_prom.c ] && build fuzz_prom probe/prom.c base/status.c
-build fuzz_chunk bench/chunk.c base/jdoc.c base/status.c
+build fuzz_chunk bench/chunk.c $JDOC base/status.c
 
 for f in fixtures/audit/*.jsonl; do
 	base=$(basename "$f" .jsonl)
