@@ -1,5 +1,5 @@
 # ttaudit - see README.md. `make` builds, `make demo` and `make check` first
-# install the Debian packages that are missing (tools/deps.sh), then run.
+# install the Debian packages that are missing (scripts/deps.sh), then run.
 #
 # Layout of the build (docs/architecture.md has the picture):
 #   build/libttaudit.a     base/ + analyzer/ + replay/: the analysis library and
@@ -167,9 +167,9 @@ _all: $(PC_FILE)
 # --- the two commands README gives ---------------------------------------
 
 deps:
-	@sh tools/deps.sh build
+	@sh scripts/deps.sh build
 deps-check:
-	@sh tools/deps.sh check
+	@sh scripts/deps.sh check
 
 demo: deps
 	@$(MAKE) --no-print-directory _demo
@@ -220,7 +220,7 @@ fuzz:
 	@sh tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 bench: _all
-	@sh tools/bench.sh
+	@sh scripts/bench.sh
 
 # --- install ---------------------------------------------------------------
 
