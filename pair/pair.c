@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "jsonw.h"
-#include "record.h"
+#include "record_read.h"
 #include "reqid.h"
 #include "rate.h"
 #include "reader.h"

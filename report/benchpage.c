@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "rate.h"
-#include "record.h"
+#include "record_read.h"
 #include "svg.h"
 
 #define BP_MAX_LEAKS 4096        /* leaks drawn in the matrix */

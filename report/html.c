@@ -5,7 +5,7 @@
  */
 #include "html.h"
 #include "benchpage.h"
-#include "record.h"
+#include "record_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
