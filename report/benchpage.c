@@ -1,7 +1,7 @@
 /*
  * benchpage.c - the page of a bench record file (benchpage.h): read once
- * through bench/record.h's reader, drawn as inline SVG with a <title> on
- * every mark.
+ * through the run records' reader (record/record_read.h), drawn as inline
+ * SVG with a <title> on every mark.
  */
 #include "benchpage.h"
 
