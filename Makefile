@@ -1,12 +1,13 @@
 # ttaudit - see README.md. `make` builds, `make demo` and `make check` first
-# install the Debian packages that are missing (tools/deps.sh), then run.
+# install the Debian packages that are missing (scripts/deps.sh), then run.
 #
 # Layout of the build (docs/architecture.md has the picture):
 #   build/libttaudit.a     base/ + analyzer/ + replay/: the analysis library and
 #                          the base every part uses (status, JSON, lines)
 #   build/libtt<part>.a    one archive per other part: capture/, host/ (preflight,
 #                          lock), probe/ (HTTP, metrics, readiness, arm evidence),
-#                          bench/ (load), pair/, ab/, report/
+#                          bench/ (load), record/ (run records read), pair/, ab/,
+#                          report/, watch/ (LAYERS below says who may use whom)
 #   build/ttaudit          cli/                 (thin front end, command table)
 #   build/libttaudit-shim.so, build/ttsim       from their own fragments (*/module.mk)
 #   build/tests/test_*     one cmocka binary per tests/test_<module>.c
@@ -54,7 +55,7 @@ DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(LINK_PKGS) 2>/dev/null) -lm -lpthrea
 RECV_EXPORT := -Wl,--export-dynamic-symbol=recv
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 
-INCLUDES  := -I$(BUILD)/gen -Iinclude -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Ipair -Iab -Ireport -Iwatch -Icli
+INCLUDES  := -I$(BUILD)/gen -Iinclude -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Irecord -Ipair -Iab -Ireport -Iwatch -Icli
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(INCLUDES) $(DEP_CFLAGS) \
 	-DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -71,9 +72,18 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(OBJ)/%.o)
 LIBTTAUDIT := $(BUILD)/libttaudit.a
 TTAUDIT    := $(BUILD)/ttaudit
 
-# The other parts, each one archive build/libtt<part>.a, most dependent first:
-# that is also the order the linker needs them in.
-PARTS     := ab pair report watch bench probe host capture
+# The directories in layers, the top one first, `|` between layers: a file
+# may include the headers of its own directory and of the layers below its
+# own, never those of another directory of its own layer or of one above
+# (scripts/check-includes.sh, `make check-includes`; docs/architecture.md
+# draws it). tests/ and scripts/ are no part: they reach all of them.
+LAYERS    := cli shim tools/ttsim | ab | pair report watch bench capture | probe host record | \
+	replay | analyzer | base | include
+# The other parts, each one archive build/libtt<part>.a, most dependent first
+# (the layers' order): that is also the order the linker needs them in.
+# base/, analyzer/ and replay/ are build/libttaudit.a; cli/, shim/ and
+# tools/ttsim/ are programs; include/ is the installed header.
+PARTS     := $(filter-out | cli shim tools/ttsim replay analyzer base include,$(LAYERS))
 PART_LIBS := $(foreach p,$(PARTS),$(if $(wildcard $(p)/*.c),$(BUILD)/libtt$(p).a))
 
 define part_rule
@@ -98,7 +108,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Keep objects make would otherwise delete as intermediates after a link.
 .SECONDARY:
 
-.PHONY: FORCE all demo check check-run deps deps-check test unit e2e interop check-stress doc readme asan fuzz bench \
+.PHONY: FORCE all demo check check-run deps deps-check test unit e2e interop check-stress check-includes doc readme asan fuzz bench \
 	install uninstall clean _demo
 all: _all
 # The part archives' rules come first in the file: `make` alone must still build all.
@@ -167,9 +177,9 @@ _all: $(PC_FILE)
 # --- the two commands README gives ---------------------------------------
 
 deps:
-	@sh tools/deps.sh build
+	@sh scripts/deps.sh build
 deps-check:
-	@sh tools/deps.sh check
+	@sh scripts/deps.sh check
 
 demo: deps
 	@$(MAKE) --no-print-directory _demo
@@ -191,13 +201,17 @@ check: deps-check
 
 # unit + e2e + the documents' examples on the normal build, then the sanitizer
 # build, then the fuzzer.
-check-run: _all unit e2e interop doc asan fuzz
+check-run: check-includes _all unit e2e interop doc asan fuzz
 	@echo "make check: all stages passed"
 
 # The whole suite with a busy loop pinned to each core (tests/stress.sh):
 # what must hold on a loaded CI machine.
 check-stress: deps-check
 	@MAKE='$(MAKE)' sh tests/stress.sh
+
+# Every #include goes down the layers of LAYERS (scripts/check-includes.sh).
+check-includes:
+	@sh scripts/check-includes.sh .
 
 unit: $(TEST_BIN)
 	@sh tests/run-unit.sh $(TEST_BIN)
@@ -231,7 +245,7 @@ fuzz:
 	@sh tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 bench: _all
-	@sh tools/bench.sh
+	@sh scripts/bench.sh
 
 # --- install ---------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 /*
- * pair.c - the join of pair.h: bench records (through bench/record.h) and
- * audits read, each merge given to its run by request id (reqid.h) or by
+ * pair.c - the join of pair.h: bench records (through record/record_read.h)
+ * and audits read, each merge given to its run by request id (reqid.h) or by
  * time, the substitutions attributed to the failures, a verdict per run.
  * The report is pairreport.c.
  */
@@ -14,7 +14,7 @@
 
 #include "alloc.h"
 #include "jsonw.h"
-#include "record.h"
+#include "record_read.h"
 #include "reqid.h"
 #include "rate.h"
 #include "reader.h"

@@ -2,7 +2,8 @@
  * pair.h - ties benchmark runs to the merge audits of the server that ran
  * them, and attributes wrong outputs to the substitutions that caused them.
  *
- * Inputs: bench record files (bench/record.h: `run` and `request` records)
+ * Inputs: bench record files (`run` and `request` records: bench/record.h
+ * writes them, record/record_read.h reads them)
  * and audits (capture files or plain audit JSONL, read with the analyzer's
  * reader). A merge event belongs to a run
  *   1. by request id: a request id in its `slot_req` is a request of that

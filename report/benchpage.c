@@ -1,7 +1,7 @@
 /*
  * benchpage.c - the page of a bench record file (benchpage.h): read once
- * through bench/record.h's reader, drawn as inline SVG with a <title> on
- * every mark.
+ * through the run records' reader (record/record_read.h), drawn as inline
+ * SVG with a <title> on every mark.
  */
 #include "benchpage.h"
 
@@ -12,7 +12,7 @@
 
 #include "alloc.h"
 #include "rate.h"
-#include "record.h"
+#include "record_read.h"
 #include "svg.h"
 
 #define BP_MAX_LEAKS 4096        /* leaks drawn in the matrix */

@@ -5,7 +5,7 @@
  */
 #include "html.h"
 #include "benchpage.h"
-#include "record.h"
+#include "record_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -344,7 +344,7 @@ static enum status html_read_all(const char *path, char **out, struct status_inf
 
 /*
  * The runs of a boot's records as phases of its capture: "reference r1",
- * "correctness r1". Read through the format's reader (bench/record.h): a
+ * "correctness r1". Read through the format's reader (record/record_read.h): a
  * malformed record line or a records file that cannot be read fails the
  * page with file:line, rather than drawing it without those boundaries.
  */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record.h"
+#include "record_read.h"
 
 static struct report_series *report_series_of(struct report_series *out, size_t max, size_t *n,
 					      const char *name, struct status_info *si)

@@ -23,7 +23,7 @@ SHIM_LIBS := $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null) -ldl -lpthread
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROG_BIN  := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 # C++ hosts (libstdc++ iostreams; spdlog + fmt from Debian's libspdlog-dev),
-# built when a C++ compiler and spdlog are there: tools/deps.sh check
+# built when a C++ compiler and spdlog are there: scripts/deps.sh check
 # installs them, and the tests that run them fail without them.
 CXX       ?= c++
 SPDLOG_FLAGS := $(shell $(PKG_CONFIG) --cflags --libs spdlog fmt 2>/dev/null)

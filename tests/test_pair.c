@@ -12,6 +12,7 @@
 
 #include "pair.h"
 #include "record.h"
+#include "record_read.h"
 #include "series.h"
 
 static char dir[256];

@@ -8,7 +8,7 @@ on) followed by the output the command prints (stdout and stderr together).
 
 Every file runs in a fresh directory of its own, its examples in order in
 that directory (so one example can use what an earlier one wrote), with
-build/ first on PATH and fixtures/, tools/, tests/ and build/ linked in, so
+build/ first on PATH and fixtures/, scripts/, tools/, tests/ and build/ linked in, so
 that commands read as they do in a checkout.
 
 An HTML comment right before a block says more about it, one directive per
@@ -265,7 +265,7 @@ def run_file(path, build, root, accept=False):
     env["TTAUDIT_SRC"] = root
     env["LC_ALL"] = "C"
     env.pop("TTAUDIT_PROGRESS", None)
-    for d in ("fixtures", "tools", "tests", "build"):
+    for d in ("fixtures", "scripts", "tools", "tests", "build"):
         if os.path.exists(os.path.join(root, d)):
             os.symlink(os.path.join(root, d), os.path.join(work, d))
     failed, skipped, ran, accepted = 0, [], 0, []

@@ -14,9 +14,9 @@ done
 # 2. the plain-Python reference agrees on seeded corpora of every shape
 for spec in "1 bare 8" "2 batch 8" "3 stamp 4" "4 batch+lifetime 16" "5 prefilled+bound 8"; do
 	set -- $spec
-	"$PYTHON" tools/gencorpus.py --seed "$1" --arm "$2" --slots "$3" --merges 600 --out "$T/c.jsonl"
+	"$PYTHON" scripts/gencorpus.py --seed "$1" --arm "$2" --slots "$3" --merges 600 --out "$T/c.jsonl"
 	"$TTAUDIT" replay --json "$T/c.jsonl" | jq -S -f tests/e2e/expect-filter.jq >"$T/got.json"
-	"$PYTHON" tools/replay_ref.py "$T/c.jsonl" | jq -S . >"$T/want.json"
+	"$PYTHON" scripts/replay_ref.py "$T/c.jsonl" | jq -S . >"$T/want.json"
 	diff -u "$T/want.json" "$T/got.json" || fail "seed $1 arm $2: ttaudit and the reference differ"
 	# the engaged arm is named by the fingerprint, or WITHHELD, never another
 	# rule; a combination is a candidate when it is listed
@@ -32,9 +32,9 @@ for spec in "1 bare 8" "2 batch 8" "3 stamp 4" "4 batch+lifetime 16" "5 prefille
 	*) fail "seed $1: fingerprint verdict $v" ;;
 	esac
 done
-"$PYTHON" tools/gencorpus.py --seed 9 --no-truth --merges 300 --out "$T/legacy.jsonl"
+"$PYTHON" scripts/gencorpus.py --seed 9 --no-truth --merges 300 --out "$T/legacy.jsonl"
 "$TTAUDIT" replay --json "$T/legacy.jsonl" | jq -S -f tests/e2e/expect-filter.jq >"$T/got.json"
-"$PYTHON" tools/replay_ref.py "$T/legacy.jsonl" | jq -S . >"$T/want.json"
+"$PYTHON" scripts/replay_ref.py "$T/legacy.jsonl" | jq -S . >"$T/want.json"
 diff -u "$T/want.json" "$T/got.json" || fail "legacy corpus: ttaudit and the reference differ"
 # positions only: takes are unverified, never counted as 0 substitutions of a known kind
 [ "$(jq .rules.bare.unverified "$T/got.json")" -gt 0 ] || fail "legacy: no unverified takes"

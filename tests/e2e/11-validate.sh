@@ -41,7 +41,7 @@ expect_rc 2 "$TTAUDIT" validate --rule batch "$A/incident-confirmed.jsonl" "$T/m
 contains "$T/err" "missing.jsonl: cannot open"
 lacks "$T/out" "PASS"
 # cost cap: lifetime forgoes tokens on the drift fixture's first merge? no: on the seeded corpus
-"$PYTHON" tools/gencorpus.py --seed 11 --arm stamp --merges 400 --out "$T/c.jsonl"
+"$PYTHON" scripts/gencorpus.py --seed 11 --arm stamp --merges 400 --out "$T/c.jsonl"
 expect_rc 0 "$TTAUDIT" validate --json --rule stamp "$T/c.jsonl"
 eq "$(jq -r .verdict "$T/out")" PASS "stamp on a full-truth corpus"
 expect_rc 1 "$TTAUDIT" validate --json --rule lifetime --max-forgone-pct 1 "$T/c.jsonl"

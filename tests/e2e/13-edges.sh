@@ -9,7 +9,7 @@
 # same_as_ref WHAT FILE...: ttaudit's projection equals the plain-Python reference's
 same_as_ref() {
 	what=$1; shift
-	"$PYTHON" tools/replay_ref.py "$@" | jq -S . >"$T/ref.json"
+	"$PYTHON" scripts/replay_ref.py "$@" | jq -S . >"$T/ref.json"
 	"$TTAUDIT" replay --json "$@" 2>/dev/null | jq -S -f tests/e2e/expect-filter.jq >"$T/got.json"
 	diff -u "$T/ref.json" "$T/got.json" || fail "$what: ttaudit and the reference differ"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Random audits that explore the corners of docs/audit-format.md, each replayed
-by ttaudit and by the independent reference (tools/replay_ref.py, imported
+by ttaudit and by the independent reference (scripts/replay_ref.py, imported
 here), whose projections must agree exactly.
 
 The corners: widths 0 to 70 (windows of 64 slots and their tails), positions
@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import replay_ref  # noqa: E402
 
 I64MIN, I64MAX = -(1 << 63), (1 << 63) - 1

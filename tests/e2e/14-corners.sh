@@ -1,5 +1,5 @@
 #!/bin/sh
-# ttaudit replay against the independent reference replay (tools/replay_ref.py)
+# ttaudit replay against the independent reference replay (scripts/replay_ref.py)
 # on random audits that explore the corners of the format: widths across the
 # 64-slot windows, int64 extremes, fields null or of a wrong type, ids with
 # NULs and lone surrogates, duplicate and escaped member names, gate and trace

@@ -3,7 +3,7 @@
 # of 60 random counts plus the edge cases, Fisher's exact test of 40 random
 # 2x2 tables, and the sample sizes of the seeds' question.
 . tests/e2e/lib.sh
-"$PYTHON" -c 'import scipy.stats' 2>/dev/null || fail "SciPy (python3-scipy) is needed; tools/deps.sh installs it"
+"$PYTHON" -c 'import scipy.stats' 2>/dev/null || fail "SciPy (python3-scipy) is needed; scripts/deps.sh installs it"
 "$PYTHON" - "$TTAUDIT" <<'PY'
 import json, random, subprocess, sys
 from scipy.stats import beta, binomtest, fisher_exact, binom, hypergeom

@@ -6,7 +6,7 @@
 # `ttaudit replay` counts on the same capture, and on the log's two files
 # (nothing lost to the rotation).
 . tests/e2e/lib.sh
-command -v prometheus >/dev/null || fail "prometheus is not installed (tools/deps.sh installs it)"
+command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/deps.sh installs it)"
 case "$BUILD" in *asan*) skip "the capture shim cannot be preloaded under sanitizers" ;; esac
 [ -f "$BUILD/libttaudit-shim.so" ] || fail "no capture shim"
 TTSIM="$PWD/$BUILD/ttsim"

@@ -5,7 +5,7 @@
 # exactly the rules whose substitutions grew, and nothing fires on a run
 # without substitutions (the rules file is held to both).
 . tests/e2e/lib.sh
-command -v promtool >/dev/null || fail "promtool is not installed (tools/deps.sh installs prometheus)"
+command -v promtool >/dev/null || fail "promtool is not installed (scripts/deps.sh installs prometheus)"
 TTSIM="$PWD/$BUILD/ttsim"
 [ -x "$TTSIM" ] || fail "$TTSIM is not built"
 RULES=watch/ttaudit-alerts.yml

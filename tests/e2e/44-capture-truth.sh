@@ -11,7 +11,7 @@ case "$BUILD" in *asan*) skip "shim is not preloadable into ASan processes";; es
 . tests/progs/capcheck.inc
 P="$PWD/$BUILD/progs"
 for prog in capture_truth capture_iostream capture_spdlog; do
-	[ -x "$P/$prog" ] || fail "$P/$prog was not built (tools/deps.sh check installs g++ and libspdlog-dev)"
+	[ -x "$P/$prog" ] || fail "$P/$prog was not built (scripts/deps.sh check installs g++ and libspdlog-dev)"
 done
 
 # Two threads finish each other's lines with raw write()s (thread A writes

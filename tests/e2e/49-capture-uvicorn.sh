@@ -12,7 +12,7 @@
 case "$BUILD" in *asan*) skip "shim is not preloadable into ASan processes";; esac
 . tests/progs/capcheck.inc
 "$PYTHON" -c 'import uvicorn, fastapi' 2>/dev/null ||
-	fail "uvicorn and fastapi are not importable by $PYTHON (tools/deps.sh check installs python3-uvicorn, python3-fastapi)"
+	fail "uvicorn and fastapi are not importable by $PYTHON (scripts/deps.sh check installs python3-uvicorn, python3-fastapi)"
 
 free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -8,7 +8,7 @@
 # (and every uncaught error) as a CONSOLE line; a page with a broken script
 # shows that this check can fail. With SCREENSHOT_DIR set, the pages'
 # screenshots are copied there (docs/report-*.png are made so). Needs
-# Debian's chromium, which make check installs (tools/deps.sh check).
+# Debian's chromium, which make check installs (scripts/deps.sh check).
 . tests/e2e/lib.sh
 BROWSER=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$BROWSER" ] || skip "no chromium: the figures are checked as XML only (60-70s tests)"

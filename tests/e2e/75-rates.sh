@@ -4,7 +4,7 @@
 # do, every interval pair prints is SciPy's Clopper-Pearson interval of its
 # counts, and the values of ab's and bench's options (now on the option table).
 . tests/e2e/lib.sh
-"$PYTHON" -c 'import scipy.stats' 2>/dev/null || fail "SciPy (python3-scipy) is needed; tools/deps.sh installs it"
+"$PYTHON" -c 'import scipy.stats' 2>/dev/null || fail "SciPy (python3-scipy) is needed; scripts/deps.sh installs it"
 
 # a correctness run of n requests, all identical to the reference, one clean
 # merge each (the buffer is the request's own), as bench and a capture write them

@@ -1,5 +1,5 @@
 # The projection of `ttaudit replay --json` that fixtures' .expected.json files pin,
-# and that tools/replay_ref.py prints.
+# and that scripts/replay_ref.py prints.
 {
   rules: (.rules | map_values({merges, taken, substitutions, unverified, prevented, forgone,
                                fired, skipped, shape_fallback, rejected_unverified, evaluable})),

@@ -1,6 +1,6 @@
 /*
  * bench_writes.c - the C half of the shim's speed benchmark
- * (tools/bench-shim.sh): N unbuffered write(2) calls of one log line each,
+ * (scripts/bench-shim.sh): N unbuffered write(2) calls of one log line each,
  * one in ten a merge-audit line.
  *
  * With FLOOR (a path), no shim is needed to measure what the shim cannot

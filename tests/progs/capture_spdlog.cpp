@@ -1,5 +1,5 @@
 // capture_spdlog.cpp - an spdlog (Debian's libspdlog, with libfmt) host for
-// the capture tests and tools/bench-shim.sh: THREADS threads logging through
+// the capture tests and scripts/bench-shim.sh: THREADS threads logging through
 // one multi-threaded stdout logger (spdlog's stdout sink: fwrite to stdout)
 // and, when FILE is given, a basic_file_sink (fwrite to its own FILE, the
 // way tt-metal logs with TT_METAL_LOGGER_FILE). One line in ten is a merge

@@ -1,7 +1,7 @@
 """Shared by the Python tests: the counts the merge audit contract gives for
 merge events, and small helpers that run the ttaudit binary.
 
-The counts come from tools/replay_ref.py, the project's one Python account
+The counts come from scripts/replay_ref.py, the project's one Python account
 of the replay semantics, written on its own from docs/audit-format.md and
 sharing no code with ttaudit (docs/testing.md, "Oracles"): the tests hold
 `ttaudit replay` of what the kit wrote to the contract applied to the
@@ -18,7 +18,7 @@ TTAUDIT = os.path.join(ROOT, BUILD, "ttaudit") if not os.path.isabs(BUILD) \
     else os.path.join(BUILD, "ttaudit")
 MISSING = "prerequisite missing: "
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import replay_ref  # noqa: E402
 
 

@@ -14,7 +14,7 @@ run: a steady decode step (the wrappers, one trace event) and a reset step
 (the inline keep observed in its frame, a merge and a trace event),
 written to a file.
 
-usage: tools/bench-emit.py [--calls N]
+usage: scripts/bench-emit.py [--calls N]
 """
 import json
 import os
@@ -24,7 +24,7 @@ import tempfile
 import textwrap
 import timeit
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "instrument"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "instrument"))
 from ttaudit_emit import MergeAudit, Stamp, kit, names  # noqa: E402
 
 LIMIT_US = 1.0

@@ -22,7 +22,7 @@
 # Goals (issue 13): (a) <= 1.03x both ways, (b) <= 1.10x whatever the
 # wording, (c) <= 1.25x.
 #
-# usage: tools/bench-shim.sh [BUILD]   (env: PYTHON, RUNS, LINES_PY, LINES_SPD, WRITES_C)
+# usage: scripts/bench-shim.sh [BUILD]   (env: PYTHON, RUNS, LINES_PY, LINES_SPD, WRITES_C)
 set -eu
 export LC_ALL=C
 BUILD=${1:-${BUILD:-build}}
@@ -160,7 +160,7 @@ if [ -x "$SPD" ]; then
 	banners=$(grep -c '"src":"banner"' "$T/cap.jsonl" || true)
 	[ "$banners" = 0 ] || echo "bench-shim: the fragments line matched a banner rule $banners times: the rules changed, change the wording"
 else
-	echo "(b) spdlog: $SPD was not built (tools/deps.sh check installs g++ and libspdlog-dev)"
+	echo "(b) spdlog: $SPD was not built (scripts/deps.sh check installs g++ and libspdlog-dev)"
 fi
 bench "(c) C, $WRITES_C unbuffered writes to /dev/null" \
 	"'$CPROG' $WRITES_C >/dev/null" "$C '$CPROG' $WRITES_C >/dev/null" \

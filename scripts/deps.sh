@@ -3,7 +3,7 @@
 # else. Idempotent and quiet when everything is present, so `make demo` and
 # `make check` can call it on every run.
 #
-# usage: tools/deps.sh [build|check]
+# usage: scripts/deps.sh [build|check]
 #   build  what `make` and `make demo` need
 #   check  also what `make check` needs (cmocka, clang for libFuzzer, strace, python3,
 #          SciPy for the statistics' reference values (tests/e2e/15), chromium to

@@ -6,7 +6,7 @@ what reads the same bytes in other ways, in one run on the same files:
   ttaudit replay --json          the scanner (the default path)
   ttaudit replay --json --tree   every line through the full JSON tree (the
                                  parser the scanner is held to)
-  python reference               tools/replay_ref.py, the plain replay
+  python reference               scripts/replay_ref.py, the plain replay
   jq -c .                        parses and prints every value
   simdjson positions             only host_pos/dev_pos of merge lines (On Demand)
   simdjson all values            every value of every line
@@ -16,7 +16,7 @@ what reads the same bytes in other ways, in one run on the same files:
                                  speed goal is a multiple of), built once into the
                                  work directory from this repository's history
 
-simdjson is Debian's libsimdjson-dev: tools/bench-simdjson.cpp is compiled into
+simdjson is Debian's libsimdjson-dev: scripts/bench-simdjson.cpp is compiled into
 the work directory when the header and g++ are there (a benchmark program
 only, never linked into ttaudit); otherwise its rows say it is absent. Then
 peak RSS over 10,000 small files for replay and validate, and --jobs 2 over
@@ -83,7 +83,7 @@ def anchor_tool(here, work):
 
 
 def simdjson_tool(here, work):
-    """Builds tools/bench-simdjson.cpp when simdjson and g++ are installed; the path or None."""
+    """Builds scripts/bench-simdjson.cpp when simdjson and g++ are installed; the path or None."""
     exe = os.path.join(work, "bench-simdjson")
     src = os.path.join(here, "bench-simdjson.cpp")
     if not os.path.exists("/usr/include/simdjson.h") or not shutil.which("g++"):

@@ -33,7 +33,7 @@
 # with 256 slots a decode step delivers 256 tokens at once every ~17 ms.
 # Nothing here asserts a figure; it reports.
 #
-# usage: tools/bench-load.sh   (env: BUILD, PYTHON, LEVELS, TOKENS, TIME_SCALE)
+# usage: scripts/bench-load.sh   (env: BUILD, PYTHON, LEVELS, TOKENS, TIME_SCALE)
 set -u
 BUILD="${BUILD:-build}"
 PYTHON="${PYTHON:-/usr/bin/python3}"

@@ -1,4 +1,4 @@
-// bench-simdjson.cpp - the simdjson yardstick of `make bench` (tools/bench-replay.py):
+// bench-simdjson.cpp - the simdjson yardstick of `make bench` (scripts/bench-replay.py):
 // reads a merge-audit JSONL with simdjson On Demand, either only the host_pos and
 // dev_pos arrays of merge lines ("positions") or every value of every line ("all").
 // A benchmark program only: Debian's libsimdjson-dev, never linked into ttaudit.
