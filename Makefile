@@ -55,7 +55,7 @@ DEP_LIBS  := $(shell $(PKG_CONFIG) --libs $(LINK_PKGS) 2>/dev/null) -lm -lpthrea
 RECV_EXPORT := -Wl,--export-dynamic-symbol=recv
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 
-INCLUDES  := -I$(BUILD)/gen -Iinclude -Ibase -Ianalyzer -Ireplay -Icapture -Ihost -Iprobe -Ibench -Irecord -Ipair -Iab -Ireport -Iwatch -Icli
+INCLUDES  := -I$(BUILD)/gen -I.
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(INCLUDES) $(DEP_CFLAGS) \
 	-DTTAUDIT_VERSION='"$(VERSION)"' -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)

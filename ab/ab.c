@@ -4,11 +4,11 @@
  * server, then the verdict (verdict.c) and the reports (abreport.c). One
  * boot is boot.c.
  */
-#include "ab.h"
-#include "abctx.h"
-#include "abreport.h"
-#include "boot.h"
-#include "verdict.h"
+#include "ab/ab.h"
+#include "ab/abctx.h"
+#include "ab/abreport.h"
+#include "ab/boot.h"
+#include "ab/verdict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,22 +23,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arms.h"
-#include "driver.h"
-#include "html.h"
-#include "http.h"
-#include "jsonw.h"
-#include "launch.h"
-#include "lock.h"
-#include "outfile.h"
-#include "pair.h"
-#include "series.h"
-#include "preflight.h"
-#include "rate.h"
-#include "rule.h"
-#include "svg.h"
+#include "probe/arms.h"
+#include "bench/driver.h"
+#include "report/html.h"
+#include "probe/http.h"
+#include "base/jsonw.h"
+#include "capture/launch.h"
+#include "host/lock.h"
+#include "base/outfile.h"
+#include "pair/pair.h"
+#include "report/series.h"
+#include "host/preflight.h"
+#include "base/rate.h"
+#include "analyzer/rule.h"
+#include "report/svg.h"
 
-#include "ab.h"
+#include "ab/ab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,20 +53,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arms.h"
-#include "driver.h"
-#include "html.h"
-#include "http.h"
-#include "jsonw.h"
-#include "launch.h"
-#include "lock.h"
-#include "outfile.h"
-#include "pair.h"
-#include "series.h"
-#include "preflight.h"
-#include "rate.h"
-#include "rule.h"
-#include "svg.h"
+#include "probe/arms.h"
+#include "bench/driver.h"
+#include "report/html.h"
+#include "probe/http.h"
+#include "base/jsonw.h"
+#include "capture/launch.h"
+#include "host/lock.h"
+#include "base/outfile.h"
+#include "pair/pair.h"
+#include "report/series.h"
+#include "host/preflight.h"
+#include "base/rate.h"
+#include "analyzer/rule.h"
+#include "report/svg.h"
 
 
 const char *ab_fig_name(enum ab_fig f)

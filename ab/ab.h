@@ -79,8 +79,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "status.h"
-#include "suite.h"
+#include "base/status.h"
+#include "bench/suite.h"
 
 #define AB_MAX_REPEATS 20
 #define AB_MAX_BOOTS (4 * AB_MAX_REPEATS)

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "ab.h"
+#include "ab/ab.h"
 
 #define AB_MAX_ENV 64
 #define AB_PATH 1024

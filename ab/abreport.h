@@ -6,8 +6,8 @@
 #ifndef TTAUDIT_ABREPORT_H
 #define TTAUDIT_ABREPORT_H
 
-#include "abctx.h"
-#include "status.h"
+#include "ab/abctx.h"
+#include "base/status.h"
 
 /* Writes every output of the A/B; the first failure names its file. */
 enum status abreport_write(struct ab_ctx *c, struct status_info *si);

@@ -4,7 +4,7 @@
  * its URL, the bench through it, the graceful stop, and the boot's figures
  * paired with its capture into the A/B's state.
  */
-#include "boot.h"
+#include "ab/boot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,20 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arms.h"
-#include "driver.h"
-#include "html.h"
-#include "http.h"
-#include "jsonw.h"
-#include "launch.h"
-#include "lock.h"
-#include "outfile.h"
-#include "pair.h"
-#include "series.h"
-#include "preflight.h"
-#include "rate.h"
-#include "rule.h"
-#include "svg.h"
+#include "probe/arms.h"
+#include "bench/driver.h"
+#include "report/html.h"
+#include "probe/http.h"
+#include "base/jsonw.h"
+#include "capture/launch.h"
+#include "host/lock.h"
+#include "base/outfile.h"
+#include "pair/pair.h"
+#include "report/series.h"
+#include "host/preflight.h"
+#include "base/rate.h"
+#include "analyzer/rule.h"
+#include "report/svg.h"
 
 /* --- the arm environment ------------------------------------------------- */
 

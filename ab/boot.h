@@ -6,8 +6,8 @@
 #ifndef TTAUDIT_BOOT_H
 #define TTAUDIT_BOOT_H
 
-#include "abctx.h"
-#include "status.h"
+#include "ab/abctx.h"
+#include "base/status.h"
 
 /* Loads the arm's environment from the spec into e, adding its names to c->all. */
 enum status boot_env_load(struct ab_ctx *c, const char *arm, struct ab_env *e, struct status_info *si);

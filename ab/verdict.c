@@ -4,7 +4,7 @@
  * order-statistic intervals against the A vs A noise floor, the guard's
  * effect by Fisher's exact test, and why a cost is withheld. No I/O.
  */
-#include "verdict.h"
+#include "ab/verdict.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rate.h"
+#include "base/rate.h"
 
 /* --- verdict ---------------------------------------------------------------- */
 

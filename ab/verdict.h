@@ -6,7 +6,7 @@
 #ifndef TTAUDIT_VERDICT_H
 #define TTAUDIT_VERDICT_H
 
-#include "ab.h"
+#include "ab/ab.h"
 
 /*
  * The verdict from the figures: fig[role][figure][round] (enum ab_fig) with

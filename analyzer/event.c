@@ -4,13 +4,13 @@
  * read the members of each kind from one field table (MERGE_FIELDS and its
  * siblings, below): a plain member is one row there.
  */
-#include "event.h"
+#include "analyzer/event.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 
 /*
  * The members of the last line of one kind ("ev" value), in order: writers

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jdoc.h"
-#include "status.h"
+#include "base/jdoc.h"
+#include "base/status.h"
 
 /* Default widest batch (entries of an integer array); wider is malformed (STATUS_LIMIT). */
 #define EVENT_MAX_SLOTS 4096

@@ -2,12 +2,12 @@
  * evidence.c - ground truth per slot: request ids, stamps, the buffer's step,
  * in that order; slot by slot and as window masks.
  */
-#include "evidence.h"
+#include "analyzer/evidence.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "rule.h"
+#include "analyzer/rule.h"
 
 int evidence_same_req(const char *a, uint32_t na, const char *b, uint32_t nb)
 {

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event.h"
+#include "analyzer/event.h"
 
 enum evidence {
 	EVIDENCE_UNKNOWN,

@@ -19,7 +19,7 @@
  * raise SIGBUS: what cannot stay still is read as a stream (`-`, a pipe, or
  * opts.no_map). A file that grows is read up to its size at the open.
  */
-#include "reader.h"
+#include "analyzer/reader.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "auditline.h"
+#include "base/auditline.h"
 
 #define READER_CHUNK (256 * 1024)      /* bytes read or inflated at a time */
 #define READER_ZCHUNK (64 * 1024)      /* compressed bytes read at a time */

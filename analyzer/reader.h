@@ -23,9 +23,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "event.h"
-#include "jdoc.h"
-#include "status.h"
+#include "analyzer/event.h"
+#include "base/jdoc.h"
+#include "base/status.h"
 
 /* Default cap on one line; a longer line is malformed, never truncated. */
 #define AUDIT_READER_MAX_LINE (1u << 20)

@@ -2,14 +2,14 @@
  * rule.c - the guard rules: the base table, combinations, and their
  * allowed sets as bit masks over 64-slot windows.
  */
-#include "rule.h"
+#include "analyzer/rule.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "jdoc.h"
-#include "tally.h"
+#include "base/jdoc.h"
+#include "analyzer/tally.h"
 
 /* The allowed set on a window: g holds the active set on entry. */
 typedef uint64_t (*rule_allow_fn)(const struct merge_event *m, const struct rule_facts *f,

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event.h"
-#include "status.h"
+#include "analyzer/event.h"
+#include "base/status.h"
 
 #define RULE_MAX_PARTS 8      /* base rules in one combination */
 #define RULE_MAX_LIST 32      /* rules in one --rules list */

@@ -3,7 +3,7 @@
  * each rule's allowed set, the bare takes and the evidence are bit masks, and
  * every count is a population count of their intersections.
  */
-#include "tally.h"
+#include "analyzer/tally.h"
 
 #include <math.h>
 #include <stdbool.h>

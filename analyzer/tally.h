@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event.h"
-#include "evidence.h"
-#include "rule.h"
+#include "analyzer/event.h"
+#include "analyzer/evidence.h"
+#include "analyzer/rule.h"
 
 /* Positions at or above this are garbage when max_pos is unknown (2^24). */
 #define TALLY_DEFAULT_GARBAGE_POS (INT64_C(1) << 24)

@@ -2,11 +2,11 @@
  * auditline.c - is a log line an audit line (auditline.h): the quick
  * allocation-free reading of one JSON object, jdoc_check for the rest.
  */
-#include "auditline.h"
+#include "base/auditline.h"
 
 #include <string.h>
 
-#include "jdoc.h"
+#include "base/jdoc.h"
 
 #define AUDITLINE_DEPTH 32   /* deeper objects are left to jdoc_check */
 

@@ -2,7 +2,7 @@
  * dynlib.c - dlopen and dlsym into a table of function pointers, once per
  * library (dynlib.h).
  */
-#include "dynlib.h"
+#include "base/dynlib.h"
 
 #include <dlfcn.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* One function of a table: the library's symbol, and where in the table
  * its pointer goes (offsetof). */

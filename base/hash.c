@@ -1,7 +1,7 @@
 /*
  * hash.c - FNV-1a 64 (hash.h): one copy for every part that hashes bytes.
  */
-#include "hash.h"
+#include "base/hash.h"
 
 uint64_t hash_fnv1a(uint64_t h, const void *p, size_t n)
 {

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Default nesting bound (the root object is depth 1); jdoc_set_max_depth changes it. */
 #define JDOC_MAX_DEPTH 64

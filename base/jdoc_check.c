@@ -6,10 +6,10 @@
  */
 #include <string.h>
 
-#include "jdoc.h"
+#include "base/jdoc.h"
 
 #define JDOC_GRAM_TREE 0
-#include "jdoc_gram.h"
+#include "base/jdoc_gram.h"
 
 int jdoc_check(const char *s, size_t n, struct jdoc_check *out)
 {

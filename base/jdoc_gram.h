@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #endif
 
-#include "jdoc.h"
+#include "base/jdoc.h"
 
 /* Parser state. */
 struct jp {

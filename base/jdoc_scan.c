@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jdoc_simd.h"
+#include "base/jdoc_simd.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #define JDOC_GRAM_TREE 0
-#include "jdoc_gram.h"
+#include "base/jdoc_gram.h"
 
 /*
  * The scanner may read up to 64 bytes past the position it looks at; the

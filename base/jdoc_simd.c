@@ -4,7 +4,7 @@
  * (jdoc_simd). Token and position arrays are most of an audit's bytes: they
  * are validated 64 bytes at a time, and converted only when wanted.
  */
-#include "jdoc_simd.h"
+#include "base/jdoc_simd.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

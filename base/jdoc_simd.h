@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "jdoc.h"
+#include "base/jdoc.h"
 
 /*
  * Word-at-a-time helpers. The scanner may read up to 64 bytes past the

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "jdoc.h"
+#include "base/alloc.h"
+#include "base/jdoc.h"
 
 struct jdoc {
 	size_t max_len;
@@ -22,7 +22,7 @@ struct jdoc {
 };
 
 #define JDOC_GRAM_TREE 1
-#include "jdoc_gram.h"
+#include "base/jdoc_gram.h"
 
 static int32_t jp_node(struct jp *p, enum jtype t)
 {

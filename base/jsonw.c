@@ -1,4 +1,4 @@
-#include "jsonw.h"
+#include "base/jsonw.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * '\n' arrives (or at flush): one report per line, at the place in the
  * stream where the line ends, so that peek and take agree on every line.
  */
-#include "linebuf.h"
+#include "base/linebuf.h"
 
 #include <string.h>
 

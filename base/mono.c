@@ -2,7 +2,7 @@
  * mono.c - the monotonic clock and a sleep on it (see mono.h): one place,
  * so that every part times and waits the same way.
  */
-#include "mono.h"
+#include "base/mono.h"
 
 #include <errno.h>
 #include <fcntl.h>

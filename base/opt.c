@@ -2,7 +2,7 @@
  * opt.c - the option tables of the commands (opt.h): parsing, help, the man
  * page and README synopses, all from the one table per command.
  */
-#include "opt.h"
+#include "base/opt.h"
 
 #include <errno.h>
 #include <limits.h>

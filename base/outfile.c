@@ -2,7 +2,7 @@
  * outfile.c - atomic output files (outfile.h): a temporary file in the
  * target's directory, renamed over the target on commit.
  */
-#include "outfile.h"
+#include "base/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

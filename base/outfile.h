@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "status.h"
+#include "base/status.h"
 
 struct outfile {
 	FILE *f;                  /* write here; stdout when the path was NULL or "-" */

@@ -1,7 +1,7 @@
 /*
  * procstat.c - reads fields of /proc/<pid>/stat by name (procstat.h).
  */
-#include "procstat.h"
+#include "base/procstat.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /*
  * progress.c - the progress line on a terminal (progress.h).
  */
-#include "progress.h"
-#include "mono.h"
+#include "base/progress.h"
+#include "base/mono.h"
 
 #include <stdlib.h>
 #include <string.h>

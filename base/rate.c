@@ -6,13 +6,13 @@
  * are well understood. tests/test_rate.c holds them to published values and
  * tests/e2e/ to SciPy's.
  */
-#include "rate.h"
+#include "base/rate.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 
-#include "jsonw.h"
+#include "base/jsonw.h"
 
 /* Continued fraction of the incomplete beta (modified Lentz). */
 static double rate_betacf(double a, double b, double x)

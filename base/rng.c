@@ -2,7 +2,7 @@
  * rng.c - splitmix64 (Steele, Lea, Flood 2014; Vigna's reference constants):
  * one implementation for every seeded choice in the project (see rng.h).
  */
-#include "rng.h"
+#include "base/rng.h"
 
 uint64_t rng_mix(uint64_t x)
 {

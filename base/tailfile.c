@@ -3,7 +3,7 @@
  * at the end or the start, read without blocking, and notice rotation and
  * truncation when the file has nothing new.
  */
-#include "tailfile.h"
+#include "base/tailfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "linebuf.h"
+#include "base/linebuf.h"
 
 #define TAILFILE_READ 65536
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Longest line kept whole; a longer one is reported as overlong and skipped. */
 #define TAILFILE_LINE_MAX (1024 * 1024)

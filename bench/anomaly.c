@@ -1,7 +1,7 @@
 /*
  * anomaly.c - token anomalies of one output (anomaly.h).
  */
-#include "anomaly.h"
+#include "bench/anomaly.h"
 
 #include <string.h>
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "load.h"
+#include "bench/load.h"
 
 struct anomaly {
 	size_t ids_past_vocab;       /* ids >= the vocabulary (vocab known, ids returned) */

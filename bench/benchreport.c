@@ -3,7 +3,7 @@
  * gates, per cell the figures, spread, failures and correctness verdict,
  * as JSON or a text table.
  */
-#include "benchreport.h"
+#include "bench/benchreport.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h"
-#include "rate.h"
-#include "ready.h"
-#include "record.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
+#include "probe/ready.h"
+#include "bench/record.h"
 
 static const char *benchreport_level_name(enum load_arrival a)
 {

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "driver.h"
+#include "bench/driver.h"
 
 /* The report as one JSON object (malloc'd, caller frees); NULL on allocation failure. */
 char *benchreport_json(const struct driver_report *rep);

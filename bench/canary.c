@@ -4,16 +4,16 @@
  * and the search of every output for every marker's pieces, in its text and
  * its token ids.
  */
-#include "canary.h"
-#include "../base/rng.h"
+#include "bench/canary.h"
+#include "base/rng.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "correct.h"
-#include "hash.h"
+#include "bench/correct.h"
+#include "base/hash.h"
 
 /* Upper-case consonants and 2-9: 28 symbols, no vowel, no 0/O or 1/I. */
 static const char canary_alpha[] = "BCDFGHJKLMNPQRSTVWXZ23456789";

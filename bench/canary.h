@@ -50,9 +50,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "load.h"
-#include "status.h"
-#include "suite.h"
+#include "bench/load.h"
+#include "base/status.h"
+#include "bench/suite.h"
 
 #define CANARY_GROUPS 3
 #define CANARY_GROUP_LEN 6

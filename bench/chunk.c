@@ -2,14 +2,14 @@
  * chunk.c - a streamed chunk read into the load driver's fields (chunk.h):
  * jdoc's scanner first, jdoc's tree for whatever it declines.
  */
-#include "chunk.h"
+#include "bench/chunk.h"
 
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jdoc.h"
+#include "base/jdoc.h"
 
 /* Chunks nest a few levels (choices[0].delta, usage details). */
 #define CHUNK_DEPTH 16

@@ -1,8 +1,8 @@
 /*
  * churn.c - the churn workload's plan and its transitions (churn.h).
  */
-#include "churn.h"
-#include "../base/rng.h"
+#include "bench/churn.h"
+#include "base/rng.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "load.h"
-#include "status.h"
+#include "bench/load.h"
+#include "base/status.h"
 
 #define CHURN_ABORT_EVERY 8
 #define CHURN_SYNC_EVERY 6

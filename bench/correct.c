@@ -1,4 +1,4 @@
-#include "correct.h"
+#include "bench/correct.h"
 
 #include <stdio.h>
 #include <stdlib.h>

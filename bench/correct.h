@@ -24,9 +24,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "load.h"
-#include "status.h"
-#include "suite.h"
+#include "bench/load.h"
+#include "base/status.h"
+#include "bench/suite.h"
 
 enum correct_verdict {
 	CORRECT_IDENTICAL,

@@ -5,7 +5,7 @@
  * medians and verdicts (driver_verdict.c), the records. /metrics is
  * srvmetrics.c, sizing sizer.c, the report benchreport.c.
  */
-#include "driver_priv.h"
+#include "bench/driver_priv.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "benchreport.h"
-#include "graded.h"
-#include "hash.h"
-#include "http.h"
-#include "sizer.h"
-#include "srvmetrics.h"
+#include "bench/benchreport.h"
+#include "bench/graded.h"
+#include "base/hash.h"
+#include "probe/http.h"
+#include "bench/sizer.h"
+#include "bench/srvmetrics.h"
 
 /* --- progress ------------------------------------------------------------- */
 

@@ -30,13 +30,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "canary.h"
-#include "churn.h"
-#include "load.h"
-#include "margins.h"
-#include "stats.h"
-#include "status.h"
-#include "suite.h"
+#include "bench/canary.h"
+#include "bench/churn.h"
+#include "bench/load.h"
+#include "bench/margins.h"
+#include "bench/stats.h"
+#include "base/status.h"
+#include "bench/suite.h"
 
 #define DRIVER_MAX_ARMS 16
 #define DRIVER_MAX_LEVELS 32

@@ -4,7 +4,7 @@
  * server's own output (or is recorded unconfirmed with --no-arm-check)
  * before any record is written.
  */
-#include "driver_priv.h"
+#include "bench/driver_priv.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "http.h"
-#include "ready.h"
-#include "srvmetrics.h"
+#include "probe/http.h"
+#include "probe/ready.h"
+#include "bench/srvmetrics.h"
 
 void driver_say(const struct driver_opts *o, const char *fmt, ...)
 {

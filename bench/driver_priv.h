@@ -11,15 +11,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "arms.h"
-#include "canary.h"
-#include "correct.h"
-#include "driver.h"
-#include "load.h"
-#include "record.h"
-#include "stats.h"
-#include "status.h"
-#include "suite.h"
+#include "probe/arms.h"
+#include "bench/canary.h"
+#include "bench/correct.h"
+#include "bench/driver.h"
+#include "bench/load.h"
+#include "bench/record.h"
+#include "bench/stats.h"
+#include "base/status.h"
+#include "bench/suite.h"
 
 /* What the run knows of a server once its gate passed. */
 struct driver_arm_state {

@@ -4,15 +4,15 @@
  * verdicts and token anomalies added into its cell; the correctness, canary
  * and accuracy verdict of every cell.
  */
-#include "driver_priv.h"
+#include "bench/driver_priv.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "anomaly.h"
-#include "rate.h"
+#include "bench/anomaly.h"
+#include "base/rate.h"
 
 /* The token anomalies of a run's outputs into its cell. */
 void driver_tally_anomalies(struct driver_cell *dc, const struct load_run *run, long vocab)

@@ -1,16 +1,16 @@
 /*
  * graded.c - the bundled graded tasks (graded.h).
  */
-#include "graded.h"
-#include "../base/rng.h"
+#include "bench/graded.h"
+#include "base/rng.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "canary.h"
-#include "hash.h"
+#include "bench/canary.h"
+#include "base/hash.h"
 
 /* One entry: its text as prompt or user message, and its one expect string. */
 static enum status graded_entry(struct suite_entry *e, size_t i, const char *text, const char *expect,

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
-#include "suite.h"
+#include "base/status.h"
+#include "bench/suite.h"
 
 #define GRADED_TASKS 48
 

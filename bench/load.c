@@ -4,10 +4,10 @@
  * loop's own busy time; each event of a stream is read into its request's
  * result by result.c.
  */
-#include "load.h"
-#include "../base/mono.h"
-#include "../base/rng.h"
-#include "../probe/curlfn.h"
+#include "bench/load.h"
+#include "base/mono.h"
+#include "base/rng.h"
+#include "probe/curlfn.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "chunk.h"
-#include "result.h"
-#include "rxstamp.h"
-#include "sse.h"
+#include "probe/http.h"
+#include "bench/chunk.h"
+#include "bench/result.h"
+#include "bench/rxstamp.h"
+#include "bench/sse.h"
 
 
 static const char *const load_fail_names[LOAD_FAIL__COUNT] = {

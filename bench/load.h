@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Hard caps. */
 #define LOAD_MAX_REQUESTS 1000000u

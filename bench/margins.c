@@ -3,7 +3,7 @@
  * diverged request during the run, the echo request it sends afterwards,
  * how the answer is read and how a divergence is labelled.
  */
-#include "margins.h"
+#include "bench/margins.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "http.h"
+#include "base/alloc.h"
+#include "probe/http.h"
 
 #define MARGINS_MAX_PROMPT (4u << 20)
 

@@ -39,9 +39,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "correct.h"
-#include "load.h"
-#include "status.h"
+#include "bench/correct.h"
+#include "bench/load.h"
+#include "base/status.h"
 
 #define MARGINS_DEFAULT_EPS 0.1       /* nats */
 #define MARGINS_TOP_N 5               /* top alternatives asked for */

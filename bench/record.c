@@ -3,8 +3,8 @@
  * RUN.jsonl here; pair, the figures and the A/B read it back with
  * record/record_read.c, with one policy for a malformed line.
  */
-#include "record.h"
-#include "../base/outfile.h"
+#include "bench/record.h"
+#include "base/outfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rate.h"
+#include "base/rate.h"
 
 struct record {
 	struct outfile of;   /* the records go to a temporary file renamed at close */

@@ -28,14 +28,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "anomaly.h"
-#include "canary.h"
-#include "churn.h"
-#include "correct.h"
-#include "load.h"
-#include "margins.h"
-#include "stats.h"
-#include "status.h"
+#include "bench/anomaly.h"
+#include "bench/canary.h"
+#include "bench/churn.h"
+#include "bench/correct.h"
+#include "bench/load.h"
+#include "bench/margins.h"
+#include "bench/stats.h"
+#include "base/status.h"
 
 enum record_arm_state {
 	RECORD_ARM_NONE,         /* no arm named */

@@ -4,16 +4,16 @@
  * source the chunk has, the first token and inter-token times, the text
  * kept when asked, and the server's error events as failures.
  */
-#include "result.h"
+#include "bench/result.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "chunk.h"
-#include "sse.h"
+#include "base/alloc.h"
+#include "bench/chunk.h"
+#include "bench/sse.h"
 
 struct result_parser {
 	struct chunk_reader *cr;    /* reused chunk after chunk: no allocation per token */

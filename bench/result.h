@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "load.h"
+#include "bench/load.h"
 
 /* Marks r failed with f and the reason; the first cause stands. */
 void result_fail(struct load_result *r, enum load_fail f, const char *fmt, ...)

@@ -3,7 +3,7 @@
  * (SO_TIMESTAMPNS through recvmsg, marks for bytes queued while the loop is
  * busy). See rxstamp.h; the executable's recv() calls rxstamp_recv().
  */
-#include "rxstamp.h"
+#include "bench/rxstamp.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 
-#include "mono.h"
+#include "base/mono.h"
 
 /* Per descriptor, whether it is tracked: read by every thread that calls
  * recv, hence atomic. Static, so untouched pages cost nothing. */

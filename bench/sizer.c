@@ -4,14 +4,14 @@
  * first shape answers no tokens), else a one-token completion whose
  * usage.prompt_tokens is the count.
  */
-#include "sizer.h"
+#include "bench/sizer.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "probe/http.h"
 
 #define SIZER_HTTP_TIMEOUT 30.0
 

@@ -3,7 +3,7 @@
  * the configuration hash of its *_info samples and the prefix-cache hit
  * counter, parsed with probe/prom.h.
  */
-#include "srvmetrics.h"
+#include "bench/srvmetrics.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "prom.h"
-#include "suite.h"
+#include "base/hash.h"
+#include "probe/prom.h"
+#include "bench/suite.h"
 
 #define SRVMETRICS_HTTP_TIMEOUT 30.0
 

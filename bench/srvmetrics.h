@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "http.h"
-#include "status.h"
+#include "probe/http.h"
+#include "base/status.h"
 
 /* Hash of every *_info sample (name and sorted labels) of a /metrics body
  * into out ("fnv1a64:..."), "" when there is none. */

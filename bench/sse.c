@@ -1,6 +1,6 @@
-#include "sse.h"
+#include "bench/sse.h"
 
-#include "alloc.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Default cap on one line and on one event's data. */
 #define SSE_MAX_EVENT (256u * 1024)

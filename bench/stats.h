@@ -29,8 +29,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "load.h"
-#include "status.h"
+#include "bench/load.h"
+#include "base/status.h"
 
 #define STATS_UNSTABLE_SPREAD 0.15
 

@@ -1,7 +1,7 @@
-#include "suite.h"
-#include "../base/rng.h"
-#include "alloc.h"
-#include "hash.h"
+#include "bench/suite.h"
+#include "base/rng.h"
+#include "base/alloc.h"
+#include "base/hash.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define SUITE_MAX_LINE (1u << 20)
 #define SUITE_MAX_ENTRIES 100000u

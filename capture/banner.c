@@ -1,5 +1,5 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "banner.h"
+#include "capture/banner.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define BANNER_NAME_MAX 63
 #define BANNER_MAX_RULES 256

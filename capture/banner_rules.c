@@ -3,8 +3,8 @@
  * (format in banner.h). Kept apart from the matcher so that the list of
  * lines real servers print can change without touching the matching code.
  */
-#include "banner.h"
-#include "rule.h"
+#include "capture/banner.h"
+#include "analyzer/rule.h"
 
 /* "arm:batch QWEN36_MERGE_BATCH_GUARD engaged\n": the rule of one guard
  * flag (the one list, analyzer/rule.h). */

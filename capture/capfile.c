@@ -1,7 +1,7 @@
 /*
  * capfile.c - the capture file as `ttaudit capture` writes it (capfile.h).
  */
-#include "capfile.h"
+#include "capture/capfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "caprec.h"
+#include "capture/caprec.h"
 
 /* Room kept past the end of the file for the last records (lost and end records of every process). */
 #define CAPFILE_RESERVE (64u * 1024)

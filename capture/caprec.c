@@ -1,9 +1,9 @@
-#include "caprec.h"
+#include "capture/caprec.h"
 
 #include <string.h>
 
-#include "banner.h"
-#include "jbuf.h"
+#include "capture/banner.h"
+#include "capture/jbuf.h"
 
 void caprec_head_now(struct caprec_head *h)
 {

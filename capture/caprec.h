@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "envlist.h"
+#include "capture/envlist.h"
 
 /* What every record says about where and when a line was seen. */
 struct caprec_head {

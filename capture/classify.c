@@ -1,12 +1,12 @@
 /* classify.c - a complete log line as audit, banner or other (classify.h), the line found in one pass. */
-#include "classify.h"
+#include "capture/classify.h"
 
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-#include "auditline.h"
+#include "base/auditline.h"
 
 int classify_object(const char *s, size_t n, int *has_ev)
 {

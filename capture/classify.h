@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "banner.h"
+#include "capture/banner.h"
 
 enum classify_kind { CLASSIFY_OTHER, CLASSIFY_AUDIT, CLASSIFY_BANNER };
 

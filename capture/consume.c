@@ -4,8 +4,8 @@
  * telling when a process ended. The writer side is the shim; the format is
  * ring.h; the other files of the reader are listed in consume_priv.h.
  */
-#include "consume_priv.h"
-#include "alloc.h"
+#include "capture/consume_priv.h"
+#include "base/alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "procstat.h"
+#include "base/procstat.h"
 
 static void consume_close(struct consume_ring *cr);
 

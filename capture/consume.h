@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "banner.h"
-#include "status.h"
+#include "capture/banner.h"
+#include "base/status.h"
 
 struct consume_opts {
 	int out_fd;                   /* the capture file, opened O_APPEND (not with per_pid_base; -1: none) */

@@ -5,14 +5,14 @@
  * flight, stdio calls that may have written, partial lines, lines in stdio
  * buffers, losses not yet told.
  */
-#include "consume_priv.h"
-#include "alloc.h"
+#include "capture/consume_priv.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-#include "procstat.h"
+#include "base/procstat.h"
 
 void consume_parent_ended(struct consume *c, pid_t pid)
 {

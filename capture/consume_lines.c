@@ -5,14 +5,14 @@
  * and fork children make lines uncertain), and the record of each line
  * that gets one.
  */
-#include "consume_priv.h"
-#include "alloc.h"
+#include "capture/consume_priv.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "classify.h"
+#include "capture/classify.h"
 
 static const char consume_why_order[] =
 	"the order of this line's bytes and a signal handler's was not knowable";

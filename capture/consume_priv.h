@@ -21,13 +21,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "banner.h"
-#include "capfile.h"
-#include "caprec.h"
-#include "consume.h"
-#include "linebuf.h"
-#include "mono.h"
-#include "ring.h"
+#include "capture/banner.h"
+#include "capture/capfile.h"
+#include "capture/caprec.h"
+#include "capture/consume.h"
+#include "base/linebuf.h"
+#include "base/mono.h"
+#include "capture/ring.h"
 
 #define CONSUME_FREE_EVERY (256u * 1024)   /* bytes read between writes of records (which free ring room) */
 #define CONSUME_OUT_CAP (1024 * 1024)   /* records are written at the next entry boundary past this */

@@ -4,8 +4,8 @@
  * process taking over can find them, written at entry boundaries with a
  * checkpoint of every ring read on, and one file per process when asked.
  */
-#include "consume_priv.h"
-#include "alloc.h"
+#include "capture/consume_priv.h"
+#include "base/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "envlist.h"
+#include "capture/envlist.h"
 
 #include <string.h>
 

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define ENVLIST_MAX 64          /* patterns */
 #define ENVLIST_TEXT_MAX 2048   /* bytes of pattern text in all */

@@ -3,7 +3,7 @@
  * (base/tailfile) whose lines become capture records, classified as the
  * shim classifies them, with read times and no pid, tid or fd.
  */
-#include "follow.h"
+#include "capture/follow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caprec.h"
-#include "classify.h"
-#include "jbuf.h"
-#include "tailfile.h"
+#include "capture/caprec.h"
+#include "capture/classify.h"
+#include "capture/jbuf.h"
+#include "base/tailfile.h"
 
 #define FOLLOW_OUT_CAP (3 * FOLLOW_LINE_MAX + 4096)
 #define FOLLOW_START_CAP 65536   /* the start record's own members */

@@ -17,10 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "banner.h"
-#include "status.h"
+#include "capture/banner.h"
+#include "base/status.h"
 
-#include "tailfile.h"
+#include "base/tailfile.h"
 
 /* Longest line kept whole (tailfile's); a longer one becomes a lost record. */
 #define FOLLOW_LINE_MAX TAILFILE_LINE_MAX

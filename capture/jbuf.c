@@ -1,4 +1,4 @@
-#include "jbuf.h"
+#include "capture/jbuf.h"
 
 #include <string.h>
 

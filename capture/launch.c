@@ -1,4 +1,4 @@
-#include "launch.h"
+#include "capture/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "banner.h"
-#include "envlist.h"
+#include "capture/banner.h"
+#include "capture/envlist.h"
 
 #include "config.h"
 

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define LAUNCH_SHIM_NAME "libttaudit-shim.so"
 

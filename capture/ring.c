@@ -5,7 +5,7 @@
  * too and marks it padding (or, when not even a header fits there, both
  * sides skip it without one).
  */
-#include "ring.h"
+#include "capture/ring.h"
 
 #include <errno.h>
 #include <limits.h>

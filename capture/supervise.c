@@ -2,7 +2,7 @@
  * supervise.c - runs the captured command as a child and reads the capture
  * until everything that writes to it has ended (supervise.h).
  */
-#include "supervise.h"
+#include "capture/supervise.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mono.h"
+#include "base/mono.h"
 
 #define SUPERVISE_POLL_MS 10
 #define SUPERVISE_FDS 256

@@ -18,8 +18,8 @@
 #ifndef TTAUDIT_SUPERVISE_H
 #define TTAUDIT_SUPERVISE_H
 
-#include "consume.h"
-#include "status.h"
+#include "capture/consume.h"
+#include "base/status.h"
 
 struct supervise_opts {
 	char **argv;             /* the command (argv[0] is looked up in PATH) */

@@ -2,9 +2,9 @@
  * cli.c - the start every command shares (cli.h): its command line parsed
  * against its option table, --help answered, its operands counted.
  */
-#include "cli.h"
+#include "cli/cli.h"
 
-#include "opt.h"
+#include "base/opt.h"
 
 int cli_parse(const struct cmd_doc *d, int argc, char **argv, const struct cli_operands *ops, int *rc)
 {

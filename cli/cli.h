@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "status.h"
+#include "base/status.h"
 
 enum {
 	CLI_OK = 0,      /* ok, every verdict passed */

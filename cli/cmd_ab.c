@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ab.h"
-#include "cli.h"
-#include "jsonw.h"
-#include "opt.h"
+#include "ab/ab.h"
+#include "cli/cli.h"
+#include "base/jsonw.h"
+#include "base/opt.h"
 
 static struct ab_opts ab_o = {
 	.dir = "ab-out", .repeats = AB_DEFAULT_REPEATS, .concurrency = 8, .corpus_seed = 1,

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "arms.h"
-#include "cli.h"
-#include "opt.h"
+#include "probe/arms.h"
+#include "cli/cli.h"
+#include "base/opt.h"
 
 static const char *arm_spec_path, *arm_name;
 static struct arm_sources arm_src;

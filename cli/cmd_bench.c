@@ -8,10 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "benchreport.h"
-#include "driver.h"
-#include "opt.h"
+#include "cli/cli.h"
+#include "bench/benchreport.h"
+#include "bench/driver.h"
+#include "base/opt.h"
 
 static struct driver_opts bench_o = {
 	.repeats = 1, .temperature = -1, .timeout_s = 600, .stall_s = 60, .arrival = LOAD_CLOSED,

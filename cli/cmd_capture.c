@@ -11,15 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "banner.h"
-#include "cli.h"
-#include "consume.h"
-#include "envlist.h"
-#include "follow.h"
-#include "jsonw.h"
-#include "launch.h"
-#include "opt.h"
-#include "supervise.h"
+#include "capture/banner.h"
+#include "cli/cli.h"
+#include "capture/consume.h"
+#include "capture/envlist.h"
+#include "capture/follow.h"
+#include "base/jsonw.h"
+#include "capture/launch.h"
+#include "base/opt.h"
+#include "capture/supervise.h"
 
 static const char *cap_out = "ttaudit.cap.jsonl", *cap_rules, *cap_env, *cap_watch;
 static bool cap_all_lines, cap_per_pid, cap_append;

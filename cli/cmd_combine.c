@@ -3,9 +3,9 @@
  * separate runs added up into one report (replay_add_report), so a corpus
  * fanned out over a batch system sums to the replay of the whole.
  */
-#include "cli.h"
-#include "opt.h"
-#include "replay.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "replay/replay.h"
 
 static bool cb_json;
 

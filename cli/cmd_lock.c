@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "jsonw.h"
-#include "lock.h"
-#include "opt.h"
+#include "cli/cli.h"
+#include "base/jsonw.h"
+#include "host/lock.h"
+#include "base/opt.h"
 
 static const char *lock_dir_opt;
 static bool lock_status_only, lock_json;

@@ -5,10 +5,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "opt.h"
-#include "pair.h"
-#include "pairreport.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "pair/pair.h"
+#include "pair/pairreport.h"
 
 static const char *pair_runs[PAIR_MAX_FILES], *pair_audits[PAIR_MAX_FILES];
 static struct pair_opts pair_o = { .slack_s = -1 };

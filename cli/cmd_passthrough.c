@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "jsonw.h"
-#include "launch.h"
-#include "opt.h"
-#include "rule.h"
+#include "cli/cli.h"
+#include "base/jsonw.h"
+#include "capture/launch.h"
+#include "base/opt.h"
+#include "analyzer/rule.h"
 
 extern char **environ;
 

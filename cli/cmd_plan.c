@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "jsonw.h"
-#include "opt.h"
-#include "rate.h"
+#include "cli/cli.h"
+#include "base/jsonw.h"
+#include "base/opt.h"
+#include "base/rate.h"
 
 static double plan_baseline = -1, plan_target = 0, plan_conf = 0.95, plan_power = 0.8;
 static long long plan_runs = 0;

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "opt.h"
-#include "preflight.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "host/preflight.h"
 
 static struct preflight_opts preflight_o;
 static bool preflight_json, preflight_no_docker;

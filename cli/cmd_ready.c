@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "opt.h"
-#include "ready.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "probe/ready.h"
 
 static struct ready_opts ready_o;
 static bool ready_json;

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "opt.h"
-#include "replay.h"
-#include "validate.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "replay/replay.h"
+#include "replay/validate.h"
 
 /* What both commands share: the options' variables, then the files replayed. */
 static const char *rp_rules, *rp_rule;

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "jsonw.h"
-#include "opt.h"
-#include "outfile.h"
-#include "html.h"
-#include "pair.h"
-#include "series.h"
-#include "svg.h"
+#include "cli/cli.h"
+#include "base/jsonw.h"
+#include "base/opt.h"
+#include "base/outfile.h"
+#include "report/html.h"
+#include "pair/pair.h"
+#include "report/series.h"
+#include "report/svg.h"
 
 static struct svg_timeline_opts report_to = { .to_step = -1 };
 static long long report_from = 0, report_to_step = -1;

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "opt.h"
-#include "outfile.h"
-#include "serve.h"
-#include "watch.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "base/outfile.h"
+#include "watch/serve.h"
+#include "watch/watch.h"
 
 #define WATCH_DEFAULT_LISTEN "127.0.0.1:9478"
 

@@ -9,9 +9,9 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "opt.h"
-#include "reader.h"
+#include "cli/cli.h"
+#include "base/opt.h"
+#include "analyzer/reader.h"
 
 struct cli_cmd {
 	const char *name;

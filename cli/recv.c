@@ -9,7 +9,7 @@
 
 #include <sys/socket.h>
 
-#include "../bench/rxstamp.h"
+#include "bench/rxstamp.h"
 
 ssize_t recv(int fd, void *buf, size_t n, int flags)
 {

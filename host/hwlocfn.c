@@ -1,8 +1,8 @@
 /*
  * hwlocfn.c - hwloc's table (hwlocfn.h), filled by dlopen once per process.
  */
-#include "hwlocfn.h"
-#include "../base/dynlib.h"
+#include "host/hwlocfn.h"
+#include "base/dynlib.h"
 
 #include <stddef.h>
 

@@ -15,7 +15,7 @@
 
 #include <hwloc.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* The soname of hwloc 2.x, installed by Debian's libhwloc15. */
 #define HWLOCFN_SONAME "libhwloc.so.15"

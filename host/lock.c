@@ -1,4 +1,4 @@
-#include "lock.h"
+#include "host/lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "procstat.h"
+#include "base/procstat.h"
 
 struct lock {
 	char dir[LOCK_PATH_MAX];

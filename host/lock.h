@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define LOCK_DEFAULT_DIR "/tmp/ttaudit-host.lock"
 #define LOCK_PATH_MAX 1024

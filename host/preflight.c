@@ -1,8 +1,8 @@
-#include "preflight.h"
-#include "hwlocfn.h"
-#include "../base/mono.h"
-#include "jdoc.h"
-#include "jsonw.h"
+#include "host/preflight.h"
+#include "host/hwlocfn.h"
+#include "base/mono.h"
+#include "base/jdoc.h"
+#include "base/jsonw.h"
 
 #include <dirent.h>
 #include <errno.h>

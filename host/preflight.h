@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "lock.h"
-#include "status.h"
+#include "host/lock.h"
+#include "base/status.h"
 
 #define PREFLIGHT_VENDOR_TENSTORRENT 0x1e52u
 #define PREFLIGHT_DEFAULT_FLOOR_GIB 4.0

@@ -4,7 +4,7 @@
  * time, the substitutions attributed to the failures, a verdict per run.
  * The report is pairreport.c.
  */
-#include "pair.h"
+#include "pair/pair.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "jsonw.h"
-#include "record_read.h"
-#include "reqid.h"
-#include "rate.h"
-#include "reader.h"
-#include "rule.h"
+#include "base/alloc.h"
+#include "base/jsonw.h"
+#include "record/record_read.h"
+#include "pair/reqid.h"
+#include "base/rate.h"
+#include "analyzer/reader.h"
+#include "analyzer/rule.h"
 
 /* One request record. */
 struct preq {

@@ -63,10 +63,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "evidence.h"
-#include "progress.h"
-#include "status.h"
-#include "tally.h"
+#include "analyzer/evidence.h"
+#include "base/progress.h"
+#include "base/status.h"
+#include "analyzer/tally.h"
 
 #define PAIR_MAX_FILES 64
 #define PAIR_MAX_RUNS 4096

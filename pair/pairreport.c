@@ -3,15 +3,15 @@
  * run's failures and substitutions, and its JSON twin. It reads a built
  * pair only through pair.h's accessors.
  */
-#include "pairreport.h"
+#include "pair/pairreport.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h"
-#include "rate.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
 
 /* --- reports ---------------------------------------------------------------- */
 

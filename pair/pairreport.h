@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "pair.h"
+#include "pair/pair.h"
 
 struct jsonw;
 

@@ -2,13 +2,13 @@
  * reqid.c - the request-id index of reqid.h: open addressing over FNV-1a,
  * request number + 1 per slot, 0 empty, at most a quarter full.
  */
-#include "reqid.h"
+#include "pair/reqid.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "base/hash.h"
 
 struct reqid {
 	size_t *slot;

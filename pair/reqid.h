@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Whether request i carries id (either of its ids). */
 typedef bool (*reqid_match_fn)(const void *ctx, size_t i, const char *id);

@@ -3,7 +3,7 @@
  * evidence item of a spec (armspec.c) judged against its source, failing
  * closed.
  */
-#include "armspec_priv.h"
+#include "probe/armspec_priv.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event.h"
-#include "http.h"
-#include "models.h"
-#include "prom.h"
-#include "reader.h"
-#include "tally.h"
-#include "jsonw.h"
+#include "analyzer/event.h"
+#include "probe/http.h"
+#include "probe/models.h"
+#include "probe/prom.h"
+#include "analyzer/reader.h"
+#include "analyzer/tally.h"
+#include "base/jsonw.h"
 
 const char *arm_verdict_name(enum arm_verdict v)
 {

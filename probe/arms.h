@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "armspec.h"
-#include "status.h"
+#include "probe/armspec.h"
+#include "base/status.h"
 
 #define ARM_MAX_LINE (64u << 10)  /* log lines longer than this are matched on their start */
 

@@ -1,8 +1,8 @@
 /*
  * armspec.c - loading and validating arm specs (armspec.h, docs/arms.md).
  */
-#include "armspec_priv.h"
-#include "jsonw.h"
+#include "probe/armspec_priv.h"
+#include "base/jsonw.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define ARM_SPEC_MAX_BYTES (1u << 20)
 #define ARM_MAX_ITEMS 64          /* requires + forbids of one arm */

@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arms.h"
-#include "armspec.h"
-#include "jdoc.h"
-#include "rule.h"
+#include "probe/arms.h"
+#include "probe/armspec.h"
+#include "base/jdoc.h"
+#include "analyzer/rule.h"
 
 #define ARM_MAX_LABELS 16
 #define ARM_MAX_ARMS 64

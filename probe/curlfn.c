@@ -2,8 +2,8 @@
  * curlfn.c - libcurl's table (curlfn.h), filled by dlopen once per process,
  * and the setup every handle of the tool carries.
  */
-#include "curlfn.h"
-#include "../base/dynlib.h"
+#include "probe/curlfn.h"
+#include "base/dynlib.h"
 
 #include <stddef.h>
 

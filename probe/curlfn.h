@@ -14,7 +14,7 @@
 
 #include <curl/curl.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* The soname of libcurl 7.16 to 8.x, installed by Debian's libcurl4. */
 #define CURLFN_SONAME "libcurl.so.4"

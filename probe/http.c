@@ -1,6 +1,6 @@
-#include "http.h"
-#include "curlfn.h"
-#include "alloc.h"
+#include "probe/http.h"
+#include "probe/curlfn.h"
+#include "base/alloc.h"
 
 #include <pthread.h>
 #include <stdlib.h>

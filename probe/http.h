@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Default cap on a response body (a vLLM /metrics page is ~100 KiB). */
 #define HTTP_MAX_BODY (8u << 20)

@@ -2,7 +2,7 @@
  * models.c - GET /v1/models read once, by jdoc, for every command that asks
  * about the served models (models.h).
  */
-#include "models.h"
+#include "probe/models.h"
 
 #include <stdio.h>
 #include <stdlib.h>

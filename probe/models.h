@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jdoc.h"
-#include "status.h"
+#include "base/jdoc.h"
+#include "base/status.h"
 
 struct models;
 

@@ -1,5 +1,5 @@
-#include "prom.h"
-#include "alloc.h"
+#include "probe/prom.h"
+#include "base/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>

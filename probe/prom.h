@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Hard caps; input beyond them fails with STATUS_LIMIT. */
 #define PROM_MAX_BYTES (64u << 20)

@@ -1,5 +1,5 @@
-#include "ready.h"
-#include "../base/mono.h"
+#include "probe/ready.h"
+#include "base/mono.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "models.h"
-#include "prom.h"
-#include "jsonw.h"
+#include "probe/http.h"
+#include "probe/models.h"
+#include "probe/prom.h"
+#include "base/jsonw.h"
 
 /* A rung's answer is small; a bigger one is not what the rung asks for. */
 #define READY_MAX_BODY (16u << 20)

@@ -19,7 +19,7 @@
 
 #include <stdbool.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define READY_DEFAULT_TIMEOUT 600.0
 

@@ -2,7 +2,7 @@
  * record_read.c - the run records read back (record_read.h), one record at a
  * time, with one policy for a malformed line.
  */
-#include "record_read.h"
+#include "record/record_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 
 struct record_reader {
 	FILE *f;

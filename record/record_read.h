@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /*
  * The records of a file as bench/record.c writes them, one at a time, for

@@ -5,7 +5,7 @@
  * after another gives, message for message. What was found is said by
  * replay_report.c; reports are added up by replay_combine.c.
  */
-#include "replay_priv.h"
+#include "replay/replay_priv.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,9 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "alloc.h"
-#include "jsonw.h"
-#include "rate.h"
+#include "base/alloc.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
 
 /* --- small helpers -------------------------------------------------------- */
 

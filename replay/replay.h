@@ -20,12 +20,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "evidence.h"
-#include "reader.h"
-#include "rule.h"
-#include "progress.h"
-#include "status.h"
-#include "tally.h"
+#include "analyzer/evidence.h"
+#include "analyzer/reader.h"
+#include "analyzer/rule.h"
+#include "base/progress.h"
+#include "base/status.h"
+#include "analyzer/tally.h"
 
 /* Malformed lines shown one by one before only the total is given. */
 #define REPLAY_MALFORMED_SHOWN 10

@@ -2,7 +2,7 @@
  * replay_combine.c - `ttaudit combine`: replay --json reports of disjoint
  * parts of a corpus read back and added up into the replay of the whole.
  */
-#include "replay_priv.h"
+#include "replay/replay_priv.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "jdoc.h"
-#include "jsonw.h"
-#include "rate.h"
+#include "base/alloc.h"
+#include "base/jdoc.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
 
 /* --- reports added up (ttaudit combine) ------------------------------------- */
 

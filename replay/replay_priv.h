@@ -6,14 +6,14 @@
 #ifndef TTAUDIT_REPLAY_PRIV_H
 #define TTAUDIT_REPLAY_PRIV_H
 
-#include "replay.h"
+#include "replay/replay.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
+#include "analyzer/reader.h"
 
 /* Distinct garbage values the text report lists. */
 #define REPLAY_GARBAGE_SHOWN 8

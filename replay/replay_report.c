@@ -2,7 +2,7 @@
  * replay_report.c - what the replay found (replay.h's accessors) and its
  * reports: text, JSON, the explanation of a step, per-process rows.
  */
-#include "replay_priv.h"
+#include "replay/replay_priv.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jdoc.h"
-#include "jsonw.h"
-#include "rate.h"
+#include "base/jdoc.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
 
 /* --- what the replay found -------------------------------------------------- */
 

@@ -3,16 +3,16 @@
  * a thin, stable face over replay/ and analyzer/, so that the library's
  * internals can change without breaking programs built against it.
  */
-#include "ttaudit/ttaudit.h"
+#include "include/ttaudit/ttaudit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
-#include "rule.h"
-#include "status.h"
-#include "tally.h"
+#include "replay/replay.h"
+#include "analyzer/rule.h"
+#include "base/status.h"
+#include "analyzer/tally.h"
 
 _Static_assert((int)TTAUDIT_NOTFOUND == (int)STATUS_NOTFOUND && (int)TTAUDIT_USAGE == (int)STATUS_USAGE &&
 	       (int)TTAUDIT_PARSE == (int)STATUS_PARSE && (int)TTAUDIT_IO == (int)STATUS_IO &&

@@ -1,12 +1,12 @@
 /*
  * validate.c - the deployment gate over a replay's per-file counts.
  */
-#include "validate.h"
+#include "replay/validate.h"
 
 #include <inttypes.h>
 
-#include "jsonw.h"
-#include "rate.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
 
 /* The confidence of the rates said (the convention of base/rate.h). */
 #define VALIDATE_CONFIDENCE 0.95

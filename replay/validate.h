@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "replay.h"
+#include "replay/replay.h"
 
 struct validate_opts {
 	double max_forgone_pct;   /* < 0: no limit; else forgone / bare takes, in percent */

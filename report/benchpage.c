@@ -3,17 +3,17 @@
  * through the run records' reader (record/record_read.h), drawn as inline
  * SVG with a <title> on every mark.
  */
-#include "benchpage.h"
+#include "report/benchpage.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "rate.h"
-#include "record_read.h"
-#include "svg.h"
+#include "base/alloc.h"
+#include "base/rate.h"
+#include "record/record_read.h"
+#include "report/svg.h"
 
 #define BP_MAX_LEAKS 4096        /* leaks drawn in the matrix */
 #define BP_MAX_REQS 600          /* requests drawn per churn run */

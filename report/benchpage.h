@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "html.h"
+#include "report/html.h"
 
 /* Whether path's first record is a bench run record. */
 bool benchpage_is_bench(const char *path);

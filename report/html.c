@@ -3,9 +3,9 @@
  * (svg.h's model, drawn inline), the cost plots of an A/B, and tables, in
  * one HTML document that needs nothing but itself.
  */
-#include "html.h"
-#include "benchpage.h"
-#include "record_read.h"
+#include "report/html.h"
+#include "report/benchpage.h"
+#include "record/record_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -16,10 +16,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "alloc.h"
-#include "evidence.h"
-#include "rate.h"
-#include "tally.h"
+#include "base/alloc.h"
+#include "analyzer/evidence.h"
+#include "base/rate.h"
+#include "analyzer/tally.h"
 
 #define HTML_MAX_JSON (64u << 20)     /* ab-report.json read whole, at most */
 #define HTML_MAX_PHASES 64

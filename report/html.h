@@ -36,8 +36,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "status.h"
-#include "svg.h"
+#include "base/status.h"
+#include "report/svg.h"
 
 struct html_opts {
 	const char *input;          /* an A/B directory or an audit file */

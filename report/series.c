@@ -3,7 +3,7 @@
  * bench record files (series.h). The records come through the run-record
  * format's own reader (bench/record.h); this module only sorts them.
  */
-#include "series.h"
+#include "report/series.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record_read.h"
+#include "record/record_read.h"
 
 static struct report_series *report_series_of(struct report_series *out, size_t max, size_t *n,
 					      const char *name, struct status_info *si)

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* Values kept per series; more are left out of the figure. */
 #define REPORT_SERIES_MAX 100000u

@@ -1,18 +1,18 @@
 /*
  * svg.c - the figures of svg.h, written out as SVG text.
  */
-#include "svg.h"
+#include "report/svg.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "evidence.h"
-#include "reader.h"
-#include "rule.h"
-#include "tally.h"
+#include "base/alloc.h"
+#include "analyzer/evidence.h"
+#include "analyzer/reader.h"
+#include "analyzer/rule.h"
+#include "analyzer/tally.h"
 
 #define SVG_W 960
 #define SVG_MARGIN_L 70

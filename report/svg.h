@@ -25,8 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "progress.h"
-#include "status.h"
+#include "base/progress.h"
+#include "base/status.h"
 
 #define SVG_MAX_SERIES 8
 #define SVG_MAX_COLUMNS 4000   /* merge events drawn; later ones are counted, not drawn */

@@ -34,7 +34,7 @@
  * is taken by compare-and-swap, waited for with a bound, never by a
  * handler on the thread that holds it.
  */
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mono.h"
+#include "base/mono.h"
 
 #define DRAIN_Q_MAX 4096          /* writes and marks waiting for a commit, all fds */
 #define DRAIN_RISK_MAX 1024       /* stdio calls in flight */

@@ -10,7 +10,7 @@
  * fd table, so the parent's state is left alone, and the child is marked so
  * that its writes are not fed to the parent's streams.
  */
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  * runs in its parent's memory until it execs or exits) nothing is written
  * and nothing changed: the parent's capture is the parent's.
  */
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -19,7 +19,7 @@
  * or a committed one. Never a line the fd did not get, never one silently
  * gone.
  */
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <errno.h>
 #include <string.h>
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mono.h"
+#include "base/mono.h"
 
 /* Writes longer than this are not held pending (they would not fit the ring). */
 #define SHIM_PEND_BYTES (4u * RING_WRITE_MAX)

@@ -11,7 +11,7 @@
  * reader (a shim loaded by other means, TTAUDIT_CAPTURE alone) each record
  * is one write() to the capture file, opened O_APPEND.
  */
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caprec.h"
-#include "classify.h"
-#include "envlist.h"
-#include "procstat.h"
+#include "capture/caprec.h"
+#include "capture/classify.h"
+#include "capture/envlist.h"
+#include "base/procstat.h"
 
 #define SHIM_TAIL_CAP (256 * 1024)     /* the start record's argv/env part */
 #define SHIM_REOPEN_NS 1000000000L     /* retry a failed open at most once a second */

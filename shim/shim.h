@@ -40,8 +40,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "banner.h"
-#include "ring.h"
+#include "capture/banner.h"
+#include "capture/ring.h"
 
 #define SHIM_TLS __attribute__((tls_model("initial-exec")))
 #define SHIM_FD_MAX RING_FD_MAX

@@ -35,7 +35,7 @@
 #define __NO_INLINE__ 1
 #endif
 
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -22,7 +22,7 @@
  * content, that line is written as uncertain). A handler never waits for a
  * lock, so it cannot deadlock with its own thread or another handler.
  */
-#include "shim.h"
+#include "shim/shim.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -34,9 +34,9 @@
 
 #include <sys/single_threaded.h>
 
-#include "caprec.h"
-#include "classify.h"
-#include "linebuf.h"
+#include "capture/caprec.h"
+#include "capture/classify.h"
+#include "base/linebuf.h"
 
 #define SHIM_LOCK_WAITERS 0x80000000u
 #define SHIM_SPINS 64

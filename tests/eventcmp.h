@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event.h"
-#include "jdoc.h"
+#include "analyzer/event.h"
+#include "base/jdoc.h"
 
 /* Equal byte strings (both absent, or the same bytes and length). */
 static inline int eventcmp_str(const char *a, uint32_t na, const char *b, uint32_t nb)

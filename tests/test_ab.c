@@ -10,8 +10,8 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "ab.h"
-#include "verdict.h"
+#include "ab/ab.h"
+#include "ab/verdict.h"
 
 struct fx {
 	double fig[AB__ROLES][AB_N_FIG][AB_MAX_REPEATS];

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 
 /* realloc is wrapped (tests/module.mk): the next call fails when set, and
  * every call is counted */

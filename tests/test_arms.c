@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "arms.h"
+#include "probe/arms.h"
 
 static char fx[512], tmpdir[64];
 static struct arm_result *res;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "armspec.h"
+#include "probe/armspec.h"
 
 static char tmpdir[64];
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "banner.h"
+#include "capture/banner.h"
 
 static const char *match(const struct banner_set *set, const char *line)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "banner.h"
+#include "capture/banner.h"
 
 static const char *match(const struct banner_set *set, const char *line)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "canary.h"
+#include "bench/canary.h"
 
 /* A result whose text is `text`, one chunk per white-space-separated word,
  * ending at t_end; chunk j received at 10 + j. */

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "capfile.h"
+#include "capture/capfile.h"
 
 struct fx {
 	char path[64];

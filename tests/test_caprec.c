@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "banner.h"
-#include "caprec.h"
+#include "capture/banner.h"
+#include "capture/caprec.h"
 
 static struct caprec_head head(long pid, long tid, int fd)
 {

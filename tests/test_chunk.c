@@ -14,7 +14,7 @@
 #include <glob.h>
 #include <cmocka.h>
 
-#include "chunk.h"
+#include "bench/chunk.h"
 
 static struct chunk_reader *scan, *tree;
 

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "classify.h"
-#include "jdoc.h"
+#include "capture/classify.h"
+#include "base/jdoc.h"
 
 static void test_kinds(void **state)
 {

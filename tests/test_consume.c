@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "consume.h"
-#include "ring.h"
+#include "capture/consume.h"
+#include "capture/ring.h"
 
 #define PID 4242
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "correct.h"
+#include "bench/correct.h"
 
 /* Fills r with the chunks of a NULL-terminated list. */
 static void out(struct load_result *r, size_t prompt, const char *const *chunks)

@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "curlfn.h"
-#include "testutil.h"
+#include "probe/curlfn.h"
+#include "tests/testutil.h"
 
 static void test_load(void **state)
 {

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "driver.h"
-#include "srvmetrics.h"
+#include "bench/driver.h"
+#include "bench/srvmetrics.h"
 
 static const char m1[] =
 	"# TYPE vllm:cache_config_info gauge\n"

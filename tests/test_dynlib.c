@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "dynlib.h"
-#include "testutil.h"
+#include "base/dynlib.h"
+#include "tests/testutil.h"
 
 struct ztab {
 	const char *(*version)(void);

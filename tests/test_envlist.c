@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "envlist.h"
+#include "capture/envlist.h"
 
 static int glob(const char *p, const char *s)
 {

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "event.h"
-#include "eventcmp.h"
+#include "analyzer/event.h"
+#include "tests/eventcmp.h"
 
 static struct jdoc *doc, *cmp_doc;
 static struct event_decoder *dec, *tree_dec, *scan_dec;

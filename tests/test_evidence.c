@@ -7,10 +7,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "evidence.h"
-#include "jdoc.h"
-#include "rule.h"
-#include "testutil.h"
+#include "analyzer/evidence.h"
+#include "base/jdoc.h"
+#include "analyzer/rule.h"
+#include "tests/testutil.h"
 
 
 /* Four active slots at step 100; every kind of evidence absent. */

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "expo.h"
+#include "watch/expo.h"
 
 /* The exposition as text; the caller frees it. */
 static char *t_write(struct expo *e)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "follow.h"
+#include "capture/follow.h"
 
 static volatile sig_atomic_t never;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "hash.h"
+#include "base/hash.h"
 
 static void test_vectors(void **state)
 {

@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "html.h"
-#include "testutil.h"
+#include "report/html.h"
+#include "tests/testutil.h"
 
 static const char *write_file(const char *name, const char *text)
 {

@@ -15,8 +15,8 @@
 #include <dlfcn.h>
 #include <cmocka.h>
 
-#include "hwlocfn.h"
-#include "testutil.h"
+#include "host/hwlocfn.h"
+#include "tests/testutil.h"
 
 static void test_load(void **state)
 {

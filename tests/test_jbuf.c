@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jbuf.h"
+#include "capture/jbuf.h"
 
 static const char *str(const char *s, size_t n, char *buf, size_t cap)
 {

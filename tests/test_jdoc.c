@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jdoc.h"
+#include "base/jdoc.h"
 
 static struct jdoc *doc;
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jdoc.h"
-#include "jsonw.h"
+#include "base/jdoc.h"
+#include "base/jsonw.h"
 
 static char *out;
 static size_t out_len;

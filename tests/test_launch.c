@@ -12,8 +12,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "envlist.h"
-#include "launch.h"
+#include "capture/envlist.h"
+#include "capture/launch.h"
 
 static char dir[64];
 

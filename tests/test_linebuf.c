@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "linebuf.h"
+#include "base/linebuf.h"
 
 struct got {
 	char text[1024];   /* lines joined by '|', overlong ones marked '!' */

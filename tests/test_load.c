@@ -13,9 +13,9 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "load.h"
-#include "result.h"
-#include "sse.h"
+#include "bench/load.h"
+#include "bench/result.h"
+#include "bench/sse.h"
 
 static void test_chunks(void **state)
 {

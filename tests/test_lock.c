@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "lock.h"
+#include "host/lock.h"
 
 static char base[256], dir[300];
 

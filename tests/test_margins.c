@@ -9,7 +9,7 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "margins.h"
+#include "bench/margins.h"
 
 /* An echo answer in vLLM's completions shape: "the cat sat" + " down" generated;
  * position 2 (" sat") has " sat" and " ran" in its top list. */

@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "mhdfn.h"
-#include "testutil.h"
+#include "watch/mhdfn.h"
+#include "tests/testutil.h"
 
 static const struct mhdfn *mf;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models.h"
+#include "probe/models.h"
 
 static struct models *parse_ok(const char *body)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "opt.h"
+#include "base/opt.h"
 
 static bool t_json;
 static const char *t_rules, *t_out;

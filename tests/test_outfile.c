@@ -11,7 +11,7 @@
 #include <dirent.h>
 #include <cmocka.h>
 
-#include "outfile.h"
+#include "base/outfile.h"
 
 static char dir[64];
 

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "pair.h"
-#include "record.h"
-#include "record_read.h"
-#include "series.h"
+#include "pair/pair.h"
+#include "bench/record.h"
+#include "record/record_read.h"
+#include "report/series.h"
 
 static char dir[256];
 

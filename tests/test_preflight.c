@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "preflight.h"
+#include "host/preflight.h"
 
 static char fx[512];
 static struct preflight_report *rep;

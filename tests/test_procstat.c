@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "procstat.h"
+#include "base/procstat.h"
 
 /* A zombie whose name holds ") " and spaces: fields counted from the last ')'. */
 static const char zombie[] =

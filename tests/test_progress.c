@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "progress.h"
+#include "base/progress.h"
 
 static void test_format(void **state)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "prom.h"
+#include "probe/prom.h"
 
 static struct prom *parse_ok(const char *text)
 {

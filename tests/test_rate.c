@@ -14,8 +14,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jsonw.h"
-#include "rate.h"
+#include "base/jsonw.h"
+#include "base/rate.h"
 
 #define near(got, want, rel) \
 	do { \

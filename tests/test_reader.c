@@ -19,8 +19,8 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "reader.h"
-#include "testutil.h"
+#include "analyzer/reader.h"
+#include "tests/testutil.h"
 
 /* --- allocation failure injection ------------------------------------------ */
 

@@ -14,8 +14,8 @@
 #include <microhttpd.h>
 #include <cmocka.h>
 
-#include "http.h"
-#include "ready.h"
+#include "probe/http.h"
+#include "probe/ready.h"
 
 /* What the server answers; a test sets it before climbing. */
 static struct {

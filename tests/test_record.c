@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "record.h"
+#include "bench/record.h"
 
 static void test_gate(void **state)
 {

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jsonw.h"
-#include "replay.h"
-#include "testutil.h"
+#include "base/jsonw.h"
+#include "replay/replay.h"
+#include "tests/testutil.h"
 
 static const char *const fixtures[] = {
 	"capture-mixed", "garbage-drift", "incident-confirmed", "legacy-positions-only",

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "ring.h"
+#include "capture/ring.h"
 
 static struct ring_hdr *ring_new(uint64_t data)
 {

@@ -9,9 +9,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "jdoc.h"
-#include "rule.h"
-#include "testutil.h"
+#include "base/jdoc.h"
+#include "analyzer/rule.h"
+#include "tests/testutil.h"
 
 
 static struct rule R(const char *name)

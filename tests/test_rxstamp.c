@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "rxstamp.h"
+#include "bench/rxstamp.h"
 
 /* A connected loopback TCP pair: fd[0] reads, fd[1] writes. */
 struct pair {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sse.h"
+#include "bench/sse.h"
 
 struct got {
 	char ev[16][128];

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "stats.h"
+#include "bench/stats.h"
 
 static void test_percentile(void **state)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "status.h"
+#include "base/status.h"
 
 static void test_names(void **state)
 {

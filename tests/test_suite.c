@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "suite.h"
+#include "bench/suite.h"
 
 static char path[64];
 

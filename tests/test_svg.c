@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "svg.h"
-#include "tally.h"
-#include "testutil.h"
+#include "report/svg.h"
+#include "analyzer/tally.h"
+#include "tests/testutil.h"
 
 /* Runs fn into a memory buffer and returns it (caller frees). */
 static char *capture_timeline(const char *audit_text, const struct svg_timeline_opts *o,

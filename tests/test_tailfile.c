@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tailfile.h"
-#include "testutil.h"
+#include "base/tailfile.h"
+#include "tests/testutil.h"
 
 static char got[4096];
 

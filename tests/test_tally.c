@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tally.h"
-#include "testutil.h"
+#include "analyzer/tally.h"
+#include "tests/testutil.h"
 
 enum { BARE, PREFILLED, BATCH, LIFETIME, STAMP, BOUND, N_RULES };
 

@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "alloc.h"
-#include "../tools/ttsim/enginecore.h"
+#include "base/alloc.h"
+#include "tools/ttsim/enginecore.h"
 
 /* Encodes r, checks the line, decodes it back into *out (fields in buf). */
 static void roundtrip(const struct ttsim_enginecore_rec *r, const char *want, char *buf,

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../tools/ttsim/guard.h"
-#include "rule.h"
+#include "tools/ttsim/guard.h"
+#include "analyzer/rule.h"
 
 #define H8 8
 

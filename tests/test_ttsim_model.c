@@ -15,10 +15,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "alloc.h"
-#include "../tools/ttsim/model.h"
-#include "../tools/ttsim/vocab.h"
-#include "../tools/ttsim/run.h"
+#include "base/alloc.h"
+#include "tools/ttsim/model.h"
+#include "tools/ttsim/vocab.h"
+#include "tools/ttsim/run.h"
 
 #define OUT_MAX 256
 #define REQ_MAX 16

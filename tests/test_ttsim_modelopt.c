@@ -8,8 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../tools/ttsim/guard.h"
-#include "../tools/ttsim/modelopt.h"
+#include "tools/ttsim/guard.h"
+#include "tools/ttsim/modelopt.h"
 
 static struct ttsim_model_config t_mc;
 static struct ttsim_modelopt_arm t_arm;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../tools/ttsim/sendstamp.h"
+#include "tools/ttsim/sendstamp.h"
 
 static double mono(void)
 {

@@ -29,8 +29,8 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "../tools/ttsim/server.h"
-#include "../tools/ttsim/vocab.h"
+#include "tools/ttsim/server.h"
+#include "tools/ttsim/vocab.h"
 
 #define BODY_MAX (1 << 20)
 

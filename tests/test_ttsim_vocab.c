@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../tools/ttsim/audit.h"
-#include "../tools/ttsim/vocab.h"
+#include "tools/ttsim/audit.h"
+#include "tools/ttsim/vocab.h"
 
 /* Every generated token has its own text and tokenizes back to itself. */
 static void test_roundtrip(void **state)

@@ -10,8 +10,8 @@
 
 #include <zlib.h>
 
-#include "validate.h"
-#include "testutil.h"
+#include "replay/validate.h"
+#include "tests/testutil.h"
 
 static const struct validate_opts no_limit = { .max_forgone_pct = -1 };
 

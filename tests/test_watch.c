@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "testutil.h"
-#include "watch.h"
+#include "tests/testutil.h"
+#include "watch/watch.h"
 
 static char *t_metrics(struct watch *w)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event.h"
+#include "analyzer/event.h"
 
 #define MAXS 16
 

@@ -2,9 +2,9 @@
  * expo.c - the Prometheus text exposition format (expo.h): families,
  * labelled series in a bounded pool with a hash index, and the writer.
  */
-#include "expo.h"
-#include "hash.h"
-#include "jsonw.h"
+#include "watch/expo.h"
+#include "base/hash.h"
+#include "base/jsonw.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define EXPO_MAX_FAMILIES 64
 #define EXPO_MAX_SERIES 4096

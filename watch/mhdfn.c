@@ -2,8 +2,8 @@
  * mhdfn.c - libmicrohttpd's table (mhdfn.h), filled by dlopen once per
  * process.
  */
-#include "mhdfn.h"
-#include "../base/dynlib.h"
+#include "watch/mhdfn.h"
+#include "base/dynlib.h"
 
 #include <stddef.h>
 

@@ -11,7 +11,7 @@
 
 #include <microhttpd.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* The soname of Debian bookworm's libmicrohttpd12 (0.9.75); microhttpd's
  * headers do not give it. */

@@ -1,8 +1,8 @@
 /*
  * serve.c - /metrics and /health of `ttaudit watch` over libmicrohttpd (serve.h).
  */
-#include "serve.h"
-#include "mhdfn.h"
+#include "watch/serve.h"
+#include "watch/mhdfn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

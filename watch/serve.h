@@ -7,8 +7,8 @@
 #ifndef TTAUDIT_SERVE_H
 #define TTAUDIT_SERVE_H
 
-#include "status.h"
-#include "watch.h"
+#include "base/status.h"
+#include "watch/watch.h"
 
 struct serve;
 

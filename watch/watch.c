@@ -2,7 +2,7 @@
  * watch.c - the sources of `ttaudit watch`, one replay stream each, and the
  * mapping of their counts onto the metric registry (watch.h).
  */
-#include "watch.h"
+#include "watch/watch.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "expo.h"
-#include "reader.h"
-#include "replay.h"
-#include "tailfile.h"
+#include "base/alloc.h"
+#include "watch/expo.h"
+#include "analyzer/reader.h"
+#include "replay/replay.h"
+#include "base/tailfile.h"
 
 /* Bytes one source may give in one pass, so that one busy source cannot starve the others. */
 #define WATCH_BUDGET (1024 * 1024)

@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rule.h"
-#include "status.h"
+#include "analyzer/rule.h"
+#include "base/status.h"
 
 #define WATCH_MAX_SOURCES 64
 

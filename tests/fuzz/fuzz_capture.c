@@ -25,13 +25,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "caprec.h"
-#include "classify.h"
-#include "consume.h"
-#include "jbuf.h"
-#include "jdoc.h"
-#include "linebuf.h"
-#include "ring.h"
+#include "capture/caprec.h"
+#include "capture/classify.h"
+#include "capture/consume.h"
+#include "capture/jbuf.h"
+#include "base/jdoc.h"
+#include "base/linebuf.h"
+#include "capture/ring.h"
 
 static struct banner_set *rules;
 static struct banner_scratch sc;

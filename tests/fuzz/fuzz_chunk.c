@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunk.h"
+#include "bench/chunk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event.h"
-#include "jdoc.h"
+#include "analyzer/event.h"
+#include "base/jdoc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prom.h"
+#include "probe/prom.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 

@@ -28,9 +28,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "jsonw.h"
-#include "replay.h"
-#include "validate.h"
+#include "base/jsonw.h"
+#include "replay/replay.h"
+#include "replay/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

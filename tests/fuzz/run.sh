@@ -28,7 +28,7 @@ B=build/fuzz
 JDOC="base/jdoc_tree.c base/jdoc_check.c base/jdoc_scan.c base/jdoc_simd.c"
 CC=${FUZZ_CC:-clang}
 FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 -D_GNU_SOURCE -std=c11
-	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Ibase -Ianalyzer -Ireplay -Itests -Icapture -Iprobe -Ibench"
+	-Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -I."
 mkdir -p "$B/corpus" "$B/corpus-capture" "$B/corpus-prom" "$B/corpus-scan" "$B/corpus-replay" "$B/corpus-chunk"
 
 build() {   # build NAME SOURCES... [-lLIB]

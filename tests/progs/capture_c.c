@@ -20,7 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "put.h"
+#include "tests/progs/put.h"
 
 static const char epipe_line[] =
 	"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[2],\"seq\":1}\n";

@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "put.h"
+#include "tests/progs/put.h"
 
 /* --- split: one line finished by another thread --------------------------- */
 

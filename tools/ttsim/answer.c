@@ -3,19 +3,19 @@
  * its request has finished, then gets the whole completion in the
  * server's shape, vLLM's or llama-server's (see answer.h).
  */
-#include "answer.h"
-#include "../../base/mono.h"
-#include "engine.h"
-#include "reply.h"
-#include "stream.h"
-#include "vocab.h"
+#include "tools/ttsim/answer.h"
+#include "base/mono.h"
+#include "tools/ttsim/engine.h"
+#include "tools/ttsim/reply.h"
+#include "tools/ttsim/stream.h"
+#include "tools/ttsim/vocab.h"
 
 #include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "tools/ttsim/model.h"
 
 /* llama-server's whole answer (server_task_result_cmpl_final::to_json_oaicompat
  * and ::to_json_oaicompat_chat), keys in its order, the numbers as

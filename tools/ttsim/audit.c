@@ -1,7 +1,7 @@
 /*
  * audit.c - the merge audit writer (see audit.h).
  */
-#include "audit.h"
+#include "tools/ttsim/audit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "tools/ttsim/log.h"
 
 /* A merge line for 512 slots with ids of 64 bytes fits easily. */
 #define AUDIT_LINE_MAX (512u * 1024u)

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "guard.h"
-#include "status.h"
+#include "tools/ttsim/guard.h"
+#include "base/status.h"
 
 struct ttsim_audit;
 

@@ -2,15 +2,15 @@
  * banners.c - the lines the simulated server and its engine print around
  * serving (banners.h), worded as upstream prints them.
  */
-#include "banners.h"
+#include "tools/ttsim/banners.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "guard.h"
-#include "log.h"
+#include "tools/ttsim/guard.h"
+#include "tools/ttsim/log.h"
 
 /* Where the kit's lines say they come from (its loguru call site). */
 #define BANNERS_KIT_WHERE "generator_vllm:21"

@@ -13,8 +13,8 @@
 
 #include <stdbool.h>
 
-#include "enginecore.h"
-#include "server.h"
+#include "tools/ttsim/enginecore.h"
+#include "tools/ttsim/server.h"
 
 /* Sets this process's log prefix (APIServer for vLLM, none for llama-server)
  * and prints the server's start-up lines, before the engine starts. */

@@ -9,7 +9,7 @@
 #ifndef TTSIM_CMD_H
 #define TTSIM_CMD_H
 
-#include "opt.h"
+#include "base/opt.h"
 
 /* What 1 means for every ttsim command (cmd_doc.exit_notes). */
 #define TTSIM_CMD_EXIT_NOTES "failure at run time"

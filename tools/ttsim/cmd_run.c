@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "modelopt.h"
-#include "run.h"
+#include "tools/ttsim/cmd.h"
+#include "tools/ttsim/modelopt.h"
+#include "tools/ttsim/run.h"
 
 static struct ttsim_run_config run_c;
 static struct ttsim_modelopt_arm run_arm;

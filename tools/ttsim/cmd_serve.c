@@ -10,13 +10,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "banners.h"
-#include "cmd.h"
-#include "enginecore.h"
-#include "guard.h"
-#include "modelopt.h"
-#include "outfile.h"
-#include "server.h"
+#include "tools/ttsim/banners.h"
+#include "tools/ttsim/cmd.h"
+#include "tools/ttsim/enginecore.h"
+#include "tools/ttsim/guard.h"
+#include "tools/ttsim/modelopt.h"
+#include "base/outfile.h"
+#include "tools/ttsim/server.h"
 
 /* --fault: the banner faults, and the defect modes (TTSIM_FAULT_*). */
 struct serve_faults {

@@ -5,9 +5,9 @@
  * the housekeeping loop that resumes connections for their timers (see
  * engine.h, and server.c for the threads and the locking).
  */
-#include "engine.h"
-#include "../../base/mono.h"
-#include "../../base/rng.h"
+#include "tools/ttsim/engine.h"
+#include "base/mono.h"
+#include "base/rng.h"
 
 #include <sched.h>
 #include <stdlib.h>

@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "metrics.h"
-#include "model.h"
-#include "server.h"
+#include "tools/ttsim/metrics.h"
+#include "tools/ttsim/model.h"
+#include "tools/ttsim/server.h"
 
 struct MHD_Connection;
 struct MHD_Daemon;

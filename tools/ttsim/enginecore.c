@@ -3,7 +3,7 @@
  * (enginecore.h): the record writer and reader, starting and stopping the
  * process, and the process's own loop.
  */
-#include "enginecore.h"
+#include "tools/ttsim/enginecore.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "linebuf.h"
-#include "log.h"
+#include "base/linebuf.h"
+#include "tools/ttsim/log.h"
 
 #define ENGINECORE_IN_FD 3       /* the records, in the child */
 #define ENGINECORE_ACK_FD 4      /* the answers to SYNC, in the child */

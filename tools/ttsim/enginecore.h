@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "audit.h"
+#include "tools/ttsim/audit.h"
 
 enum ttsim_enginecore_kind {
 	/* "L|LEVEL|where|text": a vLLM logger line on the engine's stdout */

@@ -1,13 +1,13 @@
 /*
  * guard.c - arm names, environment, banners and the spec's replay rules.
  */
-#include "guard.h"
+#include "tools/ttsim/guard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule.h"
+#include "analyzer/rule.h"
 
 /* Row i of the table is the rule of bit 1 << i (TTSIM_RULE_*). */
 struct guard_def {

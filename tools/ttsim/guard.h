@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 enum {
 	TTSIM_RULE_PREFILLED = 1u << 0,

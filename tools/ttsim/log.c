@@ -1,7 +1,7 @@
 /*
  * log.c - vLLM- and loguru-format log lines (see log.h).
  */
-#include "log.h"
+#include "tools/ttsim/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "enginecore.h"
+#include "tools/ttsim/cmd.h"
+#include "tools/ttsim/enginecore.h"
 
 #ifndef TTAUDIT_VERSION
 #define TTAUDIT_VERSION "0"

@@ -2,9 +2,9 @@
  * metrics.c - ttsim's /metrics bodies, vLLM's and llama-server's, from the
  * model's counters and the server's histograms (see metrics.h).
  */
-#include "metrics.h"
-#include "engine.h"
-#include "reply.h"
+#include "tools/ttsim/metrics.h"
+#include "tools/ttsim/engine.h"
+#include "tools/ttsim/reply.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -1,8 +1,8 @@
 /*
  * model.c - the generator model (see model.h for the mechanism).
  */
-#include "model.h"
-#include "../../base/rng.h"
+#include "tools/ttsim/model.h"
+#include "base/rng.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "vocab.h"
+#include "tools/ttsim/vocab.h"
 
 struct mreq {
 	unsigned long long handle;

@@ -57,9 +57,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "audit.h"
-#include "guard.h"
-#include "status.h"
+#include "tools/ttsim/audit.h"
+#include "tools/ttsim/guard.h"
+#include "base/status.h"
 
 #define TTSIM_MAX_SLOTS 256
 #define TTSIM_ID_MAX 128

@@ -2,14 +2,14 @@
  * modelopt.c - the callbacks of the model's option block (modelopt.h): the
  * values that are words or lists rather than numbers.
  */
-#include "modelopt.h"
+#include "tools/ttsim/modelopt.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "guard.h"
+#include "tools/ttsim/guard.h"
 
 int ttsim_modelopt_arm(const struct opt *o, const char *arg, char *err, size_t n)
 {

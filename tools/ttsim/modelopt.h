@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "model.h"
-#include "opt.h"
+#include "tools/ttsim/model.h"
+#include "base/opt.h"
 
 struct ttsim_modelopt_arm {
 	unsigned mask;               /* guard.h rule mask */

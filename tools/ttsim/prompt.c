@@ -3,10 +3,10 @@
  * or ids) or a chat's "messages" through the chat template, with vLLM-style
  * messages for what is malformed (see prompt.h).
  */
-#include "prompt.h"
-#include "../../base/alloc.h"
-#include "model.h"
-#include "vocab.h"
+#include "tools/ttsim/prompt.h"
+#include "base/alloc.h"
+#include "tools/ttsim/model.h"
+#include "tools/ttsim/vocab.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * llama-server's), FastAPI's {"detail"}; and numbers as nlohmann::json
  * writes them (see reply.h).
  */
-#include "reply.h"
-#include "engine.h"
+#include "tools/ttsim/reply.h"
+#include "tools/ttsim/engine.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -4,17 +4,17 @@
  * request bodies, completions and chats (submitted to the model, then
  * streamed or answered whole), tokenize, detokenize, models (see route.h).
  */
-#include "route.h"
-#include "../../base/alloc.h"
-#include "../../base/mono.h"
-#include "answer.h"
-#include "engine.h"
-#include "log.h"
-#include "metrics.h"
-#include "prompt.h"
-#include "reply.h"
-#include "stream.h"
-#include "vocab.h"
+#include "tools/ttsim/route.h"
+#include "base/alloc.h"
+#include "base/mono.h"
+#include "tools/ttsim/answer.h"
+#include "tools/ttsim/engine.h"
+#include "tools/ttsim/log.h"
+#include "tools/ttsim/metrics.h"
+#include "tools/ttsim/prompt.h"
+#include "tools/ttsim/reply.h"
+#include "tools/ttsim/stream.h"
+#include "tools/ttsim/vocab.h"
 
 #include <math.h>
 #include <pthread.h>

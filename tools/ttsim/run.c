@@ -1,15 +1,15 @@
 /*
  * run.c - the offline driver (see run.h).
  */
-#include "run.h"
-#include "../../base/rng.h"
+#include "tools/ttsim/run.h"
+#include "base/rng.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vocab.h"
+#include "tools/ttsim/vocab.h"
 
 /* One live request of the workload; outputs are checked when it finishes. */
 struct runreq {

@@ -1,4 +1,4 @@
-#include "sendstamp.h"
+#include "tools/ttsim/sendstamp.h"
 
 #include <stdatomic.h>
 #include <stdint.h>

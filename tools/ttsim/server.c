@@ -31,11 +31,11 @@
  * a send stamp or writes the send log. Lock order: srv->mu, then MHD's own
  * locks (suspend and resume are called with srv->mu held).
  */
-#include "server.h"
-#include "../../base/mono.h"
-#include "engine.h"
-#include "log.h"
-#include "route.h"
+#include "tools/ttsim/server.h"
+#include "base/mono.h"
+#include "tools/ttsim/engine.h"
+#include "tools/ttsim/log.h"
+#include "tools/ttsim/route.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

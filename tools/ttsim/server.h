@@ -14,9 +14,9 @@
 
 #include <stdbool.h>
 
-#include "audit.h"
-#include "model.h"
-#include "status.h"
+#include "tools/ttsim/audit.h"
+#include "tools/ttsim/model.h"
+#include "base/status.h"
 
 struct ttsim_server_config {
 	struct ttsim_model_config model;

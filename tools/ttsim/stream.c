@@ -5,13 +5,13 @@
  * waiting (suspending the connection when nothing is ready), the send
  * stamps and the send log (see stream.h).
  */
-#include "stream.h"
-#include "../../base/mono.h"
-#include "engine.h"
-#include "log.h"
-#include "reply.h"
-#include "sendstamp.h"
-#include "vocab.h"
+#include "tools/ttsim/stream.h"
+#include "base/mono.h"
+#include "tools/ttsim/engine.h"
+#include "tools/ttsim/log.h"
+#include "tools/ttsim/reply.h"
+#include "tools/ttsim/sendstamp.h"
+#include "tools/ttsim/vocab.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * vocab.c - the word list and a white-space tokenizer (see vocab.h).
  */
-#include "vocab.h"
+#include "tools/ttsim/vocab.h"
 
 #include <ctype.h>
 #include <stdatomic.h>
