@@ -773,6 +773,24 @@ static int is_blank(const char *s, size_t n)
 	return 1;
 }
 
+/*
+ * Whether s (a line from its first non-blank byte) starts as a JSON object:
+ * '{', blanks, then '"', '}' or the line's end (a line cut after its brace).
+ * Anything else after the brace is text a log prints at the start of a line
+ * (a template's "{{" or "{%", a Python dict's "{'", a continuation line of a
+ * message over several lines): a log line, never a malformed audit line.
+ */
+static bool reader_opens_object(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || s[0] != '{')
+		return false;
+	for (i = 1; i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'); i++)
+		;
+	return i == n || s[i] == '"' || s[i] == '}';
+}
+
 static double num_or(const struct jval *v, double dflt)
 {
 	if (v && v->type == JT_INT)
@@ -948,7 +966,7 @@ static enum status reader_decode(struct audit_reader *r, char *s, size_t n, stru
 		si->byte = 0;
 	for (i = 0; i < n && (s[i] == ' ' || s[i] == '\t'); i++)
 		;
-	if (s[i] != '{') {
+	if (!reader_opens_object(s + i, n - i)) {
 		/*
 		 * Not a bare JSON object: a log line. It is an audit line when a spec
 		 * event follows its prefix, as the shim decides (base/auditline.h);

@@ -416,6 +416,11 @@ class Replay:
             return
         if not line.strip(b" \t\r"):
             return
+        # a brace not followed (after blanks) by '"', '}' or the line's end
+        # starts no JSON object: a log's line ("{{", "{%", "{'"), not malformed
+        t = line.lstrip(b" \t")
+        if t[:1] == b"{" and t[1:].lstrip(b" \t\r")[:1] not in (b'"', b"}", b""):
+            return
         try:
             obj = json.loads(line.decode("utf-8", "surrogateescape"), parse_constant=no_constant)
             need(isinstance(obj, dict))

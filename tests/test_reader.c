@@ -367,6 +367,35 @@ static const char vllm_log[] =
 	"MERGE_AUDIT {\"ev\":\"merge\",\"step\":2,\"host_pos\":[1],\"dev_pos\":[\"x\"]}\n"
 	"{\"ev\":\"decode\",\"step\":3}\r\n";
 
+/*
+ * llama-server's start-up log as recorded: its chat template printed over
+ * several lines, three beginning with "{{" or "{%": log lines (other), never
+ * malformed audit lines; a line that starts as an object ('{' then '"') and
+ * breaks is still malformed.
+ */
+static void test_log_braces(void **state)
+{
+	struct audit_reader *r;
+	const struct audit_reader_stats *st;
+
+	(void)state;
+	r = open_ok("fixtures/llamacpp/startup-chat-template.log", 0);
+	assert_string_equal(read_all(r), "");
+	st = audit_reader_stats(r);
+	assert_int_equal(st->lines, 19);
+	assert_int_equal(st->other_lines, 19);
+	assert_int_equal(st->malformed, 0);
+	audit_reader_free(r);
+
+	r = open_ok(WRITE("braces.log", "{'model': 'm'}\n{{ x }}\n{% if a %}\n{ \"ev\":\"merge\",\n{\n{}\n"
+				"{\"ev\":\"merge\",\"step\":1,\"host_pos\":[1],\"dev_pos\":[2]}\n"), 0);
+	assert_string_equal(read_all(r), "!4 !5 E7m");
+	st = audit_reader_stats(r);
+	assert_int_equal(st->other_lines, 3);
+	assert_int_equal(st->malformed, 2);
+	audit_reader_free(r);
+}
+
 static void test_log_lines(void **state)
 {
 	struct audit_reader *r;
@@ -1226,6 +1255,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_log_lines),
+		cmocka_unit_test(test_log_braces),
 		cmocka_unit_test(test_capture_and_mixed),
 		cmocka_unit_test(test_event_with_src_key),
 		cmocka_unit_test(test_line_cap),

@@ -75,15 +75,17 @@ expect_rc 2 "$TTAUDIT" replay --strict "$FIX/bad/malformed.jsonl"
 contains "$T/err" "malformed.jsonl:3: unterminated array at byte 57"
 # a file of malformed lines only, or malformed and non-JSON lines, holds no
 # audit event: the wrong file, said alone (no rows of nothing), exit 2
-printf '{bad\n{"ev":\n' >"$T/allbad.jsonl"
+printf '{"bad\n{"ev":\n' >"$T/allbad.jsonl"
 expect_rc 2 "$TTAUDIT" replay "$T/allbad.jsonl"
 eq "$(wc -c <"$T/out")" 0 "no report for a file without an audit event"
-contains "$T/err" "allbad.jsonl:1: expected a member name at byte 2"
+contains "$T/err" "allbad.jsonl:1: unterminated string at byte 6"
 contains "$T/err" "allbad.jsonl: no audit event: 2 lines, 2 of them malformed"
-printf 'not json\n{"ev":\n' >"$T/somebad.jsonl"
+# a brace that starts no object ("{{", "{%", "{'": a template or a dict a
+# log prints at the start of a line) is a log line too, not malformed
+printf "not json\n{{ m['content'] }}\n{'a': 1}\n"'{"ev":\n' >"$T/somebad.jsonl"
 expect_rc 2 "$TTAUDIT" replay "$T/somebad.jsonl"
 eq "$(wc -c <"$T/out")" 0 "no report for a log line and a malformed line"
-contains "$T/err" "somebad.jsonl: no audit event: 2 lines, 1 of them malformed"
+contains "$T/err" "somebad.jsonl: no audit event: 4 lines, 1 of them malformed"
 expect_rc 2 "$TTAUDIT" replay --json "$T/allbad.jsonl"
 eq "$(jq -r '.input.no_audit[0]' "$T/out")" "$T/allbad.jsonl" "the JSON twin lists it"
 eq "$(jq .malformed "$T/out")" 2 "and counts its malformed lines"
