@@ -175,7 +175,7 @@ static void test_not_evaluable(void **state)
 static void test_unreadable_and_malformed(void **state)
 {
 	char missing[512];
-	const char *bad = tmpfile_with("bad.jsonl", "{not json\n{\"ev\":\"merge\"}\n");
+	const char *bad = tmpfile_with("bad.jsonl", "{\"not json\n{\"ev\":\"merge\"}\n");
 	struct replay *rp;
 	char *text;
 	int ok;
