@@ -2,6 +2,7 @@
 #include "base/rng.h"
 #include "base/alloc.h"
 #include "base/hash.h"
+#include "base/lineread.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -151,8 +152,9 @@ enum status suite_load(struct suite **out, const char *path, struct status_info 
 {
 	FILE *f = NULL;
 	struct suite *s = NULL;
-	char *line = NULL;
-	size_t cap = 0, linecap = 0, i;
+	struct lineread lr;
+	char *line;
+	size_t cap = 0, i;
 	ssize_t len;
 	long lineno = 0;
 	uint64_t h = HASH_FNV1A_INIT;
@@ -165,6 +167,7 @@ enum status suite_load(struct suite **out, const char *path, struct status_info 
 	f = fopen(path, "r");
 	if (!f)
 		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+	lineread_init(&lr, f, SUITE_MAX_LINE);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		st = STATUS_NOMEM;
@@ -172,14 +175,19 @@ enum status suite_load(struct suite **out, const char *path, struct status_info 
 	}
 	snprintf(s->source, sizeof(s->source), "%s", path);
 	snprintf(s->sizing, sizeof(s->sizing), "file");
-	while ((len = getline(&line, &linecap, f)) >= 0) {
+	while ((len = lineread_next(&lr)) != LINEREAD_EOF) {
 		lineno++;
-		h = hash_fnv1a(h, line, (size_t)len);
-		if ((size_t)len > SUITE_MAX_LINE) {
+		if (len == LINEREAD_NOMEM) {
+			st = status_set(si, STATUS_NOMEM, "%s: out of memory", path);
+			goto out;
+		}
+		if (len == LINEREAD_LONG) {
 			st = status_set_at(si, STATUS_LIMIT, path, lineno, 0, "line longer than %u bytes",
 					   SUITE_MAX_LINE);
 			goto out;
 		}
+		line = lr.buf;
+		h = hash_fnv1a(h, line, (size_t)len);
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';
 		if (strspn(line, " \t") == (size_t)len)
@@ -226,7 +234,7 @@ enum status suite_load(struct suite **out, const char *path, struct status_info 
 	snprintf(s->hash, sizeof(s->hash), "fnv1a64:%016" PRIx64, h);
 out:
 	cJSON_Delete(o);
-	free(line);
+	lineread_release(&lr);
 	if (f)
 		fclose(f);
 	if (st) {

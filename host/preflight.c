@@ -3,6 +3,7 @@
 #include "base/mono.h"
 #include "base/jdoc.h"
 #include "base/jsonw.h"
+#include "base/lineread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -122,20 +123,23 @@ static void preflight_memory(const struct preflight_opts *o, struct preflight_re
 static long long preflight_last_before(const char *file)
 {
 	struct jdoc *doc = NULL;
-	char *line = NULL;
-	size_t cap = 0;
+	struct lineread lr;
 	ssize_t len;
 	long long kib = -1;
 	FILE *f = fopen(file, "re");
 
 	if (!f)
 		return -1;
+	lineread_init(&lr, f, PREFLIGHT_RECORD_LINE);
 	if (!(doc = jdoc_new(PREFLIGHT_RECORD_LINE)))
 		goto out;
-	while ((len = getline(&line, &cap, f)) > 0) {
+	/* a line over the cap is no record of ours: skipped, as one that does not parse */
+	while ((len = lineread_next(&lr)) != LINEREAD_EOF) {
 		const struct jval *root, *mem;
 
-		if (jdoc_parse(doc, line, (size_t)len, NULL))
+		if (len == LINEREAD_NOMEM)
+			break;
+		if (len < 0 || jdoc_parse(doc, lr.buf, (size_t)len, NULL))
 			continue;
 		root = jdoc_root(doc);
 		mem = jdoc_get(doc, root, "mem_available_kib");
@@ -148,7 +152,7 @@ static long long preflight_last_before(const char *file)
 	}
 out:
 	jdoc_free(doc);
-	free(line);
+	lineread_release(&lr);
 	fclose(f);
 	return kib;
 }

@@ -11,13 +11,12 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "base/alloc.h"
+#include "base/lineread.h"
 
 struct record_reader {
 	FILE *f;
 	char path[1024];
-	char *buf;
-	size_t cap;
+	struct lineread lr;
 	long line;
 	cJSON *o;            /* the record last returned */
 };
@@ -38,6 +37,7 @@ enum status record_read_open(struct record_reader **out, const char *path, struc
 		free(r);
 		return status_set_at(si, STATUS_IO, path, 0, 0, "cannot open: %s", strerror(e));
 	}
+	lineread_init(&r->lr, r->f, RECORD_MAX_LINE);
 	*out = r;
 	return STATUS_OK;
 }
@@ -47,7 +47,7 @@ void record_read_close(struct record_reader *r)
 	if (!r)
 		return;
 	cJSON_Delete(r->o);
-	free(r->buf);
+	lineread_release(&r->lr);
 	fclose(r->f);
 	free(r);
 }
@@ -60,36 +60,6 @@ const struct cJSON *record_read_object(const struct record_reader *r)
 long record_read_line(const struct record_reader *r)
 {
 	return r->line;
-}
-
-/*
- * Reads one line into r->buf (grown up to max + 1 bytes, NUL-terminated, the
- * newline kept). Returns its length, -1 at the end or on an error; a longer
- * line is skipped to its end and returns -2.
- */
-static ssize_t record_getline(struct record_reader *r, size_t max)
-{
-	size_t n = 0;
-	int ch;
-
-	while ((ch = getc(r->f)) != EOF) {
-		if (n + 2 > r->cap) {
-			if (n + 2 > max + 2) {
-				while ((ch = getc(r->f)) != EOF && ch != '\n')
-					;
-				return -2;
-			}
-			if (ALLOC_GROW_MAX(r->buf, n + 2, r->cap, max + 2) < 0)
-				return -3;
-		}
-		r->buf[n++] = (char)ch;
-		if (ch == '\n')
-			break;
-	}
-	if (!n)
-		return -1;
-	r->buf[n] = '\0';
-	return (ssize_t)n;
 }
 
 static double record_in_num(const cJSON *o, const char *k)
@@ -163,24 +133,24 @@ enum status record_read_next(struct record_reader *r, struct record_in *rec, str
 	cJSON_Delete(r->o);
 	r->o = NULL;
 	for (;;) {
-		len = record_getline(r, RECORD_MAX_LINE);
-		if (len == -1) {
+		len = lineread_next(&r->lr);
+		if (len == LINEREAD_EOF) {
 			if (ferror(r->f))
 				return status_set_at(si, STATUS_IO, r->path, r->line, 0, "read failed");
 			return STATUS_EOF;
 		}
-		if (len == -3)
+		if (len == LINEREAD_NOMEM)
 			return status_set(si, STATUS_NOMEM, "out of memory");
 		r->line++;
-		if (len == -2)
+		if (len == LINEREAD_LONG)
 			return status_set_at(si, STATUS_PARSE, r->path, r->line, 0,
 					     "line longer than the cap (16 MiB)");
-		while (len > 0 && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r'))
-			r->buf[--len] = '\0';
+		while (len > 0 && (r->lr.buf[len - 1] == '\n' || r->lr.buf[len - 1] == '\r'))
+			r->lr.buf[--len] = '\0';
 		if (len)
 			break;
 	}
-	r->o = cJSON_ParseWithLength(r->buf, (size_t)len);
+	r->o = cJSON_ParseWithLength(r->lr.buf, (size_t)len);
 	if (!r->o || !cJSON_IsObject(r->o))
 		return status_set_at(si, STATUS_PARSE, r->path, r->line, 0, "not a JSON object");
 	if (!record_in_str(r->o, "kind"))
