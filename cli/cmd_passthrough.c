@@ -25,41 +25,43 @@
 extern char **environ;
 
 /* The plugin's default, kept first: env_passthrough replaces it. */
-static const char *const pt_default[] = { "VLLM_*", "MESH_DEVICE" };
-static const char *const pt_ours[] = {
+static const char *const passthrough_default[] = { "VLLM_*", "MESH_DEVICE" };
+static const char *const passthrough_ours[] = {
 	"LD_PRELOAD", "PYTHONPATH", "TTAUDIT_*", "QWEN36_*",
 };
 
-static const char *pt_out = "ttaudit.cap.jsonl", *pt_rules, *pt_env, *pt_watch, *pt_kit;
-static bool pt_all_lines, pt_per_pid, pt_json;
-static struct opt_list pt_guard;
+static const char *passthrough_out = "ttaudit.cap.jsonl", *passthrough_rules, *passthrough_env;
+static const char *passthrough_watch, *passthrough_kit;
+static bool passthrough_all_lines, passthrough_per_pid, passthrough_json;
+static struct opt_list passthrough_guard;
 
-static const char *const pt_usage[] = {
+static const char *const passthrough_usage[] = {
 	"passthrough [CAPTURE-OPTIONS] [--guard ARM]... [--kit DIR] [--json]",
 	NULL,
 };
 
-static const struct opt pt_opts[] = {
+static const struct opt passthrough_opts[] = {
 	OPT_GROUP("the capture, as for `ttaudit capture`"),
-	OPT_STRING('o', "output", &pt_out, "FILE", "capture file (default ttaudit.cap.jsonl); not touched here"),
-	OPT_STRING(0, "rules", &pt_rules, "FILE", "banner rules file"),
-	OPT_STRING(0, "env", &pt_env, "PATTERNS", "more environment names the capture records"),
-	OPT_BOOL(0, "all-lines", &pt_all_lines, "the capture records every line"),
-	OPT_STRING(0, "watch", &pt_watch, "GLOB", "the capture watches files matching GLOB"),
-	OPT_BOOL(0, "per-pid", &pt_per_pid, "one capture file per process (FILE.<pid>)"),
+	OPT_STRING('o', "output", &passthrough_out, "FILE",
+		   "capture file (default ttaudit.cap.jsonl); not touched here"),
+	OPT_STRING(0, "rules", &passthrough_rules, "FILE", "banner rules file"),
+	OPT_STRING(0, "env", &passthrough_env, "PATTERNS", "more environment names the capture records"),
+	OPT_BOOL(0, "all-lines", &passthrough_all_lines, "the capture records every line"),
+	OPT_STRING(0, "watch", &passthrough_watch, "GLOB", "the capture watches files matching GLOB"),
+	OPT_BOOL(0, "per-pid", &passthrough_per_pid, "one capture file per process (FILE.<pid>)"),
 	OPT_GROUP("the engine"),
-	OPT_LIST(0, "guard", &pt_guard, "ARM",
+	OPT_LIST(0, "guard", &passthrough_guard, "ARM",
 		 "engage a guard: prefilled, batch, lifetime, stamp or bound (sets its QWEN36_* flag to 1)"),
-	OPT_STRING(0, "kit", &pt_kit, "DIR",
+	OPT_STRING(0, "kit", &passthrough_kit, "DIR",
 		   "the ttaudit_emit package directory: put its sitecustomize on PYTHONPATH and set TTAUDIT_EMIT=1"),
-	OPT_BOOL(0, "json", &pt_json, "patterns, values and the --additional-config object as JSON"),
+	OPT_BOOL(0, "json", &passthrough_json, "patterns, values and the --additional-config object as JSON"),
 	OPT_END(),
 };
 
 const struct cmd_doc cmd_passthrough_doc = {
 	.name = "passthrough",
 	.summary = "what a tt-run (multi-rank) launch must forward for capture and the kit",
-	.usage = pt_usage,
+	.usage = passthrough_usage,
 	.description =
 		"A tt-run launch forwards to its ranks only the variables that match the TT "
 		"plugin's env_passthrough patterns (default VLLM_* and MESH_DEVICE). This prints "
@@ -72,10 +74,10 @@ const struct cmd_doc cmd_passthrough_doc = {
 		"The preload library and the capture file's directory must exist at the same "
 		"paths on every host; with ranks on several hosts, --per-pid keeps one file per "
 		"process.",
-	.opts = pt_opts,
+	.opts = passthrough_opts,
 };
 
-static int pt_wanted(const char *name, size_t len)
+static int passthrough_wanted(const char *name, size_t len)
 {
 	char buf[256];
 	size_t i;
@@ -84,13 +86,13 @@ static int pt_wanted(const char *name, size_t len)
 		return 0;
 	memcpy(buf, name, len);
 	buf[len] = '\0';
-	for (i = 0; i < sizeof(pt_ours) / sizeof(pt_ours[0]); i++)
-		if (!fnmatch(pt_ours[i], buf, 0))
+	for (i = 0; i < sizeof(passthrough_ours) / sizeof(passthrough_ours[0]); i++)
+		if (!fnmatch(passthrough_ours[i], buf, 0))
 			return 1;
 	return 0;
 }
 
-static int pt_setenv(const char *name, const char *value)
+static int passthrough_setenv(const char *name, const char *value)
 {
 	if (setenv(name, value, 1)) {
 		fprintf(stderr, "ttaudit passthrough: cannot set %s\n", name);
@@ -101,7 +103,7 @@ static int pt_setenv(const char *name, const char *value)
 
 /* PYTHONPATH with DIR/boot and DIR's parent first, and TTAUDIT_EMIT=1: what
  * `python3 -m ttaudit_emit.run` gives the server. */
-static int pt_add_kit(const char *dir)
+static int passthrough_add_kit(const char *dir)
 {
 	const char *old = getenv("PYTHONPATH");
 	size_t n = strlen(dir);
@@ -127,57 +129,57 @@ static int pt_add_kit(const char *dir)
 	}
 	sprintf(pp, "%.*s/boot:%s%s%s", (int)n, dir, parent, old && *old ? ":" : "",
 		old && *old ? old : "");
-	rc = pt_setenv("PYTHONPATH", pp) || pt_setenv("TTAUDIT_EMIT", "1") ? -1 : 0;
+	rc = passthrough_setenv("PYTHONPATH", pp) || passthrough_setenv("TTAUDIT_EMIT", "1") ? -1 : 0;
 	free(pp);
 	free(parent);
 	return rc;
 }
 
 /* Each --guard's flag (analyzer/rule.h, the one list of them) set to 1. */
-static int pt_apply_guards(void)
+static int passthrough_apply_guards(void)
 {
 	const char *flag;
 	size_t i;
 
-	for (i = 0; i < pt_guard.n; i++) {
-		flag = rule_guard_flag(pt_guard.v[i]);
+	for (i = 0; i < passthrough_guard.n; i++) {
+		flag = rule_guard_flag(passthrough_guard.v[i]);
 		if (!flag) {
 			cli_usage_error("passthrough", "--guard '%s' is not an arm (prefilled, batch, "
-					"lifetime, stamp, bound)", pt_guard.v[i]);
+					"lifetime, stamp, bound)", passthrough_guard.v[i]);
 			return -1;
 		}
-		if (pt_setenv(flag, "1"))
+		if (passthrough_setenv(flag, "1"))
 			return -1;
 	}
 	return 0;
 }
 
 /* The patterns tt-run forwards: its defaults, then ours. */
-static void pt_patterns(struct jsonw *w)
+static void passthrough_patterns(struct jsonw *w)
 {
 	size_t i;
 
 	jsonw_arr(w);
-	for (i = 0; i < sizeof(pt_default) / sizeof(pt_default[0]); i++)
-		jsonw_str(w, pt_default[i]);
-	for (i = 0; i < sizeof(pt_ours) / sizeof(pt_ours[0]); i++)
-		jsonw_str(w, pt_ours[i]);
+	for (i = 0; i < sizeof(passthrough_default) / sizeof(passthrough_default[0]); i++)
+		jsonw_str(w, passthrough_default[i]);
+	for (i = 0; i < sizeof(passthrough_ours) / sizeof(passthrough_ours[0]); i++)
+		jsonw_str(w, passthrough_ours[i]);
 	jsonw_arr_end(w);
 }
 
 /* tt-run's --additional-config: {"tt":{"env_passthrough":[...]}}. */
-static void pt_config(struct jsonw *w)
+static void passthrough_config(struct jsonw *w)
 {
 	jsonw_obj(w);
 	jsonw_key(w, "tt");
 	jsonw_obj(w);
 	jsonw_key(w, "env_passthrough");
-	pt_patterns(w);
+	passthrough_patterns(w);
 	jsonw_obj_end(w);
 	jsonw_obj_end(w);
 }
 
-static int pt_cmp(const void *a, const void *b)
+static int passthrough_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -199,16 +201,16 @@ int cmd_passthrough(int argc, char **argv)
 		return rc;
 	if (n > 0)
 		return cli_usage_error("passthrough", "takes no operands ('%s')", argv[0]);
-	if (!*pt_out)
+	if (!*passthrough_out)
 		return cli_usage_error("passthrough", "-o needs a file name");
-	if (pt_apply_guards() || (pt_kit && pt_add_kit(pt_kit)))
+	if (passthrough_apply_guards() || (passthrough_kit && passthrough_add_kit(passthrough_kit)))
 		return CLI_USAGE;
-	lo.out = pt_out;
-	lo.rules = pt_rules;
-	lo.env = pt_env;
-	lo.watch = pt_watch;
-	lo.all_lines = pt_all_lines;
-	lo.per_pid = pt_per_pid;
+	lo.out = passthrough_out;
+	lo.rules = passthrough_rules;
+	lo.env = passthrough_env;
+	lo.watch = passthrough_watch;
+	lo.all_lines = passthrough_all_lines;
+	lo.per_pid = passthrough_per_pid;
 	lo.append = 1;          /* the capture file is the launch's business, not ours */
 	status_info_clear(&si);
 	st = launch_find_shim(shim, sizeof(shim), &si);
@@ -226,16 +228,16 @@ int cmd_passthrough(int argc, char **argv)
 	for (i = 0; i < n_env; i++) {
 		const char *eq = strchr(environ[i], '=');
 
-		if (eq && pt_wanted(environ[i], (size_t)(eq - environ[i])))
+		if (eq && passthrough_wanted(environ[i], (size_t)(eq - environ[i])))
 			names[n_names++] = environ[i];
 	}
-	qsort(names, n_names, sizeof(*names), pt_cmp);
+	qsort(names, n_names, sizeof(*names), passthrough_cmp);
 
-	if (pt_json) {
+	if (passthrough_json) {
 		jsonw_init(&w, stdout);
 		jsonw_obj(&w);
 		jsonw_key(&w, "env_passthrough");
-		pt_patterns(&w);
+		passthrough_patterns(&w);
 		jsonw_key(&w, "env");
 		jsonw_obj(&w);
 		for (i = 0; i < n_names; i++) {
@@ -246,12 +248,12 @@ int cmd_passthrough(int argc, char **argv)
 		}
 		jsonw_obj_end(&w);
 		jsonw_key(&w, "additional_config");
-		pt_config(&w);
+		passthrough_config(&w);
 		jsonw_obj_end(&w);
 	} else {
 		if (jsonw_mem_begin(&w, &mem))
 			goto nomem;
-		pt_config(&w);
+		passthrough_config(&w);
 		if (!(txt = jsonw_mem_end(&w, &mem)))
 			goto nomem;
 		printf("tt-run forwards only the variables matching env_passthrough; give it\n"

@@ -14,13 +14,15 @@
 #include "replay/validate.h"
 
 /* What both commands share: the options' variables, then the files replayed. */
-static const char *rp_rules, *rp_rule;
-static long long rp_max_pos, rp_max_line, rp_max_depth, rp_max_slots, rp_jobs = 1;
-static bool rp_json, rp_strict, rp_tree, rp_allow_truncated, rp_explain;
-static int64_t rp_explain_step;
-static double rp_max_forgone = -1;
+static const char *replay_arg_rules, *replay_arg_rule;
+static long long replay_arg_max_pos, replay_arg_max_line, replay_arg_max_depth;
+static long long replay_arg_max_slots, replay_arg_jobs = 1;
+static bool replay_arg_json, replay_arg_strict, replay_arg_tree;
+static bool replay_arg_allow_truncated, replay_arg_explain;
+static int64_t replay_arg_explain_step;
+static double replay_arg_max_forgone = -1;
 
-static int rp_opt_explain(const struct opt *o, const char *arg, char *err, size_t n)
+static int replay_on_explain(const struct opt *o, const char *arg, char *err, size_t n)
 {
 	char *end;
 	long long v;
@@ -32,26 +34,26 @@ static int rp_opt_explain(const struct opt *o, const char *arg, char *err, size_
 		snprintf(err, n, "--explain wants a step number (any int64), not '%s'", arg);
 		return -1;
 	}
-	rp_explain = true;
-	rp_explain_step = v;
+	replay_arg_explain = true;
+	replay_arg_explain_step = v;
 	return 0;
 }
 
 #define RP_INPUT_OPTS \
-	OPT_INT(0, "max-pos", &rp_max_pos, "N", 1, INT64_MAX, \
+	OPT_INT(0, "max-pos", &replay_arg_max_pos, "N", 1, INT64_MAX, \
 		"positions >= N are garbage; wins over config.max_model_len"), \
-	OPT_BOOL(0, "json", &rp_json, "the same report as one JSON object"), \
-	OPT_BOOL(0, "strict", &rp_strict, "stop at the first malformed line (exit 2)"), \
-	OPT_INT(0, "jobs", &rp_jobs, "N", 1, REPLAY_MAX_JOBS, \
+	OPT_BOOL(0, "json", &replay_arg_json, "the same report as one JSON object"), \
+	OPT_BOOL(0, "strict", &replay_arg_strict, "stop at the first malformed line (exit 2)"), \
+	OPT_INT(0, "jobs", &replay_arg_jobs, "N", 1, REPLAY_MAX_JOBS, \
 		"read N files at once (default 1); the report and its messages are the same"), \
 	OPT_GROUP("limits (what exceeds one makes its line malformed, never truncated)"), \
-	OPT_INT(0, "max-line", &rp_max_line, "BYTES", 64, 1 << 30, \
+	OPT_INT(0, "max-line", &replay_arg_max_line, "BYTES", 64, 1 << 30, \
 		"longest line accepted (default 1 MiB)"), \
-	OPT_INT(0, "max-depth", &rp_max_depth, "N", 1, JDOC_DEPTH_LIMIT, \
+	OPT_INT(0, "max-depth", &replay_arg_max_depth, "N", 1, JDOC_DEPTH_LIMIT, \
 		"JSON nesting accepted, the line's object being 1 (default 64)"), \
-	OPT_INT(0, "max-slots", &rp_max_slots, "N", 1, EVENT_SLOTS_LIMIT, \
+	OPT_INT(0, "max-slots", &replay_arg_max_slots, "N", 1, EVENT_SLOTS_LIMIT, \
 		"entries of an integer array, the widest batch (default 4096)"), \
-	OPT_BOOL(0, "tree", &rp_tree, \
+	OPT_BOOL(0, "tree", &replay_arg_tree, \
 		 "read every line through the full JSON tree: the reference path the fast " \
 		 "scanner is held to (the same results, slower)")
 
@@ -62,11 +64,11 @@ static const char *const replay_usage[] = {
 };
 
 static const struct opt replay_opts[] = {
-	OPT_STRING(0, "rules", &rp_rules, "LIST",
+	OPT_STRING(0, "rules", &replay_arg_rules, "LIST",
 		   "comma-separated rules, each a base rule or a+b (bare, prefilled, batch, lifetime, "
 		   "stamp, bound; default all six)"),
-	OPT_CALL(0, "explain", "STEP", rp_opt_explain, "describe the merges at STEP slot by slot"),
-	OPT_BOOL(0, "allow-truncated", &rp_allow_truncated,
+	OPT_CALL(0, "explain", "STEP", replay_on_explain, "describe the merges at STEP slot by slot"),
+	OPT_BOOL(0, "allow-truncated", &replay_arg_allow_truncated,
 		 "a gzip file cut short is counted as far as it goes and the exit is 0 "
 		 "(without it: 2, after the report)"),
 	RP_INPUT_OPTS,
@@ -95,8 +97,8 @@ static const char *const validate_usage[] = {
 };
 
 static const struct opt validate_opts[] = {
-	OPT_STRING(0, "rule", &rp_rule, "R", "the rule to gate (a base rule or a+b); required"),
-	OPT_NUM(0, "max-forgone-pct", &rp_max_forgone, "P", 0, 100,
+	OPT_STRING(0, "rule", &replay_arg_rule, "R", "the rule to gate (a base rule or a+b); required"),
+	OPT_NUM(0, "max-forgone-pct", &replay_arg_max_forgone, "P", 0, 100,
 		"fail a file where R forgoes more than P% of the bare merge's takes"),
 	RP_INPUT_OPTS,
 	OPT_END(),
@@ -132,14 +134,14 @@ static int replay_cli_opts(const char *cmd, const char *rules, struct rule *out,
 		o->n_rules = rule_list_default(out, RULE_MAX_LIST);
 	}
 	o->rules = out;
-	o->max_pos = rp_max_pos;
-	o->strict = rp_strict;
-	o->explain = rp_explain;
-	o->explain_step = rp_explain_step;
-	o->max_line = (size_t)rp_max_line;
-	o->max_depth = (unsigned)rp_max_depth;
-	o->max_slots = (uint32_t)rp_max_slots;
-	o->tree = rp_tree;
+	o->max_pos = replay_arg_max_pos;
+	o->strict = replay_arg_strict;
+	o->explain = replay_arg_explain;
+	o->explain_step = replay_arg_explain_step;
+	o->max_line = (size_t)replay_arg_max_line;
+	o->max_depth = (unsigned)replay_arg_max_depth;
+	o->max_slots = (uint32_t)replay_arg_max_slots;
+	o->tree = replay_arg_tree;
 	return -1;
 }
 
@@ -160,7 +162,7 @@ static int replay_cli_run(const char *cmd, struct replay *r, int n, char **files
 	enum status st;
 
 	*stopped = false;
-	st = replay_add_files(r, (const char *const *)files, (size_t)n, (unsigned)rp_jobs,
+	st = replay_add_files(r, (const char *const *)files, (size_t)n, (unsigned)replay_arg_jobs,
 			      replay_cli_status, (void *)cmd);
 	if (st == STATUS_NOMEM) {
 		cli_usage_error(cmd, "out of memory");
@@ -171,7 +173,7 @@ static int replay_cli_run(const char *cmd, struct replay *r, int n, char **files
 		*stopped = true;   /* --strict, at a malformed line */
 		return CLI_USAGE;
 	}
-	if (replay_n_unreadable(r) || (replay_n_truncated(r) && !rp_allow_truncated) ||
+	if (replay_n_unreadable(r) || (replay_n_truncated(r) && !replay_arg_allow_truncated) ||
 	    replay_n_no_audit(r))
 		return CLI_USAGE;
 	return -1;
@@ -190,7 +192,7 @@ int cmd_replay(int argc, char **argv)
 		      &(const struct cli_operands){ 1, CLI_ANY, "no audit file given (see --help)", NULL }, &rc);
 	if (n < 0)
 		return rc;
-	if ((rc = replay_cli_opts("replay", rp_rules, rules, &o)) >= 0)
+	if ((rc = replay_cli_opts("replay", replay_arg_rules, rules, &o)) >= 0)
 		return rc;
 	progress_init(&prog, "replay", "merges", progress_input_size((const char *const *)argv, (size_t)n));
 	o.progress = prog.on ? &prog : NULL;   /* off: nothing counted either */
@@ -207,13 +209,13 @@ int cmd_replay(int argc, char **argv)
 	progress_release(&prog);
 	if (rc == CLI_USAGE && (stopped || replay_n_unreadable(r)))
 		goto out;
-	if (rc == CLI_USAGE && replay_n_no_audit(r) && !replay_events(r) && !rp_json)
+	if (rc == CLI_USAGE && replay_n_no_audit(r) && !replay_events(r) && !replay_arg_json)
 		goto out;
 	if (o.explain && !replay_n_explained(r)) {
 		rc = cli_usage_error("replay", "no merge event at step %lld", (long long)o.explain_step);
 		goto out;
 	}
-	if (rp_json)
+	if (replay_arg_json)
 		replay_print_json(r, stdout);
 	else if (o.explain)
 		replay_print_explain_text(r, stdout);
@@ -239,11 +241,11 @@ int cmd_validate(int argc, char **argv)
 	n = cli_parse(&cmd_validate_doc, argc, argv, NULL, &rc);
 	if (n < 0)
 		return rc;
-	if (!rp_rule)
+	if (!replay_arg_rule)
 		return cli_usage_error("validate", "--rule R is required");
 	if (!n)
 		return cli_usage_error("validate", "no audit file given (see --help)");
-	if ((rc = replay_cli_opts("validate", rp_rule, rules, &o)) >= 0)
+	if ((rc = replay_cli_opts("validate", replay_arg_rule, rules, &o)) >= 0)
 		return rc;
 	if (o.n_rules != 1)
 		return cli_usage_error("validate", "--rule takes one rule (a+b combines)");
@@ -259,9 +261,9 @@ int cmd_validate(int argc, char **argv)
 	progress_release(&prog);
 	if (rc == CLI_USAGE && (stopped || replay_n_unreadable(r)))
 		goto out;
-	vo.max_forgone_pct = rp_max_forgone;
+	vo.max_forgone_pct = replay_arg_max_forgone;
 	/* A cut gzip fails the gate in the report, and is still exit 2. */
-	ok = validate_report(r, 0, &vo, rp_json, stdout);
+	ok = validate_report(r, 0, &vo, replay_arg_json, stdout);
 	rc = replay_n_truncated(r) || replay_n_no_audit(r) ? CLI_USAGE : ok ? CLI_OK : CLI_FAIL;
 out:
 	replay_free(r);

@@ -16,15 +16,16 @@
 
 #define WATCH_DEFAULT_LISTEN "127.0.0.1:9478"
 
-static const char *wt_listen = WATCH_DEFAULT_LISTEN, *wt_rules, *wt_port_file, *wt_out, *wt_host;
-static long long wt_max_pos, wt_poll_ms = 25;
-static bool wt_from_start, wt_once;
-static volatile sig_atomic_t wt_stop;
+static const char *watch_arg_listen = WATCH_DEFAULT_LISTEN, *watch_arg_rules, *watch_arg_port_file;
+static const char *watch_arg_out, *watch_arg_host;
+static long long watch_arg_max_pos, watch_arg_poll_ms = 25;
+static bool watch_arg_from_start, watch_arg_once;
+static volatile sig_atomic_t watch_stop;
 
-static void wt_on_signal(int sig)
+static void watch_on_signal(int sig)
 {
 	(void)sig;
-	wt_stop = 1;
+	watch_stop = 1;
 }
 
 static const char *const watch_usage[] = {
@@ -34,22 +35,22 @@ static const char *const watch_usage[] = {
 };
 
 static const struct opt watch_opts[] = {
-	OPT_STRING(0, "listen", &wt_listen, "HOST:PORT",
+	OPT_STRING(0, "listen", &watch_arg_listen, "HOST:PORT",
 		   "where /metrics and /health are served (default " WATCH_DEFAULT_LISTEN "; port 0 "
 		   "picks a free one)"),
-	OPT_STRING(0, "port-file", &wt_port_file, "FILE", "write the port listened on to FILE"),
-	OPT_STRING(0, "rules", &wt_rules, "LIST",
+	OPT_STRING(0, "port-file", &watch_arg_port_file, "FILE", "write the port listened on to FILE"),
+	OPT_STRING(0, "rules", &watch_arg_rules, "LIST",
 		   "comma-separated rules, each a base rule or a+b (default the six base rules)"),
-	OPT_INT(0, "max-pos", &wt_max_pos, "N", 1, INT64_MAX,
+	OPT_INT(0, "max-pos", &watch_arg_max_pos, "N", 1, INT64_MAX,
 		"positions >= N are garbage; wins over config.max_model_len"),
-	OPT_BOOL(0, "from-start", &wt_from_start,
+	OPT_BOOL(0, "from-start", &watch_arg_from_start,
 		 "read files that exist already from their start (default: from their end, like tail -F)"),
-	OPT_BOOL(0, "once", &wt_once,
+	OPT_BOOL(0, "once", &watch_arg_once,
 		 "read every source from its start to its end, print the exposition and exit "
 		 "(cron, the node exporter's textfile collector)"),
-	OPT_STRING('o', "output", &wt_out, "FILE", "with --once: the exposition to FILE, written atomically"),
-	OPT_STRING(0, "host", &wt_host, "NAME", "the host label (default the host name)"),
-	OPT_INT(0, "poll-ms", &wt_poll_ms, "MS", 1, 10000,
+	OPT_STRING('o', "output", &watch_arg_out, "FILE", "with --once: the exposition to FILE, written atomically"),
+	OPT_STRING(0, "host", &watch_arg_host, "NAME", "the host label (default the host name)"),
+	OPT_INT(0, "poll-ms", &watch_arg_poll_ms, "MS", 1, 10000,
 		"how often a quiet source is looked at (default 25)"),
 	OPT_END(),
 };
@@ -78,7 +79,7 @@ static int watch_write_once(struct watch *w)
 	struct status_info si;
 
 	status_info_clear(&si);
-	if (outfile_open(&of, wt_out, &si)) {
+	if (outfile_open(&of, watch_arg_out, &si)) {
 		cli_report_status("watch", STATUS_IO, &si);
 		return CLI_USAGE;
 	}
@@ -99,7 +100,7 @@ static int watch_port_file(unsigned port)
 	struct status_info si;
 
 	status_info_clear(&si);
-	if (outfile_open(&of, wt_port_file, &si)) {
+	if (outfile_open(&of, watch_arg_port_file, &si)) {
 		cli_report_status("watch", STATUS_IO, &si);
 		return -1;
 	}
@@ -128,12 +129,12 @@ int cmd_watch(int argc, char **argv)
 		      &rc);
 	if (n < 0)
 		return rc;
-	if (wt_out && !wt_once)
+	if (watch_arg_out && !watch_arg_once)
 		return cli_usage_error("watch", "-o goes with --once (live, the exposition is on /metrics)");
 	memset(&o, 0, sizeof(o));
 	status_info_clear(&si);
-	if (wt_rules) {
-		if (rule_list_parse(wt_rules, rules, RULE_MAX_LIST, &o.n_rules, &si)) {
+	if (watch_arg_rules) {
+		if (rule_list_parse(watch_arg_rules, rules, RULE_MAX_LIST, &o.n_rules, &si)) {
 			cli_report_status("watch", STATUS_USAGE, &si);
 			return CLI_USAGE;
 		}
@@ -141,42 +142,42 @@ int cmd_watch(int argc, char **argv)
 		o.n_rules = rule_list_default(rules, RULE_MAX_LIST);
 	}
 	o.rules = rules;
-	o.max_pos = wt_max_pos;
+	o.max_pos = watch_arg_max_pos;
 	o.sources = (const char *const *)argv;
 	o.n_sources = (size_t)n;
-	o.from_start = wt_from_start || wt_once;
-	o.host = wt_host;
-	o.poll_ms = (int)wt_poll_ms;
+	o.from_start = watch_arg_from_start || watch_arg_once;
+	o.host = watch_arg_host;
+	o.poll_ms = (int)watch_arg_poll_ms;
 	o.notes = stderr;
 	if ((st = watch_new(&w, &o, &si))) {
 		cli_report_status("watch", st, &si);
 		return CLI_USAGE;
 	}
-	if (wt_once) {
+	if (watch_arg_once) {
 		size_t bad = watch_once(w);
 		rc = watch_write_once(w);
 		if (bad && rc == CLI_OK)
 			rc = CLI_USAGE;
 		goto out;
 	}
-	if ((st = serve_start(&sv, w, wt_listen, &si))) {
+	if ((st = serve_start(&sv, w, watch_arg_listen, &si))) {
 		cli_report_status("watch", st, &si);
 		rc = CLI_USAGE;
 		goto out;
 	}
-	if (wt_port_file && watch_port_file(serve_port(sv))) {
+	if (watch_arg_port_file && watch_port_file(serve_port(sv))) {
 		rc = CLI_USAGE;
 		goto out;
 	}
 	fprintf(stderr, "ttaudit watch: %d source%s, metrics on http://%.*s:%u/metrics\n", n,
-		n == 1 ? "" : "s", (int)(strrchr(wt_listen, ':') - wt_listen), wt_listen,
+		n == 1 ? "" : "s", (int)(strrchr(watch_arg_listen, ':') - watch_arg_listen), watch_arg_listen,
 		serve_port(sv));
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = wt_on_signal;
+	sa.sa_handler = watch_on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	watch_run(w, &wt_stop);
+	watch_run(w, &watch_stop);
 out:
 	serve_stop(sv);
 	watch_free(w);

@@ -71,7 +71,7 @@ static size_t seen_check(struct replay_seen **tab, size_t *n, size_t *cap, uint6
 }
 
 /* a - b for any int64, as a sign and a magnitude (65 bits). */
-static void diff65(int64_t a, int64_t b, int *neg, uint64_t *mag)
+static void replay_gap(int64_t a, int64_t b, int *neg, uint64_t *mag)
 {
 	*neg = a < b;
 	*mag = a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
@@ -312,8 +312,8 @@ static void explain_slot_drift(const struct replay_proc *p, const struct merge_e
 	buf[0] = '\0';
 	if (s >= p->res_cap || !p->res_seen[s] || m->step <= p->res_step[s])
 		return;
-	diff65(m->dev_pos[s], p->res_value[s], &dneg, &dv);
-	diff65(m->step, p->res_step[s], &sneg, &ds);
+	replay_gap(m->dev_pos[s], p->res_value[s], &dneg, &dv);
+	replay_gap(m->step, p->res_step[s], &sneg, &ds);
 	if (dv == 0)
 		snprintf(buf, n, "unchanged since step %" PRId64 " (%" PRIu64 " steps): resident in "
 			 "the buffer", p->res_step[s], ds);
