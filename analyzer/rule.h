@@ -97,6 +97,11 @@ const char *rule_base_doc(size_t i);
 	X(stamp, "QWEN36_MERGE_STAMP_GUARD") \
 	X(bound, "QWEN36_MERGE_GARBAGE_BOUND")
 
+/* The guards' names as one string literal, each after a space, for help
+ * and messages: " prefilled batch lifetime stamp bound". */
+#define RULE_GUARD_NAME_(name, flag) " " #name
+#define RULE_GUARD_NAMES RULE_GUARD_FLAGS(RULE_GUARD_NAME_)
+
 /* The flag of the base rule named `name` ("batch": "QWEN36_MERGE_BATCH_GUARD");
  * NULL for bare, a combination or an unknown name. */
 const char *rule_guard_flag(const char *name);

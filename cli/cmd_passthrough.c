@@ -51,7 +51,7 @@ static const struct opt passthrough_opts[] = {
 	OPT_BOOL(0, "per-pid", &passthrough_per_pid, "one capture file per process (FILE.<pid>)"),
 	OPT_GROUP("the engine"),
 	OPT_LIST(0, "guard", &passthrough_guard, "ARM",
-		 "engage a guard: prefilled, batch, lifetime, stamp or bound (sets its QWEN36_* flag to 1)"),
+		 "engage a guard, one of" RULE_GUARD_NAMES " (sets its QWEN36_* flag to 1)"),
 	OPT_STRING(0, "kit", &passthrough_kit, "DIR",
 		   "the ttaudit_emit package directory: put its sitecustomize on PYTHONPATH and set TTAUDIT_EMIT=1"),
 	OPT_BOOL(0, "json", &passthrough_json, "patterns, values and the --additional-config object as JSON"),
@@ -144,8 +144,8 @@ static int passthrough_apply_guards(void)
 	for (i = 0; i < passthrough_guard.n; i++) {
 		flag = rule_guard_flag(passthrough_guard.v[i]);
 		if (!flag) {
-			cli_usage_error("passthrough", "--guard '%s' is not an arm (prefilled, batch, "
-					"lifetime, stamp, bound)", passthrough_guard.v[i]);
+			cli_usage_error("passthrough", "--guard '%s' is not an arm (one of" RULE_GUARD_NAMES ")",
+					passthrough_guard.v[i]);
 			return -1;
 		}
 		if (passthrough_setenv(flag, "1"))
