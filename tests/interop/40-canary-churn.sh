@@ -32,9 +32,10 @@ until curl -sf "$URL/health" >/dev/null 2>&1; do
 	sleep 0.1
 done
 
-# canary, completions and chat, below and above the 4 slots
+# canary, completions and chat, below and above the 4 slots (--stall: see
+# the churn below)
 for chat in "" --chat; do
-	expect_rc 0 $TTAUDIT bench --url "$URL" --no-progress --correctness canary $chat --concurrency 2,16 \
+	expect_rc 0 $TTAUDIT bench --url "$URL" --no-progress --correctness canary $chat --concurrency 2,16 --stall 600 \
 		--requests 48 --seed 7 -o "$T/can$chat.jsonl"
 	head -n 1 "$T/out" | grep -q '^CANARY: PASS: 0 leaked, 0 lost of 96 requests' || { cat "$T/out"; fail "canary$chat: not clean"; }
 	contains "$T/out" "own markers NOT EVALUABLE (the model does not repeat)"
@@ -46,12 +47,28 @@ for chat in "" --chat; do
 done
 
 # churn with the canary, levels crossing -np 4 (2, 4, 16, 128), prefaces
-# that fit the 512-token slots
-expect_rc 0 $TTAUDIT bench --url "$URL" --no-progress --correctness canary --workload churn --max-num-seqs 4 \
-	--churn-pressure 64 --seed 8 --json -o "$T/churn.jsonl"
+# that fit the 512-token slots. At 128 in flight over 4 slots a request
+# waits in the server's queue, sent nothing, until a slot is free: on a
+# loaded 2-core machine that wait passed bench's 60 s silence limit, so the
+# limit is the request timeout's (600 s) here.
+set +e
+$TTAUDIT bench --url "$URL" --no-progress --correctness canary --workload churn --max-num-seqs 4 \
+	--churn-pressure 64 --seed 8 --stall 600 --json -o "$T/churn.jsonl" >"$T/out" 2>"$T/err"
+rc=$?
+set -e
+[ "$rc" -le 1 ] || { cat "$T/out" "$T/err" >&2; fail "churn: bench exited $rc"; }
 eq "$(jget "$T/out" .canary.verdict)" PASS "churn canary verdict"
 eq "$(jget "$T/out" .canary.leaked)" 0 "churn leaks"
-eq "$(jget "$T/out" .failed)" 0 "churn failures"
+# This llama-server's unified KV cache (2,048 cells for 4 slots that keep
+# their prompts cached) can be full when the churn's cancels, pressure and
+# shared prefix meet in some orders (load decides which): it then fails
+# every active slot with its own "Input prompt is too big compared to KV
+# size" (server.cpp, c392e509). Those are the server's failures, counted as
+# failures and said (exit 1); any other failure is a failure of the test.
+n_kv=$(jq -s '[.[] | select(.kind == "request" and .phase == "canary" and .ok == false and
+	(.reason | test("too big compared to KV size")))] | length' "$T/churn.jsonl")
+eq "$(jget "$T/out" .failed)" "$n_kv" "churn failures other than the server's full KV cache"
+eq "$rc" "$([ "$n_kv" -gt 0 ] && echo 1 || echo 0)" "bench's exit status with $n_kv server failures"
 eq "$(jq -s -c '[.[] | select(.kind == "run" and .phase == "canary") | .arrival.concurrency]' "$T/churn.jsonl")" \
 	'[2,4,16,128]' "churn levels"
 eq "$(jq -s -c '[.[] | select(.kind == "run" and .phase == "canary") | .arrival.max_inflight]' "$T/churn.jsonl")" \
@@ -63,6 +80,6 @@ n_abort=$(jq -s '[.[] | select(.kind == "request" and .phase == "canary" and .ou
 eq "$(jget "$T/out" '.workload.transitions["sync-path"]')" "$n_sync" "summary: sync-forcing requests"
 eq "$(jget "$T/out" '.workload.transitions["client-abort"]')" "$n_abort" "summary: client aborts"
 jq -e '.workload.transitions["over-max-num-seqs"] > 0' "$T/out" >/dev/null || fail "churn: nothing over -np"
-echo "llama-server: canary 192 requests, churn $(jget "$T/out" .canary.requests) requests: 0 leaks; sync-forcing $n_sync, aborts $n_abort"
+echo "llama-server: canary 192 requests, churn $(jget "$T/out" .canary.requests) requests: 0 leaks; sync-forcing $n_sync, aborts $n_abort; the server's full-KV failures $n_kv"
 kill "$LPID" 2>/dev/null || true
 wait "$LPID" 2>/dev/null || true
