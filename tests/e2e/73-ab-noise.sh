@@ -30,7 +30,13 @@ lacks "$T/noisy/ab-report.md" "| makespan |"
 # the guard effect is still reported
 eq "$(jget "$J" .guard_verdict)" PASS "guard verdict under noise"
 
-QUIET="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $SCALE --seed 1"
+# Without --noise the spread left is the machine's: on a loaded 2-core
+# machine it put every cost interval across its floor at a time scale of
+# 0.04 (all four WITHHELD, so the verdict WITHHELD). At 0.12 the simulated
+# steps are three times longer than the jitter around them (floors of 7%
+# instead of 20-26% with a busy loop on each core), so a cost is decided.
+QSCALE='$(awk "BEGIN{print 0.12*${TTSIM_SCALE_X:-1}}")'
+QUIET="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $QSCALE --seed 1"
 expect_rc 0 ab --sensitivity slow --serve "$QUIET" -o "$T/quiet" --json
 J="$T/out"
 eq "$(jget "$J" .cost_verdict)" published "cost verdict without noise"
