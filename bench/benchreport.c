@@ -43,7 +43,7 @@ static bool benchreport_behind(const struct stats_run *m, double rate)
  */
 static void benchreport_record_member(struct jsonw *w, const char *key, struct cJSON *v)
 {
-	char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+	char *s = record_print(v);
 
 	if (s) {
 		jsonw_key(w, key);

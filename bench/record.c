@@ -4,6 +4,7 @@
  * record/record_read.c, with one policy for a malformed line.
  */
 #include "bench/record.h"
+#include "base/jsonw.h"
 #include "base/outfile.h"
 
 #include <cjson/cJSON.h>
@@ -92,9 +93,48 @@ enum status record_gate(const struct record_identity *id, struct status_info *si
 	return STATUS_OK;
 }
 
+/*
+ * cJSON writes a number with 15 digits when they read back within an
+ * epsilon of it, not exactly: 2880.8219840343195 became 2880.82198403432,
+ * so a summary's median figure differed from the same repeat's figure
+ * written by jsonw. Every number is replaced by its shortest exact text
+ * (jsonw_dtoa) before printing; depth is that of the objects built here.
+ */
+static bool record_exact_numbers(cJSON *o)
+{
+	cJSON *it, *next;
+
+	for (it = o ? o->child : NULL; it; it = next) {
+		next = it->next;
+		if (cJSON_IsNumber(it)) {
+			char buf[32];
+			cJSON *raw = isfinite(it->valuedouble) ?
+				cJSON_CreateRaw(jsonw_dtoa(buf, sizeof(buf), it->valuedouble)) :
+				cJSON_CreateNull();
+
+			if (!raw)
+				return false;
+			/* the key moves with the value (replacing keeps no name) */
+			raw->string = it->string;
+			raw->type |= it->type & cJSON_StringIsConst;
+			it->string = NULL;
+			cJSON_ReplaceItemViaPointer(o, it, raw);
+		} else if ((cJSON_IsObject(it) || cJSON_IsArray(it)) && !record_exact_numbers(it))
+			return false;
+	}
+	return true;
+}
+
+char *record_print(struct cJSON *o)
+{
+	if (!o || !record_exact_numbers(o))
+		return NULL;
+	return cJSON_PrintUnformatted(o);
+}
+
 static enum status record_put(struct record *w, cJSON *o, struct status_info *si)
 {
-	char *s = cJSON_PrintUnformatted(o);
+	char *s = record_print(o);
 
 	if (!s)
 		return status_set(si, STATUS_NOMEM, "%s: out of memory", w->path);
@@ -162,7 +202,7 @@ enum status record_margins(struct record *w, const struct margins_report *m, str
 		else
 			cJSON_AddNullToObject(o, "token_id");
 		cJSON_AddNumberToObject(o, "epsilon", m->eps);
-		js = cJSON_PrintUnformatted(o);
+		js = record_print(o);
 		cJSON_Delete(o);
 		if (!js)
 			return status_set(si, STATUS_NOMEM, "out of memory");

@@ -131,6 +131,14 @@ enum status record_margins(struct record *w, const struct margins_report *m, str
 /* The pass's counts as a cJSON object (for summaries); NULL on allocation failure. */
 struct cJSON *record_margins_json(const struct margins_report *m);
 
+/*
+ * A value of this format (one of the *_json objects below) as one line of
+ * JSON, every number in its shortest exact text, as jsonw writes it;
+ * converts o's numbers in place (o stays the caller's to delete). The text
+ * is the caller's (cJSON_free); NULL on allocation failure.
+ */
+char *record_print(struct cJSON *o);
+
 /* Writes a prepared JSON object text (a summary) as one line. */
 enum status record_line(struct record *w, const char *json, struct status_info *si);
 

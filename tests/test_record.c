@@ -1,4 +1,5 @@
 /* test_record.c - run records: the gate where they are written, and their fields. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -183,12 +184,40 @@ static void test_margins(void **state)
 	cJSON_Delete(o);
 }
 
+/* Numbers read back exactly: cJSON's own printer gives 2880.82198403432
+ * for 2880.8219840343195 (15 digits within its epsilon), which a summary's
+ * median then disagreed with the repeat's own figure by. */
+static void test_exact_numbers(void **state)
+{
+	const double v = 2880.8219840343195;
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *back;
+	char *s;
+
+	(void)state;
+	cJSON_AddNumberToObject(o, "x", v);
+	cJSON_AddNumberToObject(o, "n", 1024);
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(v));
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(NAN));
+	cJSON_AddItemToObject(o, "by", a);
+	s = record_print(o);
+	assert_non_null(s);
+	assert_string_equal(s, "{\"x\":2880.8219840343195,\"n\":1024,\"by\":[2880.8219840343195,null]}");
+	back = cJSON_Parse(s);
+	assert_true(cJSON_GetObjectItem(back, "x")->valuedouble == v);
+	assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(back, "by"), 0)->valuedouble == v);
+	cJSON_Delete(back);
+	cJSON_free(s);
+	cJSON_Delete(o);
+	assert_null(record_print(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_write),
 		cmocka_unit_test(test_margins),
+		cmocka_unit_test(test_exact_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

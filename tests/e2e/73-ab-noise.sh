@@ -34,14 +34,20 @@ eq "$(jget "$J" .guard_verdict)" PASS "guard verdict under noise"
 # machine it put every cost interval across its floor at a time scale of
 # 0.04 (all four WITHHELD, so the verdict WITHHELD). At 0.12 the simulated
 # steps are three times longer than the jitter around them (floors of 7%
-# instead of 20-26% with a busy loop on each core), so a cost is decided.
-QSCALE='$(awk "BEGIN{print 0.12*${TTSIM_SCALE_X:-1}}")'
+# instead of 20-26% with a busy loop on each core). The treatment is given a
+# known cost, every step 1.5 times as long: a treatment as fast as the
+# control leaves each interval as likely inside its floor as across it (all
+# four across it, WITHHELD, came once in a plain make check beside a build),
+# while +50% is outside any floor the machine's jitter makes.
+QSCALE='$(awk "BEGIN{print 0.12*${TTSIM_SCALE_X:-1}*(\"$TTAUDIT_AB_ROLE\" == \"treatment\" ? 1.5 : 1)}")'
 QUIET="$TTSIM serve --port 0 --port-file \"\$TTAUDIT_AB_PORT_FILE\" --time-scale $QSCALE --seed 1"
 expect_rc 0 ab --sensitivity slow --serve "$QUIET" -o "$T/quiet" --json
 J="$T/out"
 eq "$(jget "$J" .cost_verdict)" published "cost verdict without noise"
 jq -e '.separation >= 0.05' "$J" >/dev/null || fail "separation under the floor: $(jget "$J" .separation)"
 eq "$(jget "$J" '.cost | length')" 4 "cost figures"
+eq "$(jq -c '[.cost[] | select(.figure == "makespan" or .figure == "tok_s") | .verdict]' "$J")" \
+	'["worse","worse"]' "the treatment's known cost"
 # every cost with its interval over the 3 rounds, and the interval's real coverage (75%)
 jq -e '[.cost[] | select(.rounds == 3 and .lo <= .delta and .delta <= .hi and .coverage == 0.75)] | length == 4' \
 	"$J" >/dev/null || fail "a cost without its interval: $(jq -c .cost "$J")"
