@@ -9,8 +9,9 @@ validating and writing one 8-slot merge event with stamp fields to a file.
 The kit (ttaudit_emit.kit): with TTAUDIT_EMIT unset nothing is wrapped, so
 the generator runs its own functions (0 by construction). With it on, over
 the stand-in of tt-metal's generator (tests/standin, 8 slots, real torch
-tensors on the stand-in device), against the same code unwrapped, in one
-run: a steady decode step (the wrappers, one trace event) and a reset step
+tensors on the stand-in device; STANDIN_GENERATOR=DIR puts another
+DIR/models/tt_transformers/tt/generator.py, tt-metal's own for instance, in
+the stand-in's place), against the same code unwrapped, in one run: a steady decode step (the wrappers, one trace event) and a reset step
 (the inline keep observed in its frame, a merge and a trace event),
 written to a file.
 
@@ -40,7 +41,7 @@ STEPS = textwrap.dedent('''
     import json, os, sys, time
     sys.path.insert(0, os.path.join(%r, "tests", "standin"))
     import paths
-    sys.path[:0] = paths.roots({})
+    sys.path[:0] = paths.roots()
     from loguru import logger
     logger.remove()
     import torch, ttnn
@@ -68,6 +69,7 @@ STEPS = textwrap.dedent('''
             dt = (time.perf_counter() - t0) / n * 1e6
             best = dt if best is None or dt < best else best
         out[name] = best
+    out["generator"] = sys.modules[Generator.__module__].__file__
     print(json.dumps(out))
 ''') % ROOT
 
@@ -124,6 +126,8 @@ def wrappers(calls):
     with tempfile.TemporaryDirectory() as d:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("TTAUDIT_", "STANDIN_")) and k != "PYTHONPATH"}
+        if os.environ.get("STANDIN_GENERATOR"):
+            env["STANDIN_GENERATOR"] = os.environ["STANDIN_GENERATOR"]
         for mode in ("off", "on"):
             cmd = [sys.executable, "-c", STEPS, str(n)]
             e = dict(env)
@@ -137,11 +141,15 @@ def wrappers(calls):
                 return
             res[mode] = json.loads(p.stdout.splitlines()[-1])
         merges = sum(1 for ln in open(os.path.join(d, "kit.jsonl")) if '"merge"' in ln)
+    # the file both runs imported, so a STANDIN_GENERATOR that did not take is seen
+    gens = {res[m]["generator"] for m in res}
+    which = ("the stand-in generator" if not os.environ.get("STANDIN_GENERATOR")
+             else "the generator in " + ", ".join(sorted(gens)))
     for name, what in (("steady", "a steady decode step (a trace event)"),
                        ("reset", "a reset step (the keep observed, a merge)")):
         off, on = res["off"][name], res["on"][name]
-        print("kit over the stand-in generator (8 slots, torch), %-43s %7.1f us vs %.1f "
-              "unwrapped (+%.1f us, %.2fx)" % (what + ":", on, off, on - off, on / off))
+        print("kit over %s (8 slots, torch), %-43s %7.1f us vs %.1f "
+              "unwrapped (+%.1f us, %.2fx)" % (which, what + ":", on, off, on - off, on / off))
     print("kit, TTAUDIT_EMIT unset: nothing is wrapped, the generator's own calls: +0 us "
           "(%d merges written above)" % merges)
 
