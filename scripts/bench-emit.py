@@ -11,9 +11,10 @@ the generator runs its own functions (0 by construction). With it on, over
 the stand-in of tt-metal's generator (tests/standin, 8 slots, real torch
 tensors on the stand-in device; STANDIN_GENERATOR=DIR puts another
 DIR/models/tt_transformers/tt/generator.py, tt-metal's own for instance, in
-the stand-in's place), against the same code unwrapped, in one run: a steady decode step (the wrappers, one trace event) and a reset step
-(the inline keep observed in its frame, a merge and a trace event),
-written to a file.
+the stand-in's place), against the same code unwrapped, in one run: a
+steady decode step (the wrappers, one trace event) and a reset step (the
+inline keep observed in its frame, a merge and a trace event), written to a
+file.
 
 usage: scripts/bench-emit.py [--calls N]
 """
@@ -125,9 +126,8 @@ def wrappers(calls):
     res = {}
     with tempfile.TemporaryDirectory() as d:
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("TTAUDIT_", "STANDIN_")) and k != "PYTHONPATH"}
-        if os.environ.get("STANDIN_GENERATOR"):
-            env["STANDIN_GENERATOR"] = os.environ["STANDIN_GENERATOR"]
+               if k == "STANDIN_GENERATOR"
+               or not k.startswith(("TTAUDIT_", "STANDIN_")) and k != "PYTHONPATH"}
         for mode in ("off", "on"):
             cmd = [sys.executable, "-c", STEPS, str(n)]
             e = dict(env)
